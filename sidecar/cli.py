@@ -1,0 +1,30 @@
+"""Command-line entry point: resolve the configuration, set up stderr logging, run the server."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from .config import ConfigError, resolve
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.captureWarnings(True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        config = resolve(argv)
+    except ConfigError as exc:
+        print(f"memory-sidecar: configuration error: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_level)
+    logging.getLogger("sidecar").debug("configuration: %s", config.describe())
+    from .server import Server
+
+    return Server(config).run()

@@ -1,0 +1,184 @@
+"""Configuration, resolved once at start-up: CLI flag, then MEMORY_SIDECAR_* env, then default.
+
+One table (``OPTIONS``) drives the argument parser, the environment lookup and the
+README's configuration table, so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from . import __version__
+
+ENV_PREFIX = "MEMORY_SIDECAR_"
+
+
+def _default_data_dir() -> str:
+    import platformdirs
+
+    return platformdirs.user_data_dir("memory-sidecar", appauthor=False)
+
+
+def _bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false), got {value!r}")
+
+
+def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(value: str) -> Any:
+        v = kind(value)
+        if v < 0:
+            raise ValueError(f"must be >= 0, got {value!r}")
+        return v
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _positive_int(value: str) -> int:
+    v = int(value)
+    if v < 1:
+        raise ValueError(f"must be >= 1, got {value!r}")
+    return v
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _log_level(value: str) -> str:
+    v = value.strip().lower()
+    if v not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}, got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # attribute name; flag is --name-with-dashes, env is MEMORY_SIDECAR_NAME
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    flag_only: bool = False  # a boolean switch (store_true)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("data_dir", str, None, "Directory holding the LanceDB tables, the lock file and meta.json. "
+           "Default: the per-user app-data directory (platformdirs)."),
+    Option("model_dir", str, None, "Directory with model.onnx and tokenizer.json; tried before every other model source."),
+    Option("model_sha256", str, None, "Require the ONNX file to have this sha256 (hex); start-up fails otherwise."),
+    Option("offline", _bool, False, "Never contact the HuggingFace Hub (HF_HUB_OFFLINE=1 has the same effect).",
+           flag_only=True),
+    Option("ttl_days", _non_negative(float), 30.0, "Memories older than this many days are deleted automatically; 0 disables."),
+    Option("cleanup_interval_hours", _non_negative(float), 24.0,
+           "How often automatic expiry runs (it also runs once at start-up); 0 disables the schedule."),
+    Option("compact_every_writes", _positive_int, 200, "Compact the table after this many write commits."),
+    Option("compact_interval_seconds", _non_negative(float), 60.0,
+           "Compact at most this long after the first uncompacted write (0: only by write count)."),
+    Option("threads", _positive_int, None, "onnxruntime intra-op threads. Default: min(2, CPU count)."),
+    Option("max_line_bytes", _positive_int, 1 << 20, "Longest request line accepted, in bytes (checked while reading)."),
+    Option("max_content_chars", _positive_int, 32_000, "Longest memory content accepted, in characters."),
+    Option("max_batch", _positive_int, 1_000, "Most messages accepted in one batch store."),
+    Option("max_limit", _positive_int, 100, "Largest `limit` a query may ask for."),
+    Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
+    Option("reembed", _bool, False, "At start-up, re-embed every stored memory with the current model "
+           "(the way out when the data dir was made with another model).", flag_only=True),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    data_dir: Path
+    model_dir: Path | None
+    model_sha256: str | None
+    offline: bool
+    ttl_days: float
+    cleanup_interval_hours: float
+    compact_every_writes: int
+    compact_interval_seconds: float
+    threads: int
+    max_line_bytes: int
+    max_content_chars: int
+    max_batch: int
+    max_limit: int
+    log_level: str
+    reembed: bool
+
+    def describe(self) -> str:
+        return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memory-sidecar",
+        description=(
+            "Offline long-term memory for chat bots. Speaks newline-delimited JSON: one request per "
+            "line on stdin, one response per line on stdout, logs on stderr. Prints one "
+            '{"type":"ready",...} line once the model and store are loaded. '
+            "Every option can also be set by the environment variable shown; flags win over the environment."
+        ),
+        epilog=(
+            'Example: printf \'{"type":"store","user_id":"1","content":"I have a cat"}\\n'
+            '{"type":"query","user_id":"1","text":"pets","limit":1}\\n\' | memory-sidecar --data-dir /tmp/mem'
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"memory-sidecar {__version__}")
+    for opt in OPTIONS:
+        default_txt = "" if opt.default is None else f" (default: {opt.default})"
+        if opt.flag_only:
+            parser.add_argument(opt.flag, dest=opt.name, action="store_const", const=True, default=None,
+                                help=f"{opt.help} [env {opt.env}]")
+        else:
+            parser.add_argument(opt.flag, dest=opt.name, default=None, metavar=opt.name.upper(),
+                                help=f"{opt.help}{default_txt} [env {opt.env}]")
+    return parser
+
+
+def resolve(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> Config:
+    """Flags, then environment, then defaults. Raises ConfigError with a readable message."""
+    env = os.environ if environ is None else environ
+    args = build_parser().parse_args(argv)
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        raw = getattr(args, opt.name)
+        source = opt.flag
+        if raw is None and opt.env in env:
+            raw, source = env[opt.env], opt.env
+        if raw is None:
+            values[opt.name] = opt.default
+            continue
+        if isinstance(raw, bool):
+            values[opt.name] = raw
+            continue
+        try:
+            values[opt.name] = opt.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    if not values["offline"] and env.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        values["offline"] = True
+    values["data_dir"] = Path(values["data_dir"] or _default_data_dir()).expanduser()
+    values["model_dir"] = Path(values["model_dir"]).expanduser() if values["model_dir"] else None
+    if values["threads"] is None:
+        values["threads"] = max(1, min(2, os.cpu_count() or 1))
+    if values["model_sha256"]:
+        values["model_sha256"] = values["model_sha256"].strip().lower()
+    return Config(**values)

@@ -1,0 +1,59 @@
+"""Routes a typed request to the memory service and turns every outcome into one response."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+from .errors import Internal, SidecarError
+from .protocol import (
+    CleanupRequest,
+    DeleteRequest,
+    ForgetUserRequest,
+    OkResponse,
+    PingRequest,
+    PongResponse,
+    QueryRequest,
+    ShutdownRequest,
+    StatsRequest,
+    StoreRequest,
+    decode,
+    encode,
+)
+from .service import MemoryService
+
+log = logging.getLogger("sidecar.dispatcher")
+
+
+class Dispatcher:
+    def __init__(self, service: MemoryService):
+        self.handlers: dict[type, Callable[[Any], BaseModel]] = {
+            StoreRequest: service.store_messages,
+            QueryRequest: service.query,
+            CleanupRequest: service.cleanup,
+            DeleteRequest: service.delete,
+            ForgetUserRequest: service.forget_user,
+            StatsRequest: service.stats,
+            PingRequest: lambda _req: PongResponse(),
+            ShutdownRequest: lambda _req: OkResponse(),
+        }
+
+    def handle_line(self, line: bytes) -> tuple[bytes, bool]:
+        """One request line in, one response line out; True when the request was `shutdown`."""
+        request_id = None
+        try:
+            request = decode(line)
+            request_id = request.request_id
+            response = self.handlers[type(request)](request)
+            response.request_id = request_id
+            return encode(response), isinstance(request, ShutdownRequest)
+        except SidecarError as exc:
+            if exc.request_id is None:
+                exc.request_id = request_id
+            return encode(exc.to_response()), False
+        except Exception as exc:  # noqa: BLE001 - a failed request must never take the process down
+            log.exception("request failed")
+            err = Internal(f"internal error: {type(exc).__name__}: {exc}", request_id)
+            return encode(err.to_response()), False

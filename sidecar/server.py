@@ -1,0 +1,135 @@
+"""The process lifecycle: guard stdout, queue requests while loading, say `ready`, serve in order,
+run expiry and compaction in the background, and leave by one graceful path (shutdown request,
+end of stdin, SIGTERM/SIGINT, or the parent process gone).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+
+from . import __version__
+from .config import Config
+from .errors import StartupFailed, TooLarge
+from .protocol import PROTOCOL_VERSION, ReadyResponse, encode
+from .transport import Eof, Line, Oversized, StdioTransport
+
+log = logging.getLogger("sidecar.server")
+
+POLL_SECONDS = 0.25  # how often the idle loop checks for signals and a dead parent
+
+
+class Server:
+    def __init__(self, config: Config, transport: StdioTransport | None = None):
+        self.config = config
+        self.transport = transport or StdioTransport(config.max_line_bytes)
+        self.stop = threading.Event()
+        self._parent = os.getppid()
+        self.store = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        log.info("received signal %d, shutting down", signum)
+        self.stop.set()
+
+    def _parent_gone(self) -> bool:
+        return self._parent != 1 and os.getppid() != self._parent
+
+    def _start(self):
+        from .dispatcher import Dispatcher
+        from .embedder import Embedder
+        from .model import resolve_model
+        from .service import MemoryService
+        from .store import MessageStore
+
+        cfg = self.config
+        files = resolve_model(cfg.model_dir, cfg.offline, cfg.model_sha256)
+        log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
+        embedder = Embedder(files, threads=cfg.threads)
+        identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
+        self.store = MessageStore(cfg.data_dir, identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
+                                  reembed=embedder.embed if cfg.reembed else None)
+        service = MemoryService(embedder, self.store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
+                                max_batch=cfg.max_batch, max_limit=cfg.max_limit)
+        return service, Dispatcher(service)
+
+    def run(self) -> int:
+        t0 = time.monotonic()
+        self.transport.start_reader()  # requests sent before `ready` wait in the queue
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        try:
+            service, dispatcher = self._start()
+        except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
+            message = str(exc) if not isinstance(exc, ImportError) else f"missing dependency: {exc}"
+            log.error("start-up failed: %s", message)
+            self.transport.send(encode(StartupFailed(f"start-up failed: {message}").to_response()))
+            self.transport.close()
+            return 1
+        try:
+            files = service.embedder.files
+            ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,
+                                  model_digest=files.digest, data_dir=str(self.config.data_dir),
+                                  memories=self.store.count(), startup_ms=round((time.monotonic() - t0) * 1000))
+            self.transport.send(encode(ready))
+            log.info("ready in %d ms", ready.startup_ms)
+            maintenance = threading.Thread(target=self._maintain, args=(service,), name="maintenance", daemon=True)
+            maintenance.start()
+            self._serve(dispatcher)
+            self.stop.set()
+            maintenance.join(timeout=30)
+            return 0
+        finally:
+            self.store.close()
+            self.transport.close()
+
+    def _serve(self, dispatcher) -> None:
+        incoming = self.transport.incoming
+        while not self.stop.is_set():
+            try:
+                item = incoming.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                if self._parent_gone():
+                    log.warning("parent process is gone, shutting down")
+                    return
+                continue
+            if isinstance(item, Eof):
+                log.info("end of input, shutting down")
+                return
+            if isinstance(item, Oversized):
+                err = TooLarge(f"request line of {item.size} bytes is over the limit of "
+                               f"{self.config.max_line_bytes} bytes (--max-line-bytes)")
+                line, shutdown = encode(err.to_response()), False
+            else:
+                assert isinstance(item, Line)
+                line, shutdown = dispatcher.handle_line(item.data)
+            if not self.transport.send(line):
+                log.warning("stdout is closed, shutting down")
+                return
+            if shutdown:
+                return
+            if self._parent_gone():
+                log.warning("parent process is gone, shutting down")
+                return
+
+    def _maintain(self, service) -> None:
+        """Expiry once at start and then every cleanup interval; compaction when due."""
+        cfg = self.config
+        next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
+        while not self.stop.is_set():
+            try:
+                if time.monotonic() >= next_expiry:
+                    service.expire(cfg.ttl_days)
+                    next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600
+                                   if cfg.cleanup_interval_hours > 0 else float("inf"))
+                elif self.store.compact_due():
+                    self.store.compact()
+            except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
+                log.exception("background maintenance failed; will retry")
+                next_expiry = time.monotonic() + 60
+            self.stop.wait(1.0)

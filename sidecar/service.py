@@ -1,0 +1,161 @@
+"""Domain rules of the memory: per-user scoping, storing, semantic recall, expiry, forgetting, stats.
+
+Testable without pipes: takes typed requests, returns typed responses, raises SidecarError.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from typing import Any, Callable
+
+from . import __version__
+from .embedder import Embedder
+from .errors import InvalidRequest, NotFound, TooLarge
+from .protocol import (
+    PROTOCOL_VERSION,
+    CleanupRequest,
+    DeleteRequest,
+    ForgetUserRequest,
+    MessageOut,
+    ModelInfo,
+    OkResponse,
+    QueryRequest,
+    ResultsResponse,
+    StatsRequest,
+    StatsResponse,
+    StoreRequest,
+)
+from .store import SCHEMA_VERSION, MessageStore, sql_num, sql_str
+
+log = logging.getLogger("sidecar.service")
+
+DAY = 86_400.0
+
+
+def _ts_out(value: float) -> int:
+    return int(math.floor(value))
+
+
+def _filter_value(value: str, field: str) -> str:
+    try:
+        return sql_str(value)
+    except ValueError:
+        raise InvalidRequest(f"field `{field}` must not contain NUL characters") from None
+
+
+class MemoryService:
+    def __init__(self, embedder: Embedder, store: MessageStore, *, ttl_days: float = 30.0,
+                 max_content_chars: int = 32_000, max_batch: int = 1_000, max_limit: int = 100,
+                 clock: Callable[[], float] = time.time):
+        self.embedder = embedder
+        self.store = store
+        self.ttl_days = ttl_days
+        self.max_content_chars = max_content_chars
+        self.max_batch = max_batch
+        self.max_limit = max_limit
+        self.clock = clock
+        self.started = time.monotonic()
+
+    # ------------------------------------------------------------------ commands
+
+    def store_messages(self, req: StoreRequest) -> OkResponse:
+        items = req.items()
+        if len(items) > self.max_batch:
+            raise TooLarge(f"batch of {len(items)} messages is over the limit of {self.max_batch}")
+        now = self.clock()
+        rows: list[dict[str, Any]] = []
+        for n, m in enumerate(items):
+            where = f"messages[{n}]: " if req.messages is not None else ""
+            if len(m.content) > self.max_content_chars:
+                raise TooLarge(f"{where}content has {len(m.content)} characters, over the limit of "
+                               f"{self.max_content_chars}")
+            for field in ("user_id", "content", "message_id", "channel_id", "reply_to", "username"):
+                value = getattr(m, field)
+                if isinstance(value, str) and "\x00" in value:
+                    raise InvalidRequest(f"{where}field `{field}` must not contain NUL characters")
+            rows.append({
+                "id": str(uuid.uuid4()),
+                "user_id": m.user_id,
+                "content": m.content,
+                "is_bot": m.is_bot,
+                "timestamp": float(m.timestamp) if m.timestamp is not None else now,
+                "message_id": m.message_id,
+                "channel_id": m.channel_id,
+                "reply_to": m.reply_to,
+                "username": m.username,
+            })
+        vectors = self.embedder.embed([r["content"] for r in rows])
+        self.store.add(rows, vectors)
+        ids = [r["id"] for r in rows]
+        if req.messages is not None:
+            return OkResponse(ids=ids)
+        return OkResponse(id=ids[0])
+
+    def query(self, req: QueryRequest) -> ResultsResponse:
+        if req.limit > self.max_limit:
+            raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
+        clauses = [f"user_id = {_filter_value(req.user_id, 'user_id')}"]
+        if not req.include_bot:
+            clauses.append("is_bot = false")
+        if req.since is not None:
+            clauses.append(f"timestamp >= {sql_num(req.since)}")
+        if req.until is not None:
+            clauses.append(f"timestamp <= {sql_num(req.until)}")
+        vector = self.embedder.embed_one(req.text)
+        rows = self.store.search(vector, " AND ".join(clauses), req.limit)
+        out = []
+        for r in rows:
+            if req.min_similarity is not None and r["similarity"] < req.min_similarity:
+                continue
+            r["similarity"] = round(r["similarity"], 6)
+            r["timestamp"] = _ts_out(r["timestamp"])
+            out.append(MessageOut(**r))
+        return ResultsResponse(messages=out)
+
+    def cleanup(self, req: CleanupRequest) -> OkResponse:
+        ttl = req.ttl_days if req.ttl_days is not None else self.ttl_days
+        if not ttl or ttl <= 0:
+            raise InvalidRequest("cleanup needs ttl_days > 0 (automatic expiry is disabled: --ttl-days 0)")
+        return OkResponse(deleted=self.expire(float(ttl), req.user_id))
+
+    def expire(self, ttl_days: float, user_id: str | None = None) -> int:
+        cutoff = self.clock() - ttl_days * DAY
+        where = f"timestamp < {sql_num(cutoff)}"
+        if user_id is not None:
+            where += f" AND user_id = {_filter_value(user_id, 'user_id')}"
+        deleted = self.store.delete(where)
+        log.info("expired %d memories older than %g days", deleted, ttl_days)
+        return deleted
+
+    def delete(self, req: DeleteRequest) -> OkResponse:
+        deleted = self.store.delete(f"id = {_filter_value(req.id, 'id')}")
+        if not deleted:
+            raise NotFound(f"no memory with id {req.id!r}")
+        return OkResponse(deleted=deleted)
+
+    def forget_user(self, req: ForgetUserRequest) -> OkResponse:
+        return OkResponse(deleted=self.store.delete(f"user_id = {_filter_value(req.user_id, 'user_id')}"))
+
+    def stats(self, req: StatsRequest | None = None) -> StatsResponse:
+        import lancedb
+        import onnxruntime
+        import pyarrow
+        import tokenizers
+
+        files = self.embedder.files
+        return StatsResponse(
+            memories=self.store.count(),
+            users=self.store.users(),
+            disk_bytes=self.store.disk_bytes(),
+            model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source),
+            version=__version__,
+            protocol=PROTOCOL_VERSION,
+            schema_version=SCHEMA_VERSION,
+            uptime_seconds=round(time.monotonic() - self.started, 3),
+            data_dir=str(self.store.data_dir),
+            versions={"lancedb": lancedb.__version__, "onnxruntime": onnxruntime.__version__,
+                      "pyarrow": pyarrow.__version__, "tokenizers": tokenizers.__version__},
+        )

@@ -1,0 +1,284 @@
+"""LanceDB storage: the messages table, its schema version and migrations, the model identity kept
+with the data, the data-dir lock, filters built from user strings, indexes and compaction.
+
+Knows nothing of JSON or of the protocol. Every table operation holds one lock, so background
+maintenance (expiry, compaction) and requests never interleave inside LanceDB.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import warnings
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+log = logging.getLogger("sidecar.store")
+
+SCHEMA_VERSION = 1
+MESSAGES = "messages"
+META_FILE = "meta.json"
+LOCK_FILE = "sidecar.lock"
+LANCE_DIR = "lancedb"
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class StoreLocked(StoreError):
+    pass
+
+
+class ModelMismatch(StoreError):
+    pass
+
+
+def message_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("content", pa.string(), nullable=False),
+        pa.field("is_bot", pa.bool_(), nullable=False),
+        pa.field("timestamp", pa.float64(), nullable=False),
+        pa.field("message_id", pa.string()),
+        pa.field("channel_id", pa.string()),
+        pa.field("reply_to", pa.string()),
+        pa.field("username", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+    ])
+
+
+RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
+                  "username"]
+
+
+def sql_str(value: str) -> str:
+    """A SQL string literal for a LanceDB filter: the value matches only itself.
+
+    LanceDB filters are DataFusion SQL, where a quote inside a literal is doubled and a backslash
+    is an ordinary character. NUL cannot appear in a literal, so it is refused upstream.
+    """
+    if "\x00" in value:
+        raise ValueError("NUL character in a filter value")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_num(value: float) -> str:
+    if not np.isfinite(value):
+        raise ValueError("non-finite number in a filter")
+    return repr(float(value))
+
+
+# Forward migrations: MIGRATIONS[n] takes a data dir from schema version n to n + 1.
+MIGRATIONS: dict[int, Callable[["MessageStore"], None]] = {}
+
+
+def _write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+class MessageStore:
+    def __init__(
+        self,
+        data_dir: Path,
+        model: dict[str, Any],
+        compact_every_writes: int = 200,
+        compact_interval_seconds: float = 60.0,
+        reembed: Callable[[list[str]], np.ndarray] | None = None,
+    ):
+        from filelock import FileLock, Timeout
+
+        self.data_dir = data_dir
+        self.dim = int(model["dim"])
+        self.compact_every_writes = compact_every_writes
+        self.compact_interval_seconds = compact_interval_seconds
+        self.lock = threading.RLock()
+        self._pending_writes = 0
+        self._first_pending_at: float | None = None
+
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create data dir {data_dir}: {exc.strerror or exc}") from None
+        self._file_lock = FileLock(str(data_dir / LOCK_FILE))
+        try:
+            self._file_lock.acquire(timeout=0)
+        except Timeout:
+            raise StoreLocked(
+                f"data dir {data_dir} is in use by another memory-sidecar (lock {data_dir / LOCK_FILE} is held); "
+                "stop that process or use another --data-dir") from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock data dir {data_dir}: {exc.strerror or exc}") from None
+        try:
+            self._open(model, reembed)
+        except BaseException:
+            self._file_lock.release()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _open(self, model: dict[str, Any], reembed: Callable[[list[str]], np.ndarray] | None) -> None:
+        import lancedb
+
+        meta_path = self.data_dir / META_FILE
+        meta: dict[str, Any] | None = None
+        if meta_path.exists():
+            try:
+                meta = orjson.loads(meta_path.read_bytes())
+            except (OSError, orjson.JSONDecodeError) as exc:
+                raise StoreError(f"{meta_path} is unreadable ({exc}); restore it from a backup or move the data dir "
+                                 "away to start empty") from None
+        self._db = lancedb.connect(str(self.data_dir / LANCE_DIR))
+        existing = set(self._db.list_tables().tables) if hasattr(self._db, "list_tables") else set()
+        if meta is None:
+            if MESSAGES in existing:
+                raise StoreError(f"{self.data_dir} has a messages table but no {META_FILE}; refusing to guess which "
+                                 "model made it")
+            self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim))
+            meta = {"schema_version": SCHEMA_VERSION, "model": model, "created_at": time.time()}
+            _write_json_atomic(meta_path, meta)
+        else:
+            version = int(meta.get("schema_version", 0))
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.data_dir} has schema version {version}, newer than this sidecar's "
+                                 f"{SCHEMA_VERSION}; upgrade memory-sidecar")
+            self.table = self._db.open_table(MESSAGES)
+            while version < SCHEMA_VERSION:
+                log.warning("migrating %s from schema version %d to %d", self.data_dir, version, version + 1)
+                MIGRATIONS[version](self)
+                version += 1
+                meta["schema_version"] = version
+                _write_json_atomic(meta_path, meta)
+            old = meta.get("model", {})
+            if (old.get("name"), old.get("dim"), old.get("digest")) != (model["name"], model["dim"], model["digest"]):
+                if reembed is None:
+                    raise ModelMismatch(
+                        f"{self.data_dir} was made with model {old.get('name')} (dim {old.get('dim')}, sha256 "
+                        f"{str(old.get('digest'))[:12]}...), but this sidecar runs {model['name']} (dim {model['dim']}, "
+                        f"sha256 {model['digest'][:12]}...). Vectors from different models must not be mixed: start "
+                        "once with --reembed to re-embed every memory with the current model, or use another --data-dir")
+                self._reembed(reembed)
+                meta["model"] = model
+                _write_json_atomic(meta_path, meta)
+        self._ensure_indexes()
+
+    def _ensure_indexes(self) -> None:
+        names = {tuple(ix.columns) for ix in self.table.list_indices()}
+        if ("user_id",) not in names:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.table.create_scalar_index("user_id", index_type="BTREE")
+
+    def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
+        data = self.table.to_arrow()
+        log.warning("re-embedding %d memories with the current model", data.num_rows)
+        contents = data.column("content").to_pylist()
+        vectors = np.empty((len(contents), self.dim), dtype=np.float32)
+        step = 1024
+        for start in range(0, len(contents), step):
+            vectors[start:start + step] = embed(contents[start:start + step])
+            log.warning("re-embedded %d/%d", min(start + step, len(contents)), len(contents))
+        data = data.set_column(data.schema.get_field_index("vector"), "vector",
+                               pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim))
+        self.table = self._db.create_table(MESSAGES, data=data, schema=message_schema(self.dim), mode="overwrite")
+        self.compact()
+
+    # ------------------------------------------------------------------ writes
+
+    def add(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        """One commit for all rows. Returns only once LanceDB has committed them."""
+        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in RESULT_COLUMNS}
+        columns["vector"] = pa.FixedSizeListArray.from_arrays(
+            pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)), self.dim)
+        batch = pa.Table.from_pydict(columns, schema=message_schema(self.dim))
+        with self.lock:
+            self.table.add(batch)
+            self._pending_writes += 1
+            if self._first_pending_at is None:
+                self._first_pending_at = time.monotonic()
+
+    def delete(self, where: str) -> int:
+        """Delete matching rows and compact them away. Returns the number deleted."""
+        with self.lock:
+            n = self.table.count_rows(where)
+            if n:
+                self.table.delete(where)
+                self.compact()
+            return n
+
+    # ------------------------------------------------------------------ reads
+
+    def search(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
+        with self.lock:
+            result = (self.table.search(vector.astype(np.float32), vector_column_name="vector")
+                      .distance_type("cosine")
+                      .where(where, prefilter=True)
+                      .select([*RESULT_COLUMNS, "_distance"])
+                      .limit(limit)
+                      .to_arrow())
+        rows = result.to_pylist()
+        for r in rows:
+            r["similarity"] = 1.0 - float(r.pop("_distance"))
+        return rows
+
+    def count(self, where: str | None = None) -> int:
+        with self.lock:
+            return self.table.count_rows(where) if where else self.table.count_rows()
+
+    def users(self) -> int:
+        with self.lock:
+            col = self.table.search().select(["user_id"]).limit(None).to_arrow().column("user_id")
+        return len(col.unique())
+
+    def disk_bytes(self) -> int:
+        return dir_bytes(self.data_dir / LANCE_DIR)
+
+    # ------------------------------------------------------------------ maintenance
+
+    def compact_due(self) -> bool:
+        if not self._pending_writes:
+            return False
+        if self._pending_writes >= self.compact_every_writes:
+            return True
+        return bool(self.compact_interval_seconds and self._first_pending_at is not None
+                    and time.monotonic() - self._first_pending_at >= self.compact_interval_seconds)
+
+    def compact(self) -> None:
+        """Merge small fragments, drop deleted rows and old versions, fold new rows into the indexes."""
+        with self.lock:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            self._pending_writes = 0
+            self._first_pending_at = None
+            log.info("compacted %s in %.0f ms", MESSAGES, (time.perf_counter() - t0) * 1000)
+
+    def close(self) -> None:
+        with self.lock:
+            self._file_lock.release()
