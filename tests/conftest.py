@@ -1,0 +1,141 @@
+"""Test harness: spawns the real sidecar (`python -m sidecar`) with the real model and a real
+LanceDB directory, and speaks the protocol to it through real pipes."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+READY_TIMEOUT = 120.0
+RESPONSE_TIMEOUT = 60.0
+
+
+class Sidecar:
+    """A running sidecar process. Every stdout line it writes is checked to be one JSON object."""
+
+    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None, wait_ready: bool = True):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_SIDECAR_")}
+        full_env["PYTHONUNBUFFERED"] = "1"
+        full_env.update(env or {})
+        self.data_dir = data_dir
+        self.stderr_path = data_dir.parent / f"{data_dir.name}-stderr-{time.monotonic_ns()}.log"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sidecar", "--data-dir", str(data_dir), *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(ROOT),
+        )
+        self.lines: "queue.Queue[bytes | None]" = queue.Queue()
+        self.raw_stdout: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.ready: dict[str, Any] | None = None
+        if wait_ready:
+            self.ready = self.recv(READY_TIMEOUT)
+            assert self.ready["type"] == "ready", f"expected ready, got {self.ready}; stderr:\n{self.stderr()}"
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.raw_stdout.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, obj: dict[str, Any]) -> None:
+        self.send_raw(orjson.dumps(obj) + b"\n")
+
+    def recv(self, timeout: float = RESPONSE_TIMEOUT) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no response within {timeout}s; stderr:\n{self.stderr()}") from None
+        if line is None:
+            raise AssertionError(f"sidecar closed stdout (exit {self.proc.poll()}); stderr:\n{self.stderr()}")
+        assert line.endswith(b"\n"), line
+        obj = orjson.loads(line)
+        assert isinstance(obj, dict) and isinstance(obj.get("type"), str), line
+        return obj
+
+    def request(self, obj: dict[str, Any], timeout: float = RESPONSE_TIMEOUT) -> dict[str, Any]:
+        self.send(obj)
+        return self.recv(timeout)
+
+    def store(self, user_id: str, content: str, **extra: Any) -> str:
+        r = self.request({"type": "store", "user_id": user_id, "content": content, **extra})
+        assert r["type"] == "ok", r
+        return r["id"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+    def shutdown(self, timeout: float = 60.0) -> int:
+        if self.alive():
+            try:
+                r = self.request({"type": "shutdown"})
+                assert r["type"] == "ok", r
+            except (BrokenPipeError, AssertionError):
+                pass
+        self.close_stdin()
+        code = self.proc.wait(timeout)
+        self._reader.join(5)
+        self._stderr.close()
+        return code
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.kill()
+        self.proc.wait(30)
+        self._stderr.close()
+
+
+@pytest.fixture
+def spawn(tmp_path):
+    """spawn(*args, data_dir=None, env=None, wait_ready=True) -> Sidecar; all are stopped at teardown."""
+    procs: list[Sidecar] = []
+
+    def _spawn(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
+               wait_ready: bool = True) -> Sidecar:
+        sc = Sidecar(data_dir or tmp_path / "data", *args, env=env, wait_ready=wait_ready)
+        procs.append(sc)
+        return sc
+
+    yield _spawn
+    for sc in procs:
+        if sc.alive():
+            sc.kill()
+        # the protocol stream must only ever carry JSON objects, one per line
+        for raw in sc.raw_stdout:
+            assert isinstance(orjson.loads(raw), dict), raw
+
+
+@pytest.fixture
+def sidecar(spawn):
+    sc = spawn()
+    yield sc
+    if sc.alive():
+        assert sc.shutdown() == 0

@@ -1,0 +1,331 @@
+"""End-to-end: the real process, real pipes, the real model and a real LanceDB directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+
+import pytest
+
+DAY = 86_400
+
+
+def test_original_four_lines(sidecar):
+    ok = sidecar.request({"type": "store", "user_id": "123", "content": "hey what's up", "is_bot": False})
+    assert ok["type"] == "ok" and uuid.UUID(ok["id"])
+    res = sidecar.request({"type": "query", "user_id": "123", "text": "what did we talk about?", "limit": 5})
+    assert res["type"] == "results"
+    [m] = res["messages"]
+    assert m["content"] == "hey what's up" and m["id"] == ok["id"] and m["is_bot"] is False
+    assert isinstance(m["timestamp"], int) and abs(m["timestamp"] - time.time()) < 60
+    assert -1.0 <= m["similarity"] <= 1.0
+    assert sidecar.request({"type": "cleanup", "ttl_days": 30}) == {"type": "ok", "deleted": 0}
+    assert sidecar.request({"type": "shutdown"}) == {"type": "ok"}
+    assert sidecar.proc.wait(30) == 0
+
+
+def test_semantic_ranking_pets_before_hiking(sidecar):
+    sidecar.store("u", "We went hiking up the mountain trail on Saturday")
+    cat = sidecar.store("u", "My cat Luna keeps knocking glasses off the table")
+    sidecar.store("u", "The quarterly tax forms are due next week")
+    res = sidecar.request({"type": "query", "user_id": "u", "text": "tell me about your pets", "limit": 3})
+    contents = [m["content"] for m in res["messages"]]
+    assert res["messages"][0]["id"] == cat, contents
+    sims = [m["similarity"] for m in res["messages"]]
+    assert sims == sorted(sims, reverse=True)
+
+
+def test_users_are_isolated_even_with_hostile_ids(sidecar):
+    ids = ["alice", "x' OR '1'='1", "bob\\", "o'brien", 'quote"d', "ünï🚀", "1 OR 1=1 --", "alice "]
+    for uid in ids:
+        sidecar.store(uid, f"secret of {uid}: I like cats")
+    sidecar.store(123, "numeric id memory")
+    for uid in ids:
+        res = sidecar.request({"type": "query", "user_id": uid, "text": "cats", "limit": 50})
+        assert [m["content"] for m in res["messages"]] == [f"secret of {uid}: I like cats"]
+        assert all(m["user_id"] == uid for m in res["messages"])
+    res = sidecar.request({"type": "query", "user_id": "123", "text": "memory", "limit": 50})
+    assert [m["content"] for m in res["messages"]] == ["numeric id memory"]
+    # forget_user of a hostile id deletes exactly that user
+    assert sidecar.request({"type": "forget_user", "user_id": "x' OR '1'='1"})["deleted"] == 1
+    assert sidecar.request({"type": "stats"})["memories"] == len(ids)  # 8 stored + 1 numeric - 1 forgotten
+
+
+def test_query_filters(sidecar):
+    now = int(time.time())
+    sidecar.store("u", "I love pizza", timestamp=now - 3 * DAY)
+    sidecar.store("u", "Pizza is my favourite food, said the bot", is_bot=True, timestamp=now - DAY)
+    sidecar.store("u", "I had pizza again today", timestamp=now)
+    q = {"type": "query", "user_id": "u", "text": "pizza", "limit": 10}
+    assert len(sidecar.request(q)["messages"]) == 3
+    no_bot = sidecar.request({**q, "include_bot": False})["messages"]
+    assert [m["is_bot"] for m in no_bot] == [False, False]
+    since = sidecar.request({**q, "since": now - 2 * DAY})["messages"]
+    assert sorted(m["timestamp"] for m in since) == [now - DAY, now]
+    until = sidecar.request({**q, "until": now - 2 * DAY})["messages"]
+    assert [m["content"] for m in until] == ["I love pizza"]
+    high = sidecar.request({**q, "min_similarity": 0.99})["messages"]
+    assert high == []
+    limited = sidecar.request({**q, "limit": 1})["messages"]
+    assert len(limited) == 1
+
+
+def test_batch_store_one_commit_ids_in_order(sidecar):
+    msgs = [{"user_id": "b", "content": f"batch message number {i} about topic {i}", "message_id": f"m{i}",
+             "channel_id": "c1", "username": "Bee", "reply_to": f"m{i - 1}" if i else None} for i in range(20)]
+    r = sidecar.request({"type": "store", "messages": msgs, "request_id": 5})
+    assert r["type"] == "ok" and r["request_id"] == 5 and len(r["ids"]) == 20 and len(set(r["ids"])) == 20
+    res = sidecar.request({"type": "query", "user_id": "b", "text": "batch message number 7 about topic 7",
+                           "limit": 1})
+    [top] = res["messages"]
+    assert top["id"] == r["ids"][7]
+    assert (top["message_id"], top["channel_id"], top["username"], top["reply_to"]) == ("m7", "c1", "Bee", "m6")
+
+
+def test_ttl_cleanup_deletes_only_old(sidecar):
+    now = int(time.time())
+    old = [sidecar.store("t", f"old memory {i}", timestamp=now - 40 * DAY) for i in range(3)]
+    sidecar.store("t", "fresh memory", timestamp=now - DAY)
+    sidecar.store("other", "someone else's old memory", timestamp=now - 40 * DAY)
+    r = sidecar.request({"type": "cleanup", "ttl_days": 30, "user_id": "t"})
+    assert r == {"type": "ok", "deleted": 3}
+    left = sidecar.request({"type": "query", "user_id": "t", "text": "memory", "limit": 10})["messages"]
+    assert [m["content"] for m in left] == ["fresh memory"]
+    assert not set(old) & {m["id"] for m in left}
+    assert sidecar.request({"type": "cleanup", "ttl_days": 30})["deleted"] == 1  # the other user's
+    assert sidecar.request({"type": "cleanup", "ttl_days": 0})["code"] == "invalid_request"
+
+
+def test_automatic_expiry_at_startup(spawn, tmp_path):
+    now = int(time.time())
+    sc = spawn("--ttl-days", "0")
+    sc.store("u", "ancient", timestamp=now - 100 * DAY)
+    sc.store("u", "recent", timestamp=now - 1 * DAY)
+    assert sc.shutdown() == 0
+    sc = spawn("--ttl-days", "30")
+    deadline = time.time() + 30
+    while time.time() < deadline and sc.request({"type": "stats"})["memories"] != 1:
+        time.sleep(0.2)
+    left = sc.request({"type": "query", "user_id": "u", "text": "anything", "limit": 10})["messages"]
+    assert [m["content"] for m in left] == ["recent"]
+    assert sc.shutdown() == 0
+
+
+def _files_containing(root, needle: bytes) -> list[str]:
+    hits = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                if needle in f.read():
+                    hits.append(path)
+    return hits
+
+
+def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
+    marker = "zebra-marker-" + uuid.uuid4().hex
+    for i in range(3):
+        sidecar.store("victim", f"{marker} private note {i}")
+    keep = sidecar.store("survivor", "a note that must stay")
+    one = sidecar.store("survivor", f"{marker} deletable")
+    assert _files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
+    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3}
+    assert sidecar.request({"type": "delete", "id": one}) == {"type": "ok", "deleted": 1}
+    assert _files_containing(sidecar.data_dir, marker.encode()) == []
+    assert sidecar.request({"type": "delete", "id": one})["code"] == "not_found"
+    assert sidecar.request({"type": "forget_user", "user_id": "victim"})["deleted"] == 0
+    res = sidecar.request({"type": "query", "user_id": "survivor", "text": "note", "limit": 5})
+    assert [m["id"] for m in res["messages"]] == [keep]
+
+
+def test_data_survives_restart_and_kill(spawn, tmp_path):
+    sc = spawn()
+    a = sc.store("u", "remember that my birthday is in May")
+    assert sc.shutdown() == 0
+    sc = spawn()
+    b = sc.store("u", "and my sister's birthday is in June")
+    sc.kill()  # SIGKILL right after an acknowledged write
+    sc = spawn()
+    res = sc.request({"type": "query", "user_id": "u", "text": "birthday", "limit": 5})
+    assert {m["id"] for m in res["messages"]} == {a, b}
+    assert sc.ready["memories"] == 2
+    assert sc.shutdown() == 0
+
+
+def test_request_id_echo_and_order_when_pipelined(sidecar):
+    n = 60
+    for i in range(n):
+        if i % 3 == 0:
+            sidecar.send({"type": "store", "user_id": "p", "content": f"message {i}", "request_id": i})
+        elif i % 3 == 1:
+            sidecar.send({"type": "query", "user_id": "p", "text": "message", "request_id": f"q{i}"})
+        else:
+            sidecar.send({"type": "nope", "request_id": i})
+    got = [sidecar.recv() for _ in range(n)]
+    assert [r.get("request_id") for r in got] == [i if i % 3 != 1 else f"q{i}" for i in range(n)]
+    assert [r["type"] for r in got] == [("ok", "results", "error")[i % 3] for i in range(n)]
+
+
+def test_requests_sent_before_ready_are_queued(spawn):
+    sc = spawn(wait_ready=False)
+    sc.send({"type": "store", "user_id": "e", "content": "early bird", "request_id": "s"})
+    sc.send({"type": "query", "user_id": "e", "text": "bird", "request_id": "q"})
+    assert sc.recv(120)["type"] == "ready"
+    assert sc.recv()["request_id"] == "s"
+    res = sc.recv()
+    assert res["request_id"] == "q" and [m["content"] for m in res["messages"]] == ["early bird"]
+    assert sc.shutdown() == 0
+
+
+def test_second_instance_on_same_data_dir_is_refused(sidecar, spawn):
+    second = spawn(data_dir=sidecar.data_dir, wait_ready=False)
+    line = second.recv(120)
+    assert line["type"] == "error" and line["code"] == "startup_failed"
+    assert "in use by another memory-sidecar" in line["message"]
+    assert second.proc.wait(30) == 1
+    assert sidecar.request({"type": "ping"})["type"] == "pong"  # the first one is unharmed
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm", "sigint"])
+def test_graceful_exit_paths(spawn, how):
+    sc = spawn()
+    sc.store("g", "persist me")
+    if how == "eof":
+        sc.close_stdin()
+    else:
+        sc.proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+    assert sc.proc.wait(30) == 0
+    sc2 = spawn()
+    assert sc2.ready["memories"] == 1
+    assert sc2.shutdown() == 0
+
+
+def test_stats(sidecar):
+    sidecar.store("a", "one")
+    sidecar.store("a", "two")
+    sidecar.store("b", "three")
+    s = sidecar.request({"type": "stats", "request_id": "st"})
+    assert s["type"] == "stats" and s["request_id"] == "st"
+    assert (s["memories"], s["users"]) == (3, 2)
+    assert s["disk_bytes"] > 0 and s["uptime_seconds"] >= 0
+    assert s["model"]["dim"] == 384 and len(s["model"]["digest"]) == 64
+    assert s["model"]["digest"] == sidecar.ready["model_digest"]
+    assert set(s["versions"]) >= {"lancedb", "onnxruntime"}
+
+
+BAD_INPUTS = [
+    (b"this is not json", "invalid_json"),
+    (b"{\"type\": \"store\", ", "invalid_json"),
+    (b"\xff\xfe\x00garbage\x80\x81", "invalid_json"),
+    (b"[1, 2, 3]", "invalid_request"),
+    (b"\"just a string\"", "invalid_request"),
+    (b"null", "invalid_request"),
+    (b"{}", "invalid_request"),
+    (b"{\"type\": 5}", "invalid_request"),
+    (b"{\"type\": \"fly_to_moon\"}", "unknown_type"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\"}", "invalid_request"),
+    (b"{\"type\": \"store\", \"content\": \"hi\"}", "invalid_request"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"   \"}", "invalid_request"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": 42}", "invalid_request"),
+    (b"{\"type\": \"store\", \"user_id\": null, \"content\": \"x\"}", "invalid_request"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"is_bot\": \"yes\"}", "invalid_request"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"timestamp\": \"yesterday\"}", "invalid_request"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"timestamp\": -5}", "invalid_request"),
+    (b"{\"type\": \"store\", \"messages\": []}", "invalid_request"),
+    (b"{\"type\": \"store\", \"messages\": [{\"user_id\": \"1\"}]}", "invalid_request"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"nul \\u0000 inside\"}", "invalid_request"),
+    (b"{\"type\": \"query\", \"user_id\": \"1\"}", "invalid_request"),
+    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": \"5\"}", "invalid_request"),
+    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": 0}", "invalid_request"),
+    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": 100000}", "too_large"),
+    (b"{\"type\": \"query\", \"user_id\": [1], \"text\": \"x\"}", "invalid_request"),
+    (b"{\"type\": \"cleanup\", \"ttl_days\": \"30\"}", "invalid_request"),
+    (b"{\"type\": \"delete\"}", "invalid_request"),
+    (b"{\"type\": \"delete\", \"id\": \"no-such-id\"}", "not_found"),
+    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"request_id\": {\"a\": 1}}", "invalid_request"),
+    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": 99999999999999999999999}", "invalid_request"),
+]
+
+
+def test_bad_input_gets_one_error_line_and_process_keeps_serving(sidecar):
+    good = sidecar.store("ok-user", "a memory that must survive bad input")
+    for raw, code in BAD_INPUTS:
+        sidecar.send_raw(raw + b"\n")
+        r = sidecar.recv()
+        assert r["type"] == "error" and r["code"] == code, (raw, r)
+        assert isinstance(r["message"], str) and len(r["message"]) > 10
+    # request_id is echoed on errors whenever it could be read
+    r = sidecar.request({"type": "store", "user_id": "1", "request_id": "bad-1"})
+    assert (r["code"], r["request_id"]) == ("invalid_request", "bad-1")
+    assert "content" in r["message"]
+    r = sidecar.request({"type": "nope", "request_id": 9})
+    assert (r["code"], r["request_id"]) == ("unknown_type", 9)
+    # CRLF line endings and unknown fields are fine
+    sidecar.send_raw(b'{"type":"ping","request_id":"crlf","extra_field":[1,2]}\r\n')
+    assert sidecar.recv() == {"type": "pong", "request_id": "crlf"}
+    res = sidecar.request({"type": "query", "user_id": "ok-user", "text": "memory", "limit": 5})
+    assert [m["id"] for m in res["messages"]] == [good]
+
+
+def test_oversized_line_and_content(spawn):
+    sc = spawn("--max-line-bytes", "4096", "--max-content-chars", "100")
+    sc.send_raw(b'{"type":"store","user_id":"1","content":"' + b"a" * 100_000 + b'"}\n')
+    r = sc.recv()
+    assert r["code"] == "too_large" and "4096" in r["message"]
+    r = sc.request({"type": "store", "user_id": "1", "content": "b" * 101})
+    assert r["code"] == "too_large"
+    assert sc.request({"type": "ping"})["type"] == "pong"
+    assert sc.shutdown() == 0
+
+
+def test_last_line_without_newline_is_served(spawn):
+    sc = spawn()
+    sc.send_raw(b'{"type":"ping","request_id":"last"}')
+    sc.close_stdin()
+    assert sc.recv() == {"type": "pong", "request_id": "last"}
+    assert sc.proc.wait(30) == 0
+
+
+def test_model_mismatch_is_refused_then_reembed_fixes_it(spawn, tmp_path):
+    import orjson
+
+    sc = spawn()
+    sc.store("u", "I play the violin every evening")
+    assert sc.shutdown() == 0
+    meta_path = sc.data_dir / "meta.json"
+    meta = orjson.loads(meta_path.read_bytes())
+    meta["model"]["digest"] = "0" * 64
+    meta_path.write_bytes(orjson.dumps(meta))
+    bad = spawn(wait_ready=False)
+    line = bad.recv(120)
+    assert line["code"] == "startup_failed" and "--reembed" in line["message"]
+    assert bad.proc.wait(30) == 1
+    fixed = spawn("--reembed")
+    res = fixed.request({"type": "query", "user_id": "u", "text": "music instrument", "limit": 1})
+    assert res["messages"][0]["content"] == "I play the violin every evening"
+    assert res["messages"][0]["similarity"] > 0.3
+    assert fixed.shutdown() == 0
+    assert orjson.loads(meta_path.read_bytes())["model"]["digest"] == fixed.ready["model_digest"]
+
+
+def test_model_checksum_pin_is_enforced(spawn, tmp_path):
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    sc = spawn("--model-dir", str(empty), "--model-sha256", "ab" * 32, wait_ready=False)
+    line = sc.recv(120)
+    assert line["code"] == "startup_failed"
+    assert "--model-sha256 requires" in line["message"]
+    assert sc.proc.wait(30) == 1
+
+
+def test_help_and_bad_flag():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "sidecar", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "--data-dir" in out.stdout and "MEMORY_SIDECAR_TTL_DAYS" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "sidecar", "--ttl-days", "-3"], capture_output=True, text=True,
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert bad.returncode == 2 and "--ttl-days" in bad.stderr and bad.stdout == ""

