@@ -127,6 +127,8 @@ class MemoryService:
         if user_id is not None:
             where += f" AND user_id = {_filter_value(user_id, 'user_id')}"
         deleted = self.store.delete(where)
+        if not deleted:
+            self.store.compact()  # cleanup always leaves the table compacted
         log.info("expired %d memories older than %g days", deleted, ttl_days)
         return deleted
 
