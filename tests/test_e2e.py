@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 import uuid
 
@@ -329,3 +330,72 @@ def test_help_and_bad_flag():
     bad = subprocess.run([sys.executable, "-m", "sidecar", "--ttl-days", "-3"], capture_output=True, text=True,
                          timeout=60, stdin=subprocess.DEVNULL)
     assert bad.returncode == 2 and "--ttl-days" in bad.stderr and bad.stdout == ""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process state from /proc")
+def test_exits_when_parent_dies_even_if_stdin_stays_open(tmp_path):
+    """A dead parent does not always close the pipe: the sidecar watches its parent pid too."""
+    import subprocess
+
+    pid_file = tmp_path / "sidecar.pid"
+    wrapper = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-m', 'sidecar', '--data-dir', {str(tmp_path / 'd')!r}])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(600)\n"
+    )
+    # the wrapper's children inherit our stdin pipe, which we keep open: no EOF will come
+    parent = subprocess.Popen([sys.executable, "-c", wrapper], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    ready = parent.stdout.readline()
+    assert b'"ready"' in ready
+    child = int(pid_file.read_text())
+    parent.kill()
+    parent.wait(10)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10:
+        try:  # gone, or a zombie waiting for its new parent to reap it
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    break
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError("sidecar still running 10 s after its parent died")
+    assert time.monotonic() - t0 < 2.0
+    parent.stdin.close()
+
+
+def test_newer_schema_version_is_refused(spawn):
+    import orjson
+
+    sc = spawn()
+    sc.store("u", "kept safe")
+    assert sc.shutdown() == 0
+    meta_path = sc.data_dir / "meta.json"
+    meta = orjson.loads(meta_path.read_bytes())
+    meta["schema_version"] = 99
+    meta_path.write_bytes(orjson.dumps(meta))
+    newer = spawn(wait_ready=False)
+    line = newer.recv(120)
+    assert line["code"] == "startup_failed" and "schema version 99" in line["message"]
+    assert newer.proc.wait(30) == 1
+
+
+def _data_files(data_dir) -> int:
+    return sum(len(files) for _root, _dirs, files in os.walk(data_dir / "lancedb" / "messages.lance" / "data"))
+
+
+def test_background_compaction_folds_single_writes(spawn):
+    sc = spawn("--compact-every-writes", "10", "--compact-interval-seconds", "0")
+    for i in range(45):
+        sc.store(f"user{i % 5}", f"single write number {i}")
+    deadline = time.time() + 30
+    while time.time() < deadline and _data_files(sc.data_dir) > 10:
+        time.sleep(0.2)
+    assert _data_files(sc.data_dir) <= 10, "45 single-row commits should have been compacted"
+    res = sc.request({"type": "query", "user_id": "user3", "text": "single write number 8", "limit": 20})
+    assert len(res["messages"]) == 9 and {m["user_id"] for m in res["messages"]} == {"user3"}
+    assert sc.shutdown() == 0
