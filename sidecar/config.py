@@ -90,6 +90,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("compact_every_writes", _positive_int, 200, "Compact the table after this many write commits."),
     Option("compact_interval_seconds", _non_negative(float), 60.0,
            "Compact at most this long after the first uncompacted write (0: only by write count)."),
+    Option("cache_mb", _non_negative(int), 128, "Memory budget of the per-user in-memory vector cache that serves "
+           "queries without a LanceDB round trip (least recently used users are evicted); 0 disables it."),
     Option("threads", _positive_int, None, "onnxruntime intra-op threads. Default: min(2, CPU count)."),
     Option("max_line_bytes", _positive_int, 1 << 20, "Longest request line accepted, in bytes (checked while reading)."),
     Option("max_content_chars", _positive_int, 32_000, "Longest memory content accepted, in characters."),
@@ -111,6 +113,7 @@ class Config:
     cleanup_interval_hours: float
     compact_every_writes: int
     compact_interval_seconds: float
+    cache_mb: int
     threads: int
     max_line_bytes: int
     max_content_chars: int

@@ -53,7 +53,7 @@ class Server:
         embedder = Embedder(files, threads=cfg.threads)
         identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
         self.store = MessageStore(cfg.data_dir, identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
-                                  reembed=embedder.embed if cfg.reembed else None)
+                                  reembed=embedder.embed if cfg.reembed else None, cache_bytes=cfg.cache_mb << 20)
         service = MemoryService(embedder, self.store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
                                 max_batch=cfg.max_batch, max_limit=cfg.max_limit)
         return service, Dispatcher(service)
@@ -118,15 +118,21 @@ class Server:
                 return
 
     def _maintain(self, service) -> None:
-        """Expiry once at start and then every cleanup interval; compaction when due."""
+        """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due."""
         cfg = self.config
         next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
+        warm = True
         while not self.stop.is_set():
             try:
                 if time.monotonic() >= next_expiry:
                     service.expire(cfg.ttl_days)
                     next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600
                                    if cfg.cleanup_interval_hours > 0 else float("inf"))
+                elif warm:
+                    warm = False
+                    t0 = time.monotonic()
+                    users = self.store.warm_cache()
+                    log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
                 elif self.store.compact_due():
                     self.store.compact()
             except Exception:  # noqa: BLE001 - maintenance failing must not stop serving

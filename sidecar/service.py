@@ -97,15 +97,11 @@ class MemoryService:
     def query(self, req: QueryRequest) -> ResultsResponse:
         if req.limit > self.max_limit:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
-        clauses = [f"user_id = {_filter_value(req.user_id, 'user_id')}"]
-        if not req.include_bot:
-            clauses.append("is_bot = false")
-        if req.since is not None:
-            clauses.append(f"timestamp >= {sql_num(req.since)}")
-        if req.until is not None:
-            clauses.append(f"timestamp <= {sql_num(req.until)}")
+        if "\x00" in req.user_id:
+            raise InvalidRequest("field `user_id` must not contain NUL characters")
         vector = self.embedder.embed_one(req.text)
-        rows = self.store.search(vector, " AND ".join(clauses), req.limit)
+        rows = self.store.search(vector, req.user_id, req.limit, include_bot=req.include_bot, since=req.since,
+                                 until=req.until)
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:

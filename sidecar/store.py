@@ -20,6 +20,8 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from .vector_cache import VectorCache
+
 log = logging.getLogger("sidecar.store")
 
 SCHEMA_VERSION = 1
@@ -91,6 +93,13 @@ def _write_json_atomic(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def _split(table: pa.Table, dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Arrow rows -> (row dicts without the vector, float16 vectors)."""
+    vec = table.column("vector").combine_chunks()
+    vectors = vec.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float16)
+    return table.select(RESULT_COLUMNS).to_pylist(), vectors
+
+
 def dir_bytes(path: Path) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):
@@ -110,6 +119,7 @@ class MessageStore:
         compact_every_writes: int = 200,
         compact_interval_seconds: float = 60.0,
         reembed: Callable[[list[str]], np.ndarray] | None = None,
+        cache_bytes: int = 128 << 20,
     ):
         from filelock import FileLock, Timeout
 
@@ -118,6 +128,7 @@ class MessageStore:
         self.compact_every_writes = compact_every_writes
         self.compact_interval_seconds = compact_interval_seconds
         self.lock = threading.RLock()
+        self.cache = VectorCache(self.dim, cache_bytes)
         self._pending_writes = 0
         self._first_pending_at: float | None = None
 
@@ -206,6 +217,7 @@ class MessageStore:
         data = data.set_column(data.schema.get_field_index("vector"), "vector",
                                pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim))
         self.table = self._db.create_table(MESSAGES, data=data, schema=message_schema(self.dim), mode="overwrite")
+        self.cache.clear()
         self.compact()
 
     # ------------------------------------------------------------------ writes
@@ -218,6 +230,7 @@ class MessageStore:
         batch = pa.Table.from_pydict(columns, schema=message_schema(self.dim))
         with self.lock:
             self.table.add(batch)
+            self.cache.append(rows, vectors)
             self._pending_writes += 1
             if self._first_pending_at is None:
                 self._first_pending_at = time.monotonic()
@@ -228,23 +241,78 @@ class MessageStore:
             n = self.table.count_rows(where)
             if n:
                 self.table.delete(where)
+                self.cache.clear()
                 self.compact()
             return n
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
+    def search(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool = True,
+               since: float | None = None, until: float | None = None) -> list[dict[str, Any]]:
+        """One user's nearest memories, best first, each with a cosine `similarity`."""
         with self.lock:
-            result = (self.table.search(vector.astype(np.float32), vector_column_name="vector")
-                      .distance_type("cosine")
-                      .where(where, prefilter=True)
-                      .select([*RESULT_COLUMNS, "_distance"])
-                      .limit(limit)
-                      .to_arrow())
+            if self.cache.enabled:
+                entry = self.cache.get(user_id)
+                if entry is None:
+                    rows, vectors = self._user_rows(user_id)
+                    entry = self.cache.put(user_id, rows, vectors)
+                return entry.search(vector, limit, include_bot, since, until)
+            return self._search_table(vector, user_id, limit, include_bot, since, until)
+
+    def _search_table(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
+                      since: float | None, until: float | None) -> list[dict[str, Any]]:
+        clauses = [f"user_id = {sql_str(user_id)}"]
+        if not include_bot:
+            clauses.append("is_bot = false")
+        if since is not None:
+            clauses.append(f"timestamp >= {sql_num(since)}")
+        if until is not None:
+            clauses.append(f"timestamp <= {sql_num(until)}")
+        result = (self.table.search(vector.astype(np.float32), vector_column_name="vector")
+                  .distance_type("cosine")
+                  .where(" AND ".join(clauses), prefilter=True)
+                  .select([*RESULT_COLUMNS, "_distance"])
+                  .limit(limit)
+                  .to_arrow())
         rows = result.to_pylist()
         for r in rows:
             r["similarity"] = 1.0 - float(r.pop("_distance"))
         return rows
+
+    def _user_rows(self, user_id: str, where: str | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
+        table = (self.table.search().where(where or f"user_id = {sql_str(user_id)}")
+                 .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
+        return _split(table, self.dim)
+
+    def warm_cache(self) -> int:
+        """Load as many users as the cache budget holds (largest first). Returns the users loaded."""
+        if not self.cache.enabled:
+            return 0
+        with self.lock:
+            ids = self.table.search().select(["user_id", "content"]).limit(None).to_arrow()
+        sizes: dict[str, int] = {}
+        for uid, content in zip(ids.column("user_id").to_pylist(), ids.column("content").to_pylist()):
+            sizes[uid] = sizes.get(uid, 0) + self.dim * 2 + 160 + len(content)
+        chosen, total = [], 0
+        for uid, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
+            if total + size <= self.cache.budget:
+                chosen.append(uid)
+                total += size
+        loaded = 0
+        for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
+            group = chosen[start:start + 20]
+            with self.lock:
+                table = (self.table.search().where(f"user_id IN ({', '.join(sql_str(u) for u in group)})")
+                         .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
+                rows, vectors = _split(table, self.dim)
+                per_user: dict[str, list[int]] = {}
+                for i, r in enumerate(rows):
+                    per_user.setdefault(r["user_id"], []).append(i)
+                for uid, idx in per_user.items():
+                    if self.cache.get(uid) is None:  # a query may have loaded it meanwhile
+                        self.cache.put(uid, [rows[i] for i in idx], vectors[idx])
+                        loaded += 1
+        return loaded
 
     def count(self, where: str | None = None) -> int:
         with self.lock:

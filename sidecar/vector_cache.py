@@ -1,0 +1,144 @@
+"""A per-user, in-memory copy of the messages table, so a query needs no LanceDB round trip.
+
+Search is exact (brute force over one user's vectors, which is what LanceDB does after its
+user_id prefilter anyway); vectors are held as float16 (the scores move by about 1e-4), and the
+whole cache is bounded by a byte budget with least-recently-used eviction. The store keeps it
+consistent: rows are appended on every committed write, and any delete drops the cache.
+Pure data structure: it never touches LanceDB itself.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Iterable
+
+import numpy as np
+
+ROW_OVERHEAD = 160  # bytes per row for the Python objects beside the vector (measured order of magnitude)
+META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
+               "username")
+
+
+class UserRows:
+    """One user's rows: float16 vectors plus the columns a result needs, in insertion order."""
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self.vectors = np.empty((0, dim), dtype=np.float16)
+        self.timestamps = np.empty(0, dtype=np.float64)
+        self.is_bot = np.empty(0, dtype=bool)
+        self.rows: list[tuple] = []
+        self._n = 0
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def extend(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        k = len(rows)
+        if not k:
+            return
+        need = self._n + k
+        if need > len(self.vectors):  # grow by doubling, so appends stay amortised O(1)
+            cap = max(need, 2 * len(self.vectors), 16)
+            for name in ("vectors", "timestamps", "is_bot"):
+                old = getattr(self, name)
+                new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
+                new[: self._n] = old[: self._n]
+                setattr(self, name, new)
+        self.vectors[self._n:need] = vectors
+        self.timestamps[self._n:need] = [r["timestamp"] for r in rows]
+        self.is_bot[self._n:need] = [r["is_bot"] for r in rows]
+        self.rows.extend(tuple(r.get(f) for f in META_FIELDS) for r in rows)
+        self._n = need
+        self.nbytes += k * (self.dim * 2 + ROW_OVERHEAD) + sum(len(r["content"]) for r in rows)
+
+    def search(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
+               until: float | None = None) -> list[dict[str, Any]]:
+        n = self._n
+        if not n:
+            return []
+        mask = np.ones(n, dtype=bool)
+        if not include_bot:
+            mask &= ~self.is_bot[:n]
+        if since is not None:
+            mask &= self.timestamps[:n] >= since
+        if until is not None:
+            mask &= self.timestamps[:n] <= until
+        candidates = np.flatnonzero(mask)
+        if not len(candidates):
+            return []
+        scores = self.vectors[candidates].astype(np.float32) @ query.astype(np.float32)
+        k = min(limit, len(candidates))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(candidates) else np.arange(len(candidates))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        out = []
+        for t in top:
+            row = dict(zip(META_FIELDS, self.rows[candidates[t]]))
+            row["similarity"] = float(scores[t])
+            out.append(row)
+        return out
+
+
+class VectorCache:
+    def __init__(self, dim: int, budget_bytes: int):
+        self.dim = dim
+        self.budget = budget_bytes
+        self._users: "OrderedDict[str, UserRows]" = OrderedDict()
+        self.nbytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.budget > 0
+
+    def get(self, user_id: str) -> UserRows | None:
+        entry = self._users.get(user_id)
+        if entry is None:
+            self.misses += 1
+            return None
+        self._users.move_to_end(user_id)
+        self.hits += 1
+        return entry
+
+    def put(self, user_id: str, rows: list[dict[str, Any]], vectors: np.ndarray) -> UserRows:
+        """Cache a user's complete row set (replacing any entry); returns it even if it cannot be kept."""
+        self.discard(user_id)
+        entry = UserRows(self.dim)
+        entry.extend(rows, vectors)
+        if self.enabled and entry.nbytes <= self.budget:
+            self._users[user_id] = entry
+            self.nbytes += entry.nbytes
+            self._evict()
+        return entry
+
+    def append(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        """Committed rows: added to the users that are cached (others load from the table on demand)."""
+        by_user: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            if r["user_id"] in self._users:
+                by_user.setdefault(r["user_id"], []).append(i)
+        for uid, idx in by_user.items():
+            entry = self._users[uid]
+            before = entry.nbytes
+            entry.extend([rows[i] for i in idx], vectors[idx])
+            self.nbytes += entry.nbytes - before
+        self._evict()
+
+    def discard(self, user_id: str) -> None:
+        entry = self._users.pop(user_id, None)
+        if entry is not None:
+            self.nbytes -= entry.nbytes
+
+    def clear(self) -> None:
+        self._users.clear()
+        self.nbytes = 0
+
+    def users(self) -> Iterable[str]:
+        return list(self._users)
+
+    def _evict(self) -> None:
+        while self.nbytes > self.budget and self._users:
+            _uid, entry = self._users.popitem(last=False)
+            self.nbytes -= entry.nbytes

@@ -1,0 +1,86 @@
+"""The per-user vector cache: pure logic, and its agreement with LanceDB through the real process."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sidecar.vector_cache import VectorCache
+
+
+def _rows(user: str, n: int, start: int = 0, bot_every: int = 0):
+    rows = [{"id": f"{user}-{i}", "user_id": user, "content": f"m{i}", "is_bot": bool(bot_every and i % bot_every == 0),
+             "timestamp": float(i)} for i in range(start, start + n)]
+    rng = np.random.default_rng(len(user) + start)
+    v = rng.normal(size=(n, 8)).astype(np.float32)
+    return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_search_is_exact_ranking_with_filters():
+    cache = VectorCache(8, 1 << 20)
+    rows, vecs = _rows("u", 50, bot_every=3)
+    entry = cache.put("u", rows, vecs)
+    q = vecs[7]
+    got = entry.search(q, 5)
+    expected = np.argsort(-(vecs @ q))[:5]
+    assert [r["id"] for r in got] == [f"u-{i}" for i in expected]
+    assert got[0]["id"] == "u-7" and abs(got[0]["similarity"] - 1.0) < 2e-3
+    assert all(not r["is_bot"] for r in entry.search(q, 50, include_bot=False))
+    assert len(entry.search(q, 50, include_bot=False)) == 50 - 17
+    window = entry.search(q, 50, since=10, until=19)
+    assert sorted(r["timestamp"] for r in window) == [float(i) for i in range(10, 20)]
+    assert entry.search(q, 5, since=1000) == []
+
+
+def test_append_grows_only_cached_users_and_keeps_order():
+    cache = VectorCache(8, 1 << 20)
+    rows, vecs = _rows("a", 3)
+    cache.put("a", rows, vecs)
+    more_a, va = _rows("a", 40, start=3)
+    other, vb = _rows("b", 2)
+    cache.append(more_a + other, np.vstack([va, vb]))
+    assert len(cache.get("a")) == 43 and cache.get("b") is None
+    assert [r[0] for r in cache.get("a").rows[:4]] == ["a-0", "a-1", "a-2", "a-3"]
+    assert cache.get("a").search(va[39], 1)[0]["id"] == "a-42"
+
+
+def test_budget_evicts_least_recently_used():
+    rows, vecs = _rows("x", 10)
+    one = VectorCache(8, 1 << 30).put("x", rows, vecs).nbytes
+    cache = VectorCache(8, 2 * one + 10)
+    for u in ("a", "b"):
+        cache.put(u, *_rows(u, 10))
+    cache.get("a")  # a is now more recent than b
+    cache.put("c", *_rows("c", 10))
+    assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
+    assert cache.nbytes <= cache.budget
+    big = VectorCache(8, 10)  # an entry larger than the budget is served but not kept
+    assert len(big.put("x", rows, vecs)) == 10 and big.get("x") is None
+
+
+def test_cache_and_table_agree_and_stay_consistent(spawn, tmp_path):
+    import time
+
+    data = tmp_path / "shared"
+    t0 = int(time.time()) - 1000
+    sc = spawn(data_dir=data)
+    topics = ["my cat sleeps all day", "we went hiking in the alps", "pizza with pineapple is fine",
+              "I am learning the violin", "the dog chased the mailman", "my sister lives in Lisbon"]
+    for i, t in enumerate(topics * 3):
+        sc.store(f"user{i % 2}", f"{t} ({i})", is_bot=(i % 5 == 0), timestamp=t0 + i)
+    queries = [{"type": "query", "user_id": "user0", "text": "pets", "limit": 4},
+               {"type": "query", "user_id": "user1", "text": "music", "limit": 3, "include_bot": False},
+               {"type": "query", "user_id": "user0", "text": "travel", "limit": 9, "since": t0 + 4,
+                "until": t0 + 12}]
+    cached = [sc.request(q)["messages"] for q in queries]
+    new = sc.store("user0", "a brand new kitten arrived today")
+    exact = {**queries[0], "text": "a brand new kitten arrived today", "limit": 1}
+    assert sc.request(exact)["messages"][0]["id"] == new  # appended to the cached user at once
+    assert sc.request({"type": "delete", "id": new})["deleted"] == 1
+    assert new not in [m["id"] for m in sc.request(queries[0])["messages"]]
+    assert sc.shutdown() == 0
+    plain = spawn("--cache-mb", "0", data_dir=data)
+    direct = [plain.request(q)["messages"] for q in queries]
+    for a, b in zip(cached, direct):
+        assert [m["id"] for m in a] == [m["id"] for m in b]
+        assert np.allclose([m["similarity"] for m in a], [m["similarity"] for m in b], atol=2e-3)
+    assert plain.shutdown() == 0
