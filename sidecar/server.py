@@ -134,7 +134,7 @@ class Server:
                     users = self.store.warm_cache()
                     log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
                 elif self.store.compact_due():
-                    self.store.compact()
+                    self.store.compact(exclusive=False)
             except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
                 log.exception("background maintenance failed; will retry")
                 next_expiry = time.monotonic() + 60
