@@ -29,6 +29,7 @@ log = logging.getLogger("sidecar.dispatcher")
 
 class Dispatcher:
     def __init__(self, service: MemoryService):
+        self.service = service
         self.handlers: dict[type, Callable[[Any], BaseModel]] = {
             StoreRequest: service.store_messages,
             QueryRequest: service.query,
@@ -39,6 +40,50 @@ class Dispatcher:
             PingRequest: lambda _req: PongResponse(),
             ShutdownRequest: lambda _req: OkResponse(),
         }
+
+    def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:
+        """Several queued lines, answered in order. Consecutive `store` requests are committed
+        together (one embedding batch, one LanceDB commit), each acknowledged only after it."""
+        out: list[tuple[bytes, bool]] = []
+        i = 0
+        while i < len(lines):
+            run: list[StoreRequest] = []
+            j = i
+            while j < len(lines):
+                try:
+                    request = decode(lines[j])
+                except SidecarError:
+                    break
+                if not isinstance(request, StoreRequest):
+                    break
+                run.append(request)
+                j += 1
+            if len(run) < 2:
+                out.append(self.handle_line(lines[i]))
+                i += 1
+                if out[-1][1]:  # shutdown: nothing after it runs
+                    break
+                continue
+            out.extend(self._store_group(run))
+            i = j
+        return out
+
+    def _store_group(self, run: list[StoreRequest]) -> list[tuple[bytes, bool]]:
+        try:
+            results = self.service.store_group(run)
+        except Exception as exc:  # noqa: BLE001 - the commit failed: every request in it failed
+            log.exception("group store failed")
+            return [(encode(Internal(f"internal error: {type(exc).__name__}: {exc}", r.request_id).to_response()),
+                     False) for r in run]
+        out = []
+        for req, res in zip(run, results):
+            if isinstance(res, SidecarError):
+                res.request_id = req.request_id
+                out.append((encode(res.to_response()), False))
+            else:
+                res.request_id = req.request_id
+                out.append((encode(res), False))
+        return out
 
     def handle_line(self, line: bytes) -> tuple[bytes, bool]:
         """One request line in, one response line out; True when the request was `shutdown`."""

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .embedder import Embedder
-from .errors import InvalidRequest, NotFound, TooLarge
+from .errors import InvalidRequest, NotFound, SidecarError, TooLarge
 from .protocol import (
     PROTOCOL_VERSION,
     CleanupRequest,
@@ -62,6 +62,24 @@ class MemoryService:
     # ------------------------------------------------------------------ commands
 
     def store_messages(self, req: StoreRequest) -> OkResponse:
+        rows = self._rows(req)
+        self._commit(rows)
+        return self._stored(req, rows)
+
+    def store_group(self, reqs: list[StoreRequest]) -> list[OkResponse | SidecarError]:
+        """Group commit: several queued store requests embedded as one batch and written in one
+        LanceDB commit. Each gets its own answer; one request's bad input fails only that one."""
+        prepared: list[list[dict[str, Any]] | SidecarError] = []
+        for req in reqs:
+            try:
+                prepared.append(self._rows(req))
+            except SidecarError as exc:
+                prepared.append(exc)
+        self._commit([r for rows in prepared if isinstance(rows, list) for r in rows])
+        return [rows if isinstance(rows, SidecarError) else self._stored(req, rows)
+                for req, rows in zip(reqs, prepared)]
+
+    def _rows(self, req: StoreRequest) -> list[dict[str, Any]]:
         items = req.items()
         if len(items) > self.max_batch:
             raise TooLarge(f"batch of {len(items)} messages is over the limit of {self.max_batch}")
@@ -87,12 +105,16 @@ class MemoryService:
                 "reply_to": m.reply_to,
                 "username": m.username,
             })
-        vectors = self.embedder.embed([r["content"] for r in rows])
-        self.store.add(rows, vectors)
+        return rows
+
+    def _commit(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self.store.add(rows, self.embedder.embed([r["content"] for r in rows]))
+
+    @staticmethod
+    def _stored(req: StoreRequest, rows: list[dict[str, Any]]) -> OkResponse:
         ids = [r["id"] for r in rows]
-        if req.messages is not None:
-            return OkResponse(ids=ids)
-        return OkResponse(id=ids[0])
+        return OkResponse(ids=ids) if req.messages is not None else OkResponse(id=ids[0])
 
     def query(self, req: QueryRequest) -> ResultsResponse:
         if req.limit > self.max_limit:

@@ -402,3 +402,25 @@ def test_background_compaction_folds_single_writes(spawn):
     res = sc.request({"type": "query", "user_id": "user3", "text": "single write number 8", "limit": 20})
     assert len(res["messages"]) == 9 and {m["user_id"] for m in res["messages"]} == {"user3"}
     assert sc.shutdown() == 0
+
+
+def test_pipelined_stores_are_group_committed_and_answered_in_order(spawn):
+    sc = spawn("--compact-every-writes", "100000", "--compact-interval-seconds", "0", "--max-content-chars", "200")
+    n = 120
+    for i in range(n):
+        content = "x" * 500 if i == 57 else f"pipelined note {i} about topic {i % 7}"
+        sc.send({"type": "store", "user_id": f"p{i % 3}", "content": content, "request_id": i})
+    sc.send({"type": "query", "user_id": "p1", "text": "pipelined note 100 about topic 2", "limit": 1,
+             "request_id": "q"})
+    got = [sc.recv() for _ in range(n + 1)]
+    assert [r.get("request_id") for r in got] == [*range(n), "q"]
+    assert got[57]["type"] == "error" and got[57]["code"] == "too_large"  # only that one failed
+    ids = [r["id"] for i, r in enumerate(got[:n]) if i != 57]
+    assert len(set(ids)) == n - 1 and all(r["type"] == "ok" for i, r in enumerate(got[:n]) if i != 57)
+    assert got[n]["messages"][0]["id"] == got[100]["id"]  # a query queued behind the stores sees them
+    assert sc.request({"type": "stats"})["memories"] == n - 1
+    assert _fragments(sc.data_dir) < n // 2, "queued stores should share commits"
+    sc.kill()  # every acknowledged store survives a SIGKILL
+    sc2 = spawn()
+    assert sc2.ready["memories"] == n - 1
+    assert sc2.shutdown() == 0
