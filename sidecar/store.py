@@ -56,6 +56,8 @@ def message_schema(dim: int) -> pa.Schema:
     ])
 
 
+SCALAR_INDEXES = ("user_id", "channel_id")  # the columns requests filter on
+
 RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                   "username"]
 
@@ -188,11 +190,13 @@ class MessageStore:
         self._ensure_indexes()
 
     def _ensure_indexes(self) -> None:
+        """BTREE scalar indexes on the filter columns; also builds any missing one on an existing data dir."""
         names = {tuple(ix.columns) for ix in self.table.list_indices()}
-        if ("user_id",) not in names:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.table.create_scalar_index("user_id", index_type="BTREE")
+        for column in SCALAR_INDEXES:
+            if (column,) not in names:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.table.create_scalar_index(column, index_type="BTREE")
 
     def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
         data = self.table.to_arrow()
@@ -245,6 +249,28 @@ class MessageStore:
         for r in rows:
             r["similarity"] = 1.0 - float(r.pop("_distance"))
         return rows
+
+    def latest(self, where: str, limit: int) -> list[dict[str, Any]]:
+        """Rows matching `where`, newest first by timestamp: the `limit` newest, plus every other row
+        whose timestamp equals the oldest of those, so that the caller can break timestamp ties by its
+        own rule and still get a deterministic window. (LanceDB's own order among equal timestamps
+        depends on the fragment layout, which compaction changes.)"""
+        from lancedb.query import ColumnOrdering
+
+        newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]
+        with self.lock:
+            rows = (self.table.search().where(where).select(RESULT_COLUMNS).order_by(newest_first)
+                    .limit(limit).to_arrow().to_pylist())
+            if len(rows) < limit or not rows:
+                return rows
+            cutoff = rows[-1]["timestamp"]
+            ties = self.rows(f"({where}) AND timestamp = {sql_num(cutoff)}")
+        return [r for r in rows if r["timestamp"] > cutoff] + ties
+
+    def rows(self, where: str) -> list[dict[str, Any]]:
+        """Every row matching `where`, in no particular order."""
+        with self.lock:
+            return self.table.search().where(where).select(RESULT_COLUMNS).limit(None).to_arrow().to_pylist()
 
     def count(self, where: str | None = None) -> int:
         with self.lock:
