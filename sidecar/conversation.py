@@ -27,7 +27,7 @@ channel block::
 history block::
 
     [recent history]
-    [2024-01-01T09:00Z] alice: first words of an older message, cut to about eight…
+    [2024-01-01T09:00Z] alice: first words of an older message, cut to…
     [2024-01-01T09:05Z] bot: the newest messages are kept in full
 
 - One line per message, oldest first: `[time] label: text`, time in ISO-8601 UTC to the minute

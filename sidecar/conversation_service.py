@@ -18,7 +18,7 @@ from .protocol import (
     ChannelContextResponse,
     HistoryOptions,
     HistoryResponse,
-    _ConversationSource,
+    ConversationSource,
 )
 from .store import MessageStore, sql_num, sql_str
 
@@ -110,7 +110,7 @@ class ConversationService:
 
     # ------------------------------------------------------------------ windows
 
-    def _check_size(self, n: int, what: str, opts: _ConversationSource) -> None:
+    def _check_size(self, n: int, what: str, opts: ConversationSource) -> None:
         if n > self.max_window:
             raise TooLarge(f"{what} {n} is over the maximum window of {self.max_window} messages (--max-window)")
         if opts.messages is not None:
@@ -122,7 +122,7 @@ class ConversationService:
                     raise TooLarge(f"messages[{i}]: content has {len(m.content)} characters, over the limit of "
                                    f"{self.max_content_chars}")
 
-    def _stored_window(self, scope: str, limit: int, opts: _ConversationSource) -> list[conv.Msg]:
+    def _stored_window(self, scope: str, limit: int, opts: ConversationSource) -> list[conv.Msg]:
         """The last `limit` stored messages matching `scope` (and `before`, `before_message_id`),
         chronological, deduplicated by message_id."""
         where = scope if opts.before is None else f"{scope} AND timestamp < {sql_num(opts.before)}"
@@ -159,7 +159,7 @@ class ConversationService:
 
         return lookup
 
-    def _inline(self, opts: _ConversationSource) -> list[conv.Msg]:
+    def _inline(self, opts: ConversationSource) -> list[conv.Msg]:
         """Inline messages in chronological order (by timestamp when given, else as listed), deduplicated."""
         assert opts.messages is not None
         msgs = [conv.Msg(user_id=m.user_id, content=m.content, is_bot=m.is_bot,
@@ -170,7 +170,7 @@ class ConversationService:
             msgs.sort(key=lambda m: m.timestamp)  # stable: equal timestamps keep the list order
         return conv.dedupe(msgs)
 
-    def _inline_window(self, msgs: list[conv.Msg], limit: int, opts: _ConversationSource) -> list[conv.Msg]:
+    def _inline_window(self, msgs: list[conv.Msg], limit: int, opts: ConversationSource) -> list[conv.Msg]:
         if opts.before_message_id is not None:
             earlier = conv.window_before(msgs, len(msgs), opts.before_message_id)
             if earlier is None:

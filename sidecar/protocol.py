@@ -176,7 +176,7 @@ class ContextMessageIn(_Model):
     username: StrictStr | None = Field(None, description="Display name of the author.")
 
 
-class _ConversationSource(_Model):
+class ConversationSource(_Model):
     """Where the messages come from and how speakers are named (shared by channel_context and history)."""
 
     messages: list[ContextMessageIn] | None = Field(None, description="Stateless mode: the messages themselves, "
@@ -192,7 +192,7 @@ class _ConversationSource(_Model):
                                                      "marker, the block is empty.")
 
     @model_validator(mode="after")
-    def _inline_timestamps(self) -> "_ConversationSource":
+    def _inline_timestamps(self) -> "ConversationSource":
         if self.messages:
             given = sum(m.timestamp is not None for m in self.messages)
             if 0 < given < len(self.messages):
@@ -200,7 +200,7 @@ class _ConversationSource(_Model):
         return self
 
 
-class ChannelContextOptions(_ConversationSource):
+class ChannelContextOptions(ConversationSource):
     """The options of a channel block (reusable by a request that embeds one)."""
 
     channel_id: Id | None = Field(None, description="Read the channel's stored messages (exclusive with messages).")
@@ -224,7 +224,7 @@ class ChannelContextRequest(_Request, ChannelContextOptions):
     type: Literal["channel_context"]
 
 
-class HistoryOptions(_ConversationSource):
+class HistoryOptions(ConversationSource):
     """The options of a history block (reusable by a request that embeds one)."""
 
     channel_id: Id | None = Field(None, description="History of this channel (stored messages).")
