@@ -30,7 +30,8 @@ history block::
     [2024-01-01T09:00Z] alice: first words of an older message, cut to…
     [2024-01-01T09:05Z] bot: the newest messages are kept in full
 
-- One line per message, oldest first: `[time] label: text`, time in ISO-8601 UTC to the minute
+- One entry per message, oldest first: `[time] label: text` (an uncut multi-line text keeps its
+  lines, indented as in the channel block; a cut text is one line), time in ISO-8601 UTC to the minute
   (`YYYY-MM-DDTHH:MMZ`, seconds dropped); without a timestamp the `[time] ` prefix is left out.
 - A cut keeps the first N whitespace-separated words, joined by single spaces, followed by "…"
   (U+2026). A text that has at most N words is not cut and gets no ellipsis.

@@ -239,6 +239,12 @@ def test_history_skips_excluded_and_empty_and_untimed_lines_have_no_time():
     assert conv.history_lines(msgs, Tiers(full=5, mid=0, short=0), Speakers(), exclude_ids={"x"}) == ["1: a", "3: c"]
 
 
+def test_history_multiline_full_message_keeps_lines_and_cut_one_is_one_line():
+    msgs = [Msg("u", "line one\nline two", timestamp=T0), Msg("u", "a\nb", timestamp=T0 + 60)]
+    assert conv.history_lines(msgs, Tiers(full=1, mid=1, mid_words=2), Speakers()) == [
+        "[2024-01-01T00:00Z] u: line one…", "[2024-01-01T00:01Z] u: a\n    b"]
+
+
 def test_tiers_with_zero_counts():
     t = Tiers(full=0, mid=0, short=2, short_words=1)
     assert [t.words_for(r) for r in range(2)] == [1, 1]
