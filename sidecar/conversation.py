@@ -34,7 +34,9 @@ history block::
   lines, indented as in the channel block; a cut text is one line), time in ISO-8601 UTC to the minute
   (`YYYY-MM-DDTHH:MMZ`, seconds dropped); without a timestamp the `[time] ` prefix is left out.
 - A cut keeps the first N whitespace-separated words, joined by single spaces, followed by "…"
-  (U+2026). A text that has at most N words is not cut and gets no ellipsis.
+  (U+2026); it also keeps at most 10 * N characters (for text without spaces: CJK, long URLs),
+  backing off to the last space in the second half of that budget. A text that has at most N
+  words and 10 * N characters is not cut and gets no ellipsis.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ HISTORY_HEADER = "[recent history]"
 ELLIPSIS = "…"
 DEFAULT_OPT_OUT_MARKER = "🚫"
 DEFAULT_BOT_LABEL = "bot"
+CHARS_PER_WORD = 10  # a cut to N words also keeps at most 10 * N characters
 
 _WS = re.compile(r"\s+")
 
@@ -263,11 +266,23 @@ def format_time(timestamp: float) -> str:
 
 
 def cut_words(text: str, max_words: int) -> str:
-    """At most `max_words` whole words; an ellipsis marks a cut. Uncut text keeps its lines."""
+    """At most `max_words` whole words; an ellipsis marks a cut. Uncut text keeps its lines.
+
+    Words are whitespace-separated, so text without spaces (Chinese, Japanese, a long URL) would
+    never be cut: the cut text is also held to `CHARS_PER_WORD` characters per word, cut back to
+    the last space when there is one in its second half.
+    """
     words = text.split()
-    if len(words) <= max_words:
+    max_chars = max_words * CHARS_PER_WORD
+    if len(words) <= max_words and len(" ".join(words)) <= max_chars:
         return _text_lines(text)
-    return " ".join(words[:max_words]) + ELLIPSIS
+    kept = " ".join(words[:max_words])
+    if len(kept) > max_chars:
+        kept = kept[:max_chars]
+        space = kept.rfind(" ")
+        if space > max_chars // 2:
+            kept = kept[:space]
+    return kept.rstrip() + ELLIPSIS
 
 
 @dataclass(frozen=True)

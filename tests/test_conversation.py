@@ -201,6 +201,17 @@ def test_cut_words():
     assert conv.cut_words("keeps\nlines when whole", 8) == "keeps\n    lines when whole"
 
 
+def test_cut_holds_text_without_spaces_to_ten_characters_per_word():
+    cjk = "这是一个没有空格的很长的中文句子" * 10  # 160 characters, one "word"
+    assert conv.cut_words(cjk, 8) == cjk[:80] + "…"
+    assert conv.cut_words(cjk[:80], 8) == cjk[:80]  # within budget: whole
+    url = "see https://example.com/" + "a" * 200
+    assert conv.cut_words(url, 3) == "see https://example.com/" + "a" * 6 + "…"
+    # the back-off to a space only happens in the second half of the budget
+    assert conv.cut_words("ab " + "c" * 40, 2) == "ab " + "c" * 17 + "…"
+    assert conv.cut_words("a" * 15 + " " + "b" * 40, 2) == "a" * 15 + "…"
+
+
 def test_history_cut_lengths_and_order():
     words = " ".join(f"w{i}" for i in range(40))  # 40 words
     msgs = [Msg("u", f"m{i:02d} {words}", timestamp=T0 + 60 * i, username="ann") for i in range(35)]
