@@ -85,6 +85,8 @@ class ConversationService:
             excluded |= conv.reply_chain(opts.exclude_reply_chain_of, lookup, max_length=self.max_window)
         threads = conv.channel_threads(window, exclude_ids=excluded, max_threads=opts.max_threads)
         speakers = conv.Speakers(opts.bot_user_id, opts.bot_name)
+        log.debug("channel_context: window of %d messages, %d excluded ids, %d threads shown", len(window),
+                  len(excluded), len(threads))
         return ChannelBlock(conv.render_channel_block(threads, speakers), len(threads),
                             sum(len(t.messages) for t in threads))
 
@@ -106,6 +108,7 @@ class ConversationService:
             window = self._inline_window(self._inline(opts), size, opts)
         lines = conv.history_lines(window, tiers, conv.Speakers(opts.bot_user_id, opts.bot_name),
                                    exclude_ids=opts.exclude_ids)
+        log.debug("history: window of %d messages, %d shown", len(window), len(lines))
         return HistoryBlock(conv.render_history_block(lines), len(lines))
 
     # ------------------------------------------------------------------ windows
