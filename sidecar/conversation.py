@@ -68,13 +68,15 @@ class Msg:
     reply_to: str | None = None
     username: str | None = None
     id: str | None = None  # storage id; last tie-breaker of the stored order
+    channel_id: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "Msg":
         ts = row.get("timestamp")
         return cls(user_id=str(row["user_id"]), content=row.get("content") or "", is_bot=bool(row.get("is_bot")),
                    timestamp=float(ts) if ts is not None else None, message_id=row.get("message_id"),
-                   reply_to=row.get("reply_to"), username=row.get("username"), id=row.get("id"))
+                   reply_to=row.get("reply_to"), username=row.get("username"), id=row.get("id"),
+                   channel_id=row.get("channel_id"))
 
 
 # ---------------------------------------------------------------- order
@@ -101,13 +103,15 @@ def chronological(messages: Iterable[Msg]) -> list[Msg]:
 
 
 def dedupe(messages: Sequence[Msg]) -> list[Msg]:
-    """Messages in chronological order, one per message_id: a message stored twice (a retry, an edit
-    stored again) counts once, as its newest copy. Messages without message_id are all kept."""
-    last: dict[str, int] = {}
+    """Messages in chronological order, one per (channel_id, message_id): a message stored twice (a
+    retry, an edit stored again) counts once, as its newest copy. The channel is part of the key
+    because some platforms (Telegram) number messages per chat. Messages without message_id are all
+    kept."""
+    last: dict[tuple[str | None, str], int] = {}
     for i, m in enumerate(messages):
         if m.message_id is not None:
-            last[m.message_id] = i
-    return [m for i, m in enumerate(messages) if m.message_id is None or last[m.message_id] == i]
+            last[(m.channel_id, m.message_id)] = i
+    return [m for i, m in enumerate(messages) if m.message_id is None or last[(m.channel_id, m.message_id)] == i]
 
 
 def window_before(messages: Sequence[Msg], limit: int, before_message_id: str | None = None) -> list[Msg] | None:

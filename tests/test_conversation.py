@@ -173,6 +173,10 @@ def test_reply_cycles_and_self_replies_do_not_hang_or_lose_messages():
 def test_duplicate_message_ids_count_once_as_the_newest_copy():
     msgs = conv.chronological([msg("1", "a", "typo", 0), msg("1", "a", "fixed", 1), msg("2", "b", "ok", 2, "1")])
     assert [m.content for m in conv.dedupe(msgs)] == ["fixed", "ok"]
+    # the same number in two chats is two messages (Telegram numbers messages per chat)
+    two_chats = [Msg("u", "in A", timestamp=1.0, message_id="42", channel_id="A"),
+                 Msg("u", "in B", timestamp=2.0, message_id="42", channel_id="B")]
+    assert conv.dedupe(two_chats) == two_chats
 
 
 def test_order_key_breaks_timestamp_ties_by_numeric_message_id_then_storage_id():
