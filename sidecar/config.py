@@ -97,6 +97,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_content_chars", _positive_int, 32_000, "Longest memory content accepted, in characters."),
     Option("max_batch", _positive_int, 1_000, "Most messages accepted in one batch store."),
     Option("max_limit", _positive_int, 100, "Largest `limit` a query may ask for."),
+    Option("max_window", _positive_int, 1_000, "Most messages a channel_context or history request may read "
+           "(its limit or its sum of counts) or send inline."),
+    Option("opt_out_marker", str, "\U0001F6AB", "When the user's text on channel_context or history contains this "
+           "(case-insensitively), the block is empty. An empty value disables the check."),
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
     Option("reembed", _bool, False, "At start-up, re-embed every stored memory with the current model "
            "(the way out when the data dir was made with another model).", flag_only=True),
@@ -119,6 +123,8 @@ class Config:
     max_content_chars: int
     max_batch: int
     max_limit: int
+    max_window: int
+    opt_out_marker: str
     log_level: str
     reembed: bool
 

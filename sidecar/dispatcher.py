@@ -7,11 +7,14 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from .conversation_service import ConversationService
 from .errors import Internal, SidecarError
 from .protocol import (
+    ChannelContextRequest,
     CleanupRequest,
     DeleteRequest,
     ForgetUserRequest,
+    HistoryRequest,
     OkResponse,
     PingRequest,
     PongResponse,
@@ -28,8 +31,9 @@ log = logging.getLogger("sidecar.dispatcher")
 
 
 class Dispatcher:
-    def __init__(self, service: MemoryService):
+    def __init__(self, service: MemoryService, conversation: ConversationService | None = None):
         self.service = service
+        conversation = conversation or ConversationService(service.store)
         self.handlers: dict[type, Callable[[Any], BaseModel]] = {
             StoreRequest: service.store_messages,
             QueryRequest: service.query,
@@ -39,6 +43,8 @@ class Dispatcher:
             StatsRequest: service.stats,
             PingRequest: lambda _req: PongResponse(),
             ShutdownRequest: lambda _req: OkResponse(),
+            ChannelContextRequest: conversation.channel_context,
+            HistoryRequest: conversation.history,
         }
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:

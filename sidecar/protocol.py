@@ -163,15 +163,106 @@ class ShutdownRequest(_Request):
     type: Literal["shutdown"]
 
 
+class ContextMessageIn(_Model):
+    """A message sent inline (stateless mode). Unlike `store`, empty content is allowed (it is skipped)."""
+
+    user_id: Id
+    content: StrictStr
+    is_bot: StrictBool = False
+    timestamp: Timestamp | None = Field(None, description="Unix seconds. Give it on every message or on none "
+                                                          "(then the list order is oldest first).")
+    message_id: Id | None = None
+    reply_to: Id | None = Field(None, description="message_id this message replies to.")
+    username: StrictStr | None = Field(None, description="Display name of the author.")
+
+
+class ConversationSource(_Model):
+    """Where the messages come from and how speakers are named (shared by channel_context and history)."""
+
+    messages: list[ContextMessageIn] | None = Field(None, description="Stateless mode: the messages themselves, "
+                                                                      "instead of reading them from the store.")
+    before_message_id: Id | None = Field(None, description="Only messages before this one (by message_id); "
+                                                           "default: the newest.")
+    before: Timestamp | None = Field(None, description="Only messages with timestamp < before.")
+    exclude_ids: list[Id] = Field(default_factory=list, description="message_ids to leave out.")
+    bot_user_id: Id | None = Field(None, description="The bot's own user_id; default: messages flagged is_bot "
+                                                     "are the bot's.")
+    bot_name: StrictStr | None = Field(None, description="Label of the bot's own messages.")
+    text: StrictStr | None = Field(None, description="The user's current message; if it contains the opt-out "
+                                                     "marker, the block is empty.")
+
+    @model_validator(mode="after")
+    def _inline_timestamps(self) -> "ConversationSource":
+        if self.messages:
+            given = sum(m.timestamp is not None for m in self.messages)
+            if 0 < given < len(self.messages):
+                raise ValueError("give `timestamp` on every inline message or on none")
+        return self
+
+
+class ChannelContextOptions(ConversationSource):
+    """The options of a channel block (reusable by a request that embeds one)."""
+
+    channel_id: Id | None = Field(None, description="Read the channel's stored messages (exclusive with messages).")
+    limit: StrictInt = Field(100, ge=1, description="Window: the last `limit` messages.")
+    max_threads: StrictInt = Field(5, ge=1, description="Most threads shown.")
+    exclude_reply_chain_of: Id | None = Field(None, description="Leave out this message and every message it "
+                                                                "replies to, transitively.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ChannelContextOptions":
+        if self.channel_id is not None and self.messages is not None:
+            raise ValueError("give either `channel_id` (stored messages) or `messages` (inline), not both")
+        if self.channel_id is None and self.messages is None:
+            raise ValueError("give `channel_id` (stored messages) or `messages` (inline)")
+        return self
+
+
+class ChannelContextRequest(_Request, ChannelContextOptions):
+    """The recent threads of a channel, rendered as a prompt-ready text block."""
+
+    type: Literal["channel_context"]
+
+
+class HistoryOptions(ConversationSource):
+    """The options of a history block (reusable by a request that embeds one)."""
+
+    channel_id: Id | None = Field(None, description="History of this channel (stored messages).")
+    user_id: Id | None = Field(None, description="History of this user (stored messages, all channels unless "
+                                                 "channel_id is given too).")
+    full_count: StrictInt = Field(5, ge=0, description="Newest messages kept in full.")
+    mid_count: StrictInt = Field(10, ge=0, description="Next older messages, cut to mid_words.")
+    mid_words: StrictInt = Field(32, ge=1)
+    short_count: StrictInt = Field(15, ge=0, description="Next older messages, cut to short_words.")
+    short_words: StrictInt = Field(8, ge=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "HistoryOptions":
+        stored = self.channel_id is not None or self.user_id is not None
+        if stored and self.messages is not None:
+            raise ValueError("give either `channel_id`/`user_id` (stored messages) or `messages` (inline), not both")
+        if not stored and self.messages is None:
+            raise ValueError("give `channel_id` and/or `user_id` (stored messages) or `messages` (inline)")
+        if self.full_count + self.mid_count + self.short_count == 0:
+            raise ValueError("full_count + mid_count + short_count must be at least 1")
+        return self
+
+
+class HistoryRequest(_Request, HistoryOptions):
+    """A compressed recent history of a channel or a user, oldest first."""
+
+    type: Literal["history"]
+
+
 Request = Annotated[
     Union[StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
-          PingRequest, ShutdownRequest],
+          PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest],
     Field(discriminator="type"),
 ]
 REQUEST_MODELS: dict[str, type[_Request]] = {
     m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
     for m in (StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
-              PingRequest, ShutdownRequest)
+              PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest)
 }
 
 
@@ -246,13 +337,33 @@ class PongResponse(_Response):
     type: Literal["pong"] = "pong"
 
 
+class ChannelContextResponse(_Response):
+    """`block` is the rendered text ("" when nothing remains or the user opted out)."""
+
+    type: Literal["channel_context"] = "channel_context"
+    block: str
+    threads: int = Field(description="Threads shown.")
+    messages: int = Field(description="Messages shown.")
+    opted_out: bool = Field(description="The user's text carried the opt-out marker.")
+
+
+class HistoryResponse(_Response):
+    """`block` is the rendered text ("" when there is no message or the user opted out)."""
+
+    type: Literal["history"] = "history"
+    block: str
+    messages: int = Field(description="Messages shown.")
+    opted_out: bool = Field(description="The user's text carried the opt-out marker.")
+
+
 class ErrorResponse(_Response):
     type: Literal["error"] = "error"
     code: str = Field(description="Stable snake_case code; see the README's error table.")
     message: str
 
 
-Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ErrorResponse]
+Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ChannelContextResponse,
+                 HistoryResponse, ErrorResponse]
 
 
 # ---------------------------------------------------------------- codec

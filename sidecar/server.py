@@ -43,6 +43,7 @@ class Server:
         return self._parent != 1 and os.getppid() != self._parent
 
     def _start(self):
+        from .conversation_service import ConversationService
         from .dispatcher import Dispatcher
         from .embedder import Embedder
         from .model import resolve_model
@@ -58,7 +59,9 @@ class Server:
                                   reembed=embedder.embed if cfg.reembed else None, cache_bytes=cfg.cache_mb << 20)
         service = MemoryService(embedder, self.store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
                                 max_batch=cfg.max_batch, max_limit=cfg.max_limit)
-        return service, Dispatcher(service)
+        conversation = ConversationService(self.store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
+                                           max_content_chars=cfg.max_content_chars)
+        return service, Dispatcher(service, conversation)
 
     def run(self) -> int:
         t0 = time.monotonic()

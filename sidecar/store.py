@@ -58,6 +58,10 @@ def message_schema(dim: int) -> pa.Schema:
     ])
 
 
+# The columns requests filter on: user_id (query, forget_user), channel_id (channel windows),
+# message_id (before_message_id and reply-chain look-ups: 15 -> 8 ms on 100k rows).
+SCALAR_INDEXES = ("user_id", "channel_id", "message_id")
+
 RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                   "username"]
 
@@ -200,11 +204,13 @@ class MessageStore:
         self._ensure_indexes()
 
     def _ensure_indexes(self) -> None:
+        """BTREE scalar indexes on the filter columns; also builds any missing one on an existing data dir."""
         names = {tuple(ix.columns) for ix in self.table.list_indices()}
-        if ("user_id",) not in names:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.table.create_scalar_index("user_id", index_type="BTREE")
+        for column in SCALAR_INDEXES:
+            if (column,) not in names:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.table.create_scalar_index(column, index_type="BTREE")
 
     def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
         data = self.table.to_arrow()
@@ -315,6 +321,33 @@ class MessageStore:
                         self.cache.put(uid, [rows[i] for i in idx], vectors[idx])
                         loaded += 1
         return loaded
+
+    def latest(self, where: str, limit: int) -> list[dict[str, Any]]:
+        """Rows matching `where`, newest first by timestamp: the `limit` newest, plus every other row
+        whose timestamp equals the oldest of those, so that the caller can break timestamp ties by its
+        own rule and still get a deterministic window (LanceDB's order among equal timestamps depends
+        on the fragment layout, which compaction changes).
+
+        Two reads: the top `limit` timestamps alone (a narrow column sorts fast), then the full rows
+        at or after the oldest of them. Measured on 100k rows, 20k in the channel read: 30 ms, against
+        48 ms for one ordered read of whole rows.
+        """
+        from lancedb.query import ColumnOrdering
+
+        newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]
+        with self.lock:
+            top = (self.table.search().where(where).select(["timestamp"]).order_by(newest_first).limit(limit)
+                   .to_arrow().column("timestamp").to_pylist())
+            if not top:
+                return []
+            rows = self.rows(f"({where}) AND timestamp >= {sql_num(min(top))}")
+        rows.sort(key=lambda r: r["timestamp"], reverse=True)
+        return rows
+
+    def rows(self, where: str) -> list[dict[str, Any]]:
+        """Every row matching `where`, in no particular order."""
+        with self.lock:
+            return self.table.search().where(where).select(RESULT_COLUMNS).limit(None).to_arrow().to_pylist()
 
     def count(self, where: str | None = None) -> int:
         with self.lock:

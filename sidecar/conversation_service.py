@@ -1,0 +1,186 @@
+"""The `channel_context` and `history` commands: fetch a window of messages (from the store or
+inline), then hand it to the pure logic of `conversation.py`.
+
+Kept apart from `service.py` (the memory rules) so that a `context` command can call
+`channel_block` and `history_block` with the same options and embed their blocks.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from . import conversation as conv
+from .errors import InvalidRequest, NotFound, TooLarge
+from .protocol import (
+    ChannelContextOptions,
+    ChannelContextResponse,
+    HistoryOptions,
+    HistoryResponse,
+    ConversationSource,
+)
+from .store import MessageStore, sql_num, sql_str
+
+log = logging.getLogger("sidecar.conversation")
+
+
+def _lit(value: str, field: str) -> str:
+    try:
+        return sql_str(value)
+    except ValueError:
+        raise InvalidRequest(f"field `{field}` must not contain NUL characters") from None
+
+
+@dataclass(frozen=True)
+class ChannelBlock:
+    block: str
+    threads: int
+    messages: int
+    opted_out: bool = False
+
+
+@dataclass(frozen=True)
+class HistoryBlock:
+    block: str
+    messages: int
+    opted_out: bool = False
+
+
+class ConversationService:
+    def __init__(self, store: MessageStore, *, opt_out_marker: str | None = conv.DEFAULT_OPT_OUT_MARKER,
+                 max_window: int = 1_000, max_content_chars: int = 32_000):
+        self.store = store
+        self.opt_out_marker = opt_out_marker
+        self.max_window = max_window
+        self.max_content_chars = max_content_chars
+
+    # ------------------------------------------------------------------ commands
+
+    def channel_context(self, req: ChannelContextOptions) -> ChannelContextResponse:
+        b = self.channel_block(req)
+        return ChannelContextResponse(block=b.block, threads=b.threads, messages=b.messages, opted_out=b.opted_out)
+
+    def history(self, req: HistoryOptions) -> HistoryResponse:
+        b = self.history_block(req)
+        return HistoryResponse(block=b.block, messages=b.messages, opted_out=b.opted_out)
+
+    # ------------------------------------------------------------------ blocks
+
+    def channel_block(self, opts: ChannelContextOptions) -> ChannelBlock:
+        if conv.opted_out(opts.text, self.opt_out_marker):
+            return ChannelBlock("", 0, 0, opted_out=True)
+        self._check_size(opts.limit, "limit", opts)
+        if opts.channel_id is not None:
+            where = f"channel_id = {_lit(opts.channel_id, 'channel_id')}"
+            window = self._stored_window(where, opts.limit, opts)
+            lookup = self._stored_lookup(where, window)
+        else:
+            everything = self._inline(opts)
+            window = self._inline_window(everything, opts.limit, opts)
+            by_mid = {m.message_id: m for m in everything if m.message_id is not None}
+            lookup = by_mid.get
+        excluded = set(opts.exclude_ids)
+        if opts.exclude_reply_chain_of is not None:
+            excluded |= conv.reply_chain(opts.exclude_reply_chain_of, lookup, max_length=self.max_window)
+        threads = conv.channel_threads(window, exclude_ids=excluded, max_threads=opts.max_threads)
+        speakers = conv.Speakers(opts.bot_user_id, opts.bot_name)
+        log.debug("channel_context: window of %d messages, %d excluded ids, %d threads shown", len(window),
+                  len(excluded), len(threads))
+        return ChannelBlock(conv.render_channel_block(threads, speakers), len(threads),
+                            sum(len(t.messages) for t in threads))
+
+    def history_block(self, opts: HistoryOptions) -> HistoryBlock:
+        if conv.opted_out(opts.text, self.opt_out_marker):
+            return HistoryBlock("", 0, opted_out=True)
+        tiers = conv.Tiers(opts.full_count, opts.mid_count, opts.mid_words, opts.short_count, opts.short_words)
+        self._check_size(tiers.total, "full_count + mid_count + short_count", opts)
+        # read enough that excluded messages do not shorten the history
+        size = tiers.total + len(set(opts.exclude_ids))
+        if opts.messages is None:
+            clauses = []
+            if opts.user_id is not None:
+                clauses.append(f"user_id = {_lit(opts.user_id, 'user_id')}")
+            if opts.channel_id is not None:
+                clauses.append(f"channel_id = {_lit(opts.channel_id, 'channel_id')}")
+            window = self._stored_window(" AND ".join(clauses), size, opts)
+        else:
+            window = self._inline_window(self._inline(opts), size, opts)
+        lines = conv.history_lines(window, tiers, conv.Speakers(opts.bot_user_id, opts.bot_name),
+                                   exclude_ids=opts.exclude_ids)
+        log.debug("history: window of %d messages, %d shown", len(window), len(lines))
+        return HistoryBlock(conv.render_history_block(lines), len(lines))
+
+    # ------------------------------------------------------------------ windows
+
+    def _check_size(self, n: int, what: str, opts: ConversationSource) -> None:
+        if n > self.max_window:
+            raise TooLarge(f"{what} {n} is over the maximum window of {self.max_window} messages (--max-window)")
+        if opts.messages is not None:
+            if len(opts.messages) > self.max_window:
+                raise TooLarge(f"{len(opts.messages)} inline messages are over the maximum window of "
+                               f"{self.max_window} (--max-window)")
+            for i, m in enumerate(opts.messages):
+                if len(m.content) > self.max_content_chars:
+                    raise TooLarge(f"messages[{i}]: content has {len(m.content)} characters, over the limit of "
+                                   f"{self.max_content_chars}")
+
+    def _stored_window(self, scope: str, limit: int, opts: ConversationSource) -> list[conv.Msg]:
+        """The last `limit` stored messages matching `scope` (and `before`, `before_message_id`),
+        chronological, deduplicated by message_id."""
+        where = scope if opts.before is None else f"{scope} AND timestamp < {sql_num(opts.before)}"
+        if opts.before_message_id is None:
+            msgs = [conv.Msg.from_row(r) for r in self.store.latest(where, limit)]
+        else:
+            found = self.store.rows(f"{scope} AND message_id = {_lit(opts.before_message_id, 'before_message_id')}")
+            if not found:
+                raise NotFound(f"no stored message with message_id {opts.before_message_id!r} in this "
+                               f"{'channel' if 'channel_id' in scope else 'history'} (before_message_id)")
+            anchor = max((conv.Msg.from_row(r) for r in found), key=conv.order_key)
+            ts = sql_num(anchor.timestamp)  # type: ignore[arg-type]
+            older = self.store.latest(f"{where} AND timestamp < {ts}", limit)
+            same = (conv.Msg.from_row(r) for r in self.store.rows(f"{where} AND timestamp = {ts}"))
+            msgs = ([conv.Msg.from_row(r) for r in older]
+                    + [m for m in same if conv.order_key(m) < conv.order_key(anchor)])
+        msgs = conv.chronological(msgs)
+        return conv.dedupe(msgs[max(0, len(msgs) - limit):])
+
+    def _stored_lookup(self, where: str, window: list[conv.Msg]) -> Callable[[str], conv.Msg | None]:
+        """message_id -> message, for following a reply chain: the window first, then the store. A stored
+        message older than the window ends the walk (whatever it replies to is older still)."""
+        in_window = {m.message_id: m for m in window if m.message_id is not None}
+        oldest = conv.order_key(window[0]) if window else None
+
+        def lookup(message_id: str) -> conv.Msg | None:
+            if message_id in in_window:
+                return in_window[message_id]
+            rows = self.store.rows(f"{where} AND message_id = {_lit(message_id, 'exclude_reply_chain_of')}")
+            if not rows:
+                return None
+            m = max((conv.Msg.from_row(r) for r in rows), key=conv.order_key)
+            return None if oldest is None or conv.order_key(m) < oldest else m
+
+        return lookup
+
+    def _inline(self, opts: ConversationSource) -> list[conv.Msg]:
+        """Inline messages in chronological order (by timestamp when given, else as listed), deduplicated."""
+        assert opts.messages is not None
+        msgs = [conv.Msg(user_id=m.user_id, content=m.content, is_bot=m.is_bot,
+                         timestamp=float(m.timestamp) if m.timestamp is not None else None,
+                         message_id=m.message_id, reply_to=m.reply_to, username=m.username, id=str(i))
+                for i, m in enumerate(opts.messages)]
+        if msgs and msgs[0].timestamp is not None:
+            msgs.sort(key=lambda m: m.timestamp)  # stable: equal timestamps keep the list order
+        return conv.dedupe(msgs)
+
+    def _inline_window(self, msgs: list[conv.Msg], limit: int, opts: ConversationSource) -> list[conv.Msg]:
+        if opts.before_message_id is not None:
+            earlier = conv.window_before(msgs, len(msgs), opts.before_message_id)
+            if earlier is None:
+                raise NotFound(f"no inline message has message_id {opts.before_message_id!r} (before_message_id)")
+            msgs = earlier
+        if opts.before is not None:
+            if msgs and msgs[0].timestamp is None:
+                raise InvalidRequest("`before` needs a `timestamp` on the inline messages")
+            msgs = [m for m in msgs if m.timestamp is not None and m.timestamp < opts.before]
+        return msgs[max(0, len(msgs) - limit):]
