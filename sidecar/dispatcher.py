@@ -10,6 +10,17 @@ from pydantic import BaseModel
 from .errors import Internal, SidecarError
 from .protocol import (
     CleanupRequest,
+    ContextRequest,
+    ExtractInlineRequest,
+    FactHistoryRequest,
+    FactsRequest,
+    ForgetFactRequest,
+    MemoryInstructionsRequest,
+    RecallRequest,
+    RememberRequest,
+    ResolveRequest,
+    SyncRequest,
+    UpdateFactRequest,
     DeleteRequest,
     ForgetUserRequest,
     OkResponse,
@@ -38,7 +49,22 @@ class Dispatcher:
             StatsRequest: service.stats,
             PingRequest: lambda _req: PongResponse(),
             ShutdownRequest: lambda _req: OkResponse(),
+            SyncRequest: service.sync,
         }
+        facts = service.facts
+        if facts is not None:
+            self.handlers.update({
+                RememberRequest: facts.remember,
+                ExtractInlineRequest: facts.extract_inline,
+                MemoryInstructionsRequest: facts.instructions,
+                ResolveRequest: facts.resolve,
+                FactsRequest: facts.list_facts,
+                RecallRequest: facts.recall,
+                FactHistoryRequest: facts.history,
+                UpdateFactRequest: facts.update,
+                ForgetFactRequest: facts.forget,
+                ContextRequest: facts.context,
+            })
 
     def handle_line(self, line: bytes) -> tuple[bytes, bool]:
         """One request line in, one response line out; True when the request was `shutdown`."""

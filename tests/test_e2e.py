@@ -129,14 +129,19 @@ def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
     marker = "zebra-marker-" + uuid.uuid4().hex
     for i in range(3):
         sidecar.store("victim", f"{marker} private note {i}")
+    fact = sidecar.request({"type": "remember", "user_id": "victim", "text": f"Writes {marker} notes",
+                            "category": "pattern"})
+    assert fact["type"] == "remembered"
     keep = sidecar.store("survivor", "a note that must stay")
     one = sidecar.store("survivor", f"{marker} deletable")
     assert _files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
-    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3}
+    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3,
+                                                                           "facts_deleted": 1}
     assert sidecar.request({"type": "delete", "id": one}) == {"type": "ok", "deleted": 1}
     assert _files_containing(sidecar.data_dir, marker.encode()) == []
     assert sidecar.request({"type": "delete", "id": one})["code"] == "not_found"
     assert sidecar.request({"type": "forget_user", "user_id": "victim"})["deleted"] == 0
+    assert sidecar.request({"type": "fact_history", "fact_id": fact["fact"]["id"]})["code"] == "not_found"
     res = sidecar.request({"type": "query", "user_id": "survivor", "text": "note", "limit": 5})
     assert [m["id"] for m in res["messages"]] == [keep]
 
