@@ -178,20 +178,19 @@ class FactService:
         with self.write_lock:
             result = self._add(user_id, text, category, source, confidence, message_id, vector, [])
             new = self._get(result.fact.id)
-            planned = plan_decisions([d for _, d in decisions if d is not None])
-            it = iter(planned)
+            planned = iter(plan_decisions([d for _, d in decisions if d is not None]))
+            settled = [(c, next(planned) if d is not None else None) for c, d in decisions]
             pending: list[FactOut] = []
             applied: list[DecisionOut] = []
-            survivor = new
-            for c, d in decisions:
+            survivor = new  # after a MERGE, the merged fact: later decisions point at it
+            for c, d in settled:
                 current = self.facts.get(f"id = {sql_str(c['id'])}")
                 if not current or not current[0]["active"]:
                     continue  # changed meanwhile (another decision or the host): nothing to do
                 if d is None:
                     pending.append(self._out(current[0], c["similarity"]))
                     continue
-                d = next(it)
-                survivor = self._apply(new, current[0], d) or survivor
+                survivor = self._apply(survivor, current[0], d) or survivor
                 applied.append(DecisionOut(candidate_id=c["id"], action=d.action, decided_by=d.decided_by,
                                            merged_text=d.merged_text, reason=d.reason))
             action = "merged" if survivor["id"] != new["id"] else "added"
