@@ -94,6 +94,9 @@ class FactStore:
         # event order within the same clock tick; continues across restarts from the highest stored seq
         self._seq = itertools.count(self._max_seq() + 1)
         self._names: dict[str, str] = {r["user_id"]: r["username"] for r in self.users.to_arrow().to_pylist()}
+        self._ensure_index()
+
+    def _ensure_index(self) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if ("user_id",) not in {tuple(ix.columns) for ix in self.facts.list_indices()}:
@@ -231,3 +234,4 @@ class FactStore:
         vectors = np.asarray(embed(data.column("text").to_pylist()), dtype=np.float32)
         data = data.set_column(data.schema.get_field_index("vector"), "vector", self._vectors(vectors))
         self.facts = self._db.create_table(FACTS, data=data, schema=fact_schema(self.dim), mode="overwrite")
+        self._ensure_index()

@@ -30,6 +30,10 @@ class LLMError(Exception):
     pass
 
 
+class _BadRequest(Exception):
+    """HTTP 400: maybe the server does not know response_format."""
+
+
 @dataclass(frozen=True)
 class LLMSettings:
     base_url: str  # e.g. http://127.0.0.1:11434/v1 (the part before /chat/completions)
@@ -111,16 +115,33 @@ class LLMClient:
         self.settings = settings
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
         self.stop = stop or threading.Event()
+        # JSON mode is asked for until the server refuses it once (LM Studio, older servers answer 400)
+        self.json_mode = True
 
     def _post(self, system: str, user: str) -> str:
+        try:
+            return self._post_once(system, user, self.json_mode)
+        except _BadRequest as exc:
+            if not self.json_mode:
+                raise LLMError(str(exc)) from None
+            log.warning("LLM server refused response_format json_object (%s); asking without it from now on", exc)
+            self.json_mode = False
+            try:
+                return self._post_once(system, user, False)
+            except _BadRequest as exc2:
+                raise LLMError(str(exc2)) from None
+
+    def _post_once(self, system: str, user: str, json_mode: bool) -> str:
         s = self.settings
-        body = json.dumps({
+        request: dict[str, Any] = {
             "model": s.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
             "temperature": 0,
             "stream": False,
-            "response_format": {"type": "json_object"},
-        }).encode()
+        }
+        if json_mode:
+            request["response_format"] = {"type": "json_object"}
+        body = json.dumps(request).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if s.api_key:
             headers["Authorization"] = f"Bearer {s.api_key}"
@@ -130,7 +151,10 @@ class LLMClient:
                 raw = resp.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as exc:
             detail = exc.read(300).decode("utf-8", "replace") if exc.fp else ""
-            raise LLMError(f"HTTP {exc.code} from {self.url}: {detail.strip()[:200]}") from None
+            message = f"HTTP {exc.code} from {self.url}: {detail.strip()[:200]}"
+            if exc.code == 400:
+                raise _BadRequest(message) from None
+            raise LLMError(message) from None
         except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise LLMError(f"cannot reach {self.url}: {reason}") from None

@@ -299,6 +299,7 @@ def test_model_mismatch_is_refused_then_reembed_fixes_it(spawn, tmp_path):
 
     sc = spawn()
     sc.store("u", "I play the violin every evening")
+    fact = sc.request({"type": "remember", "user_id": "u", "text": "Plays the violin", "category": "pattern"})
     assert sc.shutdown() == 0
     meta_path = sc.data_dir / "meta.json"
     meta = orjson.loads(meta_path.read_bytes())
@@ -312,6 +313,8 @@ def test_model_mismatch_is_refused_then_reembed_fixes_it(spawn, tmp_path):
     res = fixed.request({"type": "query", "user_id": "u", "text": "music instrument", "limit": 1})
     assert res["messages"][0]["content"] == "I play the violin every evening"
     assert res["messages"][0]["similarity"] > 0.3
+    facts = fixed.request({"type": "facts", "user_id": "u", "text": "music instrument"})["facts"]
+    assert [f["id"] for f in facts] == [fact["fact"]["id"]] and facts[0]["similarity"] > 0.3  # facts re-embedded too
     assert fixed.shutdown() == 0
     assert orjson.loads(meta_path.read_bytes())["model"]["digest"] == fixed.ready["model_digest"]
 

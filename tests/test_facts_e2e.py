@@ -305,3 +305,30 @@ def test_version_1_data_dir_is_migrated(spawn, tmp_path):
     assert sc2.shutdown() == 0
     sc3 = spawn()
     assert "migrating" not in sc3.stderr() and len(facts(sc3, "u")) == 1
+
+
+def test_bad_fact_requests_get_one_error_line_each(sidecar):
+    keep = remember(sidecar, "u", "Works at Globex", "company")["fact"]
+    hostile = "x' OR '1'='1"
+    cases = [
+        ({"type": "remember", "user_id": "u", "text": 5, "category": "company"}, "invalid_request"),
+        ({"type": "remember", "user_id": "u", "text": "ok"}, "invalid_request"),
+        ({"type": "remember", "user_id": "u", "text": "a\u0000b", "category": "company"}, "invalid_request"),
+        ({"type": "remember", "user_id": "u", "text": "x" * 1001, "category": "company"}, "too_large"),
+        ({"type": "extract_inline", "user_id": "u", "reply": ["not", "a", "string"]}, "invalid_request"),
+        ({"type": "facts", "user_id": "u", "limit": "5"}, "invalid_request"),
+        ({"type": "facts", "user_id": "u", "category": []}, "invalid_request"),
+        ({"type": "recall", "users": ["u"]}, "invalid_request"),
+        ({"type": "context", "user_id": "u", "limit": 0}, "invalid_request"),
+        ({"type": "context", "user_id": "u", "relevant_limit": 10_000}, "too_large"),
+        ({"type": "fact_history", "fact_id": hostile}, "not_found"),
+        ({"type": "forget_fact", "fact_id": hostile}, "not_found"),
+        ({"type": "update_fact", "fact_id": hostile, "text": "x"}, "not_found"),
+        ({"type": "resolve", "fact_id": hostile, "candidate_id": keep["id"], "action": "KEEP"}, "not_found"),
+        ({"type": "sync", "timeout": -1}, "invalid_request"),
+    ]
+    for n, (req, code) in enumerate(cases):
+        r = sidecar.request({**req, "request_id": n})
+        assert r["type"] == "error" and r["code"] == code and r["request_id"] == n, (req, r)
+    assert [f["id"] for f in facts(sidecar, "u")] == [keep["id"]]
+    assert sidecar.request({"type": "ping"})["type"] == "pong"

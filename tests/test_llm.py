@@ -252,3 +252,18 @@ def test_several_candidates_one_merge_at_most_and_partial_failure(spawn, llm):
     assert r["action"] == "added" and [d["action"] for d in r["decisions"]] == ["KEEP"]
     assert [c["text"] for c in r["candidates"]] == ["Owns a Nintendo Switch console"] and "HTTP 500" in r["llm_error"]
     assert sc.shutdown() == 0
+
+
+def test_server_refusing_json_mode_is_asked_without_it(spawn, llm):
+    sc = spawn_with(spawn, llm, "--llm-extract", "0")
+    remember(sc, "u", "Lives in New York", "answer")
+    llm.decide.extend([{"status": 400}, {"json": {"action": "INVALIDATE"}}])
+    r = remember(sc, "u", "Moved to Los Angeles", "answer")
+    assert [d["action"] for d in r["decisions"]] == ["INVALIDATE"]
+    first, second = llm.calls[-2], llm.calls[-1]
+    assert first["body"]["response_format"] == {"type": "json_object"} and "response_format" not in second["body"]
+    remember(sc, "v", "Lives in Paris", "answer")
+    remember(sc, "v", "Moved to Berlin", "answer")
+    assert "response_format" not in llm.calls[-1]["body"]  # remembered for later calls
+    assert "refused response_format" in sc.stderr()
+    assert sc.shutdown() == 0
