@@ -137,8 +137,6 @@ class FactStore:
 
     def search(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
         with self.lock:
-            if not self.facts.count_rows(where):
-                return []
             result = (self.facts.search(vector.astype(np.float32), vector_column_name="vector")
                       .distance_type("cosine")
                       .where(where, prefilter=True)
