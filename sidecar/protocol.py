@@ -128,6 +128,7 @@ class QueryRequest(_Request):
     include_bot: StrictBool = True
     since: Timestamp | None = Field(None, description="Only memories with timestamp >= since.")
     until: Timestamp | None = Field(None, description="Only memories with timestamp <= until.")
+    username: StrictStr | None = Field(None, description="Upserts the user's display name.")
 
     @model_validator(mode="after")
     def _text_not_blank(self) -> "QueryRequest":

@@ -128,6 +128,8 @@ class MemoryService:
         if req.limit > self.max_limit:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
         clauses = [f"user_id = {_filter_value(req.user_id, 'user_id')}"]
+        if self.facts is not None and req.username:
+            self.facts.set_names({req.user_id: req.username})
         if not req.include_bot:
             clauses.append("is_bot = false")
         if req.since is not None:

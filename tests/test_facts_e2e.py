@@ -159,6 +159,8 @@ def test_recall_three_users_and_usernames(sidecar):
     assert sims == sorted(sims, reverse=True)
     # the new name stuck
     assert facts(sidecar, "b")[0]["username"] == "Bea"
+    sidecar.request({"type": "query", "user_id": "b", "text": "x", "username": "Beatrix"})
+    assert facts(sidecar, "b")[0]["username"] == "Beatrix"
     assert sidecar.request({"type": "recall", "users": {}})["code"] == "invalid_request"
 
 
