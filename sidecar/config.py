@@ -140,7 +140,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("llm_model", str, None, "Model name sent to the LLM endpoint (required with --llm-base-url)."),
     Option("llm_api_key_env", _env_name, "MEMORY_SIDECAR_LLM_API_KEY",
            "Name of the environment variable holding the LLM API key (sent as a Bearer token when set)."),
-    Option("llm_timeout", _positive_float, 30.0, "Seconds to wait for one LLM answer."),
+    Option("llm_timeout", _positive_float, 30.0, "Seconds to wait for one LLM answer; on the request path, the budget for all decisions about "
+           "one new fact."),
     Option("llm_retries", _non_negative(int), 2,
            "Extra attempts (exponential backoff from 1 s) for background LLM work; requests try once."),
     Option("llm_extract", _bool, True, "With an LLM: extract facts from stored user messages in the background "

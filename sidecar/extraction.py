@@ -109,7 +109,7 @@ class ExtractionWorker:
         for text, category in facts:
             try:
                 self.consolidate(job.user_id, text, category, "extraction", EXTRACTION_CONFIDENCE, job.message_id,
-                                 llm_retries=self.llm.settings.retries)
+                                 llm_retries=self.llm.settings.retries, background=True)
             except Exception:  # noqa: BLE001
                 log.exception("storing extracted fact %r failed", text)
         self.done += 1

@@ -153,8 +153,11 @@ class FactService:
     # ------------------------------------------------------------------ consolidation
 
     def consolidate(self, user_id: str, text: str, category: str, source: str, confidence: float,
-                    message_id: str | None, *, llm_retries: int = 0) -> Consolidation:
-        """Store one new fact unless it duplicates an active one, and settle it against its candidates."""
+                    message_id: str | None, *, llm_retries: int = 0, background: bool = False) -> Consolidation:
+        """Store one new fact unless it duplicates an active one, and settle it against its candidates.
+
+        On the request path (background=False) all LLM decisions share one --llm-timeout budget and are
+        tried once, so a request never waits longer than that for the LLM."""
         text = self._text(text)
         vector = self.embedder.embed_one(text)
         with self.write_lock:
@@ -168,9 +171,15 @@ class FactService:
         # ask the LLM without holding the lock; each candidate that gets no answer is left to the host
         decisions: list[tuple[dict[str, Any], Decision | None]] = []
         error: str | None = None
+        deadline = None if background else time.monotonic() + self.llm.settings.timeout
         for c in found:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left < 0.05:
+                error = f"no time left within --llm-timeout ({self.llm.settings.timeout:g} s)"
+                decisions.append((c, None))
+                continue
             try:
-                decisions.append((c, self.llm.decide(text, c["text"], retries=llm_retries)))
+                decisions.append((c, self.llm.decide(text, c["text"], retries=llm_retries, timeout=left)))
             except LLMError as exc:
                 log.warning("LLM could not decide about fact %s: %s; the host decides", c["id"], exc)
                 error = str(exc)

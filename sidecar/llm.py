@@ -118,20 +118,20 @@ class LLMClient:
         # JSON mode is asked for until the server refuses it once (LM Studio, older servers answer 400)
         self.json_mode = True
 
-    def _post(self, system: str, user: str) -> str:
+    def _post(self, system: str, user: str, timeout: float | None = None) -> str:
         try:
-            return self._post_once(system, user, self.json_mode)
+            return self._post_once(system, user, self.json_mode, timeout)
         except _BadRequest as exc:
             if not self.json_mode:
                 raise LLMError(str(exc)) from None
             log.warning("LLM server refused response_format json_object (%s); asking without it from now on", exc)
             self.json_mode = False
             try:
-                return self._post_once(system, user, False)
+                return self._post_once(system, user, False, timeout)
             except _BadRequest as exc2:
                 raise LLMError(str(exc2)) from None
 
-    def _post_once(self, system: str, user: str, json_mode: bool) -> str:
+    def _post_once(self, system: str, user: str, json_mode: bool, timeout: float | None) -> str:
         s = self.settings
         request: dict[str, Any] = {
             "model": s.model,
@@ -147,7 +147,7 @@ class LLMClient:
             headers["Authorization"] = f"Bearer {s.api_key}"
         req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=s.timeout) as resp:  # noqa: S310 - URL from configuration
+            with urllib.request.urlopen(req, timeout=timeout or s.timeout) as resp:  # noqa: S310 - URL from configuration
                 raw = resp.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as exc:
             detail = exc.read(300).decode("utf-8", "replace") if exc.fp else ""
@@ -186,11 +186,12 @@ class LLMClient:
                 delay = min(delay * 2, 30.0)
         raise AssertionError("unreachable")
 
-    def decide(self, new_text: str, old_text: str, retries: int | None = None) -> Decision:
+    def decide(self, new_text: str, old_text: str, retries: int | None = None,
+               timeout: float | None = None) -> Decision:
         """KEEP / INVALIDATE / MERGE for one existing fact given a new one."""
         user = json.dumps({"EXISTING": old_text, "NEW": new_text}, ensure_ascii=False)
         return self._with_retries(
-            "decision", lambda: parse_decision(parse_json_object(self._post(DECIDE_SYSTEM, user))), retries)
+            "decision", lambda: parse_decision(parse_json_object(self._post(DECIDE_SYSTEM, user, timeout))), retries)
 
     def extract(self, message: str, categories: Sequence[str], retries: int | None = None) -> list[tuple[str, str]]:
         """(text, category) facts about the author of `message`."""

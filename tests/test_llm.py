@@ -267,3 +267,17 @@ def test_server_refusing_json_mode_is_asked_without_it(spawn, llm):
     assert "response_format" not in llm.calls[-1]["body"]  # remembered for later calls
     assert "refused response_format" in sc.stderr()
     assert sc.shutdown() == 0
+
+
+def test_request_path_llm_budget_is_shared_by_the_candidates(spawn, llm):
+    sc = spawn_with(spawn, llm, "--llm-extract", "0", "--llm-timeout", "2")
+    remember(sc, "a", "Owns an Xbox console")
+    remember(sc, "a", "Owns a Nintendo Switch console")
+    llm.decide.extend([{"sleep": 1.4, "json": {"action": "KEEP"}}, {"sleep": 1.4, "json": {"action": "KEEP"}}])
+    t0 = time.monotonic()
+    r = remember(sc, "a", "Bought a PS5 game console")
+    elapsed = time.monotonic() - t0
+    assert [d["action"] for d in r["decisions"]] == ["KEEP"]  # the first answered in time
+    assert [c["text"] for c in r["candidates"]] == ["Owns a Nintendo Switch console"] and r["llm_error"]
+    assert elapsed < 3.5, elapsed  # one 2 s budget, not 2 s per candidate
+    assert sc.shutdown() == 0
