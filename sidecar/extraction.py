@@ -39,6 +39,8 @@ class ExtractionWorker:
         self._jobs: deque[Job] = deque()
         self._cond = threading.Condition()
         self._busy = False
+        self._current: Job | None = None
+        self._cancelled = False  # the running job's user was forgotten meanwhile
         self._stopping = False
         self.done = 0
         self.failed = 0
@@ -58,6 +60,22 @@ class ExtractionWorker:
                 return
             self._jobs.append(job)
             self._cond.notify_all()
+
+    def forget(self, user_id: str) -> None:
+        """Drop the user's queued jobs and cancel a running one (called before forget_user deletes)."""
+        with self._cond:
+            before = len(self._jobs)
+            self._jobs = deque(j for j in self._jobs if j.user_id != user_id)
+            if self._current is not None and self._current.user_id == user_id:
+                self._cancelled = True
+            dropped = before - len(self._jobs)
+            self._cond.notify_all()
+        if dropped:
+            log.info("dropped %d queued extraction jobs of a forgotten user", dropped)
+
+    def _wanted(self) -> bool:
+        with self._cond:
+            return not self._cancelled and not self._stopping
 
     def pending(self) -> int:
         with self._cond:
@@ -88,11 +106,14 @@ class ExtractionWorker:
                     return
                 job = self._jobs.popleft()
                 self._busy = True
+                self._current = job
+                self._cancelled = False
             try:
                 self._one(job)
             finally:
                 with self._cond:
                     self._busy = False
+                    self._current = None
                     self._cond.notify_all()
 
     def _one(self, job: Job) -> None:
@@ -107,9 +128,12 @@ class ExtractionWorker:
             log.exception("fact extraction for message %s failed", job.message_id)
             return
         for text, category in facts:
+            if not self._wanted():
+                log.info("extraction for message %s cancelled (user forgotten or shutting down)", job.message_id)
+                break
             try:
                 self.consolidate(job.user_id, text, category, "extraction", EXTRACTION_CONFIDENCE, job.message_id,
-                                 llm_retries=self.llm.settings.retries, background=True)
+                                 llm_retries=self.llm.settings.retries, background=True, wanted=self._wanted)
             except Exception:  # noqa: BLE001
                 log.exception("storing extracted fact %r failed", text)
         self.done += 1

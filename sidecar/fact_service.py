@@ -153,14 +153,18 @@ class FactService:
     # ------------------------------------------------------------------ consolidation
 
     def consolidate(self, user_id: str, text: str, category: str, source: str, confidence: float,
-                    message_id: str | None, *, llm_retries: int = 0, background: bool = False) -> Consolidation:
+                    message_id: str | None, *, llm_retries: int = 0, background: bool = False,
+                    wanted: Callable[[], bool] | None = None) -> Consolidation | None:
         """Store one new fact unless it duplicates an active one, and settle it against its candidates.
 
         On the request path (background=False) all LLM decisions share one --llm-timeout budget and are
-        tried once, so a request never waits longer than that for the LLM."""
+        tried once, so a request never waits longer than that for the LLM. `wanted` is checked under the
+        write lock before anything is written: background work for a user forgotten meanwhile stops."""
         text = self._text(text)
         vector = self.embedder.embed_one(text)
         with self.write_lock:
+            if wanted is not None and not wanted():
+                return None
             found = self._candidates(user_id, vector)
             dup = next((c for c in found if is_duplicate(text, c["text"], c["similarity"], self.duplicate_threshold)),
                        None)
@@ -185,6 +189,8 @@ class FactService:
                 error = str(exc)
                 decisions.append((c, None))
         with self.write_lock:
+            if wanted is not None and not wanted():
+                return None
             result = self._add(user_id, text, category, source, confidence, message_id, vector, [])
             new = self._get(result.fact.id)
             planned = iter(plan_decisions([d for _, d in decisions if d is not None]))
@@ -264,13 +270,15 @@ class FactService:
         confidence = float(req.confidence) if req.confidence is not None else DEFAULT_CONFIDENCE[req.source]
         result = self.consolidate(req.user_id, req.text, self._category(req.category), req.source, confidence,
                                   req.message_id)
+        assert result is not None
         return RememberedResponse(**result.model_dump())
 
     def extract_inline(self, req: ExtractInlineRequest) -> ExtractedResponse:
         self.set_names({req.user_id: req.username})
         found = extract(req.reply, self.categories)
-        results = [self.consolidate(req.user_id, f.text, f.category, "chat", DEFAULT_CONFIDENCE["chat"],
-                                    req.message_id) for f in found.facts]
+        results = [r for f in found.facts
+                   if (r := self.consolidate(req.user_id, f.text, f.category, "chat", DEFAULT_CONFIDENCE["chat"],
+                                             req.message_id)) is not None]
         return ExtractedResponse(reply=found.reply, facts=results,
                                  rejected=[RejectedTag(tag=r.tag, reason=r.reason, message=r.message)  # type: ignore[arg-type]
                                            for r in found.rejected])

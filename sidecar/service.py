@@ -172,7 +172,10 @@ class MemoryService:
 
     def forget_user(self, req: ForgetUserRequest) -> OkResponse:
         """Messages, facts, their history and the display name: all deleted and compacted away."""
-        deleted = self.store.delete(f"user_id = {_filter_value(req.user_id, 'user_id')}")
+        where = f"user_id = {_filter_value(req.user_id, 'user_id')}"
+        if self.extractor is not None:
+            self.extractor.forget(req.user_id)  # no background job may bring a fact back
+        deleted = self.store.delete(where)
         facts = self.facts.forget_user(req.user_id) if self.facts is not None else None
         return OkResponse(deleted=deleted, facts_deleted=facts)
 

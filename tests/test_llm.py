@@ -281,3 +281,20 @@ def test_request_path_llm_budget_is_shared_by_the_candidates(spawn, llm):
     assert [c["text"] for c in r["candidates"]] == ["Owns a Nintendo Switch console"] and r["llm_error"]
     assert elapsed < 3.5, elapsed  # one 2 s budget, not 2 s per candidate
     assert sc.shutdown() == 0
+
+
+def test_forget_user_cancels_background_extraction(spawn, llm):
+    sc = spawn_with(spawn, llm, "--llm-timeout", "10")
+    llm.extract.extend([{"sleep": 2, "json": {"facts": [{"text": "Lives in Porto", "category": "answer"}]}},
+                        {"json": {"facts": [{"text": "Has a boat", "category": "preference"}]}}])
+    sc.store("u", "I live in Porto and sail a lot")
+    sc.store("u", "I have a small sailing boat")
+    deadline = time.monotonic() + 10
+    while llm.count("extract") == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    r = sc.request({"type": "forget_user", "user_id": "u"})
+    assert r["deleted"] == 2
+    assert sc.request({"type": "sync"})["pending"] == 0
+    assert sc.request({"type": "facts", "user_id": "u", "include_inactive": True})["facts"] == []
+    assert llm.count("extract") == 1  # the queued second job was dropped
+    assert sc.shutdown() == 0
