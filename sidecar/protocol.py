@@ -378,6 +378,8 @@ class StatsResponse(_Response):
     memories: int
     users: int
     facts: int | None = Field(None, description="Active facts.")
+    extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "
+                                              "pending, done, failed, dropped.")
     disk_bytes: int
     model: ModelInfo
     version: str

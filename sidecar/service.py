@@ -190,6 +190,9 @@ class MemoryService:
             memories=self.store.count(),
             users=self.store.users(),
             facts=self.facts.active_count() if self.facts is not None else None,
+            extraction=None if self.extractor is None else {
+                "pending": self.extractor.pending(), "done": self.extractor.done, "failed": self.extractor.failed,
+                "dropped": self.extractor.dropped},
             disk_bytes=self.store.disk_bytes(),
             model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source),
             version=__version__,

@@ -198,6 +198,7 @@ def test_extraction_gives_up_without_losing_the_message(spawn, llm):
     mid = sc.store("u", "My favourite food is ramen from the place downtown")
     s = sc.request({"type": "sync"}, timeout=90)
     assert s["pending"] == 0 and s["failed"] == 1 and s["done"] == 0
+    assert sc.request({"type": "stats"})["extraction"] == {"pending": 0, "done": 0, "failed": 1, "dropped": 0}
     assert llm.count("extract") == 2
     assert sc.request({"type": "query", "user_id": "u", "text": "food", "limit": 1})["messages"][0]["id"] == mid
     assert "gave up" in sc.stderr()
