@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
+from .facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 
@@ -47,6 +48,36 @@ def _positive_int(value: str) -> int:
     v = int(value)
     if v < 1:
         raise ValueError(f"must be >= 1, got {value!r}")
+    return v
+
+
+def _fraction(value: str) -> float:
+    v = float(value)
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"must be between 0 and 1, got {value!r}")
+    return v
+
+
+def _positive_float(value: str) -> float:
+    v = float(value)
+    if not v > 0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return v
+
+
+def _url(value: str) -> str | None:
+    v = value.strip()
+    if not v:
+        return None
+    if not v.startswith(("http://", "https://")):
+        raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+    return v
+
+
+def _env_name(value: str) -> str:
+    v = value.strip()
+    if not v or not all(c.isalnum() or c == "_" for c in v):
+        raise ValueError(f"must be an environment variable name, got {value!r}")
     return v
 
 
@@ -104,6 +135,23 @@ OPTIONS: tuple[Option, ...] = (
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
     Option("reembed", _bool, False, "At start-up, re-embed every stored memory with the current model "
            "(the way out when the data dir was made with another model).", flag_only=True),
+    Option("fact_categories", parse_categories, DEFAULT_CATEGORIES,
+           "Comma-separated fact categories accepted in <memory> tags, remember and extraction."),
+    Option("duplicate_threshold", _fraction, DUPLICATE_THRESHOLD,
+           "Cosine similarity at or above which a new fact is a duplicate of an active one (same numbers too)."),
+    Option("candidate_threshold", _fraction, CANDIDATE_THRESHOLD,
+           "Cosine similarity at or above which an active fact is a consolidation candidate (at most 3)."),
+    Option("llm_base_url", _url, None, "OpenAI-compatible chat-completions base URL (the part before "
+           "/chat/completions), e.g. http://127.0.0.1:11434/v1 for Ollama. Unset: no LLM."),
+    Option("llm_model", str, None, "Model name sent to the LLM endpoint (required with --llm-base-url)."),
+    Option("llm_api_key_env", _env_name, "MEMORY_SIDECAR_LLM_API_KEY",
+           "Name of the environment variable holding the LLM API key (sent as a Bearer token when set)."),
+    Option("llm_timeout", _positive_float, 30.0, "Seconds to wait for one LLM answer; on the request path, the budget for all decisions about "
+           "one new fact."),
+    Option("llm_retries", _non_negative(int), 2,
+           "Extra attempts (exponential backoff from 1 s) for background LLM work; requests try once."),
+    Option("llm_extract", _bool, True, "With an LLM: extract facts from stored user messages in the background "
+           "(per request: `extract`)."),
 )
 
 
@@ -127,6 +175,15 @@ class Config:
     opt_out_marker: str
     log_level: str
     reembed: bool
+    fact_categories: tuple[str, ...] = DEFAULT_CATEGORIES
+    duplicate_threshold: float = DUPLICATE_THRESHOLD
+    candidate_threshold: float = CANDIDATE_THRESHOLD
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key_env: str = "MEMORY_SIDECAR_LLM_API_KEY"
+    llm_timeout: float = 30.0
+    llm_retries: int = 2
+    llm_extract: bool = True
 
     def describe(self) -> str:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
@@ -152,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"memory-sidecar {__version__}")
     for opt in OPTIONS:
-        default_txt = "" if opt.default is None else f" (default: {opt.default})"
+        shown = ",".join(opt.default) if isinstance(opt.default, tuple) else opt.default
+        default_txt = "" if opt.default is None else f" (default: {shown})"
         if opt.flag_only:
             parser.add_argument(opt.flag, dest=opt.name, action="store_const", const=True, default=None,
                                 help=f"{opt.help} [env {opt.env}]")
@@ -188,6 +246,8 @@ def resolve(argv: list[str] | None = None, environ: dict[str, str] | None = None
     values["model_dir"] = Path(values["model_dir"]).expanduser() if values["model_dir"] else None
     if values["threads"] is None:
         values["threads"] = max(1, min(2, os.cpu_count() or 1))
+    if values["llm_base_url"] and not values["llm_model"]:
+        raise ConfigError("--llm-base-url needs --llm-model (MEMORY_SIDECAR_LLM_MODEL)")
     if values["model_sha256"]:
         values["model_sha256"] = values["model_sha256"].strip().lower()
     return Config(**values)

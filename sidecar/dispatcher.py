@@ -12,6 +12,17 @@ from .errors import Internal, SidecarError
 from .protocol import (
     ChannelContextRequest,
     CleanupRequest,
+    ContextRequest,
+    ExtractInlineRequest,
+    FactHistoryRequest,
+    FactsRequest,
+    ForgetFactRequest,
+    MemoryInstructionsRequest,
+    RecallRequest,
+    RememberRequest,
+    ResolveRequest,
+    SyncRequest,
+    UpdateFactRequest,
     DeleteRequest,
     ForgetUserRequest,
     HistoryRequest,
@@ -45,7 +56,22 @@ class Dispatcher:
             ShutdownRequest: lambda _req: OkResponse(),
             ChannelContextRequest: conversation.channel_context,
             HistoryRequest: conversation.history,
+            SyncRequest: service.sync,
         }
+        facts = service.facts
+        if facts is not None:
+            self.handlers.update({
+                RememberRequest: facts.remember,
+                ExtractInlineRequest: facts.extract_inline,
+                MemoryInstructionsRequest: facts.instructions,
+                ResolveRequest: facts.resolve,
+                FactsRequest: facts.list_facts,
+                RecallRequest: facts.recall,
+                FactHistoryRequest: facts.history,
+                UpdateFactRequest: facts.update,
+                ForgetFactRequest: facts.forget,
+                ContextRequest: facts.context,
+            })
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:
         """Several queued lines, answered in order. Consecutive `store` requests are committed

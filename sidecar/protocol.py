@@ -8,12 +8,13 @@ for a number) and lenient about unknown fields (ignored).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 import orjson
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -91,6 +92,8 @@ class StoreRequest(_Request):
     reply_to: Id | None = None
     username: StrictStr | None = None
     messages: list[MessageIn] | None = Field(None, description="Batch form; exclusive with user_id/content.")
+    extract: StrictBool | None = Field(None, description="Queue background fact extraction for the stored "
+                                       "messages (needs an LLM endpoint). Default: --llm-extract.")
 
     @model_validator(mode="after")
     def _one_form(self) -> "StoreRequest":
@@ -125,6 +128,7 @@ class QueryRequest(_Request):
     include_bot: StrictBool = True
     since: Timestamp | None = Field(None, description="Only memories with timestamp >= since.")
     until: Timestamp | None = Field(None, description="Only memories with timestamp <= until.")
+    username: StrictStr | None = Field(None, description="Upserts the user's display name.")
 
     @model_validator(mode="after")
     def _text_not_blank(self) -> "QueryRequest":
@@ -153,6 +157,154 @@ class ForgetUserRequest(_Request):
 
 class StatsRequest(_Request):
     type: Literal["stats"]
+
+
+# ---------------------------------------------------------------- facts (issue 5)
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+NonBlank = Annotated[StrictStr, AfterValidator(_not_blank)]
+Action = Annotated[Literal["KEEP", "INVALIDATE", "MERGE"], BeforeValidator(_upper)]
+Fraction = Annotated[Number, Field(ge=0, le=1)]
+# {"<user_id>": "<display name or null>", ...}; JSON object keys are always strings.
+UserMap = Annotated[dict[Annotated[StrictStr, AfterValidator(_id_to_str)], Optional[StrictStr]],
+                    Field(min_length=1, description="user_id -> display name (null: keep the stored name).")]
+
+
+class RememberRequest(_Request):
+    """Add one fact about a user, through consolidation."""
+
+    type: Literal["remember"]
+    user_id: Id
+    text: NonBlank
+    category: NonBlank = Field(description="One of the configured categories (--fact-categories).")
+    username: StrictStr | None = None
+    source: Literal["manual", "chat", "extraction"] = "manual"
+    confidence: Fraction | None = Field(None, description="Default: 1.0 manual, 0.8 chat, 0.7 extraction.")
+    message_id: Id | None = Field(None, description="The message the fact came from.")
+
+
+class ExtractInlineRequest(_Request):
+    """Save the <memory> tags of an LLM reply and return the reply without any memory tag."""
+
+    type: Literal["extract_inline"]
+    user_id: Id
+    reply: StrictStr
+    username: StrictStr | None = None
+    message_id: Id | None = None
+
+
+class MemoryInstructionsRequest(_Request):
+    type: Literal["memory_instructions"]
+
+
+class ResolveRequest(_Request):
+    """The host's decision about one candidate listed by remember/extract_inline."""
+
+    type: Literal["resolve"]
+    fact_id: Id = Field(description="The new fact.")
+    candidate_id: Id = Field(description="The existing fact it was compared with.")
+    action: Action = Field(description="KEEP, INVALIDATE (the candidate) or MERGE (into the candidate).")
+    merged_text: StrictStr | None = Field(None, description="Required for MERGE: the combined fact.")
+    reason: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _merge_needs_text(self) -> "ResolveRequest":
+        if self.action == "MERGE" and not (self.merged_text or "").strip():
+            raise ValueError("MERGE needs a non-empty merged_text")
+        return self
+
+
+class FactsRequest(_Request):
+    """One user's facts: by relevance to `text`, else most recent first."""
+
+    type: Literal["facts"]
+    user_id: Id
+    username: StrictStr | None = None
+    text: StrictStr | None = None
+    category: StrictStr | list[StrictStr] | None = None
+    include_inactive: StrictBool = False
+    limit: StrictInt = Field(20, ge=1)
+
+
+class RecallRequest(_Request):
+    """Facts of several users at once (e.g. everyone in a reply chain)."""
+
+    type: Literal["recall"]
+    users: UserMap
+    text: StrictStr | None = None
+    category: StrictStr | list[StrictStr] | None = None
+    limit: StrictInt = Field(5, ge=1, description="Per user.")
+
+
+class FactHistoryRequest(_Request):
+    type: Literal["fact_history"]
+    fact_id: Id
+
+
+class UpdateFactRequest(_Request):
+    """A correction: new text and/or category for an active fact (re-embedded, history kept)."""
+
+    type: Literal["update_fact"]
+    fact_id: Id
+    text: NonBlank | None = None
+    category: NonBlank | None = None
+    reason: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> "UpdateFactRequest":
+        if self.text is None and self.category is None:
+            raise ValueError("give `text`, `category` or both")
+        return self
+
+
+class ForgetFactRequest(_Request):
+    """Delete one fact and its history for good."""
+
+    type: Literal["forget_fact"]
+    fact_id: Id
+
+
+class ContextRequest(_Request):
+    """A prompt-ready block of facts for a message and the users involved.
+
+    Sections planned by issue 6 (a channel block and a history block) will be added as new optional
+    fields; a request without them keeps today's output."""
+
+    type: Literal["context"]
+    format: Literal["xml", "markdown"] = "xml"
+    text: StrictStr | None = Field(None, description="The message being answered; ranks facts by relevance.")
+    users: UserMap | None = None
+    user_id: Id | None = Field(None, description="Shorthand for one user (with `username`).")
+    username: StrictStr | None = None
+    limit: StrictInt = Field(10, ge=1, description="xml: facts per user.")
+    preferences_limit: StrictInt = Field(10, ge=0, description="markdown: most recent preferences.")
+    relevant_limit: StrictInt = Field(10, ge=0, description="markdown: most relevant other facts.")
+    min_similarity: Number | None = Field(None, ge=-1, le=1, description="Drop relevant facts below this.")
+
+    @model_validator(mode="after")
+    def _who(self) -> "ContextRequest":
+        if (self.users is None) == (self.user_id is None):
+            raise ValueError("give either `users` or `user_id`")
+        return self
+
+    def user_map(self) -> dict[str, str | None]:
+        return self.users if self.users is not None else {self.user_id: self.username}  # type: ignore[dict-item]
+
+
+class SyncRequest(_Request):
+    """Wait until background fact extraction has finished (or `timeout` seconds have passed)."""
+
+    type: Literal["sync"]
+    timeout: Number = Field(120, gt=0)
 
 
 class PingRequest(_Request):
@@ -256,13 +408,17 @@ class HistoryRequest(_Request, HistoryOptions):
 
 Request = Annotated[
     Union[StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
-          PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest],
+          PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest, ExtractInlineRequest,
+          MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest, FactHistoryRequest,
+          UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest],
     Field(discriminator="type"),
 ]
 REQUEST_MODELS: dict[str, type[_Request]] = {
     m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
     for m in (StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
-              PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest)
+              PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest,
+              ExtractInlineRequest, MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest,
+              FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest)
 }
 
 
@@ -274,12 +430,13 @@ class _Response(_Model):
 
 
 class OkResponse(_Response):
-    """Success. `id`/`ids` for store, `deleted` for cleanup/delete/forget_user."""
+    """Success. `id`/`ids` for store, `deleted` for cleanup/delete/forget_user/forget_fact."""
 
     type: Literal["ok"] = "ok"
     id: str | None = None
     ids: list[str] | None = None
     deleted: int | None = None
+    facts_deleted: int | None = Field(None, description="forget_user: facts deleted with the messages.")
 
 
 class MessageOut(_Model):
@@ -311,6 +468,9 @@ class StatsResponse(_Response):
     type: Literal["stats"] = "stats"
     memories: int
     users: int
+    facts: int | None = Field(None, description="Active facts.")
+    extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "
+                                              "pending, done, failed, dropped.")
     disk_bytes: int
     model: ModelInfo
     version: str
@@ -356,6 +516,127 @@ class HistoryResponse(_Response):
     opted_out: bool = Field(description="The user's text carried the opt-out marker.")
 
 
+class FactOut(_Model):
+    id: str
+    user_id: str
+    username: str | None = None
+    text: str
+    category: str
+    source: str
+    confidence: float
+    message_id: str | None = None
+    created_at: int = Field(description="Unix seconds.")
+    updated_at: int = Field(description="Unix seconds: last change or confirmation.")
+    active: bool
+    superseded_by: str | None = Field(None, description="The fact that replaced or absorbed this one.")
+    superseded_at: int | None = None
+    superseded_reason: str | None = Field(None, description="invalidated or merged.")
+    similarity: float | None = Field(None, description="Cosine similarity to the request's text or new fact.")
+
+
+class DecisionOut(_Model):
+    candidate_id: str
+    action: Literal["KEEP", "INVALIDATE", "MERGE"]
+    decided_by: Literal["llm", "host", "rule"]
+    merged_text: str | None = None
+    reason: str | None = None
+
+
+class Consolidation(_Model):
+    """What became of one new fact."""
+
+    action: Literal["added", "duplicate", "merged"] = Field(
+        description="added: stored (see candidates/decisions); duplicate: nothing new stored, `fact` is the "
+                    "existing fact, confirmed; merged: combined into an existing fact, which `fact` is.")
+    fact: FactOut
+    candidates: list[FactOut] = Field(default_factory=list,
+                                      description="Similar active facts awaiting the host's `resolve`.")
+    decisions: list[DecisionOut] = Field(default_factory=list, description="Decisions already applied.")
+    llm_error: str | None = Field(None, description="Why the LLM could not decide (the host decides instead).")
+
+
+class RememberedResponse(_Response, Consolidation):
+    type: Literal["remembered"] = "remembered"
+
+
+class RejectedTag(_Model):
+    tag: str = Field(description="The removed text (capped at 200 characters).")
+    reason: Literal["missing_category", "unknown_category", "empty", "too_long", "nested", "unclosed",
+                    "unterminated", "unmatched_close", "self_closing"]
+    message: str
+
+
+class ExtractedResponse(_Response):
+    type: Literal["extracted"] = "extracted"
+    reply: str = Field(description="The reply with every memory tag removed.")
+    facts: list[Consolidation]
+    rejected: list[RejectedTag]
+
+
+class InstructionsResponse(_Response):
+    type: Literal["instructions"] = "instructions"
+    text: str
+    categories: list[str]
+
+
+class ResolvedResponse(_Response):
+    type: Literal["resolved"] = "resolved"
+    action: Literal["KEEP", "INVALIDATE", "MERGE"]
+    fact: FactOut = Field(description="The new fact after the decision.")
+    candidate: FactOut = Field(description="The candidate after the decision.")
+
+
+class FactsResponse(_Response):
+    type: Literal["facts"] = "facts"
+    facts: list[FactOut]
+
+
+class UserFacts(_Model):
+    user_id: str
+    username: str | None = None
+    facts: list[FactOut]
+
+
+class RecallResponse(_Response):
+    type: Literal["recall"] = "recall"
+    users: list[UserFacts] = Field(description="In the order of the request's `users`.")
+
+
+class FactEventOut(_Model):
+    at: float = Field(description="Unix seconds.")
+    action: Literal["created", "confirmed", "kept", "replaced", "invalidated", "merged", "merged_into", "updated"]
+    text: str | None = Field(None, description="The fact's text after the event.")
+    previous_text: str | None = None
+    other_fact_id: str | None = None
+    decided_by: str | None = Field(None, description="rule, llm, host, or the new fact's source for `created`.")
+    reason: str | None = None
+
+
+class FactHistoryResponse(_Response):
+    type: Literal["fact_history"] = "fact_history"
+    fact: FactOut
+    events: list[FactEventOut] = Field(description="Oldest first.")
+
+
+class FactResponse(_Response):
+    type: Literal["fact"] = "fact"
+    fact: FactOut
+
+
+class ContextResponse(_Response):
+    type: Literal["context"] = "context"
+    format: Literal["xml", "markdown"]
+    text: str = Field(description="The block to paste into a system prompt; empty when there is nothing.")
+    facts: int = Field(description="How many facts the block shows.")
+
+
+class SyncedResponse(_Response):
+    type: Literal["synced"] = "synced"
+    pending: int = Field(description="Jobs still queued or running (0 unless the timeout passed).")
+    done: int = Field(description="Extraction jobs finished since start-up.")
+    failed: int = Field(description="Extraction jobs given up after their retries since start-up.")
+
+
 class ErrorResponse(_Response):
     type: Literal["error"] = "error"
     code: str = Field(description="Stable snake_case code; see the README's error table.")
@@ -363,7 +644,9 @@ class ErrorResponse(_Response):
 
 
 Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ChannelContextResponse,
-                 HistoryResponse, ErrorResponse]
+                 HistoryResponse, RememberedResponse, ExtractedResponse, InstructionsResponse, ResolvedResponse,
+                 FactsResponse, RecallResponse, FactHistoryResponse, FactResponse, ContextResponse, SyncedResponse,
+                 ErrorResponse]
 
 
 # ---------------------------------------------------------------- codec

@@ -32,6 +32,7 @@ class Server:
         self.stop = threading.Event()
         self._parent = os.getppid()
         self.store = None
+        self.extractor = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -46,6 +47,7 @@ class Server:
         from .conversation_service import ConversationService
         from .dispatcher import Dispatcher
         from .embedder import Embedder
+        from .fact_service import FactService
         from .model import resolve_model
         from .service import MemoryService
         from .store import MessageStore
@@ -57,8 +59,23 @@ class Server:
         identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
         self.store = MessageStore(cfg.data_dir, identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
                                   reembed=embedder.embed if cfg.reembed else None, cache_bytes=cfg.cache_mb << 20)
+        llm = None
+        if cfg.llm_base_url:
+            from .llm import LLMClient, LLMSettings
+
+            llm = LLMClient(LLMSettings(cfg.llm_base_url, cfg.llm_model or "", os.environ.get(cfg.llm_api_key_env),
+                                        timeout=cfg.llm_timeout, retries=cfg.llm_retries))
+            log.info("LLM endpoint %s, model %s", llm.url, cfg.llm_model)
+        facts = FactService(embedder, self.store, categories=cfg.fact_categories,
+                            duplicate_threshold=cfg.duplicate_threshold, candidate_threshold=cfg.candidate_threshold,
+                            llm=llm, max_limit=cfg.max_limit)
+        if llm is not None:
+            from .extraction import ExtractionWorker
+
+            self.extractor = ExtractionWorker(llm, cfg.fact_categories, facts.consolidate)
         service = MemoryService(embedder, self.store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
-                                max_batch=cfg.max_batch, max_limit=cfg.max_limit)
+                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, facts=facts,
+                                extractor=self.extractor, extract_by_default=cfg.llm_extract)
         conversation = ConversationService(self.store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
                                            max_content_chars=cfg.max_content_chars)
         return service, Dispatcher(service, conversation)
@@ -90,6 +107,8 @@ class Server:
             maintenance.join(timeout=1.0)  # a compaction cut short is harmless: commits are atomic
             return 0
         finally:
+            if self.extractor is not None:
+                self.extractor.stop()
             self.store.close()
             self.transport.close()
 

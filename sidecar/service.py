@@ -9,7 +9,7 @@ import logging
 import math
 import time
 import uuid
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
 from .embedder import Embedder
@@ -27,8 +27,14 @@ from .protocol import (
     StatsRequest,
     StatsResponse,
     StoreRequest,
+    SyncedResponse,
+    SyncRequest,
 )
 from .store import SCHEMA_VERSION, MessageStore, sql_num, sql_str
+
+if TYPE_CHECKING:
+    from .extraction import ExtractionWorker
+    from .fact_service import FactService
 
 log = logging.getLogger("sidecar.service")
 
@@ -49,7 +55,8 @@ def _filter_value(value: str, field: str) -> str:
 class MemoryService:
     def __init__(self, embedder: Embedder, store: MessageStore, *, ttl_days: float = 30.0,
                  max_content_chars: int = 32_000, max_batch: int = 1_000, max_limit: int = 100,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, facts: "FactService | None" = None,
+                 extractor: "ExtractionWorker | None" = None, extract_by_default: bool = True):
         self.embedder = embedder
         self.store = store
         self.ttl_days = ttl_days
@@ -58,6 +65,9 @@ class MemoryService:
         self.max_limit = max_limit
         self.clock = clock
         self.started = time.monotonic()
+        self.facts = facts
+        self.extractor = extractor
+        self.extract_by_default = extract_by_default
 
     # ------------------------------------------------------------------ commands
 
@@ -111,16 +121,38 @@ class MemoryService:
         if rows:
             self.store.add(rows, self.embedder.embed([r["content"] for r in rows]))
 
-    @staticmethod
-    def _stored(req: StoreRequest, rows: list[dict[str, Any]]) -> OkResponse:
+    def _stored(self, req: StoreRequest, rows: list[dict[str, Any]]) -> OkResponse:
+        """The answer to a committed store, after its follow-ups (display names, fact extraction)."""
         ids = [r["id"] for r in rows]
+        self._after_store(req, rows)
         return OkResponse(ids=ids) if req.messages is not None else OkResponse(id=ids[0])
+
+    def _after_store(self, req: StoreRequest, rows: list[dict[str, Any]]) -> None:
+        """Display names (last one per user wins) and background fact extraction, after the commit."""
+        if self.facts is not None:
+            self.facts.set_names({r["user_id"]: r["username"] for r in rows if r["username"]})
+        want = req.extract if req.extract is not None else self.extract_by_default
+        if self.extractor is None or not want:
+            return
+        from .extraction import Job
+
+        for r in rows:
+            if self.extractor.wanted(r["content"], r["is_bot"]):
+                self.extractor.submit(Job(r["user_id"], r["content"], r["message_id"] or r["id"]))
+
+    def sync(self, req: SyncRequest) -> SyncedResponse:
+        if self.extractor is None:
+            return SyncedResponse(pending=0, done=0, failed=0)
+        pending = self.extractor.sync(float(req.timeout))
+        return SyncedResponse(pending=pending, done=self.extractor.done, failed=self.extractor.failed)
 
     def query(self, req: QueryRequest) -> ResultsResponse:
         if req.limit > self.max_limit:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
         if "\x00" in req.user_id:
             raise InvalidRequest("field `user_id` must not contain NUL characters")
+        if self.facts is not None and req.username:
+            self.facts.set_names({req.user_id: req.username})
         vector = self.embedder.embed_one(req.text)
         rows = self.store.search(vector, req.user_id, req.limit, include_bot=req.include_bot, since=req.since,
                                  until=req.until)
@@ -157,7 +189,13 @@ class MemoryService:
         return OkResponse(deleted=deleted)
 
     def forget_user(self, req: ForgetUserRequest) -> OkResponse:
-        return OkResponse(deleted=self.store.delete(f"user_id = {_filter_value(req.user_id, 'user_id')}"))
+        """Messages, facts, their history and the display name: all deleted and compacted away."""
+        where = f"user_id = {_filter_value(req.user_id, 'user_id')}"
+        if self.extractor is not None:
+            self.extractor.forget(req.user_id)  # no background job may bring a fact back
+        deleted = self.store.delete(where)
+        facts = self.facts.forget_user(req.user_id) if self.facts is not None else None
+        return OkResponse(deleted=deleted, facts_deleted=facts)
 
     def stats(self, req: StatsRequest | None = None) -> StatsResponse:
         import lancedb
@@ -169,6 +207,10 @@ class MemoryService:
         return StatsResponse(
             memories=self.store.count(),
             users=self.store.users(),
+            facts=self.facts.active_count() if self.facts is not None else None,
+            extraction=None if self.extractor is None else {
+                "pending": self.extractor.pending(), "done": self.extractor.done, "failed": self.extractor.failed,
+                "dropped": self.extractor.dropped},
             disk_bytes=self.store.disk_bytes(),
             model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source),
             version=__version__,

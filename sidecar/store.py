@@ -1,5 +1,6 @@
 """LanceDB storage: the messages table, its schema version and migrations, the model identity kept
 with the data, the data-dir lock, filters built from user strings, indexes and compaction.
+The fact tables live in the same database (`fact_store.py`), opened and compacted from here.
 
 Knows nothing of JSON or of the protocol. Every table operation holds one lock, so background
 maintenance (expiry, compaction) and requests never interleave inside LanceDB.
@@ -20,11 +21,12 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from .fact_store import FactStore, create_tables
 from .vector_cache import VectorCache
 
 log = logging.getLogger("sidecar.store")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: messages; 2: + facts, fact_events, users
 MESSAGES = "messages"
 META_FILE = "meta.json"
 LOCK_FILE = "sidecar.lock"
@@ -83,8 +85,13 @@ def sql_num(value: float) -> str:
     return repr(float(value))
 
 
+def _migrate_1_to_2(store: "MessageStore") -> None:
+    """Version 2 adds the facts, fact_events and users tables (empty); messages are untouched."""
+    create_tables(store._db, store.dim)
+
+
 # Forward migrations: MIGRATIONS[n] takes a data dir from schema version n to n + 1.
-MIGRATIONS: dict[int, Callable[["MessageStore"], None]] = {}
+MIGRATIONS: dict[int, Callable[["MessageStore"], None]] = {1: _migrate_1_to_2}
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
@@ -176,6 +183,7 @@ class MessageStore:
                 raise StoreError(f"{self.data_dir} has a messages table but no {META_FILE}; refusing to guess which "
                                  "model made it")
             self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim))
+            create_tables(self._db, self.dim)
             meta = {"schema_version": SCHEMA_VERSION, "model": model, "created_at": time.time()}
             _write_json_atomic(meta_path, meta)
         else:
@@ -190,6 +198,7 @@ class MessageStore:
                 version += 1
                 meta["schema_version"] = version
                 _write_json_atomic(meta_path, meta)
+            self.facts = FactStore(self._db, self.dim, self.lock, on_write=self._note_write)
             old = meta.get("model", {})
             if (old.get("name"), old.get("dim"), old.get("digest")) != (model["name"], model["dim"], model["digest"]):
                 if reembed is None:
@@ -198,9 +207,12 @@ class MessageStore:
                         f"{str(old.get('digest'))[:12]}...), but this sidecar runs {model['name']} (dim {model['dim']}, "
                         f"sha256 {model['digest'][:12]}...). Vectors from different models must not be mixed: start "
                         "once with --reembed to re-embed every memory with the current model, or use another --data-dir")
+                self.facts.reembed(reembed)
                 self._reembed(reembed)
                 meta["model"] = model
                 _write_json_atomic(meta_path, meta)
+        if not hasattr(self, "facts"):
+            self.facts = FactStore(self._db, self.dim, self.lock, on_write=self._note_write)
         self._ensure_indexes()
 
     def _ensure_indexes(self) -> None:
@@ -238,6 +250,11 @@ class MessageStore:
         with self.lock:
             self.table.add(batch)
             self.cache.append(rows, vectors)
+            self._note_write()
+
+    def _note_write(self) -> None:
+        """Count one commit (to any table) towards the compaction schedule."""
+        with self.lock:
             self._pending_writes += 1
             if self._first_pending_at is None:
                 self._first_pending_at = time.monotonic()
@@ -392,6 +409,7 @@ class MessageStore:
                         self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
                 else:
                     self.table.optimize(cleanup_older_than=timedelta(minutes=1))
+            self.facts.compact()  # small tables: briefly exclusive in both modes
             with self.lock:
                 self._pending_writes = max(0, self._pending_writes - pending)
                 self._first_pending_at = time.monotonic() if self._pending_writes else None

@@ -129,14 +129,19 @@ def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
     marker = "zebra-marker-" + uuid.uuid4().hex
     for i in range(3):
         sidecar.store("victim", f"{marker} private note {i}")
+    fact = sidecar.request({"type": "remember", "user_id": "victim", "text": f"Writes {marker} notes",
+                            "category": "pattern"})
+    assert fact["type"] == "remembered"
     keep = sidecar.store("survivor", "a note that must stay")
     one = sidecar.store("survivor", f"{marker} deletable")
     assert _files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
-    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3}
+    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3,
+                                                                           "facts_deleted": 1}
     assert sidecar.request({"type": "delete", "id": one}) == {"type": "ok", "deleted": 1}
     assert _files_containing(sidecar.data_dir, marker.encode()) == []
     assert sidecar.request({"type": "delete", "id": one})["code"] == "not_found"
     assert sidecar.request({"type": "forget_user", "user_id": "victim"})["deleted"] == 0
+    assert sidecar.request({"type": "fact_history", "fact_id": fact["fact"]["id"]})["code"] == "not_found"
     res = sidecar.request({"type": "query", "user_id": "survivor", "text": "note", "limit": 5})
     assert [m["id"] for m in res["messages"]] == [keep]
 
@@ -294,6 +299,7 @@ def test_model_mismatch_is_refused_then_reembed_fixes_it(spawn, tmp_path):
 
     sc = spawn()
     sc.store("u", "I play the violin every evening")
+    fact = sc.request({"type": "remember", "user_id": "u", "text": "Plays the violin", "category": "pattern"})
     assert sc.shutdown() == 0
     meta_path = sc.data_dir / "meta.json"
     meta = orjson.loads(meta_path.read_bytes())
@@ -307,6 +313,8 @@ def test_model_mismatch_is_refused_then_reembed_fixes_it(spawn, tmp_path):
     res = fixed.request({"type": "query", "user_id": "u", "text": "music instrument", "limit": 1})
     assert res["messages"][0]["content"] == "I play the violin every evening"
     assert res["messages"][0]["similarity"] > 0.3
+    facts = fixed.request({"type": "facts", "user_id": "u", "text": "music instrument"})["facts"]
+    assert [f["id"] for f in facts] == [fact["fact"]["id"]] and facts[0]["similarity"] > 0.3  # facts re-embedded too
     assert fixed.shutdown() == 0
     assert orjson.loads(meta_path.read_bytes())["model"]["digest"] == fixed.ready["model_digest"]
 

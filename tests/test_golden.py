@@ -16,6 +16,8 @@ from typing import Any
 import orjson
 import pytest
 
+# Only these are placeholders; any other string (an XML block, a memory tag) is matched literally.
+PLACEHOLDER = re.compile(r"<(uuid|int|number|string|any)( as \w+)?>")
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "protocol" / "examples").glob("*.jsonl"))
 
 
@@ -31,7 +33,7 @@ def substitute(value: Any, captured: dict[str, str]) -> Any:
 
 
 def match(expected: Any, actual: Any, captured: dict[str, str], path: str = "$") -> None:
-    if isinstance(expected, str) and expected.startswith("<") and expected.endswith(">"):
+    if isinstance(expected, str) and PLACEHOLDER.fullmatch(expected):
         kind, _, name = expected[1:-1].partition(" as ")
         if kind == "uuid":
             assert isinstance(actual, str) and uuid.UUID(actual), f"{path}: {actual!r} is not a uuid"

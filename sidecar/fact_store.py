@@ -1,0 +1,235 @@
+"""LanceDB storage of facts, their history and users' display names, beside the messages table.
+
+Three tables in the same database (created at schema version 2):
+- `facts`: one row per fact with its vector; a replaced fact stays (inactive) for history.
+- `fact_events`: what happened to a fact and why (created, confirmed, invalidated, merged, ...).
+- `users`: the display name of each user (upserted from any request that names one).
+
+Shares the message store's lock, so requests and the background threads never interleave inside
+LanceDB. Knows nothing of JSON or of consolidation rules.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+import warnings
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+log = logging.getLogger("sidecar.fact_store")
+
+FACTS = "facts"
+EVENTS = "fact_events"
+USERS = "users"
+
+FACT_COLUMNS = ["id", "user_id", "text", "category", "source", "confidence", "message_id", "created_at",
+                "updated_at", "active", "superseded_by", "superseded_at", "superseded_reason"]
+EVENT_COLUMNS = ["id", "fact_id", "user_id", "seq", "at", "action", "text", "previous_text", "other_fact_id",
+                 "decided_by", "reason"]
+
+
+def fact_schema(dim: int) -> pa.Schema:
+    return pa.schema([
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("category", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("confidence", pa.float64(), nullable=False),
+        pa.field("message_id", pa.string()),
+        pa.field("created_at", pa.float64(), nullable=False),
+        pa.field("updated_at", pa.float64(), nullable=False),
+        pa.field("active", pa.bool_(), nullable=False),
+        pa.field("superseded_by", pa.string()),
+        pa.field("superseded_at", pa.float64()),
+        pa.field("superseded_reason", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+    ])
+
+
+EVENT_SCHEMA = pa.schema([
+    pa.field("id", pa.string(), nullable=False),
+    pa.field("fact_id", pa.string(), nullable=False),
+    pa.field("user_id", pa.string(), nullable=False),
+    pa.field("seq", pa.int64(), nullable=False),
+    pa.field("at", pa.float64(), nullable=False),
+    pa.field("action", pa.string(), nullable=False),
+    pa.field("text", pa.string()),
+    pa.field("previous_text", pa.string()),
+    pa.field("other_fact_id", pa.string()),
+    pa.field("decided_by", pa.string()),
+    pa.field("reason", pa.string()),
+])
+
+USER_SCHEMA = pa.schema([
+    pa.field("user_id", pa.string(), nullable=False),
+    pa.field("username", pa.string(), nullable=False),
+    pa.field("updated_at", pa.float64(), nullable=False),
+])
+
+
+def create_tables(db: Any, dim: int) -> None:
+    """Create the fact tables that do not exist yet (new data dirs and the 1 -> 2 migration)."""
+    existing = set(db.list_tables().tables)
+    for name, schema in ((FACTS, fact_schema(dim)), (EVENTS, EVENT_SCHEMA), (USERS, USER_SCHEMA)):
+        if name not in existing:
+            db.create_table(name, schema=schema)
+
+
+class FactStore:
+    def __init__(self, db: Any, dim: int, lock: threading.RLock, on_write: Any = None):
+        self.dim = dim
+        self.lock = lock
+        self._on_write = on_write or (lambda: None)
+        self.facts = db.open_table(FACTS)
+        self.events = db.open_table(EVENTS)
+        self.users = db.open_table(USERS)
+        self._db = db
+        # event order within the same clock tick; continues across restarts from the highest stored seq
+        self._seq = itertools.count(self._max_seq() + 1)
+        self._names: dict[str, str] = {r["user_id"]: r["username"] for r in self.users.to_arrow().to_pylist()}
+        self._ensure_index()
+
+    def _ensure_index(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if ("user_id",) not in {tuple(ix.columns) for ix in self.facts.list_indices()}:
+                self.facts.create_scalar_index("user_id", index_type="BTREE")
+
+    def _max_seq(self) -> int:
+        if not self.events.count_rows():
+            return 0
+        col = self.events.search().select(["seq"]).limit(None).to_arrow().column("seq")
+        return int(pa.compute.max(col).as_py())
+
+    def _vectors(self, vectors: np.ndarray) -> pa.FixedSizeListArray:
+        return pa.FixedSizeListArray.from_arrays(
+            pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)), self.dim)
+
+    # ------------------------------------------------------------------ facts
+
+    def add(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        if not rows:
+            return
+        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in FACT_COLUMNS}
+        columns["vector"] = self._vectors(vectors)
+        with self.lock:
+            self.facts.add(pa.Table.from_pydict(columns, schema=fact_schema(self.dim)))
+            self._on_write()
+
+    def update(self, fact_id_sql: str, values: dict[str, Any], vector: np.ndarray | None = None) -> None:
+        if vector is not None:
+            values = {**values, "vector": np.asarray(vector, dtype=np.float32).tolist()}
+        with self.lock:
+            self.facts.update(where=f"id = {fact_id_sql}", values=values)
+            self._on_write()
+
+    def get(self, where: str) -> list[dict[str, Any]]:
+        with self.lock:
+            rows = self.facts.search().where(where).select(FACT_COLUMNS).limit(None).to_arrow().to_pylist()
+        return rows
+
+    def search(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
+        with self.lock:
+            result = (self.facts.search(vector.astype(np.float32), vector_column_name="vector")
+                      .distance_type("cosine")
+                      .where(where, prefilter=True)
+                      .select([*FACT_COLUMNS, "_distance"])
+                      .limit(limit)
+                      .to_arrow())
+        rows = result.to_pylist()
+        for r in rows:
+            r["similarity"] = 1.0 - float(r.pop("_distance"))
+        return rows
+
+    def count(self, where: str | None = None) -> int:
+        with self.lock:
+            return self.facts.count_rows(where) if where else self.facts.count_rows()
+
+    def delete(self, where: str, events_where: str) -> int:
+        """Hard-delete facts and their events, then compact them off the disk."""
+        with self.lock:
+            n = self.facts.count_rows(where)
+            if n:
+                self.facts.delete(where)
+            if self.events.count_rows(events_where):
+                self.events.delete(events_where)
+            if n:
+                self.compact()
+            return n
+
+    # ------------------------------------------------------------------ history
+
+    def add_events(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        with self.lock:
+            now = time.time()
+            for r in rows:
+                r.setdefault("at", now)
+                r["seq"] = next(self._seq)
+            self.events.add(pa.Table.from_pylist([{c: r.get(c) for c in EVENT_COLUMNS} for r in rows],
+                                                 schema=EVENT_SCHEMA))
+            self._on_write()
+
+    def history(self, where: str) -> list[dict[str, Any]]:
+        with self.lock:
+            rows = self.events.search().where(where).select(EVENT_COLUMNS).limit(None).to_arrow().to_pylist()
+        rows.sort(key=lambda r: r["seq"])
+        return rows
+
+    # ------------------------------------------------------------------ users
+
+    def name(self, user_id: str) -> str | None:
+        return self._names.get(user_id)
+
+    def set_names(self, names: dict[str, str]) -> None:
+        """Upsert display names; writes only the ones that changed."""
+        changed = {u: n for u, n in names.items() if n and self._names.get(u) != n}
+        if not changed:
+            return
+        now = time.time()
+        data = pa.Table.from_pylist([{"user_id": u, "username": n, "updated_at": now} for u, n in changed.items()],
+                                    schema=USER_SCHEMA)
+        with self.lock:
+            (self.users.merge_insert("user_id").when_matched_update_all().when_not_matched_insert_all()
+             .execute(data))
+            self._names.update(changed)
+            self._on_write()
+
+    def forget_user(self, user_sql: str, user_id: str) -> int:
+        with self.lock:
+            n = self.facts.count_rows(f"user_id = {user_sql}")
+            for table in (self.facts, self.events, self.users):
+                if table.count_rows(f"user_id = {user_sql}"):
+                    table.delete(f"user_id = {user_sql}")
+            self._names.pop(user_id, None)
+            self.compact()
+            return n
+
+    # ------------------------------------------------------------------ maintenance
+
+    def compact(self) -> None:
+        with self.lock:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for table in (self.facts, self.events, self.users):
+                    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            log.info("compacted fact tables in %.0f ms", (time.perf_counter() - t0) * 1000)
+
+    def reembed(self, embed: Any) -> None:
+        data = self.facts.to_arrow()
+        if not data.num_rows:
+            return
+        log.warning("re-embedding %d facts with the current model", data.num_rows)
+        vectors = np.asarray(embed(data.column("text").to_pylist()), dtype=np.float32)
+        data = data.set_column(data.schema.get_field_index("vector"), "vector", self._vectors(vectors))
+        self.facts = self._db.create_table(FACTS, data=data, schema=fact_schema(self.dim), mode="overwrite")
+        self._ensure_index()

@@ -1,0 +1,208 @@
+"""Pure rules about facts: text normalisation, the duplicate rule, consolidation decisions,
+the memory-tag instructions for an LLM, and the prompt-ready context blocks.
+
+No storage, no embedding, no I/O: everything here is testable with plain values.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+from xml.sax.saxutils import escape
+
+# Measured on tests/fixtures/fact_pairs.jsonl with the default model
+# (`python scripts/measure_fact_thresholds.py`): rewordings 0.76-0.99 (median 0.97), contradictions
+# 0.27-0.86, mergeable 0.39-0.72, unrelated -0.06-0.30.
+# Duplicate: 0.88 keeps precision at 1.0 on the fixture (no contradiction or mergeable pair above it;
+# the closest, "Is 29 years old" / "Is 30 years old" at 0.864, is also caught by the number guard).
+DUPLICATE_THRESHOLD = 0.88
+# Candidate: 0.35 keeps every unrelated pair out (highest 0.30) and shows 95% of the related ones.
+CANDIDATE_THRESHOLD = 0.35
+MAX_CANDIDATES = 3
+
+DEFAULT_CATEGORIES = ("preference", "company", "pattern", "answer")
+CATEGORY_HINTS = {
+    "preference": "likes, dislikes, tastes and choices (food, tools, games, style)",
+    "company": "where they work or study, their role, team, employer or business",
+    "pattern": "recurring habits, routines and schedules",
+    "answer": "answers they gave to your questions (budget, location, constraints, decisions)",
+}
+
+ACTIONS = ("KEEP", "INVALIDATE", "MERGE")
+SOURCES = ("chat", "extraction", "manual")
+MAX_FACT_CHARS = 1_000
+
+_WS = re.compile(r"\s+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_CATEGORY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+
+
+def normalise_text(text: str) -> str:
+    """One line, single spaces, trimmed."""
+    return _WS.sub(" ", text).strip()
+
+
+def normalise_category(category: str) -> str:
+    return category.strip().lower()
+
+
+def parse_categories(value: str) -> tuple[str, ...]:
+    """`preference,company` -> ("preference", "company"); raises ValueError on a bad list."""
+    cats: list[str] = []
+    for raw in value.split(","):
+        c = normalise_category(raw)
+        if not c:
+            continue
+        if not _CATEGORY.match(c):
+            raise ValueError(f"category {raw.strip()!r} must be lower-case letters, digits, '_' or '-' (at most 40)")
+        if c not in cats:
+            cats.append(c)
+    if not cats:
+        raise ValueError("at least one category is needed")
+    return tuple(cats)
+
+
+def _numbers(text: str) -> list[str]:
+    return sorted(n.replace(",", ".") for n in _NUMBER.findall(text))
+
+
+def is_duplicate(new_text: str, old_text: str, similarity: float, threshold: float = DUPLICATE_THRESHOLD) -> bool:
+    """Near-identical facts: same text up to case and spacing, or similarity at or above the threshold
+    with the same numbers in both (embeddings barely see "29" vs "30": never a duplicate)."""
+    a, b = normalise_text(new_text).casefold(), normalise_text(old_text).casefold()
+    if a == b:
+        return True
+    return similarity >= threshold and _numbers(a) == _numbers(b)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one candidate (an existing fact) given a new fact."""
+
+    action: str  # KEEP, INVALIDATE or MERGE
+    merged_text: str | None = None
+    decided_by: str = "host"  # host, llm, rule
+    reason: str | None = None
+
+
+def plan_decisions(decisions: Sequence[Decision]) -> list[Decision]:
+    """At most one MERGE per new fact: the first (most similar candidate) wins, later ones become KEEP.
+    A MERGE without a usable merged text also becomes KEEP."""
+    out: list[Decision] = []
+    merged = False
+    for d in decisions:
+        if d.action == "MERGE":
+            text = normalise_text(d.merged_text or "")
+            if merged or not text:
+                why = "a second MERGE for the same new fact" if merged else "MERGE without merged_text"
+                out.append(Decision("KEEP", None, d.decided_by, f"{why}; kept both"))
+                continue
+            merged = True
+            out.append(Decision("MERGE", text, d.decided_by, d.reason))
+        else:
+            out.append(d)
+    return out
+
+
+# ---------------------------------------------------------------- instructions
+
+
+def memory_instructions(categories: Sequence[str]) -> str:
+    """The system-prompt paragraph that teaches an LLM to emit <memory> tags."""
+    lines = [
+        "You have a long-term memory about the people you talk with. When the user tells you something "
+        "about themselves that will still be true and useful in future conversations, record it by adding "
+        'a tag to your reply: <memory category="CATEGORY">fact</memory>.',
+        "",
+        "Categories:",
+    ]
+    for c in categories:
+        hint = CATEGORY_HINTS.get(c)
+        lines.append(f"- {c}: {hint}" if hint else f"- {c}")
+    lines += [
+        "",
+        "Rules:",
+        "- One fact per tag; use several tags for several facts.",
+        "- Write each fact as a short, third-person statement about the user, e.g. "
+        f'<memory category="{categories[0]}">Prefers dark roast coffee</memory>.',
+        f"- Use only these categories: {', '.join(categories)}.",
+        "- Skip trivia, greetings, passing moods and anything only true right now.",
+        "- Never mention that you are recording or remembering anything; the tags are removed before "
+        "the user sees your reply.",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- context blocks
+
+
+@dataclass(frozen=True)
+class ContextFact:
+    id: str
+    text: str
+    category: str
+    updated_at: float
+    similarity: float | None = None
+
+
+@dataclass
+class ContextUser:
+    user_id: str
+    name: str
+    relevant: list[ContextFact] = field(default_factory=list)  # best first (or most recent without a message)
+    preferences: list[ContextFact] = field(default_factory=list)  # most recent first
+
+
+def _one_line(text: str) -> str:
+    return normalise_text(text)
+
+
+def render_xml(users: Iterable[ContextUser]) -> str:
+    """<background_facts>, one <user name="..."> block per user with facts, "- fact" lines.
+    Fact text and names are XML-escaped so a stored fact can never close the block early."""
+    blocks: list[str] = []
+    for u in users:
+        if not u.relevant:
+            continue
+        blocks.append(f'<user name="{escape(_one_line(u.name), {chr(34): "&quot;"})}">')
+        blocks.extend(f"- {escape(_one_line(f.text))}" for f in u.relevant)
+        blocks.append("</user>")
+    if not blocks:
+        return ""
+    return "\n".join(["<background_facts>", *blocks, "</background_facts>"])
+
+
+def render_markdown(users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int) -> str:
+    """## Memory Context / ### User Preferences / ### Relevant Context, "- [category] fact" lines.
+    With several users each fact is prefixed by its user's name. Empty string when there is nothing."""
+    several = len(users) > 1
+
+    def line(u: ContextUser, f: ContextFact) -> str:
+        who = f"{_one_line(u.name)}: " if several else ""
+        return f"- [{f.category}] {who}{_one_line(f.text)}"
+
+    prefs: list[tuple[ContextUser, ContextFact]] = []
+    for u in users:
+        prefs.extend((u, f) for f in u.preferences)
+    prefs.sort(key=lambda uf: (-uf[1].updated_at, uf[1].id))
+    prefs = prefs[:preferences_limit]
+    shown = {f.id for _, f in prefs}
+
+    relevant: list[tuple[ContextUser, ContextFact]] = []
+    for u in users:
+        relevant.extend((u, f) for f in u.relevant if f.id not in shown)
+    if any(f.similarity is not None for _, f in relevant):
+        relevant.sort(key=lambda uf: (-(uf[1].similarity or 0.0), -uf[1].updated_at, uf[1].id))
+    else:
+        relevant.sort(key=lambda uf: (-uf[1].updated_at, uf[1].id))
+    relevant = relevant[:relevant_limit]
+
+    sections: list[str] = []
+    if prefs:
+        sections.append("\n".join(["### User Preferences", *(line(u, f) for u, f in prefs)]))
+    if relevant:
+        sections.append("\n".join(["### Relevant Context", *(line(u, f) for u, f in relevant)]))
+    if not sections:
+        return ""
+    return "\n\n".join(["## Memory Context", *sections])

@@ -1,0 +1,179 @@
+"""Find and strip <memory category="...">fact</memory> tags in an LLM reply.
+
+Every memory tag is removed from the reply, valid or not: the user must never see one. The rules,
+chosen for what LLMs actually emit:
+
+- Tag names and attribute names are case-insensitive (`<MEMORY CATEGORY="Preference">`), spaces
+  inside the tag are allowed (`< memory category = 'x' >`, `</ memory >`), the category value may be
+  double-quoted, single-quoted or bare, and is compared lower-cased. Other attributes are ignored.
+- Content may span lines; it is saved as one line with single spaces.
+- A tag with no category, a category outside the configured set, or empty content is rejected.
+- Nested tags: each inner tag is judged on its own; the outer one is rejected (`nested`).
+- An opening tag never closed is rejected (`unclosed`) and removed with its text up to the end of
+  its line (or the next memory tag), so the half-written fact is not shown either.
+- An opening tag cut off before its `>` (a truncated stream) is removed up to the end of its line
+  (`unterminated`); a stray `</memory>` (`unmatched_close`) and a self-closing `<memory ... />`
+  (`self_closing`) are removed and rejected.
+- `<memories>` or `<memory_x>` are other tags and are left alone.
+
+Whitespace around a removed tag is tidied: a tag alone on its line removes the line, a tag between
+words leaves one space, a tag before punctuation leaves none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from .facts import MAX_FACT_CHARS, normalise_category, normalise_text
+
+_OPEN = re.compile(r"<\s*memory(?=[\s>/])([^<>]*)>", re.IGNORECASE)
+_OPEN_CUT = re.compile(r"<\s*memory(?=[\s/]|$)[^<>\n]*(?=<|\n|$)", re.IGNORECASE)
+_CLOSE = re.compile(r"<\s*/\s*memory\s*>", re.IGNORECASE)
+_ATTR = re.compile(r"""([A-Za-z_][\w.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`/]+))""")
+_TOKEN = re.compile(f"{_OPEN.pattern}|{_CLOSE.pattern}|{_OPEN_CUT.pattern}", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Found:
+    text: str
+    category: str
+
+
+@dataclass(frozen=True)
+class Rejected:
+    tag: str  # the raw text removed from the reply (capped)
+    reason: str  # stable code: missing_category, unknown_category, empty, too_long, nested, unclosed,
+    #              unterminated, unmatched_close, self_closing
+    message: str
+
+
+@dataclass(frozen=True)
+class Extraction:
+    reply: str
+    facts: list[Found]
+    rejected: list[Rejected]
+
+
+def _attrs(raw: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for m in _ATTR.finditer(raw):
+        name = m.group(1).lower()
+        if name not in out:
+            out[name] = next(g for g in (m.group(2), m.group(3), m.group(4)) if g is not None)
+    return out
+
+
+def _cap(raw: str, limit: int = 200) -> str:
+    return raw if len(raw) <= limit else raw[: limit - 1] + "…"
+
+
+def _join(left: str, right: str) -> str:
+    """Glue the text around a removed tag back together."""
+    lt, rt = left.rstrip(" \t"), right.lstrip(" \t")
+    if not lt or lt.endswith("\n"):
+        # tag at the start of a line: drop the rest of a line that held only the tag
+        if rt.startswith("\r\n"):
+            return lt + rt[2:]
+        if rt.startswith("\n"):
+            return lt + rt[1:]
+        return lt + rt
+    if not rt or rt[0] in "\r\n":
+        return lt + rt
+    if rt[0] in ".,;:!?)]}'\"" or lt[-1] in "([{":
+        return lt + rt
+    return lt + " " + rt
+
+
+@dataclass
+class _Open:
+    start: int
+    end: int
+    raw: str
+    attrs: dict[str, str]
+    has_child: bool = False
+
+
+def extract(reply: str, categories: Sequence[str]) -> Extraction:
+    allowed = set(categories)
+    # 1. tokens: opening tags, closing tags, cut-off opening tags
+    spans: list[tuple[int, int]] = []  # text ranges to remove
+    facts: list[tuple[int, Found]] = []
+    rejected: list[tuple[int, Rejected]] = []
+    stack: list[_Open] = []
+
+    def judge(o: _Open, content: str, close_end: int) -> None:
+        raw = reply[o.start:close_end]
+        if o.has_child:
+            rejected.append((o.start, Rejected(_cap(raw), "nested", "a memory tag inside another memory tag; "
+                                                                    "the outer tag is not saved")))
+            return
+        cat = o.attrs.get("category")
+        text = normalise_text(content)
+        if cat is None or not cat.strip():
+            rejected.append((o.start, Rejected(_cap(raw), "missing_category", "the tag has no category attribute")))
+        elif normalise_category(cat) not in allowed:
+            rejected.append((o.start, Rejected(_cap(raw), "unknown_category",
+                                               f"category {cat.strip()!r} is not one of: {', '.join(categories)}")))
+        elif not text:
+            rejected.append((o.start, Rejected(_cap(raw), "empty", "the tag has no content")))
+        elif len(text) > MAX_FACT_CHARS:
+            rejected.append((o.start, Rejected(_cap(raw), "too_long",
+                                               f"the fact has {len(text)} characters, over {MAX_FACT_CHARS}")))
+        else:
+            facts.append((o.start, Found(text, normalise_category(cat))))
+
+    for m in _TOKEN.finditer(reply):
+        tok = m.group(0)
+        if _CLOSE.fullmatch(tok):
+            if not stack:
+                rejected.append((m.start(), Rejected(tok, "unmatched_close", "a closing tag without an opening tag")))
+                spans.append((m.start(), m.end()))
+                continue
+            o = stack.pop()
+            if stack:
+                stack[-1].has_child = True
+            judge(o, reply[o.end:m.start()], m.end())
+            # the whole tag (with its content) goes; inner spans inside it are covered by it
+            spans.append((o.start, m.end()))
+        elif tok.endswith(">"):
+            attrs_raw = _OPEN.fullmatch(tok).group(1)  # type: ignore[union-attr]
+            if attrs_raw.rstrip().endswith("/"):
+                if stack:
+                    stack[-1].has_child = True
+                rejected.append((m.start(), Rejected(_cap(tok), "self_closing", "a self-closing tag has no content")))
+                spans.append((m.start(), m.end()))
+                continue
+            stack.append(_Open(m.start(), m.end(), tok, _attrs(attrs_raw)))
+        else:  # an opening tag cut off before its '>'
+            rejected.append((m.start(), Rejected(_cap(tok), "unterminated", "an opening tag without its closing '>'")))
+            spans.append((m.start(), m.end()))
+
+    # 2. opening tags never closed: remove to the end of the line or the next memory tag
+    for o in stack:
+        nxt = _TOKEN.search(reply, o.end)
+        nl = reply.find("\n", o.end)
+        stop = min(x for x in (nxt.start() if nxt else len(reply), nl if nl >= 0 else len(reply)))
+        rejected.append((o.start, Rejected(_cap(reply[o.start:stop]), "unclosed",
+                                           "an opening tag that is never closed; removed up to the end of its line")))
+        spans.append((o.start, stop))
+
+    # 3. remove the union of all spans, tidying whitespace at each cut
+    spans.sort()
+    merged: list[list[int]] = []
+    for s, e in spans:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    segments = [reply[:merged[0][0]]] if merged else [reply]
+    for i, (_s, e) in enumerate(merged):
+        segments.append(reply[e:merged[i + 1][0]] if i + 1 < len(merged) else reply[e:])
+    out = segments[0]
+    for seg in segments[1:]:
+        out = _join(out, seg)
+    cleaned = re.sub(r"\n{3,}", "\n\n", out).strip() if merged else reply
+    facts.sort(key=lambda x: x[0])
+    rejected.sort(key=lambda x: x[0])
+    return Extraction(cleaned, [f for _, f in facts], [r for _, r in rejected])

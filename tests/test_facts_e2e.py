@@ -1,0 +1,336 @@
+"""Facts end to end through the real process (real model, real LanceDB, real pipes), without an LLM."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+
+import orjson
+
+
+def remember(sc, user, text, category="preference", **extra):
+    r = sc.request({"type": "remember", "user_id": user, "text": text, "category": category, **extra})
+    assert r["type"] == "remembered", r
+    return r
+
+
+def facts(sc, user, **extra):
+    r = sc.request({"type": "facts", "user_id": user, **extra})
+    assert r["type"] == "facts", r
+    return r["facts"]
+
+
+def test_remember_duplicate_collapses_and_confirms(sidecar):
+    a = remember(sidecar, "u1", "Lives in New York", "answer", username="Alice")
+    assert a["action"] == "added" and a["candidates"] == [] and a["fact"]["source"] == "manual"
+    assert a["fact"]["confidence"] == 1.0 and a["fact"]["username"] == "Alice" and a["fact"]["active"] is True
+    b = remember(sidecar, "u1", "lives in new york city", "answer", source="chat")
+    assert b["action"] == "duplicate" and b["fact"]["id"] == a["fact"]["id"] and b["fact"]["similarity"] > 0.88
+    c = remember(sidecar, "u1", "  Lives   in New York ", "answer")
+    assert c["action"] == "duplicate"
+    assert [f["text"] for f in facts(sidecar, "u1")] == ["Lives in New York"]
+    hist = sidecar.request({"type": "fact_history", "fact_id": a["fact"]["id"]})
+    assert [e["action"] for e in hist["events"]] == ["created", "confirmed", "confirmed"]
+    # other users are untouched by the rule
+    assert remember(sidecar, "u2", "Lives in New York", "answer")["action"] == "added"
+    # numbers differ: never a duplicate, shown as a candidate instead
+    remember(sidecar, "u3", "Is 29 years old", "answer")
+    d = remember(sidecar, "u3", "Is 30 years old", "answer")
+    assert d["action"] == "added" and [x["text"] for x in d["candidates"]] == ["Is 29 years old"]
+
+
+def test_candidates_and_resolve_each_action(sidecar):
+    ny = remember(sidecar, "u", "Lives in New York", "answer")["fact"]
+    la = remember(sidecar, "u", "Moved to Los Angeles", "answer")
+    assert la["action"] == "added"
+    assert [c["id"] for c in la["candidates"]] == [ny["id"]] and 0.35 <= la["candidates"][0]["similarity"] < 0.88
+    unrelated = remember(sidecar, "u", "Has a cat named Miso", "preference")
+    assert unrelated["candidates"] == []
+
+    # INVALIDATE: the old fact goes inactive, kept for history
+    r = sidecar.request({"type": "resolve", "fact_id": la["fact"]["id"], "candidate_id": ny["id"],
+                         "action": "INVALIDATE", "reason": "moved"})
+    assert r["type"] == "resolved" and r["action"] == "INVALIDATE"
+    assert r["candidate"]["active"] is False and r["candidate"]["superseded_by"] == la["fact"]["id"]
+    assert r["candidate"]["superseded_reason"] == "invalidated" and r["fact"]["active"] is True
+    assert {f["text"] for f in facts(sidecar, "u")} == {"Moved to Los Angeles", "Has a cat named Miso"}
+    all_facts = facts(sidecar, "u", include_inactive=True)
+    assert {f["text"]: f["active"] for f in all_facts}["Lives in New York"] is False
+    hist = sidecar.request({"type": "fact_history", "fact_id": ny["id"]})
+    assert hist["fact"]["active"] is False
+    assert [(e["action"], e.get("other_fact_id"), e.get("decided_by")) for e in hist["events"]] == [
+        ("created", None, "manual"), ("invalidated", la["fact"]["id"], "host")]
+    assert hist["events"][1]["reason"] == "moved"
+    again = sidecar.request({"type": "resolve", "fact_id": la["fact"]["id"], "candidate_id": ny["id"],
+                             "action": "KEEP"})
+    assert again["type"] == "error" and again["code"] == "invalid_request" and "no longer active" in again["message"]
+
+    # MERGE: both become one fact (the candidate's id), re-embedded
+    xbox = remember(sidecar, "g", "Owns an Xbox")["fact"]
+    ps5 = remember(sidecar, "g", "Bought a PS5")
+    assert [c["id"] for c in ps5["candidates"]] == [xbox["id"]]
+    m = sidecar.request({"type": "resolve", "fact_id": ps5["fact"]["id"], "candidate_id": xbox["id"],
+                         "action": "merge", "merged_text": "Owns both an Xbox and a PS5"})
+    assert m["action"] == "MERGE" and m["candidate"]["text"] == "Owns both an Xbox and a PS5"
+    assert m["candidate"]["active"] is True and m["fact"]["active"] is False
+    assert m["fact"]["superseded_by"] == xbox["id"] and m["fact"]["superseded_reason"] == "merged"
+    assert [f["text"] for f in facts(sidecar, "g")] == ["Owns both an Xbox and a PS5"]
+    best = facts(sidecar, "g", text="playstation console")[0]
+    assert best["id"] == xbox["id"] and best["similarity"] > 0.3  # searchable by the merged text
+    hist = sidecar.request({"type": "fact_history", "fact_id": xbox["id"]})
+    assert [e["action"] for e in hist["events"]] == ["created", "merged"]
+    assert hist["events"][1]["previous_text"] == "Owns an Xbox" and hist["events"][1]["text"] == "Owns both an Xbox and a PS5"
+
+    # KEEP: both stay
+    s1 = remember(sidecar, "k", "Speaks Spanish")["fact"]
+    s2 = remember(sidecar, "k", "Speaks French")
+    assert [c["id"] for c in s2["candidates"]] == [s1["id"]]
+    k = sidecar.request({"type": "resolve", "fact_id": s2["fact"]["id"], "candidate_id": s1["id"], "action": "KEEP"})
+    assert k["fact"]["active"] and k["candidate"]["active"]
+    assert len(facts(sidecar, "k")) == 2
+
+    # bad resolves
+    for bad, code in [
+        ({"fact_id": s1["id"], "candidate_id": s1["id"], "action": "KEEP"}, "invalid_request"),
+        ({"fact_id": s1["id"], "candidate_id": xbox["id"], "action": "KEEP"}, "invalid_request"),  # other user
+        ({"fact_id": s1["id"], "candidate_id": "nope", "action": "KEEP"}, "not_found"),
+        ({"fact_id": s1["id"], "candidate_id": s2["fact"]["id"], "action": "MERGE"}, "invalid_request"),
+        ({"fact_id": s1["id"], "candidate_id": s2["fact"]["id"], "action": "DROP"}, "invalid_request"),
+    ]:
+        r = sidecar.request({"type": "resolve", **bad})
+        assert r["type"] == "error" and r["code"] == code, (bad, r)
+
+
+def test_update_and_forget_fact(sidecar):
+    f = remember(sidecar, "u", "Works at Acme", "company")["fact"]
+    r = sidecar.request({"type": "update_fact", "fact_id": f["id"], "text": "Works at Acme Robotics",
+                         "reason": "typo"})
+    assert r["type"] == "fact" and r["fact"]["text"] == "Works at Acme Robotics" and r["fact"]["id"] == f["id"]
+    r = sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "Answer"})
+    assert r["fact"]["category"] == "answer"
+    assert sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "bogus"})["code"] == "invalid_request"
+    assert sidecar.request({"type": "update_fact", "fact_id": f["id"]})["code"] == "invalid_request"
+    assert sidecar.request({"type": "update_fact", "fact_id": "missing", "text": "x"})["code"] == "not_found"
+    hist = sidecar.request({"type": "fact_history", "fact_id": f["id"]})
+    assert [(e["action"], e.get("previous_text"), e.get("reason")) for e in hist["events"]] == [
+        ("created", None, None), ("updated", "Works at Acme", "typo"), ("updated", "Works at Acme Robotics", "correction")]
+    assert facts(sidecar, "u", text="robotics company")[0]["text"] == "Works at Acme Robotics"
+
+    assert sidecar.request({"type": "forget_fact", "fact_id": f["id"]}) == {"type": "ok", "deleted": 1}
+    assert sidecar.request({"type": "forget_fact", "fact_id": f["id"]})["code"] == "not_found"
+    assert sidecar.request({"type": "fact_history", "fact_id": f["id"]})["code"] == "not_found"
+    assert facts(sidecar, "u", include_inactive=True) == []
+
+
+def test_facts_filters_order_and_limits(sidecar):
+    remember(sidecar, "u", "Likes dark roast coffee", "preference")
+    remember(sidecar, "u", "Works at Globex as a designer", "company")
+    remember(sidecar, "u", "Goes swimming every Tuesday", "pattern")
+    assert [f["text"] for f in facts(sidecar, "u")] == [
+        "Goes swimming every Tuesday", "Works at Globex as a designer", "Likes dark roast coffee"]  # recent first
+    assert [f["text"] for f in facts(sidecar, "u", category="company")] == ["Works at Globex as a designer"]
+    assert len(facts(sidecar, "u", category=["company", "pattern"])) == 2
+    rel = facts(sidecar, "u", text="what does she drink in the morning?", limit=1)
+    assert [f["text"] for f in rel] == ["Likes dark roast coffee"] and "similarity" in rel[0]
+    assert sidecar.request({"type": "facts", "user_id": "u", "limit": 1000})["code"] == "too_large"
+    assert facts(sidecar, "x' OR '1'='1") == []
+    assert sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "mood"})["code"] == \
+        "invalid_request"
+    assert sidecar.request({"type": "remember", "user_id": "u", "text": "  ", "category": "pattern"})["code"] == \
+        "invalid_request"
+    assert sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "pattern",
+                            "confidence": 2})["code"] == "invalid_request"
+
+
+def test_recall_three_users_and_usernames(sidecar):
+    remember(sidecar, "a", "Plays the cello", "preference", username="Ann")
+    remember(sidecar, "b", "Works at a bakery", "company")
+    remember(sidecar, "b", "Bakes sourdough every weekend", "pattern")
+    remember(sidecar, "c", "Allergic to cats", "answer")
+    sidecar.store("c", "hello there, I am Cleo", username="Cleo")  # store names a user too
+    r = sidecar.request({"type": "recall", "users": {"c": None, "a": None, "b": "Bea"}, "text": "bread", "limit": 5})
+    assert r["type"] == "recall"
+    assert [(u["user_id"], u.get("username")) for u in r["users"]] == [("c", "Cleo"), ("a", "Ann"), ("b", "Bea")]
+    by = {u["user_id"]: sorted(f["text"] for f in u["facts"]) for u in r["users"]}
+    assert by == {"c": ["Allergic to cats"], "a": ["Plays the cello"],
+                  "b": ["Bakes sourdough every weekend", "Works at a bakery"]}
+    sims = [f["similarity"] for f in r["users"][2]["facts"]]
+    assert sims == sorted(sims, reverse=True)
+    # the new name stuck
+    assert facts(sidecar, "b")[0]["username"] == "Bea"
+    sidecar.request({"type": "query", "user_id": "b", "text": "x", "username": "Beatrix"})
+    assert facts(sidecar, "b")[0]["username"] == "Beatrix"
+    assert sidecar.request({"type": "recall", "users": {}})["code"] == "invalid_request"
+
+
+CONTEXT_FIXTURE = [
+    ("alice", "preference", "Prefers dark roast coffee"),
+    ("alice", "company", "Works at Acme as a backend engineer"),
+    ("alice", "pattern", "Goes climbing every Saturday"),
+    ("alice", "preference", "Likes jazz records"),
+    ("bob", "answer", "His budget for a new laptop is 1500 euros"),
+    ("bob", "preference", "Prefers Linux laptops"),
+]
+
+
+def _load_fixture(sc):
+    for user, cat, text in CONTEXT_FIXTURE:
+        assert remember(sc, user, text, cat)["action"] == "added"
+
+
+def test_context_xml_and_markdown_byte_for_byte(spawn):
+    sc = spawn()
+    _load_fixture(sc)
+    req = {"type": "context", "users": {"alice": "Alice", "bob": "Bob <admin>"},
+           "text": "Which laptop should I buy for coding?", "limit": 2}
+    xml = sc.request({**req, "format": "xml"})
+    assert xml["text"] == (
+        "<background_facts>\n"
+        '<user name="Alice">\n'
+        "- Works at Acme as a backend engineer\n"
+        "- Prefers dark roast coffee\n"
+        "</user>\n"
+        '<user name="Bob &lt;admin&gt;">\n'
+        "- Prefers Linux laptops\n"
+        "- His budget for a new laptop is 1500 euros\n"
+        "</user>\n"
+        "</background_facts>"), xml["text"]
+    assert xml["facts"] == 4 and xml["format"] == "xml"
+    one = sc.request({"type": "context", "format": "markdown", "user_id": "alice", "text": "where does she work?",
+                      "preferences_limit": 10, "relevant_limit": 2})
+    assert one["text"] == (
+        "## Memory Context\n\n"
+        "### User Preferences\n"
+        "- [preference] Likes jazz records\n"
+        "- [preference] Prefers dark roast coffee\n\n"
+        "### Relevant Context\n"
+        "- [company] Works at Acme as a backend engineer\n"
+        "- [pattern] Goes climbing every Saturday"), one["text"]
+    assert one["facts"] == 4
+    # deterministic: the same data gives the same bytes, also after a restart
+    again = sc.request({"type": "context", "format": "markdown", "user_id": "alice", "text": "where does she work?",
+                        "preferences_limit": 10, "relevant_limit": 2})
+    assert again["text"] == one["text"]
+    xml_again = sc.request({**req, "format": "xml"})["text"]
+    assert sc.shutdown() == 0
+    sc2 = spawn()
+    assert sc2.request({**req, "format": "xml"})["text"] == xml_again
+    # nothing known: empty string in both formats
+    for fmt in ("xml", "markdown"):
+        empty = sc2.request({"type": "context", "format": fmt, "user_id": "stranger", "text": "hi"})
+        assert empty["text"] == "" and empty["facts"] == 0
+    assert sc2.request({"type": "context", "format": "html", "user_id": "a"})["code"] == "invalid_request"
+    assert sc2.request({"type": "context", "format": "xml"})["code"] == "invalid_request"
+
+
+def test_extract_inline_end_to_end(sidecar):
+    reply = ('Great, I will keep that in mind! <memory category="preference">Prefers aisle seats</memory>\n'
+             '<MEMORY category="Company">Works at Initech</MEMORY>\n'
+             '<memory category="mood">Feels tired today</memory>'
+             '<memory category="answer">Budget is <memory category="answer">about 300 dollars</memory></memory>\n'
+             'Here are three flights. <memory category="pattern">Flies to Berlin every')
+    r = sidecar.request({"type": "extract_inline", "user_id": "u", "username": "Ulla", "reply": reply,
+                         "message_id": "m-9"})
+    assert r["type"] == "extracted", r
+    assert r["reply"] == "Great, I will keep that in mind!\nHere are three flights."
+    assert [(f["action"], f["fact"]["text"], f["fact"]["category"], f["fact"]["source"], f["fact"]["confidence"],
+             f["fact"]["message_id"]) for f in r["facts"]] == [
+        ("added", "Prefers aisle seats", "preference", "chat", 0.8, "m-9"),
+        ("added", "Works at Initech", "company", "chat", 0.8, "m-9"),
+        ("added", "about 300 dollars", "answer", "chat", 0.8, "m-9")]
+    assert [x["reason"] for x in r["rejected"]] == ["unknown_category", "nested", "unclosed"]
+    # the same tag again is a duplicate, and the answer still strips it
+    r2 = sidecar.request({"type": "extract_inline", "user_id": "u",
+                          "reply": 'Sure. <memory category="preference">prefers aisle seats</memory>'})
+    assert r2["reply"] == "Sure." and r2["facts"][0]["action"] == "duplicate"
+    plain = sidecar.request({"type": "extract_inline", "user_id": "u", "reply": "No tags here."})
+    assert plain == {"type": "extracted", "reply": "No tags here.", "facts": [], "rejected": []}
+
+
+def test_memory_instructions(spawn):
+    sc = spawn("--fact-categories", "hobby,Work")
+    r = sc.request({"type": "memory_instructions", "request_id": 3})
+    assert r["type"] == "instructions" and r["request_id"] == 3 and r["categories"] == ["hobby", "work"]
+    assert '<memory category="CATEGORY">fact</memory>' in r["text"] and "hobby, work" in r["text"]
+    bad = sc.request({"type": "extract_inline", "user_id": "u",
+                      "reply": '<memory category="preference">x</memory><memory category="hobby">Knits</memory>'})
+    assert [x["reason"] for x in bad["rejected"]] == ["unknown_category"] and bad["facts"][0]["fact"]["text"] == "Knits"
+
+
+def _files_containing(root, needle: bytes) -> list[str]:
+    hits = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                if needle in f.read():
+                    hits.append(name)
+    return hits
+
+
+def test_forget_user_deletes_facts_history_and_name(sidecar):
+    marker = "okapi-" + uuid.uuid4().hex
+    sidecar.store("victim", f"{marker} message", username=f"{marker}-name")
+    remember(sidecar, "victim", f"Keeps an {marker} as a pet")
+    f2 = remember(sidecar, "victim", f"Keeps an {marker} as a pet at home")["fact"]
+    remember(sidecar, "victim", "Works at Globex", "company")
+    keep = remember(sidecar, "other", "Works at Globex", "company")["fact"]
+    assert _files_containing(sidecar.data_dir, marker.encode())
+    r = sidecar.request({"type": "forget_user", "user_id": "victim"})
+    assert r == {"type": "ok", "deleted": 1, "facts_deleted": 2}, (r, f2)
+    assert _files_containing(sidecar.data_dir, marker.encode()) == []
+    assert facts(sidecar, "victim", include_inactive=True) == []
+    assert [f["id"] for f in facts(sidecar, "other")] == [keep["id"]]
+    assert sidecar.request({"type": "stats"})["facts"] == 1
+
+
+def test_version_1_data_dir_is_migrated(spawn, tmp_path):
+    sc = spawn()
+    mid = sc.store("u", "I keep bees in the garden")
+    assert sc.shutdown() == 0
+    # make it a version-1 data dir: only the messages table, schema_version 1
+    lance = sc.data_dir / "lancedb"
+    for name in ("facts.lance", "fact_events.lance", "users.lance"):
+        shutil.rmtree(lance / name)
+    meta_path = sc.data_dir / "meta.json"
+    meta = orjson.loads(meta_path.read_bytes())
+    meta["schema_version"] = 1
+    meta_path.write_bytes(orjson.dumps(meta))
+    sc2 = spawn()
+    assert sc2.ready["memories"] == 1
+    assert "migrating" in sc2.stderr()
+    assert orjson.loads(meta_path.read_bytes())["schema_version"] == 2
+    st = sc2.request({"type": "stats"})
+    assert st["schema_version"] == 2 and st["facts"] == 0
+    assert sc2.request({"type": "query", "user_id": "u", "text": "bees", "limit": 1})["messages"][0]["id"] == mid
+    assert remember(sc2, "u", "Keeps bees", "pattern")["action"] == "added"
+    assert sc2.shutdown() == 0
+    sc3 = spawn()
+    assert "migrating" not in sc3.stderr() and len(facts(sc3, "u")) == 1
+
+
+def test_bad_fact_requests_get_one_error_line_each(sidecar):
+    keep = remember(sidecar, "u", "Works at Globex", "company")["fact"]
+    hostile = "x' OR '1'='1"
+    cases = [
+        ({"type": "remember", "user_id": "u", "text": 5, "category": "company"}, "invalid_request"),
+        ({"type": "remember", "user_id": "u", "text": "ok"}, "invalid_request"),
+        ({"type": "remember", "user_id": "u", "text": "a\u0000b", "category": "company"}, "invalid_request"),
+        ({"type": "remember", "user_id": "u", "text": "x" * 1001, "category": "company"}, "too_large"),
+        ({"type": "extract_inline", "user_id": "u", "reply": ["not", "a", "string"]}, "invalid_request"),
+        ({"type": "facts", "user_id": "u", "limit": "5"}, "invalid_request"),
+        ({"type": "facts", "user_id": "u", "category": []}, "invalid_request"),
+        ({"type": "recall", "users": ["u"]}, "invalid_request"),
+        ({"type": "context", "user_id": "u", "limit": 0}, "invalid_request"),
+        ({"type": "context", "user_id": "u", "relevant_limit": 10_000}, "too_large"),
+        ({"type": "fact_history", "fact_id": hostile}, "not_found"),
+        ({"type": "forget_fact", "fact_id": hostile}, "not_found"),
+        ({"type": "update_fact", "fact_id": hostile, "text": "x"}, "not_found"),
+        ({"type": "resolve", "fact_id": hostile, "candidate_id": keep["id"], "action": "KEEP"}, "not_found"),
+        ({"type": "sync", "timeout": -1}, "invalid_request"),
+    ]
+    for n, (req, code) in enumerate(cases):
+        r = sidecar.request({**req, "request_id": n})
+        assert r["type"] == "error" and r["code"] == code and r["request_id"] == n, (req, r)
+    assert [f["id"] for f in facts(sidecar, "u")] == [keep["id"]]
+    assert sidecar.request({"type": "ping"})["type"] == "pong"

@@ -1,0 +1,122 @@
+"""Unit tests of the pure fact rules: duplicate rule, decisions, instructions, context rendering,
+LLM answer parsing, configuration."""
+
+from __future__ import annotations
+
+import pytest
+
+from sidecar.config import ConfigError, resolve
+from sidecar.facts import (
+    DEFAULT_CATEGORIES,
+    ContextFact,
+    ContextUser,
+    Decision,
+    is_duplicate,
+    memory_instructions,
+    parse_categories,
+    plan_decisions,
+    render_markdown,
+    render_xml,
+)
+from sidecar.llm import LLMError, parse_decision, parse_extraction, parse_json_object
+
+
+def test_duplicate_rule():
+    assert is_duplicate("Likes tea", "  likes   TEA ", 0.1)  # same text up to case/spacing, whatever the score
+    assert is_duplicate("Has two kids", "Has two children", 0.96)
+    assert not is_duplicate("Likes coffee", "Dislikes coffee", 0.76)
+    assert not is_duplicate("Is 29 years old", "Is 30 years old", 0.95)  # the number guard
+    assert is_duplicate("Budget is 1500 dollars", "Has a budget of $1500", 0.9)
+
+
+def test_plan_decisions_one_merge_at_most():
+    out = plan_decisions([Decision("MERGE", "a and b", "llm"), Decision("MERGE", "a and c", "llm"),
+                          Decision("INVALIDATE", None, "llm"), Decision("MERGE", "  ", "llm")])
+    assert [d.action for d in out] == ["MERGE", "KEEP", "INVALIDATE", "KEEP"]
+    assert out[0].merged_text == "a and b"
+
+
+def test_parse_categories():
+    assert parse_categories(" Preference, company ,,company") == ("preference", "company")
+    with pytest.raises(ValueError):
+        parse_categories(",,")
+    with pytest.raises(ValueError):
+        parse_categories("has space")
+
+
+def test_memory_instructions_from_categories():
+    text = memory_instructions(DEFAULT_CATEGORIES)
+    assert '<memory category="CATEGORY">fact</memory>' in text
+    for c in DEFAULT_CATEGORIES:
+        assert f"- {c}: " in text
+    assert "One fact per tag" in text and "Never mention" in text and "trivia" in text
+    custom = memory_instructions(("hobby",))
+    assert "- hobby\n" in custom and "preference" not in custom
+
+
+def _f(i, text, cat, t, sim=None):
+    return ContextFact(f"id{i}", text, cat, t, sim)
+
+
+def test_render_xml_escapes_and_skips_empty_users():
+    users = [ContextUser("1", 'Al "the" <b>', [_f(1, "Likes R&B", "preference", 1.0), _f(2, "a\nb", "answer", 2.0)]),
+             ContextUser("2", "nobody", [])]
+    assert render_xml(users) == ('<background_facts>\n<user name="Al &quot;the&quot; &lt;b&gt;">\n- Likes R&amp;B\n'
+                                 "- a b\n</user>\n</background_facts>")
+    assert render_xml([ContextUser("2", "x", [])]) == ""
+
+
+def test_render_markdown_sections_no_repeats_and_empty():
+    prefs = [_f(1, "Likes tea", "preference", 3.0), _f(2, "Likes jazz", "preference", 5.0)]
+    relevant = [_f(1, "Likes tea", "preference", 3.0, 0.9), _f(3, "Works at Acme", "company", 1.0, 0.8),
+                _f(4, "Runs daily", "pattern", 2.0, 0.1)]
+    text = render_markdown([ContextUser("1", "alice", relevant, prefs)], preferences_limit=10, relevant_limit=1)
+    assert text == ("## Memory Context\n\n### User Preferences\n- [preference] Likes jazz\n- [preference] Likes tea\n\n"
+                    "### Relevant Context\n- [company] Works at Acme")
+    assert render_markdown([ContextUser("1", "a", [], [])], 10, 10) == ""
+    two = render_markdown([ContextUser("1", "alice", [], prefs[:1]), ContextUser("2", "bob", [], prefs[1:])], 10, 10)
+    assert two.splitlines()[3:] == ["- [preference] bob: Likes jazz", "- [preference] alice: Likes tea"]
+
+
+def test_llm_answer_parsing():
+    assert parse_json_object('```json\n{"action": "KEEP"}\n```') == {"action": "KEEP"}
+    assert parse_json_object('Sure: {"action": "merge", "merged_text": "x"} hope it helps') == {
+        "action": "merge", "merged_text": "x"}
+    for bad in ("not json", "[1, 2]", "{broken"):
+        with pytest.raises(LLMError):
+            parse_json_object(bad)
+    assert parse_decision({"action": "invalidate"}).action == "INVALIDATE"
+    assert parse_decision({"action": "MERGE", "merged_text": " a  and b "}).merged_text == "a and b"
+    for bad in ({"action": "DELETE"}, {}, {"action": "MERGE"}, {"action": "MERGE", "merged_text": " "}):
+        with pytest.raises(LLMError):
+            parse_decision(bad)
+    facts = parse_extraction({"facts": [{"text": "Likes tea", "category": "Preference"}, {"text": "x"},
+                                        {"text": "y", "category": "mood"}, "junk"]}, DEFAULT_CATEGORIES)
+    assert facts == [("Likes tea", "preference")]
+    with pytest.raises(LLMError):
+        parse_extraction({"fact": []}, DEFAULT_CATEGORIES)
+
+
+def test_config_llm_and_fact_options():
+    cfg = resolve(["--data-dir", "/tmp/x"], {})
+    assert cfg.llm_base_url is None and cfg.fact_categories == DEFAULT_CATEGORIES
+    cfg = resolve(["--data-dir", "/tmp/x", "--llm-base-url", "http://127.0.0.1:1/v1", "--fact-categories", "a,b"],
+                  {"MEMORY_SIDECAR_LLM_MODEL": "m", "MEMORY_SIDECAR_DUPLICATE_THRESHOLD": "0.9"})
+    assert (cfg.llm_base_url, cfg.llm_model, cfg.fact_categories, cfg.duplicate_threshold) == (
+        "http://127.0.0.1:1/v1", "m", ("a", "b"), 0.9)
+    with pytest.raises(ConfigError, match="needs --llm-model"):
+        resolve(["--llm-base-url", "http://x/v1"], {})
+    with pytest.raises(ConfigError):
+        resolve(["--llm-base-url", "ftp://x"], {"MEMORY_SIDECAR_LLM_MODEL": "m"})
+    with pytest.raises(ConfigError):
+        resolve(["--duplicate-threshold", "1.5"], {})
+
+
+def test_every_option_is_in_the_readme():
+    from pathlib import Path
+
+    from sidecar.config import OPTIONS
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for opt in OPTIONS:
+        assert f"`{opt.flag}`" in readme and f"`{opt.env}`" in readme, opt.name
