@@ -22,7 +22,7 @@ import orjson
 import pyarrow as pa
 
 from .fact_store import FactStore, create_tables
-from .vector_cache import VectorCache
+from .vector_cache import ROW_OVERHEAD, VectorCache
 
 log = logging.getLogger("sidecar.store")
 
@@ -31,6 +31,7 @@ MESSAGES = "messages"
 META_FILE = "meta.json"
 LOCK_FILE = "sidecar.lock"
 LANCE_DIR = "lancedb"
+LANCE_CACHE_BYTES = 32 << 20
 
 
 class StoreError(RuntimeError):
@@ -176,7 +177,10 @@ class MessageStore:
             except (OSError, orjson.JSONDecodeError) as exc:
                 raise StoreError(f"{meta_path} is unreadable ({exc}); restore it from a backup or move the data dir "
                                  "away to start empty") from None
-        self._db = lancedb.connect(str(self.data_dir / LANCE_DIR))
+        # LanceDB's own index and metadata caches default to gigabytes; the sidecar keeps its hot
+        # data in its own vector cache, so these stay small.
+        session = lancedb.Session(index_cache_size_bytes=LANCE_CACHE_BYTES, metadata_cache_size_bytes=LANCE_CACHE_BYTES)
+        self._db = lancedb.connect(str(self.data_dir / LANCE_DIR), session=session)
         existing = set(self._db.list_tables().tables) if hasattr(self._db, "list_tables") else set()
         if meta is None:
             if MESSAGES in existing:
@@ -317,7 +321,7 @@ class MessageStore:
             ids = self.table.search().select(["user_id", "content"]).limit(None).to_arrow()
         sizes: dict[str, int] = {}
         for uid, content in zip(ids.column("user_id").to_pylist(), ids.column("content").to_pylist()):
-            sizes[uid] = sizes.get(uid, 0) + self.dim * 2 + 160 + len(content)
+            sizes[uid] = sizes.get(uid, 0) + self.dim * 2 + 9 + ROW_OVERHEAD + len(content)
         chosen, total = [], 0
         for uid, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
             if total + size <= self.cache.budget:

@@ -9,66 +9,70 @@ Pure data structure: it never touches LanceDB itself.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from typing import Any, Iterable
 
 import numpy as np
 
-ROW_OVERHEAD = 160  # bytes per row for the Python objects beside the vector (measured order of magnitude)
+# Bytes per row for the Python objects beside the vector and the content's characters: the row
+# tuple (128), its id string (85), a timestamp float (24) and the content string's header (49),
+# rounded up; user ids are interned, so one string per user.
+ROW_OVERHEAD = 300
 META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                "username")
 
 
 class UserRows:
-    """One user's rows: float16 vectors plus the columns a result needs, in insertion order."""
+    """One user's rows: float16 vectors plus the columns a result needs, in insertion order.
+
+    Appends land in small chunks that are joined on the next search, so memory is exactly the
+    rows held (no capacity doubling)."""
 
     def __init__(self, dim: int):
         self.dim = dim
-        self.vectors = np.empty((0, dim), dtype=np.float16)
-        self.timestamps = np.empty(0, dtype=np.float64)
-        self.is_bot = np.empty(0, dtype=bool)
+        self._vectors = [np.empty((0, dim), dtype=np.float16)]
+        self._timestamps = [np.empty(0, dtype=np.float64)]
+        self._is_bot = [np.empty(0, dtype=bool)]
         self.rows: list[tuple] = []
-        self._n = 0
         self.nbytes = 0
 
     def __len__(self) -> int:
-        return self._n
+        return len(self.rows)
 
     def extend(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        k = len(rows)
-        if not k:
+        if not rows:
             return
-        need = self._n + k
-        if need > len(self.vectors):  # grow by doubling, so appends stay amortised O(1)
-            cap = max(need, 2 * len(self.vectors), 16)
-            for name in ("vectors", "timestamps", "is_bot"):
-                old = getattr(self, name)
-                new = np.empty((cap, *old.shape[1:]), dtype=old.dtype)
-                new[: self._n] = old[: self._n]
-                setattr(self, name, new)
-        self.vectors[self._n:need] = vectors
-        self.timestamps[self._n:need] = [r["timestamp"] for r in rows]
-        self.is_bot[self._n:need] = [r["is_bot"] for r in rows]
-        self.rows.extend(tuple(r.get(f) for f in META_FIELDS) for r in rows)
-        self._n = need
-        self.nbytes += k * (self.dim * 2 + ROW_OVERHEAD) + sum(len(r["content"]) for r in rows)
+        self._vectors.append(np.asarray(vectors, dtype=np.float16))
+        self._timestamps.append(np.array([r["timestamp"] for r in rows], dtype=np.float64))
+        self._is_bot.append(np.array([r["is_bot"] for r in rows], dtype=bool))
+        self.rows.extend(tuple(sys.intern(v) if f == "user_id" else v for f, v in ((f, r.get(f)) for f in META_FIELDS))
+                         for r in rows)
+        self.nbytes += len(rows) * (self.dim * 2 + 9 + ROW_OVERHEAD) + sum(len(r["content"]) for r in rows)
+
+    def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if len(self._vectors) > 1:
+            self._vectors = [np.concatenate(self._vectors)]
+            self._timestamps = [np.concatenate(self._timestamps)]
+            self._is_bot = [np.concatenate(self._is_bot)]
+        return self._vectors[0], self._timestamps[0], self._is_bot[0]
 
     def search(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
                until: float | None = None) -> list[dict[str, Any]]:
-        n = self._n
-        if not n:
+        if not self.rows:
             return []
-        mask = np.ones(n, dtype=bool)
+        vectors, timestamps, is_bot = self._joined()
+        mask = np.ones(len(self.rows), dtype=bool)
         if not include_bot:
-            mask &= ~self.is_bot[:n]
+            mask &= ~is_bot
         if since is not None:
-            mask &= self.timestamps[:n] >= since
+            mask &= timestamps >= since
         if until is not None:
-            mask &= self.timestamps[:n] <= until
+            mask &= timestamps <= until
         candidates = np.flatnonzero(mask)
         if not len(candidates):
             return []
-        scores = self.vectors[candidates].astype(np.float32) @ query.astype(np.float32)
+        scores = vectors[candidates].astype(np.float32) @ query.astype(np.float32)
         k = min(limit, len(candidates))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(candidates) else np.arange(len(candidates))
         top = top[np.argsort(-scores[top], kind="stable")]
