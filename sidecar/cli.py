@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(config.log_level)
     logging.getLogger("sidecar").debug("configuration: %s", config.describe())
+    from .frozen import remove_orphaned_unpack_dir
     from .server import Server
 
-    return Server(config).run()
+    server = Server(config)
+    code = server.run()
+    remove_orphaned_unpack_dir(server.parent_pid)  # onefile build whose launcher was killed
+    return code
