@@ -200,9 +200,10 @@ def test_golden_transcripts(spawn_frozen, path):
 
 
 def test_stdout_clean_utf8_with_debug_logging_and_warnings(spawn_frozen):
-    """C locale, every warning shown, debug logs: stdout still carries only protocol lines, in UTF-8."""
+    """C locale, a non-ASCII data dir, debug logs: stdout still carries only protocol lines, in UTF-8."""
     text = "caf\u00e9 \u732b \U0001f408 \u201cquoted\u201d"
-    sc = spawn_frozen("--log-level", "debug", env={"PYTHONWARNINGS": "always"})
+    sc = spawn_frozen("--log-level", "debug", name="d\u00e4t\u00e4 \u732b", env={"PYTHONWARNINGS": "always"})
+    assert sc.ready["data_dir"].endswith("d\u00e4t\u00e4 \u732b")
     mid = sc.store("u\u00e9", text)
     hits = sc.request({"type": "query", "user_id": "u\u00e9", "text": text, "limit": 1})
     assert hits["messages"][0]["id"] == mid and hits["messages"][0]["content"] == text
