@@ -112,13 +112,13 @@ def build(mode: str, triple: str, dist: Path, work: Path, slim: bool = True, qui
             "seconds": round(seconds, 1), "command": cmd}
 
 
-def spawn_to_ready(executable: str, runs: int, timeout: float = 180.0) -> list[float]:
+def spawn_to_ready(command: list[str], runs: int, timeout: float = 180.0) -> list[float]:
     """Seconds from Popen to the `ready` line, each run on a fresh data dir, shut down cleanly."""
     times = []
     for i in range(runs):
         with tempfile.TemporaryDirectory(prefix="sidecar-ready-") as tmp:
             t0 = time.monotonic()
-            proc = subprocess.Popen([executable, "--data-dir", str(Path(tmp) / "data")], stdin=subprocess.PIPE,
+            proc = subprocess.Popen([*command, "--data-dir", str(Path(tmp) / "data")], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             line = proc.stdout.readline()
             elapsed = time.monotonic() - t0
@@ -149,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-slim", action="store_true", help="no excludes (to measure what they save)")
     p.add_argument("--measure-ready", type=int, default=0, metavar="N",
                    help="after building, spawn the binary N times on empty data dirs; print the median to ready")
+    p.add_argument("--compare-python", action="store_true",
+                   help="with --measure-ready: also time `python -m sidecar` the same way, for comparison")
+    p.add_argument("--measure-only", type=Path, metavar="EXECUTABLE",
+                   help="skip the build; time this already built executable (with --measure-ready)")
     p.add_argument("--print-triple", action="store_true", help="print the target triple and exit")
     args = p.parse_args(argv)
 
@@ -157,15 +161,22 @@ def main(argv: list[str] | None = None) -> int:
         print(triple)
         return 0
     print(f"target triple: {triple} (from {source})", file=sys.stderr)
-    dist = args.dist or ROOT / "dist" / args.mode
-    result = build(args.mode, triple, dist, args.work / args.mode, slim=not args.no_slim)
-    print(f"built {args.mode} in {result['seconds']:.1f} s: {result['artifact']} "
-          f"({result['bytes'] / 2**20:.1f} MiB)", file=sys.stderr)
-    if args.measure_ready:
-        times = spawn_to_ready(result["executable"], args.measure_ready)
-        result["ready_seconds"] = [round(t, 3) for t in times]
-        result["ready_median_ms"] = round(statistics.median(times) * 1000)
-        print(f"spawn to ready, median of {len(times)}: {result['ready_median_ms']} ms "
+    if args.measure_only:
+        result = {"executable": str(args.measure_only.resolve()), "command": []}
+    else:
+        dist = args.dist or ROOT / "dist" / args.mode
+        result = build(args.mode, triple, dist, args.work / args.mode, slim=not args.no_slim)
+        print(f"built {args.mode} in {result['seconds']:.1f} s: {result['artifact']} "
+              f"({result['bytes'] / 2**20:.1f} MiB)", file=sys.stderr)
+    runs = [("ready", [result["executable"]])]
+    if args.compare_python:
+        runs.append(("python_ready", [sys.executable, "-m", "sidecar"]))
+    for key, command in runs if args.measure_ready else []:
+        print(f"timing {' '.join(command)}:", file=sys.stderr)
+        times = spawn_to_ready(command, args.measure_ready)
+        result[f"{key}_seconds"] = [round(t, 3) for t in times]
+        result[f"{key}_median_ms"] = round(statistics.median(times) * 1000)
+        print(f"spawn to ready, median of {len(times)}: {result[f'{key}_median_ms']} ms "
               f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f})", file=sys.stderr)
     result["mode"], result["triple"], result["triple_source"] = args.mode, triple, source
     result["command"] = " ".join(result["command"])
