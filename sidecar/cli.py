@@ -8,6 +8,10 @@ import sys
 
 from .config import ConfigError, resolve
 
+# Taken before anything slow happens: a parent that dies during the imports and start-up that
+# follow is then still seen as gone (reading it later would already give the adoptive parent).
+PARENT_AT_START = os.getppid()
+
 
 def setup_logging(level: str) -> None:
     logging.basicConfig(
@@ -29,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     from .frozen import remove_orphaned_unpack_dir
     from .server import Server
 
-    server = Server(config)
+    server = Server(config, parent_pid=PARENT_AT_START)
     code = server.run()
     remove_orphaned_unpack_dir(server.parent_pid)  # onefile build whose launcher was killed
     # The store is closed and every response written (unbuffered): skip the interpreter's teardown

@@ -24,11 +24,12 @@ POLL_SECONDS = 0.25  # how often the idle loop checks for signals and a dead par
 
 
 class Server:
-    def __init__(self, config: Config, transport: StdioTransport | None = None):
+    def __init__(self, config: Config, transport: StdioTransport | None = None, parent_pid: int | None = None):
         self.config = config
         self.transport = transport or StdioTransport(config.max_line_bytes)
         self.stop = threading.Event()
-        self.parent_pid = os.getppid()  # in a onefile build: PyInstaller's launcher
+        # the process to outlive us (in a onefile build: PyInstaller's launcher); 1 = not watched
+        self.parent_pid = os.getppid() if parent_pid is None else parent_pid
         self._started = threading.Event()
         self.store = None
 
