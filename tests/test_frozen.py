@@ -43,10 +43,11 @@ build_binary = _load_build_script()
 
 
 @pytest.fixture(scope="session")
-def frozen_binary(tmp_path_factory) -> Path:
+def frozen_binary(tmp_path_factory):
     prebuilt = os.environ.get("MEMORY_SIDECAR_TEST_BINARY")
     if prebuilt:
-        return Path(prebuilt).resolve()
+        yield Path(prebuilt).resolve()
+        return
     if importlib.util.find_spec("PyInstaller") is None:
         pytest.fail("PyInstaller is not installed: pip install -e '.[test]'")
     out = tmp_path_factory.mktemp("frozen")
@@ -58,7 +59,8 @@ def frozen_binary(tmp_path_factory) -> Path:
     shipped = tmp_path_factory.mktemp("app") / exe.name
     shutil.copy2(exe, shipped)
     shutil.rmtree(out, ignore_errors=True)
-    return shipped
+    yield shipped
+    shutil.rmtree(shipped.parent, ignore_errors=True)  # 175 MB; pytest would keep it for three sessions
 
 
 def host_env(tmp_path: Path) -> dict[str, str]:
