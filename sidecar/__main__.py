@@ -1,3 +1,4 @@
-from .cli import main
+# Absolute import: this file is both `python -m sidecar` and the PyInstaller entry script.
+from sidecar.cli import main
 
 raise SystemExit(main())

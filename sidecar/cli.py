@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from .config import ConfigError, resolve
+
+# Taken before anything slow happens: a parent that dies during the imports and start-up that
+# follow is then still seen as gone (reading it later would already give the adoptive parent).
+PARENT_AT_START = os.getppid()
 
 
 def setup_logging(level: str) -> None:
@@ -25,6 +30,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(config.log_level)
     logging.getLogger("sidecar").debug("configuration: %s", config.describe())
+    from .frozen import remove_orphaned_unpack_dir
     from .server import Server
 
-    return Server(config).run()
+    server = Server(config, parent_pid=PARENT_AT_START)
+    code = server.run()
+    remove_orphaned_unpack_dir(server.parent_pid)  # onefile build whose launcher was killed
+    # The store is closed and every response written (unbuffered): skip the interpreter's teardown
+    # (joining native library threads, freeing the model), which took 0.5-1.5 s here and delays a
+    # host that waits for the exit, or a dead host's sidecar that should be gone within 2 s.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)

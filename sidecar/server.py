@@ -26,11 +26,13 @@ GROUP_MAX = 64  # most queued requests taken together (consecutive stores share 
 
 
 class Server:
-    def __init__(self, config: Config, transport: StdioTransport | None = None):
+    def __init__(self, config: Config, transport: StdioTransport | None = None, parent_pid: int | None = None):
         self.config = config
         self.transport = transport or StdioTransport(config.max_line_bytes)
         self.stop = threading.Event()
-        self._parent = os.getppid()
+        # the process to outlive us (in a onefile build: PyInstaller's launcher); 1 = not watched
+        self.parent_pid = os.getppid() if parent_pid is None else parent_pid
+        self._started = threading.Event()
         self.store = None
         self.extractor = None
 
@@ -41,7 +43,20 @@ class Server:
         self.stop.set()
 
     def _parent_gone(self) -> bool:
-        return self._parent != 1 and os.getppid() != self._parent
+        return self.parent_pid != 1 and os.getppid() != self.parent_pid
+
+    def _watch_parent_during_startup(self) -> None:
+        """Loading the model and opening the store take seconds and cannot be interrupted; a host
+        that dies meanwhile must not leave us running until `ready`. Leaving here is as safe as a
+        SIGKILL (LanceDB commits are atomic), and nobody is left to read an error line."""
+        while not self._started.wait(POLL_SECONDS):
+            if self._parent_gone():
+                log.warning("parent process is gone during start-up, exiting")
+                from .frozen import remove_orphaned_unpack_dir
+
+                remove_orphaned_unpack_dir(self.parent_pid)
+                logging.shutdown()
+                os._exit(1)
 
     def _start(self):
         from .conversation_service import ConversationService
@@ -85,6 +100,7 @@ class Server:
         self.transport.start_reader()  # requests sent before `ready` wait in the queue
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
+        threading.Thread(target=self._watch_parent_during_startup, name="startup-watchdog", daemon=True).start()
         try:
             service, dispatcher = self._start()
         except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
@@ -93,6 +109,8 @@ class Server:
             self.transport.send(encode(StartupFailed(f"start-up failed: {message}").to_response()))
             self.transport.close()
             return 1
+        finally:
+            self._started.set()
         try:
             files = service.embedder.files
             ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,

@@ -23,15 +23,19 @@ RESPONSE_TIMEOUT = 60.0
 class Sidecar:
     """A running sidecar process. Every stdout line it writes is checked to be one JSON object."""
 
-    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None, wait_ready: bool = True):
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_SIDECAR_")}
-        full_env["PYTHONUNBUFFERED"] = "1"
+    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None, wait_ready: bool = True,
+                 command: list[str] | None = None, base_env: dict[str, str] | None = None):
+        # base_env replaces the inherited environment (and then nothing is added to it)
+        full_env = {k: v for k, v in (os.environ if base_env is None else base_env).items()
+                    if not k.startswith("MEMORY_SIDECAR_")}
+        if base_env is None:
+            full_env["PYTHONUNBUFFERED"] = "1"
         full_env.update(env or {})
         self.data_dir = data_dir
         self.stderr_path = data_dir.parent / f"{data_dir.name}-stderr-{time.monotonic_ns()}.log"
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sidecar", "--data-dir", str(data_dir), *args],
+            [*(command or [sys.executable, "-m", "sidecar"]), "--data-dir", str(data_dir), *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(ROOT),
         )
         self.lines: "queue.Queue[bytes | None]" = queue.Queue()
@@ -51,7 +55,8 @@ class Sidecar:
         self.lines.put(None)
 
     def stderr(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")
 
     def send_raw(self, data: bytes) -> None:

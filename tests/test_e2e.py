@@ -376,6 +376,47 @@ def test_exits_when_parent_dies_even_if_stdin_stays_open(tmp_path):
     parent.stdin.close()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process state from /proc")
+def test_exits_during_startup_when_parent_dies(tmp_path):
+    """Loading takes seconds; a parent that dies meanwhile must not leave the sidecar running until
+    `ready`: it leaves during start-up, without ever saying ready."""
+    import subprocess
+
+    pid_file, out, err = tmp_path / "sidecar.pid", tmp_path / "out", tmp_path / "err"
+    wrapper = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-m', 'sidecar', '--data-dir', {str(tmp_path / 'd')!r}, "
+        f"'--log-level', 'debug'], stdout=open({str(out)!r}, 'wb'), stderr=open({str(err)!r}, 'wb'))\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", wrapper], stdin=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while b"configuration:" not in (err.read_bytes() if err.exists() else b""):  # the server is starting
+        assert time.monotonic() < deadline, "the sidecar never logged its configuration"
+        time.sleep(0.01)
+    child = int(pid_file.read_text())
+    parent.kill()
+    parent.wait(10)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 30:
+        try:
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    break
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError("sidecar still running 30 s after its parent died")
+    elapsed = time.monotonic() - t0
+    assert out.read_bytes() == b"", "the sidecar finished starting up instead of leaving"
+    assert b"parent process is gone during start-up" in err.read_bytes()
+    assert elapsed < 2.0, elapsed
+    parent.stdin.close()
+
+
 def test_newer_schema_version_is_refused(spawn):
     import orjson
 

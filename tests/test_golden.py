@@ -66,10 +66,9 @@ def test_there_are_transcripts():
     assert len(EXAMPLES) >= 3
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_transcript(spawn, path):
+def replay(sc, path: Path) -> None:
+    """Run one transcript through a sidecar spawned with wait_ready=False (its first line is `ready`)."""
     steps = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    sc = spawn("--ttl-days", "0", wait_ready=False)
     captured: dict[str, str] = {}
     for n, step in enumerate(steps):
         if "send" in step:
@@ -83,3 +82,8 @@ def test_transcript(spawn, path):
             raise AssertionError(f"{path.name} line {n + 1}: {exc}") from None
     if steps and steps[-1].get("send", {}).get("type") == "shutdown":
         assert sc.proc.wait(30) == 0
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_transcript(spawn, path):
+    replay(spawn("--ttl-days", "0", wait_ready=False), path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import queue
 import subprocess
@@ -147,3 +148,48 @@ def test_model_dir_is_used_first(tmp_path):
     found = modelmod.resolve_model(d, offline=True)
     assert found.source.startswith("--model-dir") and found.digest == src.digest
     assert found.tokenizer == modelmod.ASSETS_DIR / "tokenizer.json"  # falls back to the packaged tokenizer
+
+
+def _fake_frozen(monkeypatch, bundle: Path) -> None:
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "_MEIPASS", str(bundle), raising=False)
+
+
+def test_frozen_onefile_unpack_dir_removed_only_when_launcher_gone(tmp_path, monkeypatch):
+    import os
+
+    from sidecar import frozen
+
+    assert frozen.onefile_unpack_dir() is None  # not frozen
+    unpacked = tmp_path / "_MEIabc123"
+    (unpacked / "model").mkdir(parents=True)
+    _fake_frozen(monkeypatch, unpacked)
+    assert frozen.onefile_unpack_dir() == unpacked
+    assert frozen.remove_orphaned_unpack_dir(os.getppid()) is False  # launcher alive: it cleans up
+    assert unpacked.is_dir()
+    assert frozen.remove_orphaned_unpack_dir(os.getppid() + 1_000_000) is True  # launcher gone
+    assert not unpacked.exists()
+
+
+def test_frozen_onedir_bundle_is_never_removed(tmp_path, monkeypatch):
+    from sidecar import frozen
+
+    internal = tmp_path / "memory-sidecar" / "_internal"
+    internal.mkdir(parents=True)
+    _fake_frozen(monkeypatch, internal)
+    assert frozen.bundle_dir() == internal and frozen.onefile_unpack_dir() is None
+    assert frozen.remove_orphaned_unpack_dir(-1) is False
+    assert internal.is_dir()
+
+
+def test_frozen_bundle_model_is_found_first(tmp_path, monkeypatch):
+    bundle = tmp_path / "_MEIxyz"
+    (bundle / "model").mkdir(parents=True)
+    onnx = modelmod.ASSETS_DIR / "model.onnx"
+    (bundle / "model" / "model.onnx").symlink_to(onnx)
+    for name in ("tokenizer.json", "sentence_bert_config.json"):
+        (bundle / "model" / name).symlink_to(modelmod.ASSETS_DIR / name)
+    _fake_frozen(monkeypatch, bundle)
+    files = modelmod.resolve_model(None, offline=True)
+    assert files.source == "files bundled in the frozen binary"
+    assert files.onnx.parent == bundle / "model" and files.config_dir == bundle / "model"

@@ -1,0 +1,49 @@
+"""What a PyInstaller build of the sidecar needs to know about itself.
+
+In a onefile build two processes run: the launcher (PyInstaller's bootloader, the process the host
+spawned) unpacks the bundle into a temporary `_MEIxxxxxx` folder, starts the Python process as its
+child, waits for it and then deletes the folder. When the launcher is killed outright (SIGKILL), the
+Python process sees its parent change and exits (server.py), and nobody is left to delete the
+folder: `remove_orphaned_unpack_dir` does it on the way out. In a onedir build the bundle is the
+`_internal/` folder next to the executable and there is nothing to clean.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+log = logging.getLogger("sidecar.frozen")
+
+
+def bundle_dir() -> Path | None:
+    """Where the bundled files are (sys._MEIPASS), or None when not frozen by PyInstaller."""
+    base = getattr(sys, "_MEIPASS", None)
+    return Path(base) if getattr(sys, "frozen", False) and base else None
+
+
+def onefile_unpack_dir() -> Path | None:
+    """The temporary folder a onefile launcher unpacked us into, or None (onedir, or not frozen)."""
+    base = bundle_dir()
+    return base if base is not None and base.name.startswith("_MEI") else None
+
+
+def remove_orphaned_unpack_dir(launcher_pid: int) -> bool:
+    """Delete the onefile unpack folder if the launcher that owns it (our parent at start-up) is gone.
+
+    Called as the very last step before exiting: everything needed from the folder is loaded by
+    then (POSIX keeps deleted files that are mapped or open readable). True when it was removed.
+    """
+    folder = onefile_unpack_dir()
+    if folder is None or os.getppid() == launcher_pid:
+        return False  # the launcher is alive and deletes the folder itself once we exit
+    shutil.rmtree(folder, ignore_errors=True)
+    removed = not folder.exists()
+    if removed:
+        log.info("the onefile launcher is gone; removed its unpack folder %s", folder)
+    else:
+        log.warning("the onefile launcher is gone; could not remove its unpack folder %s", folder)
+    return removed

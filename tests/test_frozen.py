@@ -1,0 +1,283 @@
+"""The frozen binary (PyInstaller, pyinstaller.spec + scripts/build_binary.py), built once per session.
+
+Builds the default mode (onefile, what Tauri's `externalBin` takes), then drives the binary like a
+desktop host: empty data dir, `ready` with no network and no Python packages in reach, the golden
+transcripts, a clean stdout, and no process left behind when the host or the launcher is killed.
+
+Set MEMORY_SIDECAR_TEST_BINARY=/path/to/memory-sidecar-<triple> to test a binary built beforehand
+(the build is then skipped).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import ROOT, Sidecar
+from test_golden import EXAMPLES, replay
+
+pytestmark = pytest.mark.slow
+
+BUNDLED_SOURCE = "files bundled in the frozen binary"
+ORPHAN_DEADLINE = 2.0  # seconds: the sidecar must be gone this long after its host or launcher dies
+
+
+def _load_build_script():
+    spec = importlib.util.spec_from_file_location("build_binary", ROOT / "scripts" / "build_binary.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_binary = _load_build_script()
+
+
+@pytest.fixture(scope="session")
+def frozen_binary(tmp_path_factory):
+    prebuilt = os.environ.get("MEMORY_SIDECAR_TEST_BINARY")
+    if prebuilt:
+        yield Path(prebuilt).resolve()
+        return
+    if importlib.util.find_spec("PyInstaller") is None:
+        pytest.fail("PyInstaller is not installed: pip install -e '.[test]'")
+    out = tmp_path_factory.mktemp("frozen")
+    triple, _ = build_binary.target_triple()
+    result = build_binary.build("onefile", triple, out / "dist", out / "work", quiet=True)
+    exe = Path(result["executable"])
+    assert exe.name == build_binary.exe_name(triple)
+    # Ship it somewhere with no Python project around it, like an app bundle would.
+    shipped = tmp_path_factory.mktemp("app") / exe.name
+    shutil.copy2(exe, shipped)
+    shutil.rmtree(out, ignore_errors=True)
+    yield shipped
+    shutil.rmtree(shipped.parent, ignore_errors=True)  # 175 MB; pytest would keep it for three sessions
+
+
+def host_env(tmp_path: Path) -> dict[str, str]:
+    """What a desktop app's child sees: no Python variables, an empty home (no model caches), C locale."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C", "LC_ALL": "C",
+           "XDG_CACHE_HOME": str(home / ".cache"), "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+    return env
+
+
+@pytest.fixture
+def spawn_frozen(frozen_binary, tmp_path):
+    """spawn_frozen(*args, name="data", wait_ready=True, wrapper=None, env=None) -> Sidecar running
+    the frozen binary in a host-like environment; all are killed at teardown."""
+    procs: list[Sidecar] = []
+
+    def _spawn(*args: str, name: str = "data", wait_ready: bool = True, wrapper: list[str] | None = None,
+               env: dict[str, str] | None = None) -> Sidecar:
+        sc = Sidecar(tmp_path / name, *args, wait_ready=wait_ready, command=[*(wrapper or []), str(frozen_binary)],
+                     base_env={**host_env(tmp_path), **(env or {})})
+        procs.append(sc)
+        return sc
+
+    yield _spawn
+    for sc in procs:
+        if sc.alive():
+            sc.kill()
+        for raw in sc.raw_stdout:  # the protocol stream only ever carries JSON objects, one per line
+            assert isinstance(orjson.loads(raw), dict), raw
+
+
+# --------------------------------------------------------------------------- process helpers (Linux /proc)
+
+def proc_state(pid: int) -> str | None:
+    """The one-letter state of a process, or None when it is gone. A zombie counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return None if state in ("Z", "X") else state
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+                out.append(int(entry.name))
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for child in children(todo.pop()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def wait_gone(pids: list[int], timeout: float) -> tuple[float, list[int]]:
+    """(seconds until every pid was gone, pids still alive at the timeout)."""
+    t0 = time.monotonic()
+    while True:
+        alive = [p for p in pids if proc_state(p) is not None]
+        elapsed = time.monotonic() - t0
+        if not alive or elapsed > timeout:
+            return elapsed, alive
+        time.sleep(0.02)
+
+
+def kill_all(pids: list[int]) -> None:
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def meipass_dirs(pid: int) -> set[Path]:
+    """The onefile unpack folders a process has files open or mapped from."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return set()
+    dirs = set()
+    for line in maps.splitlines():
+        path = line.split(maxsplit=5)[-1] if len(line.split(maxsplit=5)) == 6 else ""
+        for part in Path(path).parents:
+            if part.name.startswith("_MEI"):
+                dirs.add(part)
+    return dirs
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc to follow processes")
+
+
+# --------------------------------------------------------------------------- tests
+
+def test_triple_from_platform():
+    t = build_binary.triple_from_platform
+    assert t("Linux", "x86_64", "glibc") == "x86_64-unknown-linux-gnu"
+    assert t("Linux", "aarch64", "glibc") == "aarch64-unknown-linux-gnu"
+    assert t("Linux", "x86_64", "musl") == "x86_64-unknown-linux-musl"
+    assert t("Darwin", "arm64") == "aarch64-apple-darwin"
+    assert t("Darwin", "x86_64") == "x86_64-apple-darwin"
+    assert t("Windows", "AMD64") == "x86_64-pc-windows-msvc"
+    assert build_binary.exe_name("x86_64-pc-windows-msvc") == "memory-sidecar-x86_64-pc-windows-msvc.exe"
+    assert build_binary.exe_name("aarch64-apple-darwin") == "memory-sidecar-aarch64-apple-darwin"
+
+
+def test_ready_offline_with_bundled_model(spawn_frozen):
+    """Empty data dir, no network (a fresh network namespace when the machine allows one), no
+    Python environment: `ready`, and the model comes from inside the binary."""
+    wrapper = []
+    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        wrapper = ["unshare", "-n"]  # only a loopback interface, which is down
+    sc = spawn_frozen(wrapper=wrapper)
+    assert sc.ready["memories"] == 0
+    assert sc.ready["dim"] == 384
+    stats = sc.request({"type": "stats"})
+    assert stats["model"]["source"] == BUNDLED_SOURCE, stats
+    assert stats["model"]["digest"] == sc.ready["model_digest"]
+    sc.store("u1", "my cat Miso hates the vacuum")
+    hits = sc.request({"type": "query", "user_id": "u1", "text": "tell me about pets", "limit": 1})
+    assert hits["messages"][0]["content"] == "my cat Miso hates the vacuum"
+    assert sc.shutdown() == 0
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_golden_transcripts(spawn_frozen, path):
+    replay(spawn_frozen("--ttl-days", "0", wait_ready=False), path)
+
+
+def test_stdout_clean_utf8_with_debug_logging_and_warnings(spawn_frozen):
+    """C locale, a non-ASCII data dir, debug logs: stdout still carries only protocol lines, in UTF-8."""
+    text = "caf\u00e9 \u732b \U0001f408 \u201cquoted\u201d"
+    sc = spawn_frozen("--log-level", "debug", name="d\u00e4t\u00e4 \u732b", env={"PYTHONWARNINGS": "always"})
+    assert sc.ready["data_dir"].endswith("d\u00e4t\u00e4 \u732b")
+    mid = sc.store("u\u00e9", text)
+    hits = sc.request({"type": "query", "user_id": "u\u00e9", "text": text, "limit": 1})
+    assert hits["messages"][0]["id"] == mid and hits["messages"][0]["content"] == text
+    assert sc.shutdown() == 0
+    assert "DEBUG" in sc.stderr()  # the logs went somewhere, and it was not stdout
+    assert text.encode("utf-8") in b"".join(sc.raw_stdout)
+    for raw in sc.raw_stdout:
+        assert raw.endswith(b"\n") and isinstance(orjson.loads(raw), dict), raw
+
+
+HOST = textwrap.dedent("""
+    import json, subprocess, sys, time
+    child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    line = child.stdout.readline()
+    assert json.loads(line)["type"] == "ready", line
+    child.stdin.write(b'{"type":"store","user_id":"1","content":"hello"}\\n'); child.stdin.flush()
+    assert json.loads(child.stdout.readline())["type"] == "ok"
+    print("ready", flush=True)
+    time.sleep(600)
+""")
+
+
+@linux_only
+def test_no_orphans_when_the_host_is_killed(frozen_binary, tmp_path):
+    """A host (a Python process holding the pipes) is SIGKILLed without sending shutdown: the
+    launcher and the sidecar process are gone within 2 s and the unpack folder is removed."""
+    host = subprocess.Popen([sys.executable, "-c", HOST, str(frozen_binary), "--data-dir", str(tmp_path / "data")],
+                            stdout=subprocess.PIPE, env=host_env(tmp_path))
+    try:
+        assert host.stdout.readline().strip() == b"ready"
+        tree = descendants(host.pid)
+        assert tree, "the host has no child process"
+        unpacked = set().union(*(meipass_dirs(p) for p in tree))
+        host.send_signal(signal.SIGKILL)
+        host.wait(10)
+        elapsed, alive = wait_gone(tree, timeout=10)
+        assert not alive, f"still running {elapsed:.1f}s after the host died: {alive}"
+        assert elapsed < ORPHAN_DEADLINE, f"the sidecar took {elapsed:.2f}s to exit after the host died"
+        assert not [d for d in unpacked if d.exists()], f"unpack folder left behind: {unpacked}"
+    finally:
+        kill_all(descendants(host.pid))
+        if host.poll() is None:
+            host.kill()
+
+
+@linux_only
+def test_no_orphans_when_the_launcher_is_killed(spawn_frozen):
+    """onefile: the launcher (PyInstaller's bootloader, the host's direct child) is SIGKILLed while
+    the host keeps the pipes open. The inner Python process notices its parent changed and exits
+    within 2 s; it also removes the unpack folder the dead launcher can no longer clean up."""
+    sc = spawn_frozen()
+    launcher = sc.proc.pid
+    inner = children(launcher)
+    if not inner:
+        pytest.skip("not a onefile build: the spawned process is the sidecar itself")
+    unpacked = meipass_dirs(inner[0])
+    assert unpacked, "found no _MEI unpack folder in the sidecar's mappings"
+    try:
+        os.kill(launcher, signal.SIGKILL)
+        sc.proc.wait(10)
+        elapsed, alive = wait_gone(inner, timeout=10)
+        assert not alive, f"inner process still running {elapsed:.1f}s after the launcher died: {alive}"
+        assert elapsed < ORPHAN_DEADLINE, f"the sidecar took {elapsed:.2f}s to exit after the launcher died"
+        deadline = time.monotonic() + 5
+        while any(d.exists() for d in unpacked) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [d for d in unpacked if d.exists()], f"unpack folder left behind: {unpacked}"
+    finally:
+        kill_all(inner)
+        for folder in unpacked:  # do not litter the temp dir when the test fails
+            shutil.rmtree(folder, ignore_errors=True)
+    # the data written before stays usable: a new sidecar opens the same data dir (lock released)
+    again = spawn_frozen()
+    assert again.ready["type"] == "ready"
+    assert again.shutdown() == 0
