@@ -14,6 +14,8 @@ from typing import Callable
 from . import conversation as conv
 from .errors import InvalidRequest, NotFound, TooLarge
 from .protocol import (
+    ContextRequest,
+    ContextResponse,
     ChannelContextOptions,
     ChannelContextResponse,
     HistoryOptions,
@@ -64,6 +66,20 @@ class ConversationService:
     def history(self, req: HistoryOptions) -> HistoryResponse:
         b = self.history_block(req)
         return HistoryResponse(block=b.block, messages=b.messages, opted_out=b.opted_out)
+
+    def context(self, req: ContextRequest, facts_context: Callable[[ContextRequest], ContextResponse]) -> ContextResponse:
+        """`context` with its optional channel and history blocks. The opt-out marker in the request's
+        text empties every block, facts included: the user asked for no background context."""
+        if conv.opted_out(req.text, self.opt_out_marker):
+            return ContextResponse(format=req.format, text="", facts=0, opted_out=True,
+                                   channel_block="" if req.channel is not None else None,
+                                   history_block="" if req.history is not None else None)
+        out = facts_context(req)
+        if req.channel is not None:
+            out.channel_block = self.channel_block(req.channel).block
+        if req.history is not None:
+            out.history_block = self.history_block(req.history).block
+        return out
 
     # ------------------------------------------------------------------ blocks
 

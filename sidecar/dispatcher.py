@@ -70,7 +70,7 @@ class Dispatcher:
                 FactHistoryRequest: facts.history,
                 UpdateFactRequest: facts.update,
                 ForgetFactRequest: facts.forget,
-                ContextRequest: facts.context,
+                ContextRequest: lambda req: conversation.context(req, facts.context),
             })
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:

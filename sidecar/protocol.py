@@ -274,10 +274,9 @@ class ForgetFactRequest(_Request):
 
 
 class ContextRequest(_Request):
-    """A prompt-ready block of facts for a message and the users involved.
-
-    Sections planned by issue 6 (a channel block and a history block) will be added as new optional
-    fields; a request without them keeps today's output."""
+    """A prompt-ready block of facts for a message and the users involved; with `channel` and/or
+    `history`, the channel block and the history block in the same answer. A `text` carrying the
+    opt-out marker empties every block."""
 
     type: Literal["context"]
     format: Literal["xml", "markdown"] = "xml"
@@ -289,6 +288,10 @@ class ContextRequest(_Request):
     preferences_limit: StrictInt = Field(10, ge=0, description="markdown: most recent preferences.")
     relevant_limit: StrictInt = Field(10, ge=0, description="markdown: most relevant other facts.")
     min_similarity: Number | None = Field(None, ge=-1, le=1, description="Drop relevant facts below this.")
+    channel: "ChannelContextOptions | None" = Field(None, description="Also render the channel block "
+                                                    "(the options of `channel_context`).")
+    history: "HistoryOptions | None" = Field(None, description="Also render the history block "
+                                             "(the options of `history`).")
 
     @model_validator(mode="after")
     def _who(self) -> "ContextRequest":
@@ -404,6 +407,9 @@ class HistoryRequest(_Request, HistoryOptions):
     """A compressed recent history of a channel or a user, oldest first."""
 
     type: Literal["history"]
+
+
+ContextRequest.model_rebuild()  # its `channel` and `history` options are defined after it
 
 
 Request = Annotated[
@@ -628,6 +634,9 @@ class ContextResponse(_Response):
     format: Literal["xml", "markdown"]
     text: str = Field(description="The block to paste into a system prompt; empty when there is nothing.")
     facts: int = Field(description="How many facts the block shows.")
+    channel_block: str | None = Field(None, description="With `channel`: the channel_context block.")
+    history_block: str | None = Field(None, description="With `history`: the history block.")
+    opted_out: bool = Field(False, description="The request's text carried the opt-out marker: every block is empty.")
 
 
 class SyncedResponse(_Response):
