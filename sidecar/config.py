@@ -130,8 +130,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_limit", _positive_int, 100, "Largest `limit` a query may ask for."),
     Option("max_window", _positive_int, 1_000, "Most messages a channel_context or history request may read "
            "(its limit or its sum of counts) or send inline."),
-    Option("opt_out_marker", str, "\U0001F6AB", "When the user's text on channel_context or history contains this "
-           "(case-insensitively), the block is empty. An empty value disables the check."),
+    Option("opt_out_marker", str, "\U0001F6AB", "When the user's text on context, channel_context or history contains "
+           "this (case-insensitively), the blocks are empty. An empty value disables the check."),
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
     Option("reembed", _bool, False, "At start-up, re-embed every stored memory with the current model "
            "(the way out when the data dir was made with another model).", flag_only=True),
