@@ -44,7 +44,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from bench_core import Sidecar, _dumps, fill, make_message, make_question, pct, user_id  # noqa: E402
+from bench_core import Sidecar, fill, make_message, make_question, pct, user_id  # noqa: E402
 
 LONG_TEXT = ("The committee reviewed the proposal in detail and asked for revised budget figures, a clearer "
              "timeline, and a risk assessment covering supply delays, staffing changes and regulatory review. ")
