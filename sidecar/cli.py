@@ -30,15 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(config.log_level)
     logging.getLogger("sidecar").debug("configuration: %s", config.describe())
-    from .frozen import remove_orphaned_unpack_dir
+    from .frozen import exit_now
     from .server import Server
 
     server = Server(config, parent_pid=PARENT_AT_START)
     code = server.run()
-    remove_orphaned_unpack_dir(server.parent_pid)  # onefile build whose launcher was killed
-    # The store is closed and every response written (unbuffered): skip the interpreter's teardown
-    # (joining native library threads, freeing the model), which took 0.5-1.5 s here and delays a
-    # host that waits for the exit, or a dead host's sidecar that should be gone within 2 s.
-    logging.shutdown()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(code, server.parent_pid)  # the store is closed and every response written

@@ -27,12 +27,6 @@ from .store import MessageStore, sql_num, sql_str
 log = logging.getLogger("sidecar.conversation")
 
 
-def _lit(value: str, field: str) -> str:
-    try:
-        return sql_str(value)
-    except ValueError:
-        raise InvalidRequest(f"field `{field}` must not contain NUL characters") from None
-
 
 @dataclass(frozen=True)
 class ChannelBlock:
@@ -88,7 +82,7 @@ class ConversationService:
             return ChannelBlock("", 0, 0, opted_out=True)
         self._check_size(opts.limit, "limit", opts)
         if opts.channel_id is not None:
-            where = f"channel_id = {_lit(opts.channel_id, 'channel_id')}"
+            where = f"channel_id = {sql_str(opts.channel_id)}"
             window = self._stored_window(where, opts.limit, opts)
             lookup = self._stored_lookup(where, window)
         else:
@@ -116,9 +110,9 @@ class ConversationService:
         if opts.messages is None:
             clauses = []
             if opts.user_id is not None:
-                clauses.append(f"user_id = {_lit(opts.user_id, 'user_id')}")
+                clauses.append(f"user_id = {sql_str(opts.user_id)}")
             if opts.channel_id is not None:
-                clauses.append(f"channel_id = {_lit(opts.channel_id, 'channel_id')}")
+                clauses.append(f"channel_id = {sql_str(opts.channel_id)}")
             window = self._stored_window(" AND ".join(clauses), size, opts)
         else:
             window = self._inline_window(self._inline(opts), size, opts)
@@ -148,7 +142,7 @@ class ConversationService:
         if opts.before_message_id is None:
             msgs = [conv.Msg.from_row(r) for r in self.store.latest(where, limit)]
         else:
-            found = self.store.rows(f"{scope} AND message_id = {_lit(opts.before_message_id, 'before_message_id')}")
+            found = self.store.rows(f"{scope} AND message_id = {sql_str(opts.before_message_id)}")
             if not found:
                 raise NotFound(f"no stored message with message_id {opts.before_message_id!r} in this "
                                f"{'channel' if 'channel_id' in scope else 'history'} (before_message_id)")
@@ -170,7 +164,7 @@ class ConversationService:
         def lookup(message_id: str) -> conv.Msg | None:
             if message_id in in_window:
                 return in_window[message_id]
-            rows = self.store.rows(f"{where} AND message_id = {_lit(message_id, 'exclude_reply_chain_of')}")
+            rows = self.store.rows(f"{where} AND message_id = {sql_str(message_id)}")
             if not rows:
                 return None
             m = max((conv.Msg.from_row(r) for r in rows), key=conv.order_key)
@@ -181,10 +175,7 @@ class ConversationService:
     def _inline(self, opts: ConversationSource) -> list[conv.Msg]:
         """Inline messages in chronological order (by timestamp when given, else as listed), deduplicated."""
         assert opts.messages is not None
-        msgs = [conv.Msg(user_id=m.user_id, content=m.content, is_bot=m.is_bot,
-                         timestamp=float(m.timestamp) if m.timestamp is not None else None,
-                         message_id=m.message_id, reply_to=m.reply_to, username=m.username, id=str(i))
-                for i, m in enumerate(opts.messages)]
+        msgs = [conv.Msg.from_row({**m.model_dump(), "id": str(i)}) for i, m in enumerate(opts.messages)]
         if msgs and msgs[0].timestamp is not None:
             msgs.sort(key=lambda m: m.timestamp)  # stable: equal timestamps keep the list order
         return conv.dedupe(msgs)

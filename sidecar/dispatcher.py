@@ -42,9 +42,8 @@ log = logging.getLogger("sidecar.dispatcher")
 
 
 class Dispatcher:
-    def __init__(self, service: MemoryService, conversation: ConversationService | None = None):
+    def __init__(self, service: MemoryService, conversation: ConversationService):
         self.service = service
-        conversation = conversation or ConversationService(service.store)
         self.handlers: dict[type, Callable[[Any], BaseModel]] = {
             StoreRequest: service.store_messages,
             QueryRequest: service.query,
@@ -75,62 +74,60 @@ class Dispatcher:
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:
         """Several queued lines, answered in order. Consecutive `store` requests are committed
-        together (one embedding batch, one LanceDB commit), each acknowledged only after it."""
+        together (one embedding batch, one LanceDB commit), each acknowledged only after it.
+        Nothing after a `shutdown` runs."""
+        decoded = [self._decode(line) for line in lines]
         out: list[tuple[bytes, bool]] = []
         i = 0
-        while i < len(lines):
-            run: list[StoreRequest] = []
+        while i < len(decoded):
             j = i
-            while j < len(lines):
-                try:
-                    request = decode(lines[j])
-                except SidecarError:
-                    break
-                if not isinstance(request, StoreRequest):
-                    break
-                run.append(request)
+            while j < len(decoded) and isinstance(decoded[j], StoreRequest):
                 j += 1
-            if len(run) < 2:
-                out.append(self.handle_line(lines[i]))
-                i += 1
-                if out[-1][1]:  # shutdown: nothing after it runs
-                    break
+            if j - i >= 2:
+                out.extend(self._store_group(decoded[i:j]))  # type: ignore[arg-type]
+                i = j
                 continue
-            out.extend(self._store_group(run))
-            i = j
+            out.append(self._answer(decoded[i]))
+            i += 1
+            if out[-1][1]:
+                break
         return out
+
+    def handle_line(self, line: bytes) -> tuple[bytes, bool]:
+        """One request line in, one response line out; True when the request was `shutdown`."""
+        return self._answer(self._decode(line))
+
+    @staticmethod
+    def _decode(line: bytes) -> Any:
+        try:
+            return decode(line)
+        except SidecarError as exc:  # answered in order, like any other request
+            return exc
+
+    def _answer(self, request: Any) -> tuple[bytes, bool]:
+        if isinstance(request, SidecarError):
+            return encode(request.to_response()), False
+        try:
+            response = self.handlers[type(request)](request)
+        except SidecarError as exc:
+            if exc.request_id is None:
+                exc.request_id = request.request_id
+            return encode(exc.to_response()), False
+        except Exception as exc:  # noqa: BLE001 - a failed request must never take the process down
+            log.exception("request failed")
+            err = Internal(f"internal error: {type(exc).__name__}: {exc}", request.request_id)
+            return encode(err.to_response()), False
+        response.request_id = request.request_id
+        return encode(response), isinstance(request, ShutdownRequest)
 
     def _store_group(self, run: list[StoreRequest]) -> list[tuple[bytes, bool]]:
         try:
             results = self.service.store_group(run)
         except Exception as exc:  # noqa: BLE001 - the commit failed: every request in it failed
             log.exception("group store failed")
-            return [(encode(Internal(f"internal error: {type(exc).__name__}: {exc}", r.request_id).to_response()),
-                     False) for r in run]
+            results = [Internal(f"internal error: {type(exc).__name__}: {exc}") for _ in run]
         out = []
         for req, res in zip(run, results):
-            if isinstance(res, SidecarError):
-                res.request_id = req.request_id
-                out.append((encode(res.to_response()), False))
-            else:
-                res.request_id = req.request_id
-                out.append((encode(res), False))
+            res.request_id = req.request_id
+            out.append((encode(res.to_response() if isinstance(res, SidecarError) else res), False))
         return out
-
-    def handle_line(self, line: bytes) -> tuple[bytes, bool]:
-        """One request line in, one response line out; True when the request was `shutdown`."""
-        request_id = None
-        try:
-            request = decode(line)
-            request_id = request.request_id
-            response = self.handlers[type(request)](request)
-            response.request_id = request_id
-            return encode(response), isinstance(request, ShutdownRequest)
-        except SidecarError as exc:
-            if exc.request_id is None:
-                exc.request_id = request_id
-            return encode(exc.to_response()), False
-        except Exception as exc:  # noqa: BLE001 - a failed request must never take the process down
-            log.exception("request failed")
-            err = Internal(f"internal error: {type(exc).__name__}: {exc}", request_id)
-            return encode(err.to_response()), False

@@ -38,7 +38,6 @@ class ExtractionWorker:
         self.max_queue = max_queue
         self._jobs: deque[Job] = deque()
         self._cond = threading.Condition()
-        self._busy = False
         self._current: Job | None = None
         self._cancelled = False  # the running job's user was forgotten meanwhile
         self._stopping = False
@@ -79,13 +78,13 @@ class ExtractionWorker:
 
     def pending(self) -> int:
         with self._cond:
-            return len(self._jobs) + (1 if self._busy else 0)
+            return len(self._jobs) + (1 if self._current is not None else 0)
 
     def sync(self, timeout: float) -> int:
         """Wait until nothing is queued or running, at most `timeout` seconds; returns what is left."""
         with self._cond:
-            self._cond.wait_for(lambda: not self._jobs and not self._busy, timeout=timeout)
-            return len(self._jobs) + (1 if self._busy else 0)
+            self._cond.wait_for(lambda: not self._jobs and self._current is None, timeout=timeout)
+            return len(self._jobs) + (1 if self._current is not None else 0)
 
     def stop(self, timeout: float = 5.0) -> None:
         with self._cond:
@@ -105,14 +104,12 @@ class ExtractionWorker:
                 if self._stopping:
                     return
                 job = self._jobs.popleft()
-                self._busy = True
                 self._current = job
                 self._cancelled = False
             try:
                 self._one(job)
             finally:
                 with self._cond:
-                    self._busy = False
                     self._current = None
                     self._cond.notify_all()
 

@@ -74,12 +74,6 @@ DEFAULT_CONFIDENCE = {"manual": 1.0, "chat": 0.8, "extraction": 0.7}
 PREFERENCE = "preference"
 
 
-def _sql(value: str, field: str) -> str:
-    try:
-        return sql_str(value)
-    except ValueError:
-        raise InvalidRequest(f"field `{field}` must not contain NUL characters") from None
-
 
 def _ts(value: float | None) -> int | None:
     return None if value is None else int(math.floor(value))
@@ -103,7 +97,7 @@ class FactService:
     # ------------------------------------------------------------------ helpers
 
     def set_names(self, names: dict[str, str | None]) -> None:
-        clean = {u: n.strip() for u, n in names.items() if isinstance(n, str) and n.strip() and "\x00" not in n}
+        clean = {u: n.strip() for u, n in names.items() if isinstance(n, str) and n.strip()}
         if clean:
             self.facts.set_names(clean)
 
@@ -116,8 +110,6 @@ class FactService:
 
     def _text(self, text: str) -> str:
         t = normalise_text(text)
-        if "\x00" in t:
-            raise InvalidRequest("fact text must not contain NUL characters")
         if len(t) > MAX_FACT_CHARS:
             raise TooLarge(f"fact has {len(t)} characters, over the limit of {MAX_FACT_CHARS}")
         return t
@@ -133,16 +125,13 @@ class FactService:
         )
 
     def _get(self, fact_id: str, field: str = "fact_id") -> dict[str, Any]:
-        rows = self.facts.get(f"id = {_sql(fact_id, field)}")
+        rows = self.facts.get(f"id = {sql_str(fact_id)}")
         if not rows:
             raise NotFound(f"no fact with id {fact_id!r}")
         return rows[0]
 
-    def _candidates(self, user_id: str, vector: np.ndarray, exclude: str | None = None) -> list[dict[str, Any]]:
-        where = f"user_id = {_sql(user_id, 'user_id')} AND active = true"
-        if exclude is not None:
-            where += f" AND id != {sql_str(exclude)}"
-        rows = self.facts.search(vector, where, MAX_CANDIDATES)
+    def _candidates(self, user_id: str, vector: np.ndarray) -> list[dict[str, Any]]:
+        rows = self.facts.search(vector, f"user_id = {sql_str(user_id)} AND active = true", MAX_CANDIDATES)
         return [r for r in rows if r["similarity"] >= self.candidate_threshold]
 
     @staticmethod
@@ -304,14 +293,14 @@ class FactService:
                                     candidate=self._out(self._get(old["id"])))
 
     def _where(self, user_id: str, category: str | list[str] | None, include_inactive: bool) -> str:
-        clauses = [f"user_id = {_sql(user_id, 'user_id')}"]
+        clauses = [f"user_id = {sql_str(user_id)}"]
         if not include_inactive:
             clauses.append("active = true")
         if category is not None:
             cats = [category] if isinstance(category, str) else category
             if not cats:
                 raise InvalidRequest("field `category`: give at least one category")
-            clauses.append("category IN (" + ", ".join(_sql(normalise_category(c), "category") for c in cats) + ")")
+            clauses.append("category IN (" + ", ".join(sql_str(normalise_category(c)) for c in cats) + ")")
         return " AND ".join(clauses)
 
     def _user_rows(self, user_id: str, text_vector: np.ndarray | None, category: str | list[str] | None,
@@ -355,7 +344,7 @@ class FactService:
 
     def history(self, req: FactHistoryRequest) -> FactHistoryResponse:
         fact = self._get(req.fact_id)
-        events = self.facts.history(f"fact_id = {_sql(req.fact_id, 'fact_id')}")
+        events = self.facts.history(f"fact_id = {sql_str(req.fact_id)}")
         return FactHistoryResponse(fact=self._out(fact), events=[
             FactEventOut(at=round(e["at"], 3), action=e["action"], text=e.get("text"),
                          previous_text=e.get("previous_text"), other_fact_id=e.get("other_fact_id"),
@@ -383,7 +372,7 @@ class FactService:
             return FactResponse(fact=self._out(self._get(fact["id"])))
 
     def forget(self, req: ForgetFactRequest) -> OkResponse:
-        fid = _sql(req.fact_id, "fact_id")
+        fid = sql_str(req.fact_id)
         with self.write_lock:
             deleted = self.facts.delete(f"id = {fid}", f"fact_id = {fid}")
         if not deleted:
@@ -392,7 +381,7 @@ class FactService:
 
     def forget_user(self, user_id: str) -> int:
         with self.write_lock:
-            return self.facts.forget_user(_sql(user_id, "user_id"), user_id)
+            return self.facts.forget_user(sql_str(user_id), user_id)
 
     def context(self, req: ContextRequest) -> ContextResponse:
         for field in ("limit", "preferences_limit", "relevant_limit"):

@@ -155,11 +155,8 @@ class FactStore:
     def delete(self, where: str, events_where: str) -> int:
         """Hard-delete facts and their events, then compact them off the disk."""
         with self.lock:
-            n = self.facts.count_rows(where)
-            if n:
-                self.facts.delete(where)
-            if self.events.count_rows(events_where):
-                self.events.delete(events_where)
+            n = self.facts.delete(where).num_deleted_rows
+            self.events.delete(events_where)
             if n:
                 self.compact()
             return n
@@ -205,10 +202,9 @@ class FactStore:
 
     def forget_user(self, user_sql: str, user_id: str) -> int:
         with self.lock:
-            n = self.facts.count_rows(f"user_id = {user_sql}")
-            for table in (self.facts, self.events, self.users):
-                if table.count_rows(f"user_id = {user_sql}"):
-                    table.delete(f"user_id = {user_sql}")
+            n = self.facts.delete(f"user_id = {user_sql}").num_deleted_rows
+            for table in (self.events, self.users):
+                table.delete(f"user_id = {user_sql}")
             self._names.pop(user_id, None)
             self.compact()
             return n

@@ -30,7 +30,6 @@ CATEGORY_HINTS = {
 }
 
 ACTIONS = ("KEEP", "INVALIDATE", "MERGE")
-SOURCES = ("chat", "extraction", "manual")
 MAX_FACT_CHARS = 1_000
 
 _WS = re.compile(r"\s+")
@@ -154,10 +153,6 @@ class ContextUser:
     preferences: list[ContextFact] = field(default_factory=list)  # most recent first
 
 
-def _one_line(text: str) -> str:
-    return normalise_text(text)
-
-
 def render_xml(users: Iterable[ContextUser]) -> str:
     """<background_facts>, one <user name="..."> block per user with facts, "- fact" lines.
     Fact text and names are XML-escaped so a stored fact can never close the block early."""
@@ -165,8 +160,8 @@ def render_xml(users: Iterable[ContextUser]) -> str:
     for u in users:
         if not u.relevant:
             continue
-        blocks.append(f'<user name="{escape(_one_line(u.name), {chr(34): "&quot;"})}">')
-        blocks.extend(f"- {escape(_one_line(f.text))}" for f in u.relevant)
+        blocks.append(f'<user name="{escape(normalise_text(u.name), {chr(34): "&quot;"})}">')
+        blocks.extend(f"- {escape(normalise_text(f.text))}" for f in u.relevant)
         blocks.append("</user>")
     if not blocks:
         return ""
@@ -179,8 +174,8 @@ def render_markdown(users: Sequence[ContextUser], preferences_limit: int, releva
     several = len(users) > 1
 
     def line(u: ContextUser, f: ContextFact) -> str:
-        who = f"{_one_line(u.name)}: " if several else ""
-        return f"- [{f.category}] {who}{_one_line(f.text)}"
+        who = f"{normalise_text(u.name)}: " if several else ""
+        return f"- [{f.category}] {who}{normalise_text(f.text)}"
 
     prefs: list[tuple[ContextUser, ContextFact]] = []
     for u in users:

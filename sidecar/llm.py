@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import socket
 import threading
 import urllib.error
 import urllib.request
@@ -155,7 +154,7 @@ class LLMClient:
             if exc.code == 400:
                 raise _BadRequest(message) from None
             raise LLMError(message) from None
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+        except OSError as exc:  # URLError, timeouts and refused connections are all OSErrors
             reason = getattr(exc, "reason", exc)
             raise LLMError(f"cannot reach {self.url}: {reason}") from None
         if len(raw) > MAX_RESPONSE_BYTES:

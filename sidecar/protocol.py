@@ -58,8 +58,31 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
 
+def _nul_path(value: Any, path: str) -> str | None:
+    """The first field (dotted path) whose string contains NUL, anywhere in a raw request."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and "\x00" in key:
+            return f"{path}.{key!r}" if path else repr(key)
+        found = _nul_path(item, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None
+
+
 class _Request(_Model):
     request_id: RequestId = Field(None, description="Echoed on the response.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: Any) -> Any:
+        # One rule for every string of every request: NUL can be neither stored nor put in a filter.
+        field = _nul_path(data, "")
+        if field:
+            raise ValueError(f"field `{field}` must not contain NUL characters")
+        return data
 
 
 class MessageIn(_Model):
@@ -475,6 +498,8 @@ class StatsResponse(_Response):
     memories: int
     users: int
     facts: int | None = Field(None, description="Active facts.")
+    cache: dict[str, int] = Field(default_factory=dict, description="The in-memory query cache: `users` held, "
+                                  "`bytes` used, `budget_bytes` (--cache-mb).")
     extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "
                                               "pending, done, failed, dropped.")
     disk_bytes: int

@@ -52,11 +52,9 @@ class Server:
         while not self._started.wait(POLL_SECONDS):
             if self._parent_gone():
                 log.warning("parent process is gone during start-up, exiting")
-                from .frozen import remove_orphaned_unpack_dir
+                from .frozen import exit_now
 
-                remove_orphaned_unpack_dir(self.parent_pid)
-                logging.shutdown()
-                os._exit(1)
+                exit_now(1, self.parent_pid)
 
     def _start(self):
         from .conversation_service import ConversationService

@@ -5,8 +5,8 @@ Testable without pipes: takes typed requests, returns typed responses, raises Si
 
 from __future__ import annotations
 
+import functools
 import logging
-import math
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
@@ -42,14 +42,14 @@ DAY = 86_400.0
 
 
 def _ts_out(value: float) -> int:
-    return int(math.floor(value))
+    return int(value)  # timestamps are >= 0 (validated), so this is the floor
 
 
-def _filter_value(value: str, field: str) -> str:
-    try:
-        return sql_str(value)
-    except ValueError:
-        raise InvalidRequest(f"field `{field}` must not contain NUL characters") from None
+@functools.cache
+def _library_versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("lancedb", "onnxruntime", "pyarrow", "tokenizers")}
 
 
 class MemoryService:
@@ -100,10 +100,6 @@ class MemoryService:
             if len(m.content) > self.max_content_chars:
                 raise TooLarge(f"{where}content has {len(m.content)} characters, over the limit of "
                                f"{self.max_content_chars}")
-            for field in ("user_id", "content", "message_id", "channel_id", "reply_to", "username"):
-                value = getattr(m, field)
-                if isinstance(value, str) and "\x00" in value:
-                    raise InvalidRequest(f"{where}field `{field}` must not contain NUL characters")
             rows.append({
                 "id": str(uuid.uuid4()),
                 "user_id": m.user_id,
@@ -134,7 +130,7 @@ class MemoryService:
         want = req.extract if req.extract is not None else self.extract_by_default
         if self.extractor is None or not want:
             return
-        from .extraction import Job
+        from .extraction import Job  # only with an LLM configured; extraction is never imported otherwise
 
         for r in rows:
             if self.extractor.wanted(r["content"], r["is_bot"]):
@@ -149,8 +145,6 @@ class MemoryService:
     def query(self, req: QueryRequest) -> ResultsResponse:
         if req.limit > self.max_limit:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
-        if "\x00" in req.user_id:
-            raise InvalidRequest("field `user_id` must not contain NUL characters")
         if self.facts is not None and req.username:
             self.facts.set_names({req.user_id: req.username})
         vector = self.embedder.embed_one(req.text)
@@ -175,7 +169,7 @@ class MemoryService:
         cutoff = self.clock() - ttl_days * DAY
         where = f"timestamp < {sql_num(cutoff)}"
         if user_id is not None:
-            where += f" AND user_id = {_filter_value(user_id, 'user_id')}"
+            where += f" AND user_id = {sql_str(user_id)}"
         deleted = self.store.delete(where)
         if not deleted:
             self.store.compact()  # cleanup always leaves the table compacted
@@ -183,14 +177,14 @@ class MemoryService:
         return deleted
 
     def delete(self, req: DeleteRequest) -> OkResponse:
-        deleted = self.store.delete(f"id = {_filter_value(req.id, 'id')}")
+        deleted = self.store.delete(f"id = {sql_str(req.id)}")
         if not deleted:
             raise NotFound(f"no memory with id {req.id!r}")
         return OkResponse(deleted=deleted)
 
     def forget_user(self, req: ForgetUserRequest) -> OkResponse:
         """Messages, facts, their history and the display name: all deleted and compacted away."""
-        where = f"user_id = {_filter_value(req.user_id, 'user_id')}"
+        where = f"user_id = {sql_str(req.user_id)}"
         if self.extractor is not None:
             self.extractor.forget(req.user_id)  # no background job may bring a fact back
         deleted = self.store.delete(where)
@@ -198,16 +192,12 @@ class MemoryService:
         return OkResponse(deleted=deleted, facts_deleted=facts)
 
     def stats(self, req: StatsRequest | None = None) -> StatsResponse:
-        import lancedb
-        import onnxruntime
-        import pyarrow
-        import tokenizers
-
         files = self.embedder.files
         return StatsResponse(
             memories=self.store.count(),
             users=self.store.users(),
             facts=self.facts.active_count() if self.facts is not None else None,
+            cache=self.store.cache_stats(),
             extraction=None if self.extractor is None else {
                 "pending": self.extractor.pending(), "done": self.extractor.done, "failed": self.extractor.failed,
                 "dropped": self.extractor.dropped},
@@ -218,6 +208,5 @@ class MemoryService:
             schema_version=SCHEMA_VERSION,
             uptime_seconds=round(time.monotonic() - self.started, 3),
             data_dir=str(self.store.data_dir),
-            versions={"lancedb": lancedb.__version__, "onnxruntime": onnxruntime.__version__,
-                      "pyarrow": pyarrow.__version__, "tokenizers": tokenizers.__version__},
+            versions=_library_versions(),
         )

@@ -266,9 +266,8 @@ class MessageStore:
     def delete(self, where: str) -> int:
         """Delete matching rows and compact them away. Returns the number deleted."""
         with self._maintenance, self.lock:
-            n = self.table.count_rows(where)
+            n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
             if n:
-                self.table.delete(where)
                 self.cache.clear()
         if n:
             self.compact()
@@ -308,10 +307,14 @@ class MessageStore:
             r["similarity"] = 1.0 - float(r.pop("_distance"))
         return rows
 
-    def _user_rows(self, user_id: str, where: str | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
-        table = (self.table.search().where(where or f"user_id = {sql_str(user_id)}")
+    def _user_rows(self, user_id: str) -> tuple[list[dict[str, Any]], np.ndarray]:
+        table = (self.table.search().where(f"user_id = {sql_str(user_id)}")
                  .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
         return _split(table, self.dim)
+
+    def cache_stats(self) -> dict[str, int]:
+        with self.lock:
+            return {"users": len(self.cache), "bytes": self.cache.nbytes, "budget_bytes": self.cache.budget}
 
     def warm_cache(self) -> int:
         """Load as many users as the cache budget holds (largest first). Returns the users loaded."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -90,8 +90,6 @@ class VectorCache:
         self.budget = budget_bytes
         self._users: "OrderedDict[str, UserRows]" = OrderedDict()
         self.nbytes = 0
-        self.hits = 0
-        self.misses = 0
 
     @property
     def enabled(self) -> bool:
@@ -99,11 +97,8 @@ class VectorCache:
 
     def get(self, user_id: str) -> UserRows | None:
         entry = self._users.get(user_id)
-        if entry is None:
-            self.misses += 1
-            return None
-        self._users.move_to_end(user_id)
-        self.hits += 1
+        if entry is not None:
+            self._users.move_to_end(user_id)
         return entry
 
     def put(self, user_id: str, rows: list[dict[str, Any]], vectors: np.ndarray) -> UserRows:
@@ -139,8 +134,8 @@ class VectorCache:
         self._users.clear()
         self.nbytes = 0
 
-    def users(self) -> Iterable[str]:
-        return list(self._users)
+    def __len__(self) -> int:
+        return len(self._users)
 
     def _evict(self) -> None:
         while self.nbytes > self.budget and self._users:

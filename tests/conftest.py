@@ -120,12 +120,15 @@ class Sidecar:
 
 @pytest.fixture
 def spawn(tmp_path):
-    """spawn(*args, data_dir=None, env=None, wait_ready=True) -> Sidecar; all are stopped at teardown."""
+    """spawn(*args, data_dir=None, env=None, wait_ready=True, command=None, base_env=None) -> Sidecar;
+    all are stopped at teardown, and their stdout must have carried only JSON objects."""
     procs: list[Sidecar] = []
 
     def _spawn(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
-               wait_ready: bool = True) -> Sidecar:
-        sc = Sidecar(data_dir or tmp_path / "data", *args, env=env, wait_ready=wait_ready)
+               wait_ready: bool = True, command: list[str] | None = None,
+               base_env: dict[str, str] | None = None) -> Sidecar:
+        sc = Sidecar(data_dir or tmp_path / "data", *args, env=env, wait_ready=wait_ready, command=command,
+                     base_env=base_env)
         procs.append(sc)
         return sc
 

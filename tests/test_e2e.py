@@ -219,6 +219,9 @@ def test_stats(sidecar):
     assert s["model"]["dim"] == 384 and len(s["model"]["digest"]) == 64
     assert s["model"]["digest"] == sidecar.ready["model_digest"]
     assert set(s["versions"]) >= {"lancedb", "onnxruntime"}
+    # the data dir and meta.json are the user's only (README: "created user-only")
+    assert sidecar.data_dir.stat().st_mode & 0o777 == 0o700
+    assert (sidecar.data_dir / "meta.json").stat().st_mode & 0o777 == 0o600
 
 
 BAD_INPUTS = [

@@ -14,7 +14,7 @@ import pytest
 from sidecar import config as cfgmod
 from sidecar import model as modelmod
 from sidecar.errors import ERROR_CODES, InvalidJson, InvalidRequest, UnknownType
-from sidecar.protocol import OkResponse, QueryRequest, StoreRequest, decode, encode
+from sidecar.protocol import OkResponse, StoreRequest, decode, encode
 from sidecar.schema import DEFAULT_PATH, render
 from sidecar.store import sql_str
 from sidecar.transport import Eof, Line, Oversized, read_lines

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from sidecar.vector_cache import VectorCache
@@ -58,8 +60,6 @@ def test_budget_evicts_least_recently_used():
 
 
 def test_cache_and_table_agree_and_stay_consistent(spawn, tmp_path):
-    import time
-
     data = tmp_path / "shared"
     t0 = int(time.time()) - 1000
     sc = spawn(data_dir=data)
@@ -84,3 +84,23 @@ def test_cache_and_table_agree_and_stay_consistent(spawn, tmp_path):
         assert [m["id"] for m in a] == [m["id"] for m in b]
         assert np.allclose([m["similarity"] for m in a], [m["similarity"] for m in b], atol=2e-3)
     assert plain.shutdown() == 0
+
+
+def test_cache_is_warmed_at_start_up_and_bounded_by_its_budget(spawn, tmp_path):
+    data = tmp_path / "warm"
+    sc = spawn(data_dir=data)
+    for u in range(3):
+        sc.request({"type": "store", "messages": [{"user_id": f"w{u}", "content": f"note {i} of user {u}"}
+                                                   for i in range(20)]})
+    assert sc.shutdown() == 0
+    sc = spawn(data_dir=data)
+    deadline = time.time() + 30
+    while time.time() < deadline and sc.request({"type": "stats"})["cache"]["users"] < 3:
+        time.sleep(0.1)
+    cache = sc.request({"type": "stats"})["cache"]  # no query was sent: the start-up warm-up loaded them
+    assert cache["users"] == 3 and 0 < cache["bytes"] <= cache["budget_bytes"] == 128 << 20
+    assert sc.shutdown() == 0
+    off = spawn("--cache-mb", "0", data_dir=data)
+    assert off.request({"type": "query", "user_id": "w1", "text": "note 3", "limit": 1})["messages"]
+    assert off.request({"type": "stats"})["cache"] == {"users": 0, "bytes": 0, "budget_bytes": 0}
+    assert off.shutdown() == 0
