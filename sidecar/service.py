@@ -47,9 +47,13 @@ def _ts_out(value: float) -> int:
 
 @functools.cache
 def _library_versions() -> dict[str, str]:
-    from importlib.metadata import version
+    # module attributes, not importlib.metadata: a frozen binary carries no dist-info
+    import lancedb
+    import onnxruntime
+    import pyarrow
+    import tokenizers
 
-    return {name: version(name) for name in ("lancedb", "onnxruntime", "pyarrow", "tokenizers")}
+    return {m.__name__: m.__version__ for m in (lancedb, onnxruntime, pyarrow, tokenizers)}
 
 
 class MemoryService:
