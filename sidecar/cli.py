@@ -6,7 +6,10 @@ import logging
 import os
 import sys
 
+from . import native_memory
 from .config import ConfigError, resolve
+
+native_memory.configure()  # before onnxruntime and LanceDB start their threads
 
 # Taken before anything slow happens: a parent that dies during the imports and start-up that
 # follow is then still seen as gone (reading it later would already give the adoptive parent).

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 
-from . import __version__
+from . import __version__, native_memory
 from .config import Config
 from .errors import StartupFailed, TooLarge
 from .protocol import PROTOCOL_VERSION, ReadyResponse, encode
@@ -193,6 +193,7 @@ class Server:
                     log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
                 elif self.store.compact_due():
                     self.store.compact(exclusive=False)
+                    native_memory.trim()
             except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
                 log.exception("background maintenance failed; will retry")
                 next_expiry = time.monotonic() + 60

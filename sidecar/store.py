@@ -22,6 +22,7 @@ import orjson
 import pyarrow as pa
 
 from .fact_store import FactStore, create_tables
+from .lazy_import import import_lancedb
 from .vector_cache import ROW_OVERHEAD, VectorCache
 
 log = logging.getLogger("sidecar.store")
@@ -167,7 +168,7 @@ class MessageStore:
     # ------------------------------------------------------------------ opening
 
     def _open(self, model: dict[str, Any], reembed: Callable[[list[str]], np.ndarray] | None) -> None:
-        import lancedb
+        lancedb = import_lancedb()
 
         meta_path = self.data_dir / META_FILE
         meta: dict[str, Any] | None = None

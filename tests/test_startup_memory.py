@@ -1,0 +1,64 @@
+"""Start-up and memory shortcuts: the deferred package __init__ (sidecar/lazy_import.py) and the
+malloc arena cap (sidecar/native_memory.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+def _run(code: str, path: Path) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=str(Path(__file__).parent.parent),
+                         env={"PYTHONPATH": str(path)}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_deferred_package_runs_init_on_first_attribute_and_submodules_import_without_it(tmp_path):
+    pkg = tmp_path / "heavy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("print('init ran')\nfrom heavy.part import VALUE\nEXPORTED = VALUE * 2\n")
+    (pkg / "part.py").write_text("VALUE = 21\n")
+    out = _run("""
+        import sys
+        from sidecar.lazy_import import defer_package_init
+        assert defer_package_init("heavy")
+        from heavy.part import VALUE
+        print("part", VALUE)
+        import heavy
+        print("exported", heavy.EXPORTED)
+        assert not defer_package_init("heavy")  # already imported: left alone
+        try:
+            heavy.MISSING
+        except AttributeError as exc:
+            print("missing", exc)
+    """, tmp_path)
+    lines = out.splitlines()
+    assert lines[0] == "part 21"  # the submodule imported without the package __init__
+    assert lines[1:3] == ["init ran", "exported 42"]  # first attribute read ran __init__ in full
+    assert lines[3].startswith("missing") and "MISSING" in lines[3]
+
+
+def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
+    out = _run("""
+        import sys
+        from sidecar.lazy_import import import_lancedb
+        lancedb = import_lancedb()
+        db = lancedb.connect(%r)
+        db.create_table("t", data=[{"x": 1}])
+        print(db.open_table("t").count_rows())
+        print("lance_namespace_urllib3_client.api_client" in sys.modules)
+        import lance_namespace_urllib3_client as c
+        print(c.ApiClient.__name__)
+    """ % str(tmp_path / "db"), tmp_path)
+    assert out.split() == ["1", "False", "ApiClient"]
+
+
+def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path):
+    code = "from sidecar import native_memory; print(native_memory.configure())"
+    assert _run(code, tmp_path).strip() == "True"  # glibc (the CI machine): capped
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent),
+                         env={"MALLOC_ARENA_MAX": "4"}, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
