@@ -2,8 +2,15 @@
 with the data, the data-dir lock, filters built from user strings, indexes and compaction.
 The fact tables live in the same database (`fact_store.py`), opened and compacted from here.
 
-Knows nothing of JSON or of the protocol. Every table operation holds one lock, so background
-maintenance (expiry, compaction) and requests never interleave inside LanceDB.
+Knows nothing of JSON or of the protocol. Writes are acknowledged once they are in the
+write-ahead log (`wal.py`) and the in-memory vector cache, and committed to LanceDB by a background
+flusher; every read of the table first commits what the log holds, so nothing acknowledged is
+ever missing from an answer.
+
+Locks, always taken in this order: `lock` (table reads, deletes, exclusive compaction, and the
+vector cache), `_flush_lock` (one commit of logged rows at a time), then the leaves
+`_uncommitted_lock` (the log and its rows) and `_count_lock` (the compaction schedule). The
+flusher never takes `lock`, so a `store` never waits for a commit in progress.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import pyarrow as pa
 from .fact_store import FactStore, create_tables
 from .lazy_import import import_lancedb
 from .vector_cache import ROW_OVERHEAD, VectorCache
+from .wal import WalError, WriteAheadLog
 
 log = logging.getLogger("sidecar.store")
 
@@ -32,6 +40,7 @@ MESSAGES = "messages"
 META_FILE = "meta.json"
 LOCK_FILE = "sidecar.lock"
 LANCE_DIR = "lancedb"
+WAL_DIR = "wal"
 LANCE_CACHE_BYTES = 32 << 20
 
 
@@ -143,8 +152,15 @@ class MessageStore:
         self.lock = threading.RLock()
         self.cache = VectorCache(self.dim, cache_bytes)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
-        self._pending_writes = 0
+        self._count_lock = threading.Lock()
+        self._pending_writes = 0  # commits since the last compaction
         self._first_pending_at: float | None = None
+        self._flush_lock = threading.RLock()
+        self._uncommitted_lock = threading.Lock()
+        self._uncommitted_cond = threading.Condition(self._uncommitted_lock)
+        self._uncommitted: list[tuple[list[dict[str, Any]], np.ndarray]] = []  # logged, not yet in LanceDB
+        self._closing = False
+        self._flusher: threading.Thread | None = None
 
         try:
             data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -160,10 +176,16 @@ class MessageStore:
         except OSError as exc:
             raise StoreError(f"cannot lock data dir {data_dir}: {exc.strerror or exc}") from None
         try:
+            self.wal = WriteAheadLog(data_dir / WAL_DIR, self.dim)
             self._open(model, reembed)
+        except OSError as exc:
+            self._file_lock.release()
+            raise StoreError(f"cannot open data dir {data_dir}: {exc.strerror or exc}") from None
         except BaseException:
             self._file_lock.release()
             raise
+        self._flusher = threading.Thread(target=self._flush_loop, name="wal-flusher", daemon=True)
+        self._flusher.start()
 
     # ------------------------------------------------------------------ opening
 
@@ -203,6 +225,7 @@ class MessageStore:
                 version += 1
                 meta["schema_version"] = version
                 _write_json_atomic(meta_path, meta)
+            self._replay_wal()
             self.facts = FactStore(self._db, self.dim, self.lock, on_write=self._note_write)
             old = meta.get("model", {})
             if (old.get("name"), old.get("dim"), old.get("digest")) != (model["name"], model["dim"], model["digest"]):
@@ -247,19 +270,94 @@ class MessageStore:
     # ------------------------------------------------------------------ writes
 
     def add(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        """One commit for all rows. Returns only once LanceDB has committed them."""
-        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in RESULT_COLUMNS}
-        columns["vector"] = pa.FixedSizeListArray.from_arrays(
-            pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)), self.dim)
-        batch = pa.Table.from_pydict(columns, schema=message_schema(self.dim))
+        """Log the rows (one write call) and make them visible to queries; the flusher commits them
+        to LanceDB. Returns once they are durable; raises StoreError (nothing stored) otherwise."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         with self.lock:
-            self.table.add(batch)
+            with self._uncommitted_lock:
+                try:
+                    self.wal.append(rows, vectors)
+                except WalError as exc:
+                    raise StoreError(str(exc)) from None
+                self._uncommitted.append((rows, vectors))
+                self._uncommitted_cond.notify()
             self.cache.append(rows, vectors)
-            self._note_write()
+
+    def _commit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        """One LanceDB commit for all rows."""
+        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in RESULT_COLUMNS}
+        columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim)
+        self.table.add(pa.Table.from_pydict(columns, schema=message_schema(self.dim)))
+        self._note_write()
+
+    def flush(self) -> None:
+        """Commit every logged row to LanceDB, then drop the log segments that held them. Called by
+        the flusher right after each write, and by every table read before it reads."""
+        with self._flush_lock:
+            with self._uncommitted_lock:
+                if not self._uncommitted:
+                    return
+                items, self._uncommitted = self._uncommitted, []
+                sealed = self.wal.seal()
+            try:
+                self._commit([r for rows, _ in items for r in rows], np.concatenate([v for _, v in items]))
+            except BaseException as exc:
+                with self._uncommitted_lock:  # still logged and still visible: retried later
+                    self._uncommitted[:0] = items
+                    self.wal.unseal(sealed)
+                if not isinstance(exc, Exception):
+                    raise
+                raise StoreError(f"cannot commit {sum(len(r) for r, _ in items)} logged memories to LanceDB "
+                                 f"({exc}); they stay in the write-ahead log") from exc
+            self.wal.remove(sealed)
+
+    def _flush_loop(self) -> None:
+        backoff = 0.0
+        while True:
+            with self._uncommitted_lock:
+                while not self._uncommitted and not self._closing:
+                    self._uncommitted_cond.wait()
+                if self._closing:
+                    return
+            if backoff:
+                with self._uncommitted_lock:
+                    self._uncommitted_cond.wait(backoff)  # woken early by close()
+                if self._closing:
+                    return
+            try:
+                self.flush()
+                backoff = 0.0
+            except Exception:  # noqa: BLE001 - e.g. a full disk: the rows are safe in the log
+                log.exception("background commit failed; retrying")
+                backoff = min(30.0, max(1.0, backoff * 2))
+
+    def _replay_wal(self) -> None:
+        """Commit the rows of log segments left by a process that did not close cleanly."""
+        segments = self.wal.segments()
+        if not segments:
+            return
+        rows: list[dict[str, Any]] = []
+        vectors: list[np.ndarray] = []
+        for path in segments:
+            for r, v in self.wal.read(path):
+                rows.extend(r)
+                vectors.append(v)
+        have: set[str] = set()
+        ids = [r["id"] for r in rows]
+        for start in range(0, len(ids), 500):  # committed before the crash, log not yet dropped
+            where = f"id IN ({', '.join(sql_str(i) for i in ids[start:start + 500])})"
+            have.update(self.table.search().where(where).select(["id"]).limit(None).to_arrow()
+                        .column("id").to_pylist())
+        keep = [i for i, r in enumerate(rows) if r["id"] not in have]
+        if keep:
+            self._commit([rows[i] for i in keep], np.concatenate(vectors)[keep])
+        log.warning("write-ahead log: %d acknowledged memories recovered from %d segments (%d were already "
+                    "committed)", len(keep), len(segments), len(rows) - len(keep))
+        self.wal.remove(segments)
 
     def _note_write(self) -> None:
         """Count one commit (to any table) towards the compaction schedule."""
-        with self.lock:
+        with self._count_lock:
             self._pending_writes += 1
             if self._first_pending_at is None:
                 self._first_pending_at = time.monotonic()
@@ -267,6 +365,7 @@ class MessageStore:
     def delete(self, where: str) -> int:
         """Delete matching rows and compact them away. Returns the number deleted."""
         with self._maintenance, self.lock:
+            self.flush()
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
             if n:
                 self.cache.clear()
@@ -283,9 +382,11 @@ class MessageStore:
             if self.cache.enabled:
                 entry = self.cache.get(user_id)
                 if entry is None:
+                    self.flush()
                     rows, vectors = self._user_rows(user_id)
                     entry = self.cache.put(user_id, rows, vectors)
                 return entry.search(vector, limit, include_bot, since, until)
+            self.flush()
             return self._search_table(vector, user_id, limit, include_bot, since, until)
 
     def _search_table(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
@@ -322,6 +423,7 @@ class MessageStore:
         if not self.cache.enabled:
             return 0
         with self.lock:
+            self.flush()
             ids = self.table.search().select(["user_id", "content"]).limit(None).to_arrow()
         sizes: dict[str, int] = {}
         for uid, content in zip(ids.column("user_id").to_pylist(), ids.column("content").to_pylist()):
@@ -335,6 +437,7 @@ class MessageStore:
         for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
             group = chosen[start:start + 20]
             with self.lock:
+                self.flush()
                 table = (self.table.search().where(f"user_id IN ({', '.join(sql_str(u) for u in group)})")
                          .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
                 rows, vectors = _split(table, self.dim)
@@ -361,6 +464,7 @@ class MessageStore:
 
         newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]
         with self.lock:
+            self.flush()
             top = (self.table.search().where(where).select(["timestamp"]).order_by(newest_first).limit(limit)
                    .to_arrow().column("timestamp").to_pylist())
             if not top:
@@ -372,14 +476,17 @@ class MessageStore:
     def rows(self, where: str) -> list[dict[str, Any]]:
         """Every row matching `where`, in no particular order."""
         with self.lock:
+            self.flush()
             return self.table.search().where(where).select(RESULT_COLUMNS).limit(None).to_arrow().to_pylist()
 
     def count(self, where: str | None = None) -> int:
         with self.lock:
+            self.flush()
             return self.table.count_rows(where) if where else self.table.count_rows()
 
     def users(self) -> int:
         with self.lock:
+            self.flush()
             col = self.table.search().select(["user_id"]).limit(None).to_arrow().column("user_id")
         return len(col.unique())
 
@@ -408,22 +515,35 @@ class MessageStore:
         """
         with self._maintenance:
             t0 = time.perf_counter()
-            with self.lock:
+            self.flush()
+            with self._count_lock:
                 pending = self._pending_writes
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if exclusive:
-                    with self.lock:
+                if exclusive:  # no commit may run meanwhile: holding `lock` stops new log entries
+                    with self.lock, self._flush_lock:
+                        self.flush()
                         self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
                 else:
                     self.table.optimize(cleanup_older_than=timedelta(minutes=1))
             self.facts.compact()  # small tables: briefly exclusive in both modes
-            with self.lock:
+            with self._count_lock:
                 self._pending_writes = max(0, self._pending_writes - pending)
                 self._first_pending_at = time.monotonic() if self._pending_writes else None
             log.info("compacted %s in %.0f ms%s", MESSAGES, (time.perf_counter() - t0) * 1000,
                      "" if exclusive else " (concurrent)")
 
     def close(self) -> None:
+        """Commit what the log holds (it is replayed at the next start if that fails) and unlock."""
+        with self._uncommitted_lock:
+            self._closing = True
+            self._uncommitted_cond.notify_all()
+        if self._flusher is not None:
+            self._flusher.join()
+        try:
+            self.flush()
+        except StoreError as exc:
+            log.error("%s; they are committed at the next start", exc)
+        self.wal.close()
         with self.lock:
             self._file_lock.release()
