@@ -20,9 +20,10 @@ import os
 import threading
 import time
 import warnings
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import orjson
@@ -311,6 +312,13 @@ class MessageStore:
                                  f"({exc}); they stay in the write-ahead log") from exc
             self.wal.remove(sealed)
 
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Hold the table lock with every logged row committed: the way every table read starts."""
+        with self.lock:
+            self.flush()
+            yield
+
     def _flush_loop(self) -> None:
         backoff = 0.0
         while True:
@@ -364,8 +372,7 @@ class MessageStore:
 
     def delete(self, where: str) -> int:
         """Delete matching rows and compact them away. Returns the number deleted."""
-        with self._maintenance, self.lock:
-            self.flush()
+        with self._maintenance, self._reading():
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
             if n:
                 self.cache.clear()
@@ -379,15 +386,17 @@ class MessageStore:
                since: float | None = None, until: float | None = None) -> list[dict[str, Any]]:
         """One user's nearest memories, best first, each with a cosine `similarity`."""
         with self.lock:
-            if self.cache.enabled:
-                entry = self.cache.get(user_id)
-                if entry is None:
-                    self.flush()
-                    rows, vectors = self._user_rows(user_id)
-                    entry = self.cache.put(user_id, rows, vectors)
+            entry = self.cache.get(user_id) if self.cache.enabled else None
+            if entry is not None:  # the cache has every acknowledged row: no commit needed
                 return entry.search(vector, limit, include_bot, since, until)
-            self.flush()
-            return self._search_table(vector, user_id, limit, include_bot, since, until)
+        with self._reading():
+            if not self.cache.enabled:
+                return self._search_table(vector, user_id, limit, include_bot, since, until)
+            entry = self.cache.get(user_id)  # loaded meanwhile by the warm-up?
+            if entry is None:
+                rows, vectors = self._user_rows(user_id)
+                entry = self.cache.put(user_id, rows, vectors)
+            return entry.search(vector, limit, include_bot, since, until)
 
     def _search_table(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
                       since: float | None, until: float | None) -> list[dict[str, Any]]:
@@ -422,8 +431,7 @@ class MessageStore:
         """Load as many users as the cache budget holds (largest first). Returns the users loaded."""
         if not self.cache.enabled:
             return 0
-        with self.lock:
-            self.flush()
+        with self._reading():
             ids = self.table.search().select(["user_id", "content"]).limit(None).to_arrow()
         sizes: dict[str, int] = {}
         for uid, content in zip(ids.column("user_id").to_pylist(), ids.column("content").to_pylist()):
@@ -436,8 +444,7 @@ class MessageStore:
         loaded = 0
         for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
             group = chosen[start:start + 20]
-            with self.lock:
-                self.flush()
+            with self._reading():
                 table = (self.table.search().where(f"user_id IN ({', '.join(sql_str(u) for u in group)})")
                          .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
                 rows, vectors = _split(table, self.dim)
@@ -463,8 +470,7 @@ class MessageStore:
         from lancedb.query import ColumnOrdering
 
         newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]
-        with self.lock:
-            self.flush()
+        with self._reading():
             top = (self.table.search().where(where).select(["timestamp"]).order_by(newest_first).limit(limit)
                    .to_arrow().column("timestamp").to_pylist())
             if not top:
@@ -475,18 +481,15 @@ class MessageStore:
 
     def rows(self, where: str) -> list[dict[str, Any]]:
         """Every row matching `where`, in no particular order."""
-        with self.lock:
-            self.flush()
+        with self._reading():
             return self.table.search().where(where).select(RESULT_COLUMNS).limit(None).to_arrow().to_pylist()
 
     def count(self, where: str | None = None) -> int:
-        with self.lock:
-            self.flush()
+        with self._reading():
             return self.table.count_rows(where) if where else self.table.count_rows()
 
     def users(self) -> int:
-        with self.lock:
-            self.flush()
+        with self._reading():
             col = self.table.search().select(["user_id"]).limit(None).to_arrow().column("user_id")
         return len(col.unique())
 
