@@ -19,9 +19,10 @@ log = logging.getLogger("sidecar.embedder")
 
 BATCH_SIZE = 32
 # Padded tokens per ONNX run. Attention memory grows with batch x length^2: 32 texts of 256 tokens
-# peaked near 1 GB RSS (measured); this budget keeps 256-token texts at 8 per run and leaves short
-# chat messages (about 25 tokens) at 32 per run.
-TOKEN_BUDGET = 2048
+# peaked near 1 GB RSS (measured). 64 texts of 256 tokens raised the peak by 127-181 MB with a
+# budget of 2048 (8 per run), 53-66 MB with 1024 (4 per run) and 0-8 MB with 512, at the same
+# throughput within noise; 1024 still runs short chat messages (about 25 tokens) 32 at a time.
+TOKEN_BUDGET = 1024
 
 
 class Embedder:
