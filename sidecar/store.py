@@ -184,9 +184,15 @@ class MessageStore:
         existing = set(self._db.list_tables().tables) if hasattr(self._db, "list_tables") else set()
         if meta is None:
             if MESSAGES in existing:
-                raise StoreError(f"{self.data_dir} has a messages table but no {META_FILE}; refusing to guess which "
-                                 "model made it")
-            self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim))
+                self.table = self._db.open_table(MESSAGES)
+                if self.table.count_rows():
+                    raise StoreError(f"{self.data_dir} has a messages table but no {META_FILE}; refusing to guess "
+                                     "which model made it")
+                # an empty table and no meta.json: the first start-up was killed before it wrote
+                # meta.json (the last step), so finish creating the data dir
+                log.warning("%s: completing a data dir whose first start-up was interrupted", self.data_dir)
+            else:
+                self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim))
             create_tables(self._db, self.dim)
             meta = {"schema_version": SCHEMA_VERSION, "model": model, "created_at": time.time()}
             _write_json_atomic(meta_path, meta)
