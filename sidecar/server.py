@@ -183,7 +183,7 @@ class Server:
         while not self.stop.is_set():
             try:
                 if time.monotonic() >= next_expiry:
-                    service.expire(cfg.ttl_days)
+                    service.expire(cfg.ttl_days, background=True)
                     next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600
                                    if cfg.cleanup_interval_hours > 0 else float("inf"))
                 elif warm:

@@ -269,14 +269,19 @@ class MessageStore:
             if self._first_pending_at is None:
                 self._first_pending_at = time.monotonic()
 
-    def delete(self, where: str) -> int:
-        """Delete matching rows and compact them away. Returns the number deleted."""
+    def delete(self, where: str, exclusive: bool = True) -> int:
+        """Delete matching rows. Returns the number deleted. exclusive: compact them off the disk now
+        (requests wait); else (background expiry) the rows are gone from every answer at once and
+        from the disk at the next background compactions, and no request waits for it."""
         with self._maintenance, self.lock:
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
             if n:
                 self.cache.clear()
         if n:
-            self.compact()
+            if exclusive:
+                self.compact()
+            else:
+                self._note_write()
         return n
 
     # ------------------------------------------------------------------ reads
@@ -422,7 +427,7 @@ class MessageStore:
                         self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
                 else:
                     self.table.optimize(cleanup_older_than=timedelta(minutes=1))
-            self.facts.compact()  # small tables: briefly exclusive in both modes
+            self.facts.compact(if_written=not exclusive)  # small tables: briefly exclusive in both modes
             with self.lock:
                 self._pending_writes = max(0, self._pending_writes - pending)
                 self._first_pending_at = time.monotonic() if self._pending_writes else None
