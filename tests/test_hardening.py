@@ -67,3 +67,82 @@ def test_no_memory_content_in_logs_at_the_default_level(spawn):
     log = sc.stderr()
     for needle in ("zebra-7f3a", "marshmallow", "Private Name"):
         assert needle not in log, log
+
+
+# ---------------------------------------------------------------- limits
+
+
+def _peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_one_gigabyte_line_is_never_held_in_memory(sidecar):
+    sidecar.store("u", "stored before the flood")
+    before = _peak_rss_mib(sidecar.proc.pid)
+    chunk = b"a" * (1 << 20)
+
+    def flood() -> None:
+        sidecar.send_raw(b'{"type":"store","user_id":"u","content":"')
+        for _ in range(1024):
+            sidecar.proc.stdin.write(chunk)
+        sidecar.send_raw(b'"}\n{"type":"ping","request_id":"after"}\n')
+
+    t0 = time.monotonic()
+    writer = threading.Thread(target=flood)
+    writer.start()
+    r = sidecar.recv(300)
+    assert r["code"] == "too_large" and "1048576" in r["message"] and "--max-line-bytes" in r["message"], r
+    assert sidecar.recv(60) == {"type": "pong", "request_id": "after"}
+    writer.join()
+    growth = _peak_rss_mib(sidecar.proc.pid) - before
+    print(f"1 GiB line skipped in {time.monotonic() - t0:.1f} s; peak RSS grew {growth:.1f} MiB")
+    assert growth < 64, growth  # the cap is 1 MiB; the line was 1024 MiB
+    res = sidecar.request({"type": "query", "user_id": "u", "text": "flood", "limit": 10})
+    assert [m["content"] for m in res["messages"]] == ["stored before the flood"]
+
+
+SMALL = {"limit": 1, "preferences_limit": 1, "relevant_limit": 1}
+LIMIT_CASES = [
+    ({"type": "store", "user_id": "u", "content": "x" * 51}, "too_large", "50"),
+    ({"type": "store", "messages": [{"user_id": "u", "content": "x"}] * 4}, "too_large", "3"),
+    ({"type": "store", "messages": [{"user_id": "u", "content": "x"}, {"user_id": "u", "content": "y" * 51}]},
+     "too_large", "messages[1]"),
+    ({"type": "query", "user_id": "u", "text": "x", "limit": 5}, "too_large", "4"),
+    ({"type": "query", "user_id": "u", "text": "x", "limit": 0}, "invalid_request", "limit"),
+    ({"type": "facts", "user_id": "u", "limit": 5}, "too_large", "4"),
+    ({"type": "recall", "users": {"a": None}, "limit": 5}, "too_large", "4"),
+    ({"type": "recall", "users": {"a": None, "b": None, "c": None, "d": None}, "limit": 1}, "too_large",
+     "--max-batch"),
+    ({"type": "context", "users": {"a": None, "b": None, "c": None, "d": None}, **SMALL}, "too_large", "--max-batch"),
+    ({"type": "context", "user_id": "u", "limit": 5}, "too_large", "4"),
+    ({"type": "channel_context", "channel_id": "c", "limit": 6}, "too_large", "--max-window"),
+    ({"type": "channel_context", "messages": [{"user_id": "u", "content": "x"}] * 6, "limit": 1}, "too_large",
+     "6 inline messages"),
+    ({"type": "channel_context", "messages": [{"user_id": "u", "content": "x" * 51}], "limit": 1}, "too_large", "50"),
+    ({"type": "history", "user_id": "u", "full_count": 3, "mid_count": 3, "short_count": 0}, "too_large",
+     "--max-window"),
+    ({"type": "context", "user_id": "u", "history": {"user_id": "u", "full_count": 6}, **SMALL}, "too_large",
+     "--max-window"),
+]
+
+
+def test_every_limit_is_an_error_and_the_process_goes_on(spawn):
+    sc = spawn("--max-content-chars", "50", "--max-batch", "3", "--max-limit", "4", "--max-window", "5",
+               "--max-line-bytes", "4096")
+    kept = sc.store("u", "x" * 50)  # exactly at the limit is fine
+    for i, (req, code, needle) in enumerate(LIMIT_CASES):
+        r = sc.request({**req, "request_id": i})
+        assert (r["type"], r.get("code"), r.get("request_id")) == ("error", code, i), (req, r)
+        assert needle in r["message"], (req, r)
+    # the line cap is configurable and counts bytes, not characters
+    sc.send_raw(b'{"type":"ping","pad":"' + "é".encode() * 2100 + b'"}\n')
+    r = sc.recv()
+    assert r["code"] == "too_large" and "4096" in r["message"], r
+    assert sc.request({"type": "ping", "pad": "é" * 2000})["type"] == "pong"  # 4,000-odd bytes: under the cap
+    res = sc.request({"type": "query", "user_id": "u", "text": "x", "limit": 4})
+    assert [m["id"] for m in res["messages"]] == [kept]
+    assert sc.shutdown() == 0
