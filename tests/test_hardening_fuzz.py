@@ -71,8 +71,9 @@ def is_shutdown(line: bytes) -> bool:
 def exchange(sc: Sidecar, stream: bytes, timeout: float = 120.0) -> list[tuple[bytes, dict]]:
     """Send a byte stream (ending in a newline), then a sentinel ping; return (line, response) pairs
     after checking the one-response-per-line, JSON-only and request_id-echo invariants."""
-    lines = [s for s in segments(stream)]
+    lines = segments(stream)
     assert not any(is_shutdown(s) for s in lines)
+    FUZZED[0] += len(lines)
     sentinel = f"sentinel-{uuid.uuid4().hex}"
     sc.send_raw(stream + b'\n{"type":"ping","request_id":"' + sentinel.encode() + b'"}\n')
     pairs = []
@@ -93,6 +94,9 @@ def exchange(sc: Sidecar, stream: bytes, timeout: float = 120.0) -> list[tuple[b
             assert isinstance(r["message"], str) and r["message"]
     assert sc.alive()
     return pairs
+
+
+FUZZED = [0]  # request lines sent by this module
 
 
 # ---------------------------------------------------------------- the shared sidecar
@@ -345,6 +349,7 @@ def test_mutated_requests(fuzz_sidecar):
 
 
 def test_keepers_intact_after_fuzzing_and_restart(fuzz_sidecar, fuzz_dir):
+    print(f"{FUZZED[0]} fuzzed request lines answered")
     check_keepers(fuzz_sidecar)
     # the last line has no newline at EOF: still answered, then a clean exit
     fuzz_sidecar.send_raw(b'{"type":"ping","request_id":"eof"}')
