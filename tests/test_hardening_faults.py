@@ -9,6 +9,7 @@ held by a `sleep` process, and run the real sidecar inside it with `nsenter -m`.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import signal
@@ -102,20 +103,21 @@ def test_read_only_data_dir(namespace, spawn):
 
 
 def test_full_disk(namespace, spawn):
-    ns = namespace("12m")
+    ns = namespace("4m")
     data_dir = ns.mountpoint / "data"
     sc = spawn("--compact-every-writes", "1000", data_dir=data_dir, command=ns.command())
     acked: list[str] = []
     failed = None
     for i in range(200):
-        batch = [f"memory {i}-{k} " + "x" * 20_000 for k in range(10)]
+        # incompressible content, so that the 4 MiB fill up after a few dozen memories
+        batch = [f"memory {i}-{k} " + base64.b64encode(os.urandom(22_000)).decode() for k in range(10)]
         r = sc.request({"type": "store", "messages": [{"user_id": "u", "content": c} for c in batch]})
         if r["type"] == "ok":
             acked.extend(batch)
             continue
         failed = r
         break
-    assert failed is not None, "the 12 MiB disk never filled up"
+    assert failed is not None, "the 4 MiB disk never filled up"
     print(f"full disk after {len(acked)} memories: {failed['message'][:300]}")
     assert failed["code"] == "internal" and ("No space left on device" in failed["message"]
                                              or "os error 28" in failed["message"]), failed
@@ -134,11 +136,20 @@ def test_full_disk(namespace, spawn):
     assert sc.shutdown() == 0
 
 
-def _made_dir(spawn, data_dir: Path) -> None:
-    sc = spawn(data_dir=data_dir)
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    """A data dir with 20 memories of user u, made once; each test damages its own copy."""
+    data_dir = tmp_path_factory.mktemp("pristine") / "data"
+    sc = Sidecar(data_dir)
     r = sc.request({"type": "store", "messages": [{"user_id": "u", "content": f"memory {k}"} for k in range(20)]})
     assert r["type"] == "ok", r
     assert sc.shutdown() == 0
+    return data_dir
+
+
+def _made_dir(pristine: Path, data_dir: Path) -> None:
+    shutil.copytree(pristine, data_dir)
+    (data_dir / "sidecar.lock").unlink(missing_ok=True)
 
 
 def _start_or_error(spawn, data_dir: Path) -> tuple[dict, Sidecar]:
@@ -170,9 +181,9 @@ def _never_silent(first: dict, sc: Sidecar) -> str:
 
 @pytest.mark.parametrize("damage", ["delete_data_file", "corrupt_data_file", "delete_versions", "corrupt_manifest",
                                     "delete_table", "truncate_meta"])
-def test_damaged_table_files_never_give_a_silent_wrong_answer(spawn, tmp_path, damage):
+def test_damaged_table_files_never_give_a_silent_wrong_answer(spawn, tmp_path, pristine, damage):
     data_dir = tmp_path / "data"
-    _made_dir(spawn, data_dir)
+    _made_dir(pristine, data_dir)
     table = data_dir / "lancedb" / "messages.lance"
     data_files = sorted((table / "data").glob("*.lance"), key=lambda p: p.stat().st_size)
     if damage == "delete_data_file":
@@ -199,11 +210,11 @@ def test_damaged_table_files_never_give_a_silent_wrong_answer(spawn, tmp_path, d
         assert sc.shutdown() == 0
 
 
-def test_model_file_that_is_not_the_data_dirs_model(spawn, tmp_path):
+def test_model_file_that_is_not_the_data_dirs_model(spawn, tmp_path, pristine):
     from sidecar.model import resolve_model
 
     data_dir = tmp_path / "data"
-    _made_dir(spawn, data_dir)
+    _made_dir(pristine, data_dir)
     files = resolve_model(None, True, None)
     model_dir = tmp_path / "model"
     shutil.copytree(files.onnx.parent, model_dir)
