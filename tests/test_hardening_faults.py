@@ -103,13 +103,13 @@ def test_read_only_data_dir(namespace, spawn):
 
 
 def test_full_disk(namespace, spawn):
-    ns = namespace("4m")
+    ns = namespace("2m")
     data_dir = ns.mountpoint / "data"
     sc = spawn("--compact-every-writes", "1000", data_dir=data_dir, command=ns.command())
     acked: list[str] = []
     failed = None
     for i in range(200):
-        # incompressible content, so that the 4 MiB fill up after a few dozen memories
+        # incompressible content, so that the 2 MiB fill up after a few dozen memories
         batch = [f"memory {i}-{k} " + base64.b64encode(os.urandom(22_000)).decode() for k in range(10)]
         r = sc.request({"type": "store", "messages": [{"user_id": "u", "content": c} for c in batch]})
         if r["type"] == "ok":
@@ -117,7 +117,7 @@ def test_full_disk(namespace, spawn):
             continue
         failed = r
         break
-    assert failed is not None, "the 4 MiB disk never filled up"
+    assert failed is not None, "the 2 MiB disk never filled up"
     print(f"full disk after {len(acked)} memories: {failed['message'][:300]}")
     assert failed["code"] == "internal" and ("No space left on device" in failed["message"]
                                              or "os error 28" in failed["message"]), failed
