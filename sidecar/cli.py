@@ -26,6 +26,9 @@ def setup_logging(level: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Everything the sidecar creates (data dir, meta.json, the lock, LanceDB's files) is the user's
+    # only: 0700 directories, 0600 files. Memories are private conversation content.
+    os.umask(0o077)
     try:
         config = resolve(argv)
     except ConfigError as exc:

@@ -126,7 +126,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("threads", _positive_int, None, "onnxruntime intra-op threads. Default: min(2, CPU count)."),
     Option("max_line_bytes", _positive_int, 1 << 20, "Longest request line accepted, in bytes (checked while reading)."),
     Option("max_content_chars", _positive_int, 32_000, "Longest memory content accepted, in characters."),
-    Option("max_batch", _positive_int, 1_000, "Most messages accepted in one batch store."),
+    Option("max_batch", _positive_int, 1_000, "Most messages accepted in one batch store, and most users in one "
+           "recall or context request."),
     Option("max_limit", _positive_int, 100, "Largest `limit` a query may ask for."),
     Option("max_window", _positive_int, 1_000, "Most messages a channel_context or history request may read "
            "(its limit or its sum of counts) or send inline."),

@@ -82,7 +82,8 @@ def _ts(value: float | None) -> int | None:
 class FactService:
     def __init__(self, embedder: Embedder, store: MessageStore, *, categories: Sequence[str],
                  duplicate_threshold: float = DUPLICATE_THRESHOLD, candidate_threshold: float = CANDIDATE_THRESHOLD,
-                 llm: LLMClient | None = None, max_limit: int = 100, clock: Callable[[], float] = time.time):
+                 llm: LLMClient | None = None, max_limit: int = 100, max_users: int = 1_000,
+                 clock: Callable[[], float] = time.time):
         self.embedder = embedder
         self.store = store
         self.facts = store.facts
@@ -91,6 +92,7 @@ class FactService:
         self.candidate_threshold = candidate_threshold
         self.llm = llm
         self.max_limit = max_limit
+        self.max_users = max_users  # users in one recall or context (one search each)
         self.clock = clock
         self.write_lock = threading.RLock()
 
@@ -324,6 +326,10 @@ class FactService:
         if limit > self.max_limit:
             raise TooLarge(f"{field} {limit} is over the maximum of {self.max_limit}")
 
+    def _check_users(self, users: dict[str, str | None]) -> None:
+        if len(users) > self.max_users:
+            raise TooLarge(f"{len(users)} users are over the limit of {self.max_users} (--max-batch)")
+
     def _vector(self, text: str | None) -> np.ndarray | None:
         return self.embedder.embed_one(text) if text is not None and text.strip() else None
 
@@ -335,6 +341,7 @@ class FactService:
 
     def recall(self, req: RecallRequest) -> RecallResponse:
         self._check_limit(req.limit)
+        self._check_users(req.users)
         self.set_names(req.users)
         vector = self._vector(req.text)
         return RecallResponse(users=[
@@ -387,6 +394,7 @@ class FactService:
         for field in ("limit", "preferences_limit", "relevant_limit"):
             self._check_limit(getattr(req, field), field)
         names = req.user_map()
+        self._check_users(names)
         self.set_names(names)
         vector = self._vector(req.text)
         users: list[ContextUser] = []

@@ -86,7 +86,8 @@ class FactStore:
     def __init__(self, db: Any, dim: int, lock: threading.RLock, on_write: Any = None):
         self.dim = dim
         self.lock = lock
-        self._on_write = on_write or (lambda: None)
+        self._on_write_cb = on_write or (lambda: None)
+        self._written = True  # written since the last compaction (unknown at start: compact once)
         self.facts = db.open_table(FACTS)
         self.events = db.open_table(EVENTS)
         self.users = db.open_table(USERS)
@@ -211,8 +212,19 @@ class FactStore:
 
     # ------------------------------------------------------------------ maintenance
 
-    def compact(self) -> None:
+    def _on_write(self) -> None:
+        self._written = True
+        self._on_write_cb()
+
+    def compact(self, if_written: bool = False) -> None:
+        """Compact the three tables (requests wait: facts are updated in place, and an update must
+        not race a rewrite of its fragment). if_written: only when they were written since the last
+        time, so that the frequent background compactions of the messages table do not hold the
+        lock for nothing."""
         with self.lock:
+            if if_written and not self._written:
+                return
+            self._written = False
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -51,7 +51,9 @@ def _finite(value: float | int) -> float | int:
 Id = Annotated[Union[StrictStr, StrictInt], AfterValidator(_id_to_str), Field(json_schema_extra={"maxLength": MAX_ID_CHARS})]
 RequestId = Union[StrictStr, StrictInt, None]
 Number = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite)]
-Timestamp = Annotated[Number, Field(ge=0, description="Unix time in seconds.")]
+# Up to the end of year 9999: every stored timestamp can be rendered as a date (history, context).
+MAX_TIMESTAMP = 253_402_300_799
+Timestamp = Annotated[Number, Field(ge=0, le=MAX_TIMESTAMP, description="Unix time in seconds.")]
 
 
 class _Model(BaseModel):

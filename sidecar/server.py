@@ -81,7 +81,7 @@ class Server:
             log.info("LLM endpoint %s, model %s", llm.url, cfg.llm_model)
         facts = FactService(embedder, self.store, categories=cfg.fact_categories,
                             duplicate_threshold=cfg.duplicate_threshold, candidate_threshold=cfg.candidate_threshold,
-                            llm=llm, max_limit=cfg.max_limit)
+                            llm=llm, max_limit=cfg.max_limit, max_users=cfg.max_batch)
         if llm is not None:
             from .extraction import ExtractionWorker
 
@@ -183,7 +183,7 @@ class Server:
         while not self.stop.is_set():
             try:
                 if time.monotonic() >= next_expiry:
-                    service.expire(cfg.ttl_days)
+                    service.expire(cfg.ttl_days, background=True)
                     next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600
                                    if cfg.cleanup_interval_hours > 0 else float("inf"))
                 elif warm:

@@ -169,14 +169,16 @@ class MemoryService:
             raise InvalidRequest("cleanup needs ttl_days > 0 (automatic expiry is disabled: --ttl-days 0)")
         return OkResponse(deleted=self.expire(float(ttl), req.user_id))
 
-    def expire(self, ttl_days: float, user_id: str | None = None) -> int:
+    def expire(self, ttl_days: float, user_id: str | None = None, background: bool = False) -> int:
+        """background (the automatic expiry): no request waits for a compaction; the background
+        schedule compacts the deleted rows away."""
         cutoff = self.clock() - ttl_days * DAY
         where = f"timestamp < {sql_num(cutoff)}"
         if user_id is not None:
             where += f" AND user_id = {sql_str(user_id)}"
-        deleted = self.store.delete(where)
-        if not deleted:
-            self.store.compact()  # cleanup always leaves the table compacted
+        deleted = self.store.delete(where, exclusive=not background)
+        if not deleted and not background:
+            self.store.compact()  # a cleanup request always leaves the table compacted
         log.info("expired %d memories older than %g days", deleted, ttl_days)
         return deleted
 

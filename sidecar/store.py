@@ -208,9 +208,15 @@ class MessageStore:
         existing = set(self._db.list_tables().tables) if hasattr(self._db, "list_tables") else set()
         if meta is None:
             if MESSAGES in existing:
-                raise StoreError(f"{self.data_dir} has a messages table but no {META_FILE}; refusing to guess which "
-                                 "model made it")
-            self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim))
+                self.table = self._db.open_table(MESSAGES)
+                if self.table.count_rows():
+                    raise StoreError(f"{self.data_dir} has a messages table but no {META_FILE}; refusing to guess "
+                                     "which model made it")
+                # an empty table and no meta.json: the first start-up was killed before it wrote
+                # meta.json (the last step), so finish creating the data dir
+                log.warning("%s: completing a data dir whose first start-up was interrupted", self.data_dir)
+            else:
+                self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim))
             create_tables(self._db, self.dim)
             meta = {"schema_version": SCHEMA_VERSION, "model": model, "created_at": time.time()}
             _write_json_atomic(meta_path, meta)
@@ -370,14 +376,19 @@ class MessageStore:
             if self._first_pending_at is None:
                 self._first_pending_at = time.monotonic()
 
-    def delete(self, where: str) -> int:
-        """Delete matching rows and compact them away. Returns the number deleted."""
+    def delete(self, where: str, exclusive: bool = True) -> int:
+        """Delete matching rows. Returns the number deleted. exclusive: compact them off the disk now
+        (requests wait); else (background expiry) the rows are gone from every answer at once and
+        from the disk at the next background compactions, and no request waits for it."""
         with self._maintenance, self._reading():
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
             if n:
                 self.cache.clear()
         if n:
-            self.compact()
+            if exclusive:
+                self.compact()
+            else:
+                self._note_write()
         return n
 
     # ------------------------------------------------------------------ reads
@@ -529,7 +540,7 @@ class MessageStore:
                         self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
                 else:
                     self.table.optimize(cleanup_older_than=timedelta(minutes=1))
-            self.facts.compact()  # small tables: briefly exclusive in both modes
+            self.facts.compact(if_written=not exclusive)  # small tables: briefly exclusive in both modes
             with self._count_lock:
                 self._pending_writes = max(0, self._pending_writes - pending)
                 self._first_pending_at = time.monotonic() if self._pending_writes else None

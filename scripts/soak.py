@@ -1,0 +1,194 @@
+"""Soak: stream `store` and `query` requests through one sidecar for a long time, pipelined with a
+bounded in-flight window, and record RSS (from /proc) and latency percentiles per interval.
+
+    python scripts/soak.py --requests 1000000 --out soak.json     # about an hour or more on 2 cores
+    python scripts/soak.py --requests 2000 --interval 1            # a quick check that it works
+
+Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
+at the first wrong answer. At the end it prints whether RSS plateaued: the peak RSS of the last
+third of the intervals is within --plateau-tolerance of the peak of the middle third. Linux only
+(/proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ("cat dog coffee tea hiking mountain router password pizza lunch meeting python rust music guitar "
+         "weekend trip train beach rain snow book movie garden bike laptop phone birthday cake job office").split()
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    if not sorted_values:
+        return 0.0
+    return sorted_values[min(len(sorted_values) - 1, int(p / 100 * len(sorted_values)))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=1_000_000, help="total requests (half store, half query)")
+    ap.add_argument("--window", type=int, default=32, help="most requests in flight")
+    ap.add_argument("--users", type=int, default=1_000)
+    ap.add_argument("--interval", type=float, default=10.0, help="seconds per sample")
+    ap.add_argument("--data-dir", help="default: a fresh temporary directory")
+    ap.add_argument("--out", default="soak.json")
+    ap.add_argument("--plateau-tolerance", type=float, default=0.10)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
+    args = ap.parse_args(argv)
+
+    tmp = None
+    data_dir = args.data_dir
+    if data_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="soak-")
+        data_dir = os.path.join(tmp.name, "data")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_SIDECAR_")}
+    proc = subprocess.Popen([sys.executable, "-m", "sidecar", "--data-dir", data_dir, *args.sidecar_args],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(ROOT), env=env)
+    assert proc.stdin and proc.stdout
+    ready = orjson.loads(proc.stdout.readline())
+    if ready.get("type") != "ready":
+        print(f"sidecar did not start: {ready}", file=sys.stderr)
+        return 1
+
+    rng = random.Random(args.seed)
+    slots = threading.Semaphore(args.window)
+    sent_at: dict[int, tuple[float, str]] = {}
+    lock = threading.Lock()
+    lat: dict[str, list[float]] = {"store": [], "query": []}
+    done = [0]
+    failure: list[str] = []
+    finished = threading.Event()
+
+    def writer() -> None:
+        for i in range(args.requests):
+            slots.acquire()
+            if failure:
+                return
+            user = f"user-{rng.randrange(args.users)}"
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 20)))
+            if i % 2 == 0:
+                req = {"type": "store", "user_id": user, "content": f"{text} #{i}", "request_id": i}
+                kind = "store"
+            else:
+                req = {"type": "query", "user_id": user, "text": text, "limit": 5, "request_id": i}
+                kind = "query"
+            with lock:
+                sent_at[i] = (time.perf_counter(), kind)
+            proc.stdin.write(orjson.dumps(req) + b"\n")
+            if i % 8 == 7 or i == args.requests - 1:
+                proc.stdin.flush()
+        proc.stdin.flush()
+
+    def reader() -> None:
+        expected = 0
+        for raw in proc.stdout:
+            r = orjson.loads(raw)
+            now = time.perf_counter()
+            rid = r.get("request_id")
+            with lock:
+                t0, kind = sent_at.pop(rid, (None, None))
+            ok = (rid == expected and t0 is not None
+                  and ((kind == "store" and r.get("type") == "ok" and r.get("id"))
+                       or (kind == "query" and r.get("type") == "results")))
+            if not ok:
+                failure.append(f"request {expected}: unexpected answer {r}")
+                slots.release()
+                break
+            with lock:
+                lat[kind].append(now - t0)
+                done[0] += 1
+            expected += 1
+            slots.release()
+            if expected == args.requests:
+                break
+        finished.set()
+
+    samples = []
+    start = time.perf_counter()
+    threads = [threading.Thread(target=writer, daemon=True), threading.Thread(target=reader, daemon=True)]
+    for t in threads:
+        t.start()
+    last_done = 0
+    while not finished.wait(args.interval):
+        samples.append(_sample(proc.pid, start, lock, lat, done, last_done))
+        last_done = samples[-1]["done"]
+        s = samples[-1]
+        print(f"t={s['t']:7.0f}s done={s['done']:8d} rss={s['rss_mib']:7.1f} MiB "
+              f"rps={s['rps']:6.0f} store p50/p99={s['store_ms']['p50']:.1f}/{s['store_ms']['p99']:.1f} ms "
+              f"query p50/p99={s['query_ms']['p50']:.1f}/{s['query_ms']['p99']:.1f} ms", flush=True)
+        _write(args, samples, ready, failure, None)
+    samples.append(_sample(proc.pid, start, lock, lat, done, last_done))
+    proc.stdin.close()
+    code = proc.wait(120)
+    verdict = _plateau(samples, args.plateau_tolerance)
+    _write(args, samples, ready, failure, verdict, exit_code=code)
+    print(verdict["message"])
+    if failure:
+        print(failure[0], file=sys.stderr)
+    if tmp is not None:
+        tmp.cleanup()
+    return 0 if not failure and code == 0 else 1
+
+
+def _sample(pid, start, lock, lat, done, last_done) -> dict:
+    now = time.perf_counter()
+    with lock:
+        stores, queries = sorted(lat["store"]), sorted(lat["query"])
+        lat["store"].clear()
+        lat["query"].clear()
+        n = done[0]
+    interval = now - start - (0 if not hasattr(_sample, "prev") else _sample.prev)
+    _sample.prev = now - start  # type: ignore[attr-defined]
+    try:
+        rss = rss_kib(pid) / 1024
+    except OSError:
+        rss = 0.0
+    return {
+        "t": round(now - start, 1), "done": n, "rss_mib": round(rss, 1),
+        "rps": round((n - last_done) / interval, 1) if interval > 0 else 0.0,
+        "store_ms": {f"p{p}": round(percentile(stores, p) * 1000, 2) for p in (50, 99, 100)},
+        "query_ms": {f"p{p}": round(percentile(queries, p) * 1000, 2) for p in (50, 99, 100)},
+    }
+
+
+def _plateau(samples: list[dict], tolerance: float) -> dict:
+    rss = [s["rss_mib"] for s in samples if s["rss_mib"]]
+    if len(rss) < 6:
+        return {"plateaued": None, "message": f"RSS plateau: too few samples ({len(rss)}) to judge"}
+    third = len(rss) // 3
+    middle, last = max(rss[third:2 * third]), max(rss[2 * third:])
+    ok = last <= middle * (1 + tolerance)
+    return {"plateaued": ok, "middle_peak_mib": middle, "last_peak_mib": last,
+            "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: peak {middle:.1f} MiB in the middle third, "
+                       f"{last:.1f} MiB in the last third (tolerance {tolerance:.0%})"}
+
+
+def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
+    out = {"requests": args.requests, "window": args.window, "users": args.users, "interval_s": args.interval,
+           "sidecar_args": args.sidecar_args, "startup_ms": ready.get("startup_ms"), "samples": samples,
+           "failure": failure[0] if failure else None, "plateau": verdict, "exit_code": exit_code}
+    Path(args.out).write_bytes(orjson.dumps(out, option=orjson.OPT_INDENT_2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
