@@ -496,8 +496,11 @@ class MessageStore:
             return self.table.search().where(where).select(RESULT_COLUMNS).limit(None).to_arrow().to_pylist()
 
     def count(self, where: str | None = None) -> int:
+        if where is None:  # exact without a commit: logged rows are not in the table until committed
+            with self.lock, self._flush_lock, self._uncommitted_lock:
+                return self.table.count_rows() + sum(len(rows) for rows, _ in self._uncommitted)
         with self._reading():
-            return self.table.count_rows(where) if where else self.table.count_rows()
+            return self.table.count_rows(where)
 
     def users(self) -> int:
         with self._reading():
