@@ -86,7 +86,12 @@ def test_read_only_data_dir(namespace, spawn):
     r = sc.request({"type": "store", "user_id": "u", "content": "memory that cannot be written"})
     assert r["type"] == "error" and r["code"] == "internal", r
     assert "Read-only file system" in r["message"] or "os error 30" in r["message"], r
-    assert contents(sc, "u") == ["memory written before the disk went read-only"]
+    r = sc.request({"type": "query", "user_id": "u", "text": "memory", "limit": 100})
+    if r["type"] == "error":  # the acknowledged memory was still only in the write-ahead log: a read
+        # that needs the table says so rather than answer without it
+        assert r["code"] == "internal" and "write-ahead log" in r["message"], r
+    else:
+        assert sorted(m["content"] for m in r["messages"]) == ["memory written before the disk went read-only"]
     assert sc.request({"type": "ping"})["type"] == "pong"
     assert sc.shutdown() == 0
     # starting on a read-only data dir: a clear start-up failure (the lock cannot be taken)
