@@ -17,6 +17,7 @@ its segment; it was never acknowledged, because the write that failed answered w
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import struct
@@ -98,7 +99,8 @@ class WriteAheadLog:
                 self._size = 0
             written = os.write(self._fd, record)
             if written != len(record):
-                raise OSError(28, f"short write ({written} of {len(record)} bytes)")
+                # a regular file takes less than asked only when the device is full
+                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (wrote {written} of {len(record)} bytes)")
         except OSError as exc:
             self._undo()
             raise WalError(f"cannot write to {self.dir}: {exc.strerror or exc}") from None
