@@ -503,9 +503,10 @@ class MessageStore:
             return self.table.count_rows(where)
 
     def users(self) -> int:
-        with self._reading():
+        with self.lock, self._flush_lock, self._uncommitted_lock:  # exact without a commit, like count()
             col = self.table.search().select(["user_id"]).limit(None).to_arrow().column("user_id")
-        return len(col.unique())
+            logged = {r["user_id"] for rows, _ in self._uncommitted for r in rows}
+        return len(logged.union(col.unique().to_pylist()))
 
     def disk_bytes(self) -> int:
         return dir_bytes(self.data_dir / LANCE_DIR)
