@@ -67,7 +67,7 @@ def test_background_expiry_and_compaction_under_a_request_stream(spawn):
     # expiry every ~1.8 s (with old rows to delete each time) and a compaction after every write,
     # while a host sends requests one at a time and times each of them
     sc = spawn("--ttl-days", "1", "--cleanup-interval-hours", "0.0005", "--compact-every-writes", "1",
-               "--compact-interval-seconds", "0")
+               "--compact-interval-seconds", "0", "--max-window", "100000")
     old_ts = time.time() - 10 * DAY
     kept: list[str] = []
     lat: dict[str, list[float]] = {"store": [], "query": []}
@@ -92,10 +92,11 @@ def test_background_expiry_and_compaction_under_a_request_stream(spawn):
         i += 1
     stats = sc.request({"type": "stats"})
     assert stats["memories"] >= len(kept)
-    hist = sc.request({"type": "history", "user_id": "live", "full_count": 1000, "mid_count": 0, "short_count": 0})
+    hist = sc.request({"type": "history", "user_id": "live", "full_count": 100000, "mid_count": 0,
+                       "short_count": 0})
     on_disk = {line.split(": ", 1)[1] for line in hist["block"].splitlines()[1:]}
     assert set(kept) <= on_disk, set(kept) - on_disk
-    old_left = sc.request({"type": "history", "user_id": "old", "full_count": 1000, "mid_count": 0,
+    old_left = sc.request({"type": "history", "user_id": "old", "full_count": 100000, "mid_count": 0,
                            "short_count": 0})["messages"]
     assert old_left < 20 * (i // 40 + 1) // 2, old_left  # expiry did run, several times, during the stream
     report = {k: (round(statistics.median(v) * 1000, 1), round(sorted(v)[int(0.99 * len(v))] * 1000, 1),
