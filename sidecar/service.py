@@ -153,7 +153,7 @@ class MemoryService:
             self.facts.set_names({req.user_id: req.username})
         vector = self.embedder.embed_one(req.text)
         rows = self.store.search(vector, req.user_id, req.limit, include_bot=req.include_bot, since=req.since,
-                                 until=req.until)
+                                 until=req.until, text=req.text, mode=req.mode)
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:
