@@ -400,7 +400,7 @@ class MessageStore:
         """One user's best memories for a query, best first, each with its cosine `similarity`.
 
         semantic: nearest vectors; keyword: BM25 over the message text; hybrid: both, plus BM25 over
-        search_text (the previous message of the same user and channel, then this one), fused by
+        search_text (the previous two messages of the same user and channel, then this one), fused by
         weighted reciprocal rank, with rows by a speaker the query names (username) ranked up."""
         if mode == "semantic":
             return self._semantic(vector, user_id, limit, include_bot, since, until)
@@ -408,13 +408,18 @@ class MessageStore:
             raise ValueError(f"{mode} search needs the query text")
         where = self._where(user_id, include_bot, since, until)
         with self.lock:
+            entry = self._entry(user_id)
             if mode == "keyword":
-                return self._keyword(text, "content", vector, where, limit)
-            lists = {"semantic": self._semantic(vector, user_id, POOL, include_bot, since, until),
-                     "content": self._keyword(text, "content", vector, where, POOL),
-                     "search_text": self._keyword(text, "search_text", vector, where, POOL)}
-        by_id = {r["id"]: r for rows in lists.values() for r in rows}
-        scores = rrf({name: [r["id"] for r in rows] for name, rows in lists.items()}, HYBRID_WEIGHTS)
+                return self._rows_by_ids(self._keyword_ids(text, "content", where, limit), entry, vector)
+            semantic = (entry.search(vector, POOL, include_bot, since, until) if entry is not None
+                        else self._search_table(vector, where, POOL))
+            ids = {"semantic": [r["id"] for r in semantic],
+                   "content": self._keyword_ids(text, "content", where, POOL),
+                   "search_text": self._keyword_ids(text, "search_text", where, POOL)}
+            seen = {r["id"] for r in semantic}
+            extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
+            by_id = {r["id"]: r for r in semantic + self._rows_by_ids(extra, entry, vector)}
+        scores = rrf(ids, HYBRID_WEIGHTS)
         # a query that names some (not all) of the speakers is about what they said
         speakers = {r["username"] for r in by_id.values() if r.get("username")}
         named = named_speakers(text, speakers)
@@ -422,17 +427,24 @@ class MessageStore:
             for rid, row in by_id.items():
                 if row.get("username") in named:
                     scores[rid] *= 1.0 + SPEAKER_BOOST
-        best = sorted(scores, key=lambda i: (-scores[i], -by_id[i]["similarity"], i))[:limit]
-        return [by_id[i] for i in best]
+        best = sorted((i for i in scores if i in by_id), key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
+        return [by_id[i] for i in best[:limit]]
+
+    def _entry(self, user_id: str) -> Any:
+        """The user's cache entry (loaded on a miss), or None when the cache is off. Caller holds the lock."""
+        if not self.cache.enabled:
+            return None
+        entry = self.cache.get(user_id)
+        if entry is None:
+            rows, vectors = self._user_rows(user_id)
+            entry = self.cache.put(user_id, rows, vectors)
+        return entry
 
     def _semantic(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
                   since: float | None, until: float | None) -> list[dict[str, Any]]:
         with self.lock:
-            if self.cache.enabled:
-                entry = self.cache.get(user_id)
-                if entry is None:
-                    rows, vectors = self._user_rows(user_id)
-                    entry = self.cache.put(user_id, rows, vectors)
+            entry = self._entry(user_id)
+            if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
             return self._search_table(vector, self._where(user_id, include_bot, since, until), limit)
 
@@ -447,24 +459,32 @@ class MessageStore:
             clauses.append(f"timestamp <= {sql_num(until)}")
         return " AND ".join(clauses)
 
-    def _keyword(self, text: str, column: str, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
-        """BM25 over one full-text column, the filter applied before ranking (never a global top-k
-        filtered afterwards); each row's similarity is its cosine to the query vector."""
+    def _keyword_ids(self, text: str, column: str, where: str, limit: int) -> list[str]:
+        """Ids of the best BM25 matches in one full-text column, best first. The filter is applied before
+        ranking (never a global top-k filtered afterwards)."""
         from lancedb.query import MatchQuery
 
         result = (self.table.search(MatchQuery(text, column), query_type="fts")
                   .where(where, prefilter=True)
-                  .select([*RESULT_COLUMNS, "vector", "_score"])
+                  .select(["id", "_score"])
                   .limit(limit)
                   .to_arrow())
-        if not result.num_rows:
+        return result.column("id").to_pylist()
+
+    def _rows_by_ids(self, ids: list[str], entry: Any, vector: np.ndarray) -> list[dict[str, Any]]:
+        """Result rows for ids (in that order) with their cosine similarity: from the cache entry, else
+        read from the table."""
+        if not ids:
             return []
+        if entry is not None:
+            return entry.by_ids(ids, vector)
+        result = (self.table.search().where(f"id IN ({', '.join(sql_str(i) for i in ids)})")
+                  .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
         vectors = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         sims = vectors.reshape(-1, self.dim) @ vector.astype(np.float32)
-        rows = result.select(RESULT_COLUMNS).to_pylist()
-        for r, sim in zip(rows, sims):
-            r["similarity"] = float(sim)
-        return rows
+        rows = {r["id"]: {**r, "similarity": float(sim)}
+                for r, sim in zip(result.select(RESULT_COLUMNS).to_pylist(), sims)}
+        return [rows[i] for i in ids if i in rows]
 
     def _search_table(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
         result = (self.table.search(vector.astype(np.float32), vector_column_name="vector")
