@@ -151,8 +151,8 @@ class MemoryService:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
         if self.facts is not None and req.username:
             self.facts.set_names({req.user_id: req.username})
-        vector = self.embedder.embed_one(req.text)
-        rows = self.store.search(vector, req.user_id, req.limit, include_bot=req.include_bot, since=req.since,
+        text = req.text
+        rows = self.store.search(lambda: self.embedder.embed_one(text), req.user_id, req.limit, include_bot=req.include_bot, since=req.since,
                                  until=req.until, text=req.text, mode=req.mode)
         out = []
         for r in rows:

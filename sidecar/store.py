@@ -14,6 +14,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
@@ -222,6 +223,8 @@ class MessageStore:
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
         self._pending_writes = 0
         self._first_pending_at: float | None = None
+        # full-text queries of one request run side by side (and beside its embedding)
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fts")
         self._last: "OrderedDict[tuple[str, str | None], Context]" = OrderedDict()  # (user, channel) -> newest
 
         try:
@@ -394,28 +397,37 @@ class MessageStore:
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool = True,
-               since: float | None = None, until: float | None = None, text: str | None = None,
-               mode: str = "semantic") -> list[dict[str, Any]]:
+    def search(self, vector: np.ndarray | Callable[[], np.ndarray], user_id: str, limit: int,
+               include_bot: bool = True, since: float | None = None, until: float | None = None,
+               text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:
         """One user's best memories for a query, best first, each with its cosine `similarity`.
 
         semantic: nearest vectors; keyword: BM25 over the message text; hybrid: both, plus BM25 over
         search_text (the previous two messages of the same user and channel, then this one), fused by
-        weighted reciprocal rank, with rows by a speaker the query names (username) ranked up."""
+        weighted reciprocal rank, with rows by a speaker the query names (username) ranked up.
+
+        `vector` may be a function that computes it: then it runs while the full-text queries do
+        (they need only the text; two threads), which hides most of the embedding time."""
         if mode == "semantic":
-            return self._semantic(vector, user_id, limit, include_bot, since, until)
+            return self._semantic(vector() if callable(vector) else vector, user_id, limit, include_bot, since, until)
         if text is None:
             raise ValueError(f"{mode} search needs the query text")
         where = self._where(user_id, include_bot, since, until)
-        with self.lock:
+        columns = ("content",) if mode == "keyword" else ("content", "search_text")
+        with self.lock:  # held until the full-text queries are done, even if the embedding fails
+            futures = [self._pool.submit(self._keyword_ids, text, c, where, limit if mode == "keyword" else POOL)
+                       for c in columns]
+            try:
+                if callable(vector):
+                    vector = vector()
+            finally:
+                found = [f.result() for f in futures]
             entry = self._entry(user_id)
             if mode == "keyword":
-                return self._rows_by_ids(self._keyword_ids(text, "content", where, limit), entry, vector)
+                return self._rows_by_ids(found[0], entry, vector)
             semantic = (entry.search(vector, POOL, include_bot, since, until) if entry is not None
                         else self._search_table(vector, where, POOL))
-            ids = {"semantic": [r["id"] for r in semantic],
-                   "content": self._keyword_ids(text, "content", where, POOL),
-                   "search_text": self._keyword_ids(text, "search_text", where, POOL)}
+            ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
             seen = {r["id"] for r in semantic}
             extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
             by_id = {r["id"]: r for r in semantic + self._rows_by_ids(extra, entry, vector)}
@@ -615,5 +627,6 @@ class MessageStore:
                      "" if exclusive else " (concurrent)")
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True)
         with self.lock:
             self._file_lock.release()
