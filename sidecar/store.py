@@ -365,6 +365,9 @@ class MessageStore:
 
     def _newest(self, user_id: str, channel_id: str | None) -> Context:
         """[(id, content)] of the user's newest stored messages in the channel, oldest first."""
+        entry = self.cache.get(user_id)
+        if entry is not None:  # the cache holds the user's rows: no table read
+            return entry.newest(channel_id, CONTEXT_MESSAGES)
         where = f"user_id = {sql_str(user_id)} AND " + (
             f"channel_id = {sql_str(channel_id)}" if channel_id is not None else "channel_id IS NULL")
         top = self.latest(where, CONTEXT_MESSAGES)[:CONTEXT_MESSAGES]

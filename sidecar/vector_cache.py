@@ -87,6 +87,13 @@ class UserRows:
         return out
 
 
+    def newest(self, channel_id: str | None, n: int) -> list[tuple[str, str]]:
+        """[(id, content)] of the n newest rows (by timestamp) in this channel (None: no channel), oldest first."""
+        import heapq
+
+        rows = heapq.nlargest(n, (r for r in self.rows if r[6] == channel_id), key=lambda r: r[4])
+        return [(r[0], r[2]) for r in reversed(rows)]
+
     def by_ids(self, ids: list[str], query: np.ndarray) -> list[dict[str, Any]]:
         """The rows with these ids (in that order; unknown ids skipped), each with its cosine similarity."""
         idx = [self._pos[i] for i in ids if i in self._pos]

@@ -182,6 +182,8 @@ def test_schema_2_data_dir_is_migrated(spawn):
     assert [f["id"] for f in r["facts"]] == [fact["fact"]["id"]]
     new = sc2.store("u", "and then a quokka walked in", channel_id="c1")
     assert [m["id"] for m in query(sc2, "u", "quokka", "keyword")] == [new]
+    # linked across the restart to the stored messages before it (their words find it)
+    assert {m["id"] for m in query(sc2, "u", "Tuesday", "hybrid", limit=2)} == {a, new}
     assert sc2.shutdown() == 0
     sc3 = spawn("--ttl-days", "0")
     assert "migrating" not in sc3.stderr()
