@@ -306,21 +306,25 @@ class FactService:
         return " AND ".join(clauses)
 
     def _user_rows(self, user_id: str, text_vector: np.ndarray | None, category: str | list[str] | None,
-                   include_inactive: bool, limit: int) -> list[dict[str, Any]]:
-        """Best first by similarity (ties: most recent, then id), or most recent first without a text."""
+                   include_inactive: bool, limit: int, text: str | None = None,
+                   mode: str = "semantic") -> list[dict[str, Any]]:
+        """Best first for the text (semantic: by similarity, ties most recent then id; keyword/hybrid: by
+        rank), or most recent first without a text."""
         where = self._where(user_id, category, include_inactive)
         if text_vector is not None:
-            rows = self.facts.search(text_vector, where, limit)
-            rows.sort(key=lambda r: (-round(r["similarity"], 6), -r["updated_at"], r["id"]))
+            rows = self.facts.search(text_vector, where, limit, text=text, mode=mode)
+            if mode == "semantic":
+                rows.sort(key=lambda r: (-round(r["similarity"], 6), -r["updated_at"], r["id"]))
             return rows
         rows = self.facts.get(where)
         rows.sort(key=lambda r: (-r["updated_at"], r["id"]))
         return rows[:limit]
 
     def _user_facts(self, user_id: str, text_vector: np.ndarray | None, category: str | list[str] | None,
-                    include_inactive: bool, limit: int) -> list[FactOut]:
+                    include_inactive: bool, limit: int, text: str | None = None,
+                    mode: str = "semantic") -> list[FactOut]:
         return [self._out(r, r.get("similarity"))
-                for r in self._user_rows(user_id, text_vector, category, include_inactive, limit)]
+                for r in self._user_rows(user_id, text_vector, category, include_inactive, limit, text, mode)]
 
     def _check_limit(self, limit: int, field: str = "limit") -> None:
         if limit > self.max_limit:
@@ -337,7 +341,7 @@ class FactService:
         self._check_limit(req.limit)
         self.set_names({req.user_id: req.username})
         return FactsResponse(facts=self._user_facts(req.user_id, self._vector(req.text), req.category,
-                                                    req.include_inactive, req.limit))
+                                                    req.include_inactive, req.limit, req.text, req.mode))
 
     def recall(self, req: RecallRequest) -> RecallResponse:
         self._check_limit(req.limit)
@@ -346,7 +350,7 @@ class FactService:
         vector = self._vector(req.text)
         return RecallResponse(users=[
             UserFacts(user_id=u, username=self.facts.name(u),
-                      facts=self._user_facts(u, vector, req.category, False, req.limit))
+                      facts=self._user_facts(u, vector, req.category, False, req.limit, req.text, req.mode))
             for u in req.users])
 
     def history(self, req: FactHistoryRequest) -> FactHistoryResponse:
@@ -401,7 +405,8 @@ class FactService:
         for uid in names:
             name = names[uid] or self.facts.name(uid) or uid
             per_user = req.limit if req.format == "xml" else req.relevant_limit + req.preferences_limit
-            relevant = [] if per_user == 0 else self._user_rows(uid, vector, None, False, per_user)
+            relevant = [] if per_user == 0 else self._user_rows(uid, vector, None, False, per_user, req.text,
+                                                                req.mode)
             if req.min_similarity is not None and vector is not None:
                 relevant = [r for r in relevant if r["similarity"] >= req.min_similarity]
             prefs = ([] if req.format == "xml" or req.preferences_limit == 0 or PREFERENCE not in self.categories

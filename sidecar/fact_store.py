@@ -30,6 +30,8 @@ USERS = "users"
 
 FACT_COLUMNS = ["id", "user_id", "text", "category", "source", "confidence", "message_id", "created_at",
                 "updated_at", "active", "superseded_by", "superseded_at", "superseded_reason"]
+FACT_POOL = 50  # hybrid: each signal's best rows that are fused
+FACT_RRF_K = 60  # the usual reciprocal-rank constant (no fact benchmark to tune it on)
 EVENT_COLUMNS = ["id", "fact_id", "user_id", "seq", "at", "action", "text", "previous_text", "other_fact_id",
                  "decided_by", "reason"]
 
@@ -98,10 +100,16 @@ class FactStore:
         self._ensure_index()
 
     def _ensure_index(self) -> None:
+        """BTREE on user_id, and the full-text index on text (added at schema version 3)."""
+        from lancedb.index import FTS
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if ("user_id",) not in {tuple(ix.columns) for ix in self.facts.list_indices()}:
+            names = {tuple(ix.columns) for ix in self.facts.list_indices()}
+            if ("user_id",) not in names:
                 self.facts.create_scalar_index("user_id", index_type="BTREE")
+            if ("text",) not in names:
+                self.facts.create_index("text", config=FTS())
 
     def _max_seq(self) -> int:
         if not self.events.count_rows():
@@ -136,17 +144,55 @@ class FactStore:
             rows = self.facts.search().where(where).select(FACT_COLUMNS).limit(None).to_arrow().to_pylist()
         return rows
 
-    def search(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
+    def search(self, vector: np.ndarray, where: str, limit: int, text: str | None = None,
+               mode: str = "semantic") -> list[dict[str, Any]]:
+        """Facts matching `where`, best first, each with its cosine `similarity` to `vector`.
+
+        semantic: nearest vectors; keyword: BM25 over the fact text; hybrid: both, fused by
+        reciprocal rank (equal weights)."""
+        if mode == "semantic" or text is None:
+            with self.lock:
+                return self._semantic(vector, where, limit)
         with self.lock:
-            result = (self.facts.search(vector.astype(np.float32), vector_column_name="vector")
-                      .distance_type("cosine")
-                      .where(where, prefilter=True)
-                      .select([*FACT_COLUMNS, "_distance"])
-                      .limit(limit)
-                      .to_arrow())
+            if mode == "keyword":
+                return self._keyword(text, vector, where, limit)
+            lists = {"semantic": self._semantic(vector, where, FACT_POOL),
+                     "keyword": self._keyword(text, vector, where, FACT_POOL)}
+        from .store import rrf
+
+        by_id = {r["id"]: r for rows in lists.values() for r in rows}
+        scores = rrf({k: [r["id"] for r in rows] for k, rows in lists.items()}, {"semantic": 1.0, "keyword": 1.0},
+                     k=FACT_RRF_K)
+        best = sorted(scores, key=lambda i: (-scores[i], -by_id[i]["similarity"], i))[:limit]
+        return [by_id[i] for i in best]
+
+    def _semantic(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
+        result = (self.facts.search(vector.astype(np.float32), vector_column_name="vector")
+                  .distance_type("cosine")
+                  .where(where, prefilter=True)
+                  .select([*FACT_COLUMNS, "_distance"])
+                  .limit(limit)
+                  .to_arrow())
         rows = result.to_pylist()
         for r in rows:
             r["similarity"] = 1.0 - float(r.pop("_distance"))
+        return rows
+
+    def _keyword(self, text: str, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
+        from lancedb.query import MatchQuery
+
+        result = (self.facts.search(MatchQuery(text, "text"), query_type="fts")
+                  .where(where, prefilter=True)
+                  .select([*FACT_COLUMNS, "vector", "_score"])
+                  .limit(limit)
+                  .to_arrow())
+        if not result.num_rows:
+            return []
+        vectors = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        sims = vectors.reshape(-1, self.dim) @ np.asarray(vector, dtype=np.float32)
+        rows = result.select(FACT_COLUMNS).to_pylist()
+        for r, sim in zip(rows, sims):
+            r["similarity"] = float(sim)
         return rows
 
     def count(self, where: str | None = None) -> int:

@@ -54,6 +54,9 @@ Number = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite)]
 # Up to the end of year 9999: every stored timestamp can be rendered as a date (history, context).
 MAX_TIMESTAMP = 253_402_300_799
 Timestamp = Annotated[Number, Field(ge=0, le=MAX_TIMESTAMP, description="Unix time in seconds.")]
+SearchMode = Literal["semantic", "keyword", "hybrid"]
+MODE_DESCRIPTION = ("semantic: nearest vectors (cosine); keyword: BM25 full-text match; hybrid (default): both, "
+                    "fused by rank.")
 
 
 class _Model(BaseModel):
@@ -143,7 +146,7 @@ class StoreRequest(_Request):
 
 
 class QueryRequest(_Request):
-    """Semantic search over one user's memories, best first."""
+    """Search over one user's memories, best first."""
 
     type: Literal["query"]
     user_id: Id
@@ -154,6 +157,7 @@ class QueryRequest(_Request):
     since: Timestamp | None = Field(None, description="Only memories with timestamp >= since.")
     until: Timestamp | None = Field(None, description="Only memories with timestamp <= until.")
     username: StrictStr | None = Field(None, description="Upserts the user's display name.")
+    mode: SearchMode = Field("hybrid", description=MODE_DESCRIPTION)
 
     @model_validator(mode="after")
     def _text_not_blank(self) -> "QueryRequest":
@@ -258,6 +262,7 @@ class FactsRequest(_Request):
     category: StrictStr | list[StrictStr] | None = None
     include_inactive: StrictBool = False
     limit: StrictInt = Field(20, ge=1)
+    mode: SearchMode = Field("hybrid", description="With `text`: " + MODE_DESCRIPTION)
 
 
 class RecallRequest(_Request):
@@ -268,6 +273,7 @@ class RecallRequest(_Request):
     text: StrictStr | None = None
     category: StrictStr | list[StrictStr] | None = None
     limit: StrictInt = Field(5, ge=1, description="Per user.")
+    mode: SearchMode = Field("hybrid", description="With `text`: " + MODE_DESCRIPTION)
 
 
 class FactHistoryRequest(_Request):
@@ -313,6 +319,7 @@ class ContextRequest(_Request):
     preferences_limit: StrictInt = Field(10, ge=0, description="markdown: most recent preferences.")
     relevant_limit: StrictInt = Field(10, ge=0, description="markdown: most relevant other facts.")
     min_similarity: Number | None = Field(None, ge=-1, le=1, description="Drop relevant facts below this.")
+    mode: SearchMode = Field("hybrid", description="How facts are ranked for `text`: " + MODE_DESCRIPTION)
     channel: "ChannelContextOptions | None" = Field(None, description="Also render the channel block "
                                                     "(the options of `channel_context`).")
     history: "HistoryOptions | None" = Field(None, description="Also render the history block "

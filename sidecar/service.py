@@ -151,9 +151,11 @@ class MemoryService:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
         if self.facts is not None and req.username:
             self.facts.set_names({req.user_id: req.username})
-        vector = self.embedder.embed_one(req.text)
-        rows = self.store.search(vector, req.user_id, req.limit, include_bot=req.include_bot, since=req.since,
-                                 until=req.until)
+        text = req.text
+        # the embedding is computed inside search, beside the full-text queries of keyword/hybrid mode
+        rows = self.store.search(lambda: self.embedder.embed_one(text), req.user_id, req.limit,
+                                 include_bot=req.include_bot, since=req.since, until=req.until, text=text,
+                                 mode=req.mode)
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:

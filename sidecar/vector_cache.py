@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 # Bytes per row for the Python objects beside the vector and the content's characters: the row
-# tuple (128), its id string (85), a timestamp float (24) and the content string's header (49),
-# rounded up; user ids are interned, so one string per user.
-ROW_OVERHEAD = 300
+# tuple (128), its id string (85), a timestamp float (24), the content string's header (49) and the
+# id -> position dict entry (about 40), rounded up; user ids are interned, so one string per user.
+ROW_OVERHEAD = 340
 META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                "username")
 
@@ -35,6 +35,7 @@ class UserRows:
         self._timestamps = [np.empty(0, dtype=np.float64)]
         self._is_bot = [np.empty(0, dtype=bool)]
         self.rows: list[tuple] = []
+        self._pos: dict[str, int] = {}  # row id -> index (rows found by keyword search)
         self.nbytes = 0
 
     def __len__(self) -> int:
@@ -46,8 +47,10 @@ class UserRows:
         self._vectors.append(np.asarray(vectors, dtype=np.float16))
         self._timestamps.append(np.array([r["timestamp"] for r in rows], dtype=np.float64))
         self._is_bot.append(np.array([r["is_bot"] for r in rows], dtype=bool))
+        start = len(self.rows)
         self.rows.extend(tuple(sys.intern(v) if f == "user_id" else v for f, v in ((f, r.get(f)) for f in META_FIELDS))
                          for r in rows)
+        self._pos.update((self.rows[i][0], i) for i in range(start, len(self.rows)))
         self.nbytes += len(rows) * (self.dim * 2 + 9 + ROW_OVERHEAD) + sum(len(r["content"]) for r in rows)
 
     def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -80,6 +83,28 @@ class UserRows:
         for t in top:
             row = dict(zip(META_FIELDS, self.rows[candidates[t]]))
             row["similarity"] = float(scores[t])
+            out.append(row)
+        return out
+
+
+    def newest(self, channel_id: str | None, n: int) -> list[tuple[str, str]]:
+        """[(id, content)] of the n newest rows (by timestamp) in this channel (None: no channel), oldest first."""
+        import heapq
+
+        rows = heapq.nlargest(n, (r for r in self.rows if r[6] == channel_id), key=lambda r: r[4])
+        return [(r[0], r[2]) for r in reversed(rows)]
+
+    def by_ids(self, ids: list[str], query: np.ndarray) -> list[dict[str, Any]]:
+        """The rows with these ids (in that order; unknown ids skipped), each with its cosine similarity."""
+        idx = [self._pos[i] for i in ids if i in self._pos]
+        if not idx:
+            return []
+        vectors, _, _ = self._joined()
+        scores = vectors[idx].astype(np.float32) @ query.astype(np.float32)
+        out = []
+        for i, score in zip(idx, scores):
+            row = dict(zip(META_FIELDS, self.rows[i]))
+            row["similarity"] = float(score)
             out.append(row)
         return out
 

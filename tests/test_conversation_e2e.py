@@ -250,7 +250,8 @@ def test_channel_index_is_built_on_an_existing_data_dir(tmp_path):
     store = MessageStore(tmp_path / "d", MODEL)
     store.add(_rows([("a", "c", 1)]), np.zeros((1, 4), dtype=np.float32))
     names = {ix.name: tuple(ix.columns) for ix in store.table.list_indices()}
-    assert set(names.values()) == {("user_id",), ("channel_id",), ("message_id",)}
+    every = {("user_id",), ("channel_id",), ("message_id",), ("content",), ("search_text",)}  # + full-text
+    assert set(names.values()) == every
     for name, cols in names.items():
         if cols != ("user_id",):
             store.table.drop_index(name)  # a data dir made before these indexes existed
@@ -258,8 +259,7 @@ def test_channel_index_is_built_on_an_existing_data_dir(tmp_path):
     store.close()
     store = MessageStore(tmp_path / "d", MODEL)
     try:
-        assert {tuple(ix.columns) for ix in store.table.list_indices()} == {("user_id",), ("channel_id",),
-                                                                            ("message_id",)}
+        assert {tuple(ix.columns) for ix in store.table.list_indices()} == every
         assert [r["message_id"] for r in store.latest("channel_id = 'c'", 5)] == ["a"]
     finally:
         store.close()

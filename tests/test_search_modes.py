@@ -1,0 +1,191 @@
+"""Keyword (LanceDB full-text) and hybrid search, end to end over the pipe: each mode finds what it
+should on a small set where keyword and semantic disagree, new rows are keyword-searchable at once,
+users stay isolated in every mode, deleted text leaves no trace in another row, old data dirs migrate."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import orjson
+
+MODES = ("semantic", "keyword", "hybrid")
+
+CAT = "my cat Miso hates the vacuum cleaner"
+INVOICE = "the invoice number is 88341207, pay it by friday"
+HIKE = "I went hiking with my sister last weekend"
+
+
+def query(sc, user, text, mode=None, limit=5, **extra):
+    req = {"type": "query", "user_id": user, "text": text, "limit": limit, **extra}
+    if mode is not None:
+        req["mode"] = mode
+    r = sc.request(req)
+    assert r["type"] == "results", r
+    return r["messages"]
+
+
+def contents(messages):
+    return [m["content"] for m in messages]
+
+
+def _files_containing(root, needle: bytes) -> list[str]:
+    hits = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                if needle in f.read():
+                    hits.append(os.path.join(dirpath, name))
+    return hits
+
+
+def test_each_mode_finds_what_it_should(sidecar):
+    for text in (CAT, INVOICE, HIKE):
+        sidecar.store("u", text)
+    # no word in common with any message: keyword finds nothing, meaning finds the cat
+    assert query(sidecar, "u", "tell me about animals", "keyword") == []
+    assert contents(query(sidecar, "u", "tell me about animals", "semantic"))[0] == CAT
+    assert contents(query(sidecar, "u", "tell me about animals", "hybrid"))[0] == CAT
+    # a bare number: only the message that contains it matches by keyword; hybrid puts it first
+    assert contents(query(sidecar, "u", "88341207", "keyword")) == [INVOICE]
+    assert contents(query(sidecar, "u", "88341207", "hybrid"))[0] == INVOICE
+    # stemming: "hike" matches "hiking"
+    assert contents(query(sidecar, "u", "hike", "keyword")) == [HIKE]
+    # the default is hybrid, and every result carries its cosine similarity
+    default = query(sidecar, "u", "88341207")
+    assert default == query(sidecar, "u", "88341207", "hybrid")
+    sem = {m["id"]: m["similarity"] for m in query(sidecar, "u", "88341207", "semantic")}
+    for m in default:
+        assert abs(m["similarity"] - sem[m["id"]]) < 1e-3
+
+
+def test_filters_apply_in_every_mode(sidecar):
+    t = int(time.time()) - 3_600
+    sidecar.store("u", "old note about the quarterly zeppelin budget", timestamp=t)
+    sidecar.store("u", "bot note about the zeppelin", is_bot=True, timestamp=t + 300)
+    new = sidecar.store("u", "new note about the zeppelin schedule", timestamp=t + 200)
+    for mode in MODES:
+        got = query(sidecar, "u", "zeppelin", mode, since=t + 100, include_bot=False)
+        assert [m["id"] for m in got] == [new], (mode, got)
+
+
+def test_new_rows_are_keyword_searchable_at_once(sidecar):
+    for i in range(5):
+        sidecar.store("u", f"filler message number {i} about nothing much")
+    sidecar.request({"type": "cleanup", "ttl_days": 36500})  # compacts: the index now covers these rows
+    fresh = sidecar.store("u", "the wombat ate my sandwich")  # not in any index yet
+    assert [m["id"] for m in query(sidecar, "u", "wombat", "keyword")] == [fresh]
+    assert query(sidecar, "u", "wombat", "hybrid")[0]["id"] == fresh
+    sidecar.request({"type": "cleanup", "ttl_days": 36500})
+    assert [m["id"] for m in query(sidecar, "u", "wombat", "keyword")] == [fresh]  # and after compaction
+    batch = sidecar.request({"type": "store", "messages": [{"user_id": "u", "content": "a platypus in the pool"}]})
+    assert [m["id"] for m in query(sidecar, "u", "platypus", "keyword")] == batch["ids"]
+
+
+def test_users_are_isolated_in_every_mode(spawn, tmp_path):
+    hostile = ["a'b", "a\\'b", "x' OR '1'='1", 'q"uote', "back\\slash\\", "a"]
+    for cache in ("128", "0"):  # from the in-memory cache and from LanceDB alone
+        sc = spawn("--cache-mb", cache, data_dir=tmp_path / f"data-{cache}")
+        ids = {u: sc.store(u, f"{u} keeps a narwhal named Bob") for u in hostile}
+        for u in hostile:
+            for mode in MODES:
+                got = query(sc, u, "narwhal", mode, limit=10)
+                assert [m["id"] for m in got] == [ids[u]], (cache, u, mode, got)
+                assert all(m["user_id"] == u for m in got)
+        for mode in MODES:
+            assert query(sc, "nobody", "narwhal", mode) == []
+        assert sc.shutdown() == 0
+
+
+def test_invalid_mode_is_an_invalid_request(sidecar):
+    sidecar.store("u", CAT)
+    for bad in ("fuzzy", "", 1, None):
+        r = sidecar.request({"type": "query", "user_id": "u", "text": "cat", "mode": bad})
+        assert r["type"] == "error" and r["code"] == "invalid_request" and "mode" in r["message"], r
+        r = sidecar.request({"type": "facts", "user_id": "u", "text": "cat", "mode": bad})
+        assert r["type"] == "error" and r["code"] == "invalid_request", r
+    assert contents(query(sidecar, "u", "cat"))[0] == CAT  # still serving
+
+
+def test_context_of_the_previous_messages_is_searchable_and_forgotten(sidecar):
+    """A reply ("yes, last Tuesday") is found by the words of the message it answers, in hybrid mode;
+    deleting that message removes its words from the reply's search text, on disk too."""
+    q = sidecar.store("u", "did you ever visit the xylophone museum?", channel_id="c1")
+    a = sidecar.store("u", "yes, last Tuesday, it was wonderful", channel_id="c1")
+    sidecar.store("u", "an unrelated remark about groceries", channel_id="c2")  # other channel: not linked
+    assert [m["id"] for m in query(sidecar, "u", "xylophone", "keyword")] == [q]  # keyword: own text only
+    got = [m["id"] for m in query(sidecar, "u", "xylophone museum", "hybrid", limit=2)]
+    assert set(got) == {q, a}
+    assert sidecar.request({"type": "delete", "id": q}) == {"type": "ok", "deleted": 1}
+    assert _files_containing(sidecar.data_dir, b"xylophone") == []
+
+
+def test_fact_search_modes(sidecar):
+    def remember(user, text):
+        r = sidecar.request({"type": "remember", "user_id": user, "text": text, "category": "answer"})
+        assert r["type"] == "remembered", r
+        return r["fact"]["id"]
+
+    pet = remember("u", "Has a dog named Pickles")
+    plate = remember("u", "Car licence plate is KX-4471")
+    remember("other", "Car licence plate is KX-4471 too")
+
+    def facts(user, text, mode):
+        r = sidecar.request({"type": "facts", "user_id": user, "text": text, "mode": mode, "limit": 5})
+        assert r["type"] == "facts", r
+        return [f["id"] for f in r["facts"]]
+
+    assert facts("u", "KX-4471", "keyword") == [plate]
+    assert facts("u", "KX-4471", "hybrid")[0] == plate
+    assert facts("u", "animals at home", "keyword") == []
+    assert facts("u", "animals at home", "semantic")[0] == pet
+    assert facts("u", "animals at home", "hybrid")[0] == pet
+    assert facts("nobody", "KX-4471", "keyword") == []
+    # recall and context rank by the same search
+    r = sidecar.request({"type": "recall", "users": {"u": None}, "text": "KX-4471", "mode": "keyword"})
+    assert [f["id"] for f in r["users"][0]["facts"]] == [plate]
+    r = sidecar.request({"type": "context", "user_id": "u", "text": "KX-4471", "mode": "keyword"})
+    assert r["type"] == "context" and "KX-4471" in r["text"] and "Pickles" not in r["text"], r
+
+
+def test_schema_2_data_dir_is_migrated(spawn):
+    """A data dir from before keyword search (schema 2: no search_text, no full-text indexes) is brought
+    up to date at start-up: linked, indexed, searchable in every mode."""
+    import lancedb
+
+    sc = spawn("--ttl-days", "0")
+    q = sc.store("u", "did you ever visit the xylophone museum?", channel_id="c1", timestamp=1_000)
+    a = sc.store("u", "yes, last Tuesday, it was wonderful", channel_id="c1", timestamp=2_000)
+    fact = sc.request({"type": "remember", "user_id": "u", "text": "Plays the bassoon", "category": "answer"})
+    assert sc.shutdown() == 0
+    # rewrite the tables the way schema 2 had them: without the new columns and without any index
+    db = lancedb.connect(str(sc.data_dir / "lancedb"))
+    messages = db.open_table("messages").to_arrow().drop_columns(["search_text", "prev_id", "prev2_id"])
+    db.create_table("messages", data=messages, mode="overwrite")
+    db.create_table("facts", data=db.open_table("facts").to_arrow(), mode="overwrite")
+    assert not db.open_table("messages").list_indices() and not db.open_table("facts").list_indices()
+    meta_path = sc.data_dir / "meta.json"
+    meta = orjson.loads(meta_path.read_bytes())
+    meta["schema_version"] = 2
+    meta_path.write_bytes(orjson.dumps(meta))
+    del db, messages
+
+    sc2 = spawn("--ttl-days", "0")
+    assert sc2.ready["memories"] == 2
+    err = sc2.stderr()
+    assert "migrating" in err and "linking 2 memories" in err, err
+    assert orjson.loads(meta_path.read_bytes())["schema_version"] == 3
+    assert sc2.request({"type": "stats"})["schema_version"] == 3
+    assert [m["id"] for m in query(sc2, "u", "xylophone", "keyword")] == [q]
+    assert {m["id"] for m in query(sc2, "u", "xylophone museum", "hybrid", limit=2)} == {q, a}
+    r = sc2.request({"type": "facts", "user_id": "u", "text": "bassoon", "mode": "keyword"})
+    assert [f["id"] for f in r["facts"]] == [fact["fact"]["id"]]
+    new = sc2.store("u", "and then a quokka walked in", channel_id="c1")
+    assert [m["id"] for m in query(sc2, "u", "quokka", "keyword")] == [new]
+    # linked across the restart to the stored messages before it (their words find it)
+    assert {m["id"] for m in query(sc2, "u", "Tuesday", "hybrid", limit=2)} == {a, new}
+    assert sc2.shutdown() == 0
+    sc3 = spawn("--ttl-days", "0")
+    assert "migrating" not in sc3.stderr()
+    assert [m["id"] for m in query(sc3, "u", "xylophone", "keyword")] == [q]
+    assert sc3.shutdown() == 0
