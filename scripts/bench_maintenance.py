@@ -9,6 +9,7 @@ and prints median / p99 / max latency per request type. Maintenance blocks a req
 is far above the baseline's.
 
     python scripts/bench_maintenance.py --seconds 20
+    python scripts/bench_maintenance.py --configs none,expire --prefill 20000   # a bigger table
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CONFIGS = {
 }
 
 
-def run(name: str, args: list[str], seconds: float, tmp: str) -> dict:
+def run(name: str, args: list[str], seconds: float, tmp: str, prefill: int = 0) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_SIDECAR_")}
     proc = subprocess.Popen([sys.executable, "-m", "sidecar", "--data-dir", os.path.join(tmp, name), *args],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(ROOT), env=env)
@@ -45,6 +46,10 @@ def run(name: str, args: list[str], seconds: float, tmp: str) -> dict:
         proc.stdin.flush()
         return orjson.loads(proc.stdout.readline())
 
+    for start in range(0, prefill, 1000):  # other users' recent memories: a bigger table to compact
+        r = request({"type": "store", "messages": [{"user_id": f"bulk-{k % 100}", "content": f"bulk memory {k}"}
+                                                   for k in range(start, min(prefill, start + 1000))]})
+        assert r["type"] == "ok", r
     old_ts = time.time() - 10 * DAY
     lat: dict[str, list[float]] = {"store": [], "query": []}
     end = time.monotonic() + seconds
@@ -72,10 +77,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--prefill", type=int, default=0, help="memories stored before timing starts")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-maint-") as tmp:
         for name in args.configs.split(","):
-            res = run(name, CONFIGS[name], args.seconds, tmp)
+            res = run(name, CONFIGS[name], args.seconds, tmp, args.prefill)
             print(name, " ".join(f"{k}: median {v['median_ms']} p99 {v['p99_ms']} max {v['max_ms']} ms (n={v['n']})"
                                  for k, v in res.items()), flush=True)
     return 0
