@@ -25,26 +25,10 @@ def setup_logging(level: str) -> None:
     logging.captureWarnings(True)
 
 
-def limit_malloc_arenas() -> None:
-    """glibc gives each new thread its own malloc arena, up to 8 per core; with LanceDB's and
-    onnxruntime's worker threads the freed memory then stays fragmented across them and RSS grows
-    with every write (measured: +18 KB per single-row add over 5,000 adds, against +2 KB with two
-    arenas). Two arenas, set before those threads exist, keep RSS flat. No-op elsewhere."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-8, 2)  # M_ARENA_MAX
-    except (OSError, AttributeError):  # not glibc (musl): nothing to do
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     # Everything the sidecar creates (data dir, meta.json, the lock, LanceDB's files) is the user's
     # only: 0700 directories, 0600 files. Memories are private conversation content.
     os.umask(0o077)
-    limit_malloc_arenas()
     try:
         config = resolve(argv)
     except ConfigError as exc:
