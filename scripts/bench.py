@@ -220,6 +220,7 @@ def bench_naive(args: argparse.Namespace, tmp: Path, size: int, rng: random.Rand
                 "timestamp": [time.time()] * n, "message_id": [None] * n, "channel_id": [None] * n,
                 "reply_to": [None] * n, "username": [None] * n,
                 "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), dim)}
+        cols.update(search_text=cols["content"], prev_id=[None] * n, prev2_id=[None] * n)
         return pa.Table.from_pydict(cols, schema=schema)
 
     table = db.create_table("messages", data=rows(size), schema=schema)
