@@ -77,11 +77,18 @@ USER_SCHEMA = pa.schema([
 
 
 def create_tables(db: Any, dim: int) -> None:
-    """Create the fact tables that do not exist yet (new data dirs and the 1 -> 2 migration)."""
+    """Create the fact tables that do not exist yet (new data dirs and the 1 -> 2 migration: in both,
+    any fact table found is empty). A table left half-created by a kill (its folder listed, no
+    version to open) is created again."""
     existing = set(db.list_tables().tables)
     for name, schema in ((FACTS, fact_schema(dim)), (EVENTS, EVENT_SCHEMA), (USERS, USER_SCHEMA)):
-        if name not in existing:
-            db.create_table(name, schema=schema)
+        if name in existing:
+            try:
+                db.open_table(name)
+                continue
+            except (ValueError, RuntimeError, OSError):
+                log.warning("table %s was left half-created; creating it again", name)
+        db.create_table(name, schema=schema, mode="overwrite")
 
 
 class FactStore:
