@@ -45,6 +45,12 @@ LOCK_FILE = "sidecar.lock"
 LANCE_DIR = "lancedb"
 WAL_DIR = "wal"
 LANCE_CACHE_BYTES = 32 << 20
+# A logged row waits at most this long for its commit, and at most FLUSH_ROWS rows wait together:
+# every commit is a LanceDB fragment that keyword search scans unindexed until the next compaction
+# (measured at 10k rows: 4.1 ms per full-text query, 12.4 ms after 100 single-row commits), and
+# compactions are counted in commits. A read that needs a user's logged rows commits them at once.
+FLUSH_DELAY_SECONDS = 1.0
+FLUSH_ROWS = 512
 
 
 class StoreError(RuntimeError):
@@ -239,6 +245,8 @@ class MessageStore:
         self._uncommitted_lock = threading.Lock()
         self._uncommitted_cond = threading.Condition(self._uncommitted_lock)
         self._uncommitted: list[tuple[list[dict[str, Any]], np.ndarray]] = []  # logged, not yet in LanceDB
+        self._committing: list[tuple[list[dict[str, Any]], np.ndarray]] = []  # taken by the commit in progress
+        self._uncommitted_since = 0.0  # when the oldest logged row was logged
         self._closing = False
         self._flusher: threading.Thread | None = None
         # full-text queries of one request run side by side (and beside its embedding)
@@ -289,8 +297,11 @@ class MessageStore:
         self._db = lancedb.connect(str(self.data_dir / LANCE_DIR), session=session)
         existing = set(self._db.list_tables().tables) if hasattr(self._db, "list_tables") else set()
         if meta is None:
-            if MESSAGES in existing:
-                self.table = self._db.open_table(MESSAGES)
+            try:
+                self.table = self._db.open_table(MESSAGES) if MESSAGES in existing else None
+            except ValueError:  # its folder but no version yet: the kill came inside create_table
+                self.table = None
+            if self.table is not None:
                 if self.table.count_rows():
                     raise StoreError(f"{self.data_dir} has a messages table but no {META_FILE}; refusing to guess "
                                      "which model made it")
@@ -298,7 +309,7 @@ class MessageStore:
                 # meta.json (the last step), so finish creating the data dir
                 log.warning("%s: completing a data dir whose first start-up was interrupted", self.data_dir)
             else:
-                self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim))
+                self.table = self._db.create_table(MESSAGES, schema=message_schema(self.dim), mode="overwrite")
             create_tables(self._db, self.dim)
             meta = {"schema_version": SCHEMA_VERSION, "model": model, "created_at": time.time()}
             _write_json_atomic(meta_path, meta)
@@ -385,6 +396,8 @@ class MessageStore:
                     self.wal.append(linked, vectors)
                 except WalError as exc:
                     raise StoreError(str(exc)) from None
+                if not self._uncommitted:
+                    self._uncommitted_since = time.monotonic()
                 self._uncommitted.append((linked, vectors))
                 self._uncommitted_cond.notify()
             self.cache.append(rows, vectors)
@@ -413,37 +426,53 @@ class MessageStore:
                 if not self._uncommitted:
                     return
                 items, self._uncommitted = self._uncommitted, []
+                self._committing = items
                 sealed = self.wal.seal()
             try:
                 self._commit([r for rows, _ in items for r in rows], np.concatenate([v for _, v in items]))
             except BaseException as exc:
                 with self._uncommitted_lock:  # still logged and still visible: retried later
+                    if not self._uncommitted:
+                        self._uncommitted_since = time.monotonic()
                     self._uncommitted[:0] = items
+                    self._committing = []
                     self.wal.unseal(sealed)
                 if not isinstance(exc, Exception):
                     raise
                 raise StoreError(f"cannot commit {sum(len(r) for r, _ in items)} logged memories to LanceDB "
                                  f"({exc}); they stay in the write-ahead log") from exc
+            with self._uncommitted_lock:
+                self._committing = []
             self.wal.remove(sealed)
 
     @contextmanager
-    def _reading(self) -> Iterator[None]:
-        """Hold the table lock with every logged row committed: the way every table read starts."""
+    def _reading(self, user_id: str | None = None) -> Iterator[None]:
+        """Hold the table lock with every logged row committed: the way every table read starts.
+        A read of one user's rows only (user_id) commits only when that user has logged rows: it
+        neither waits for nor makes a commit of other users' rows (new rows need `lock`, held here)."""
         with self.lock:
-            self.flush()
+            if user_id is None or self._logged(user_id):
+                self.flush()
             yield
+
+    def _logged(self, user_id: str) -> bool:
+        with self._uncommitted_lock:
+            return any(r["user_id"] == user_id for rows, _ in (*self._uncommitted, *self._committing) for r in rows)
 
     def _flush_loop(self) -> None:
         backoff = 0.0
         while True:
             with self._uncommitted_lock:
-                while not self._uncommitted and not self._closing:
-                    self._uncommitted_cond.wait()
-                if self._closing:
-                    return
-            if backoff:
-                with self._uncommitted_lock:
-                    self._uncommitted_cond.wait(backoff)  # woken early by close()
+                while not self._closing:
+                    if not self._uncommitted:
+                        self._uncommitted_cond.wait()
+                        continue
+                    if sum(len(rows) for rows, _ in self._uncommitted) >= FLUSH_ROWS and not backoff:
+                        break
+                    wait = self._uncommitted_since + max(FLUSH_DELAY_SECONDS, backoff) - time.monotonic()
+                    if wait <= 0:
+                        break
+                    self._uncommitted_cond.wait(wait)  # woken by new rows and by close()
                 if self._closing:
                     return
             try:
@@ -452,6 +481,8 @@ class MessageStore:
             except Exception:  # noqa: BLE001 - e.g. a full disk: the rows are safe in the log
                 log.exception("background commit failed; retrying")
                 backoff = min(30.0, max(1.0, backoff * 2))
+                with self._uncommitted_lock:
+                    self._uncommitted_since = time.monotonic()
 
     def _replay_wal(self) -> None:
         """Commit the rows of log segments left by a process that did not close cleanly."""
@@ -536,7 +567,7 @@ class MessageStore:
             raise ValueError(f"{mode} search needs the query text")
         where = self._where(user_id, include_bot, since, until)
         columns = ("content",) if mode == "keyword" else ("content", "search_text")
-        with self._reading():  # logged rows committed first; held until the full-text queries are done
+        with self._reading(user_id):  # the user's logged rows committed first; held until the full-text queries are done
             futures = [self._pool.submit(self._keyword_ids, text, c, where, limit if mode == "keyword" else POOL)
                        for c in columns]
             try:
@@ -580,7 +611,7 @@ class MessageStore:
             entry = self.cache.get(user_id) if self.cache.enabled else None
             if entry is not None:  # the cache has every acknowledged row: no commit needed
                 return entry.search(vector, limit, include_bot, since, until)
-        with self._reading():
+        with self._reading(user_id):
             entry = self._entry(user_id)
             if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
