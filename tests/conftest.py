@@ -118,6 +118,17 @@ class Sidecar:
         self._stderr.close()
 
 
+def files_containing(root, needle: bytes) -> list[str]:
+    """Paths of the files under root whose bytes contain needle (deleted content must leave none)."""
+    hits = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                if needle in f.read():
+                    hits.append(os.path.join(dirpath, name))
+    return hits
+
+
 @pytest.fixture
 def spawn(tmp_path):
     """spawn(*args, data_dir=None, env=None, wait_ready=True, command=None, base_env=None) -> Sidecar;

@@ -10,6 +10,8 @@ import uuid
 
 import pytest
 
+from conftest import files_containing
+
 DAY = 86_400
 
 
@@ -114,15 +116,6 @@ def test_automatic_expiry_at_startup(spawn, tmp_path):
     assert sc.shutdown() == 0
 
 
-def _files_containing(root, needle: bytes) -> list[str]:
-    hits = []
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            with open(path, "rb") as f:
-                if needle in f.read():
-                    hits.append(path)
-    return hits
 
 
 def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
@@ -134,11 +127,11 @@ def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
     assert fact["type"] == "remembered"
     keep = sidecar.store("survivor", "a note that must stay")
     one = sidecar.store("survivor", f"{marker} deletable")
-    assert _files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
+    assert files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
     assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3,
                                                                            "facts_deleted": 1}
     assert sidecar.request({"type": "delete", "id": one}) == {"type": "ok", "deleted": 1}
-    assert _files_containing(sidecar.data_dir, marker.encode()) == []
+    assert files_containing(sidecar.data_dir, marker.encode()) == []
     assert sidecar.request({"type": "delete", "id": one})["code"] == "not_found"
     assert sidecar.request({"type": "forget_user", "user_id": "victim"})["deleted"] == 0
     assert sidecar.request({"type": "fact_history", "fact_id": fact["fact"]["id"]})["code"] == "not_found"

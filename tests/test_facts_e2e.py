@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 
 import orjson
+
+from conftest import files_containing
 
 
 def remember(sc, user, text, category="preference", **extra):
@@ -258,14 +259,6 @@ def test_memory_instructions(spawn):
     assert [x["reason"] for x in bad["rejected"]] == ["unknown_category"] and bad["facts"][0]["fact"]["text"] == "Knits"
 
 
-def _files_containing(root, needle: bytes) -> list[str]:
-    hits = []
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            with open(os.path.join(dirpath, name), "rb") as f:
-                if needle in f.read():
-                    hits.append(name)
-    return hits
 
 
 def test_forget_user_deletes_facts_history_and_name(sidecar):
@@ -275,10 +268,10 @@ def test_forget_user_deletes_facts_history_and_name(sidecar):
     f2 = remember(sidecar, "victim", f"Keeps an {marker} as a pet at home")["fact"]
     remember(sidecar, "victim", "Works at Globex", "company")
     keep = remember(sidecar, "other", "Works at Globex", "company")["fact"]
-    assert _files_containing(sidecar.data_dir, marker.encode())
+    assert files_containing(sidecar.data_dir, marker.encode())
     r = sidecar.request({"type": "forget_user", "user_id": "victim"})
     assert r == {"type": "ok", "deleted": 1, "facts_deleted": 2}, (r, f2)
-    assert _files_containing(sidecar.data_dir, marker.encode()) == []
+    assert files_containing(sidecar.data_dir, marker.encode()) == []
     assert facts(sidecar, "victim", include_inactive=True) == []
     assert [f["id"] for f in facts(sidecar, "other")] == [keep["id"]]
     assert sidecar.request({"type": "stats"})["facts"] == 1

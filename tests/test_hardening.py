@@ -3,12 +3,10 @@ real process through real pipes."""
 
 from __future__ import annotations
 
-import os
 import stat
 import threading
 import time
 
-import pytest
 
 from sidecar.protocol import MAX_TIMESTAMP
 

@@ -4,10 +4,11 @@ users stay isolated in every mode, deleted text leaves no trace in another row, 
 
 from __future__ import annotations
 
-import os
 import time
 
 import orjson
+
+from conftest import files_containing
 
 MODES = ("semantic", "keyword", "hybrid")
 
@@ -29,14 +30,6 @@ def contents(messages):
     return [m["content"] for m in messages]
 
 
-def _files_containing(root, needle: bytes) -> list[str]:
-    hits = []
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            with open(os.path.join(dirpath, name), "rb") as f:
-                if needle in f.read():
-                    hits.append(os.path.join(dirpath, name))
-    return hits
 
 
 def test_each_mode_finds_what_it_should(sidecar):
@@ -117,7 +110,7 @@ def test_context_of_the_previous_messages_is_searchable_and_forgotten(sidecar):
     got = [m["id"] for m in query(sidecar, "u", "xylophone museum", "hybrid", limit=2)]
     assert set(got) == {q, a}
     assert sidecar.request({"type": "delete", "id": q}) == {"type": "ok", "deleted": 1}
-    assert _files_containing(sidecar.data_dir, b"xylophone") == []
+    assert files_containing(sidecar.data_dir, b"xylophone") == []
 
 
 def test_fact_search_modes(sidecar):
