@@ -515,7 +515,7 @@ class MessageStore:
             return entry.newest(channel_id, CONTEXT_MESSAGES)
         where = f"user_id = {sql_str(user_id)} AND " + (
             f"channel_id = {sql_str(channel_id)}" if channel_id is not None else "channel_id IS NULL")
-        top = self.latest(where, CONTEXT_MESSAGES)[:CONTEXT_MESSAGES]
+        top = self.latest(where, CONTEXT_MESSAGES, user_id)[:CONTEXT_MESSAGES]
         return [(r["id"], r["content"]) for r in reversed(top)]
 
     def _note_write(self) -> None:
@@ -706,7 +706,7 @@ class MessageStore:
                         loaded += 1
         return loaded
 
-    def latest(self, where: str, limit: int) -> list[dict[str, Any]]:
+    def latest(self, where: str, limit: int, user_id: str | None = None) -> list[dict[str, Any]]:
         """Rows matching `where`, newest first by timestamp: the `limit` newest, plus every other row
         whose timestamp equals the oldest of those, so that the caller can break timestamp ties by its
         own rule and still get a deterministic window (LanceDB's order among equal timestamps depends
@@ -714,23 +714,24 @@ class MessageStore:
 
         Two reads: the top `limit` timestamps alone (a narrow column sorts fast), then the full rows
         at or after the oldest of them. Measured on 100k rows, 20k in the channel read: 30 ms, against
-        48 ms for one ordered read of whole rows.
+        48 ms for one ordered read of whole rows. user_id: `where` reads only that user's rows (see
+        `_reading`).
         """
         from lancedb.query import ColumnOrdering
 
         newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]
-        with self._reading():
+        with self._reading(user_id):
             top = (self.table.search().where(where).select(["timestamp"]).order_by(newest_first).limit(limit)
                    .to_arrow().column("timestamp").to_pylist())
             if not top:
                 return []
-            rows = self.rows(f"({where}) AND timestamp >= {sql_num(min(top))}")
+            rows = self.rows(f"({where}) AND timestamp >= {sql_num(min(top))}", user_id)
         rows.sort(key=lambda r: r["timestamp"], reverse=True)
         return rows
 
-    def rows(self, where: str) -> list[dict[str, Any]]:
+    def rows(self, where: str, user_id: str | None = None) -> list[dict[str, Any]]:
         """Every row matching `where`, in no particular order."""
-        with self._reading():
+        with self._reading(user_id):
             return self.table.search().where(where).select(RESULT_COLUMNS).limit(None).to_arrow().to_pylist()
 
     def count(self, where: str | None = None) -> int:
