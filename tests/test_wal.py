@@ -126,3 +126,20 @@ def test_sigkill_right_after_pipelined_acks_loses_and_doubles_nothing(spawn, tmp
         res = sc.request({"type": "query", "user_id": f"k{u}", "text": "kill test memory", "limit": 100})
         assert {m["id"] for m in res["messages"]} == {r["id"] for i, r in enumerate(ids) if i % 5 == u}
     assert sc.shutdown() == 0
+
+
+def test_the_flusher_commits_logged_rows_without_any_read(tmp_path):
+    # README: logged rows reach LanceDB within about a second even if nothing reads them
+    store = MessageStore(tmp_path, MODEL)
+    try:
+        rows, vectors = _rows(3)
+        store.add(rows, vectors)
+        deadline = time.monotonic() + 10
+        while store.table.count_rows() < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.table.count_rows() == 3  # read straight from the table: no commit forced
+        while any(p.stat().st_size for p in (tmp_path / WAL_DIR).iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [p for p in (tmp_path / WAL_DIR).iterdir() if p.stat().st_size] == []  # its segment dropped
+    finally:
+        store.close()
