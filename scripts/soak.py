@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="soak.json")
     ap.add_argument("--plateau-tolerance", type=float, default=0.10)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--query-mix", default="default=1", type=_mix,
+                    help="query modes and their shares, e.g. semantic=0.9,hybrid=0.1; 'default' sends no mode "
+                         "(the sidecar's default, hybrid)")
     ap.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
     args = ap.parse_args(argv)
 
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     rng = random.Random(args.seed)
+    modes, weights = list(args.query_mix), list(args.query_mix.values())
     slots = threading.Semaphore(args.window)
     sent_at: dict[int, tuple[float, str]] = {}
     lock = threading.Lock()
@@ -91,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                 kind = "store"
             else:
                 req = {"type": "query", "user_id": user, "text": text, "limit": 5, "request_id": i}
+                mode = rng.choices(modes, weights)[0]
+                if mode != "default":
+                    req["mode"] = mode
                 kind = "query"
             with lock:
                 sent_at[i] = (time.perf_counter(), kind)
@@ -150,6 +157,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if not failure and code == 0 else 1
 
 
+def _mix(text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        mode, _, share = part.partition("=")
+        if mode.strip() not in ("default", "semantic", "keyword", "hybrid"):
+            raise argparse.ArgumentTypeError(f"unknown query mode {mode!r}")
+        try:
+            out[mode.strip()] = float(share or 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"bad share in {part!r}") from None
+    if not out or sum(out.values()) <= 0:
+        raise argparse.ArgumentTypeError("the shares must add up to more than 0")
+    return out
+
+
 def _sample(pid, start, lock, lat, done, last_done) -> dict:
     now = time.perf_counter()
     with lock:
@@ -184,7 +206,7 @@ def _plateau(samples: list[dict], tolerance: float) -> dict:
 
 
 def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
-    out = {"requests": args.requests, "window": args.window, "users": args.users, "interval_s": args.interval,
+    out = {"requests": args.requests, "query_mix": args.query_mix, "window": args.window, "users": args.users, "interval_s": args.interval,
            "sidecar_args": args.sidecar_args, "startup_ms": ready.get("startup_ms"), "samples": samples,
            "failure": failure[0] if failure else None, "plateau": verdict, "exit_code": exit_code}
     Path(args.out).write_bytes(orjson.dumps(out, option=orjson.OPT_INDENT_2))
