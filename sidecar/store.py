@@ -641,7 +641,7 @@ class MessageStore:
 
         async def one(column: str) -> list[str]:
             result = await (table.query().nearest_to_text(MatchQuery(text, column))
-                            .where(where).select(["id"]).limit(limit).to_arrow())
+                            .where(where).select(["id", "_score"]).limit(limit).to_arrow())
             return result.column("id").to_pylist()
 
         async def every() -> list[list[str]]:

@@ -50,6 +50,9 @@ def test_each_mode_finds_what_it_should(sidecar):
     sem = {m["id"]: m["similarity"] for m in query(sidecar, "u", "88341207", "semantic")}
     for m in default:
         assert abs(m["similarity"] - sem[m["id"]]) < 1e-3
+    # searching writes nothing to stderr: LanceDB warns on every full-text query that selects
+    # columns without `_score` (a line per query in the host's log; regression)
+    assert "Deprecation warning" not in sidecar.stderr()
 
 
 def test_filters_apply_in_every_mode(sidecar):
