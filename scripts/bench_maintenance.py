@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DAY = 86_400
 CONFIGS = {
     "none": ["--ttl-days", "0"],
-    "compact": ["--ttl-days", "0", "--compact-every-writes", "1", "--compact-interval-seconds", "0"],
+    "compact": ["--ttl-days", "0", "--compact-every-writes", "1", "--compact-interval-seconds", "0", "--compact-max-duty", "1"],
     "expire": ["--ttl-days", "1", "--cleanup-interval-hours", "0.0005"],
 }
 

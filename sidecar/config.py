@@ -58,6 +58,13 @@ def _fraction(value: str) -> float:
     return v
 
 
+def _share(value: str) -> float:
+    v = float(value)
+    if not 0.0 < v <= 1.0:
+        raise ValueError(f"must be > 0 and <= 1, got {value!r}")
+    return v
+
+
 def _positive_float(value: str) -> float:
     v = float(value)
     if not v > 0:
@@ -121,6 +128,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("compact_every_writes", _positive_int, 200, "Compact the table after this many write commits."),
     Option("compact_interval_seconds", _non_negative(float), 60.0,
            "Compact at most this long after the first uncompacted write (0: only by write count)."),
+    Option("compact_max_duty", _share, 0.1, "Largest share of wall time background compaction may take: after "
+           "one that took d seconds, the next waits at least d * (1 / share - 1); 1 removes the pause."),
     Option("cache_mb", _non_negative(int), 128, "Memory budget of the per-user in-memory vector cache that serves "
            "queries without a LanceDB round trip (least recently used users are evicted); 0 disables it."),
     Option("threads", _positive_int, None, "onnxruntime intra-op threads. Default: min(2, CPU count)."),
@@ -166,6 +175,7 @@ class Config:
     cleanup_interval_hours: float
     compact_every_writes: int
     compact_interval_seconds: float
+    compact_max_duty: float
     cache_mb: int
     threads: int
     max_line_bytes: int

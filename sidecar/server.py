@@ -71,6 +71,7 @@ class Server:
         embedder = Embedder(files, threads=cfg.threads)
         identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
         self.store = MessageStore(cfg.data_dir, identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
+                                  compact_max_duty=cfg.compact_max_duty,
                                   reembed=embedder.embed if cfg.reembed else None, cache_bytes=cfg.cache_mb << 20)
         llm = None
         if cfg.llm_base_url:

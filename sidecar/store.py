@@ -45,6 +45,13 @@ LOCK_FILE = "sidecar.lock"
 LANCE_DIR = "lancedb"
 WAL_DIR = "wal"
 LANCE_CACHE_BYTES = 32 << 20
+# Background compaction takes at most this share of wall time by default (--compact-max-duty):
+# after one that took d seconds, the next waits at least d * (1 / share - 1). LanceDB's `optimize`
+# rewrites every index in full, so its cost grows with the table (measured with other work running:
+# about 2 s per 100k rows with 20 small commits to fold in, 7-8 s at 400k), while the schedule (a
+# minute, or 200 commits) does not. Extrapolated, a store of a million memories under steady writes
+# would otherwise spend about a third of its time compacting.
+COMPACT_MAX_DUTY = 0.1
 # A logged row waits at most this long for its commit, and at most FLUSH_ROWS rows wait together:
 # every commit is a LanceDB fragment that keyword search scans unindexed until the next compaction
 # (measured at 10k rows: 4.1 ms per full-text query, 12.4 ms after 100 single-row commits), and
@@ -164,6 +171,18 @@ def sql_num(value: float) -> str:
     return repr(float(value))
 
 
+def compaction_due(now: float, pending_writes: int, first_pending_at: float | None, every_writes: int,
+                   interval_seconds: float, not_before: float) -> bool:
+    """Whether a background compaction should start: something was written, not before `not_before`
+    (the duty-cycle pause after the last one), and either `every_writes` commits are waiting or the
+    oldest waited `interval_seconds` (0: never by time)."""
+    if not pending_writes or now < not_before:
+        return False
+    if pending_writes >= every_writes:
+        return True
+    return bool(interval_seconds and first_pending_at is not None and now - first_pending_at >= interval_seconds)
+
+
 def _migrate_1_to_2(store: "MessageStore") -> None:
     """Version 2 adds the facts, fact_events and users tables (empty); messages are untouched."""
     create_tables(store._db, store.dim)
@@ -228,6 +247,7 @@ class MessageStore:
         compact_interval_seconds: float = 60.0,
         reembed: Callable[[list[str]], np.ndarray] | None = None,
         cache_bytes: int = 128 << 20,
+        compact_max_duty: float = COMPACT_MAX_DUTY,
     ):
         from filelock import FileLock, Timeout
 
@@ -235,12 +255,15 @@ class MessageStore:
         self.dim = int(model["dim"])
         self.compact_every_writes = compact_every_writes
         self.compact_interval_seconds = compact_interval_seconds
+        self.compact_max_duty = compact_max_duty
         self.lock = threading.RLock()
         self.cache = VectorCache(self.dim, cache_bytes)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
         self._count_lock = threading.Lock()
         self._pending_writes = 0  # commits since the last compaction
         self._first_pending_at: float | None = None
+        self._compacted_at = 0.0  # monotonic end of the last compaction
+        self._compact_pause = 0.0  # no background compaction before _compacted_at + this
         self._flush_lock = threading.RLock()
         self._uncommitted_lock = threading.Lock()
         self._uncommitted_cond = threading.Condition(self._uncommitted_lock)
@@ -762,12 +785,11 @@ class MessageStore:
     # ------------------------------------------------------------------ maintenance
 
     def compact_due(self) -> bool:
-        if not self._pending_writes or self._maintenance.locked():
+        if self._maintenance.locked():
             return False
-        if self._pending_writes >= self.compact_every_writes:
-            return True
-        return bool(self.compact_interval_seconds and self._first_pending_at is not None
-                    and time.monotonic() - self._first_pending_at >= self.compact_interval_seconds)
+        return compaction_due(time.monotonic(), self._pending_writes, self._first_pending_at,
+                              self.compact_every_writes, self.compact_interval_seconds,
+                              self._compacted_at + self._compact_pause)
 
     def compact(self, exclusive: bool = True) -> None:
         """Merge small fragments, fold new rows into the indexes and drop old versions.
@@ -793,11 +815,14 @@ class MessageStore:
                 else:
                     self.table.optimize(cleanup_older_than=timedelta(minutes=1))
             self.facts.compact(if_written=not exclusive)  # small tables: briefly exclusive in both modes
+            took = time.perf_counter() - t0
             with self._count_lock:
                 self._pending_writes = max(0, self._pending_writes - pending)
                 self._first_pending_at = time.monotonic() if self._pending_writes else None
-            log.info("compacted %s in %.0f ms%s", MESSAGES, (time.perf_counter() - t0) * 1000,
-                     "" if exclusive else " (concurrent)")
+                self._compacted_at = time.monotonic()
+                self._compact_pause = took * (1 / self.compact_max_duty - 1)
+            log.info("compacted %s in %.0f ms%s; the next background compaction in %.0f s at the earliest",
+                     MESSAGES, took * 1000, "" if exclusive else " (concurrent)", self._compact_pause)
 
     def close(self) -> None:
         """Commit what the log holds (it is replayed at the next start if that fails) and unlock."""

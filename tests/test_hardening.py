@@ -30,7 +30,8 @@ def test_timestamp_beyond_year_9999_is_refused_and_history_renders(sidecar):
 
 def test_every_file_and_directory_under_the_data_dir_is_user_only(spawn, tmp_path):
     data_dir = tmp_path / "data"
-    sc = spawn("--compact-every-writes", "1", "--compact-interval-seconds", "0", data_dir=data_dir)
+    sc = spawn("--compact-every-writes", "1", "--compact-interval-seconds", "0", "--compact-max-duty", "1",
+               data_dir=data_dir)
     sc.store("u", "a private memory")
     sc.request({"type": "remember", "user_id": "u", "text": "Likes privacy", "category": "preference"})
     sc.request({"type": "forget_user", "user_id": "nobody"})  # a compaction, new index files

@@ -67,7 +67,7 @@ def test_background_expiry_and_compaction_under_a_request_stream(spawn):
     # expiry every ~1.8 s (with old rows to delete each time) and a compaction after every write,
     # while a host sends requests one at a time and times each of them
     sc = spawn("--ttl-days", "1", "--cleanup-interval-hours", "0.0005", "--compact-every-writes", "1",
-               "--compact-interval-seconds", "0", "--max-window", "100000")
+               "--compact-interval-seconds", "0", "--compact-max-duty", "1", "--max-window", "100000")
     old_ts = time.time() - 10 * DAY
     kept: list[str] = []
     lat: dict[str, list[float]] = {"store": [], "query": []}

@@ -99,7 +99,7 @@ def test_sigkill_during_store_streams_and_compaction_loses_no_acknowledged_memor
     # exclusive compaction on the request path)
     for run in range(36):
         args = ("--ttl-days", "0") if run % 2 else ("--ttl-days", "0", "--compact-every-writes", "1",
-                                                     "--compact-interval-seconds", "0")
+                                                     "--compact-interval-seconds", "0", "--compact-max-duty", "1")
         sc = verify(data_dir, acked, *args)
         extra = [{"type": "store", "user_id": "other", "content": f"other {run}"},
                  {"type": "forget_user", "user_id": "other"}] if run % 3 == 0 else None

@@ -128,6 +128,28 @@ def test_config_precedence_flag_env_default(tmp_path):
         cfgmod.resolve([], {"MEMORY_SIDECAR_THREADS": "zero"})
 
 
+def test_compaction_waits_out_its_duty_cycle_pause():
+    from sidecar.store import compaction_due
+
+    # (now, pending commits, first pending at, every_writes, interval_s, not_before)
+    assert not compaction_due(100.0, 0, None, 200, 60.0, 0.0)  # nothing written: never
+    assert compaction_due(100.0, 200, 99.0, 200, 60.0, 0.0)  # enough commits
+    assert compaction_due(100.0, 3, 30.0, 200, 60.0, 0.0)  # the oldest waited a minute
+    assert not compaction_due(100.0, 3, 50.0, 200, 60.0, 0.0)  # not yet
+    assert not compaction_due(100.0, 3, 30.0, 200, 0.0, 0.0)  # interval 0: by count only
+    # the pause after a long compaction holds back both triggers, then lets them through
+    assert not compaction_due(100.0, 500, 10.0, 200, 60.0, 150.0)
+    assert compaction_due(150.0, 500, 10.0, 200, 60.0, 150.0)
+
+
+def test_compact_max_duty_is_a_share_of_time():
+    assert cfgmod.resolve([], {}).compact_max_duty == 0.1
+    assert cfgmod.resolve(["--compact-max-duty", "1"], {}).compact_max_duty == 1.0
+    for bad in ("0", "1.5", "-0.1"):
+        with pytest.raises(cfgmod.ConfigError, match="compact"):
+            cfgmod.resolve(["--compact-max-duty", bad], {})
+
+
 def test_missing_model_error_names_every_place(tmp_path, monkeypatch):
     monkeypatch.setattr(modelmod, "ASSETS_DIR", tmp_path / "no-assets")
     monkeypatch.setattr(modelmod, "OFFLINE_PACKAGES", (("no_such_model_package_xyz", "model.onnx"),))
