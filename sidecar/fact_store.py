@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .ranking import rrf
+
 log = logging.getLogger("sidecar.fact_store")
 
 FACTS = "facts"
@@ -74,6 +76,21 @@ USER_SCHEMA = pa.schema([
     pa.field("username", pa.string(), nullable=False),
     pa.field("updated_at", pa.float64(), nullable=False),
 ])
+
+
+def cosine_search(table: Any, vector: np.ndarray, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
+    """The `limit` rows of a LanceDB table nearest to `vector` among those matching `where` (filtered
+    before ranking), best first, each with its cosine `similarity`. Messages and facts both use it."""
+    result = (table.search(vector.astype(np.float32), vector_column_name="vector")
+              .distance_type("cosine")
+              .where(where, prefilter=True)
+              .select([*columns, "_distance"])
+              .limit(limit)
+              .to_arrow())
+    rows = result.to_pylist()
+    for r in rows:
+        r["similarity"] = 1.0 - float(r.pop("_distance"))
+    return rows
 
 
 def create_tables(db: Any, dim: int) -> None:
@@ -165,8 +182,6 @@ class FactStore:
                 return self._keyword(text, vector, where, limit)
             lists = {"semantic": self._semantic(vector, where, FACT_POOL),
                      "keyword": self._keyword(text, vector, where, FACT_POOL)}
-        from .store import rrf
-
         by_id = {r["id"]: r for rows in lists.values() for r in rows}
         scores = rrf({k: [r["id"] for r in rows] for k, rows in lists.items()}, {"semantic": 1.0, "keyword": 1.0},
                      k=FACT_RRF_K)
@@ -174,16 +189,7 @@ class FactStore:
         return [by_id[i] for i in best]
 
     def _semantic(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
-        result = (self.facts.search(vector.astype(np.float32), vector_column_name="vector")
-                  .distance_type("cosine")
-                  .where(where, prefilter=True)
-                  .select([*FACT_COLUMNS, "_distance"])
-                  .limit(limit)
-                  .to_arrow())
-        rows = result.to_pylist()
-        for r in rows:
-            r["similarity"] = 1.0 - float(r.pop("_distance"))
-        return rows
+        return cosine_search(self.facts, vector, where, FACT_COLUMNS, limit)
 
     def _keyword(self, text: str, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
         from lancedb.query import MatchQuery

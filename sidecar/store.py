@@ -15,6 +15,7 @@ flusher never takes `lock`, so a `store` never waits for a commit in progress.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -31,8 +32,9 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from .fact_store import FactStore, create_tables
+from .fact_store import FactStore, cosine_search, create_tables
 from .lazy_import import import_lancedb
+from .ranking import named_speakers, rrf
 from .vector_cache import ROW_OVERHEAD, VectorCache
 from .wal import WalError, WriteAheadLog
 
@@ -108,33 +110,13 @@ LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for
 
 # Hybrid ranking: weighted reciprocal-rank fusion of three lists, each the best POOL rows of one
 # signal. Chosen on three LoCoMo conversations, checked on two held out (README "Retrieval quality").
-POOL = 50
-RRF_K = 10
+POOL = 50  # fused with RRF_K = 10 (ranking.py)
 HYBRID_WEIGHTS = {"semantic": 0.5, "content": 0.3, "search_text": 1.0}
 SPEAKER_BOOST = 1.0  # hybrid: rows by a speaker the query names get their fused score times 1 + this
 
 
-def named_speakers(text: str, usernames: set[str]) -> set[str]:
-    """The display names (of the rows at hand) that the query text names as a whole word, case-insensitively."""
-    import re
-
-    lowered = text.casefold()
-    return {u for u in usernames
-            if u.strip() and re.search(r"(?<!\w)" + re.escape(u.strip().casefold()) + r"(?!\w)", lowered)}
-
-
 def search_text(content: str, previous: list[str]) -> str:
     return "\n".join([p[-CONTEXT_CHARS:] for p in previous[-CONTEXT_MESSAGES:]] + [content])
-
-
-def rrf(lists: dict[str, list[str]], weights: dict[str, float], k: int = RRF_K) -> dict[str, float]:
-    """Weighted reciprocal-rank fusion: id -> sum over lists of weight / (k + rank), rank from 1."""
-    scores: dict[str, float] = {}
-    for name, ids in lists.items():
-        w = weights[name]
-        for rank, rid in enumerate(ids, 1):
-            scores[rid] = scores.get(rid, 0.0) + w / (k + rank)
-    return scores
 
 
 Context = list  # [(id, content), ...] oldest first, at most CONTEXT_MESSAGES
@@ -599,7 +581,7 @@ class MessageStore:
             if mode == "keyword":
                 return self._rows_by_ids(found[0], entry, vector)
             semantic = (entry.search(vector, POOL, include_bot, since, until) if entry is not None
-                        else self._search_table(vector, where, POOL))
+                        else cosine_search(self.table, vector, where, RESULT_COLUMNS, POOL))
             ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
             seen = {r["id"] for r in semantic}
             extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
@@ -635,7 +617,8 @@ class MessageStore:
             entry = self._entry(user_id)
             if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
-            return self._search_table(vector, self._where(user_id, include_bot, since, until), limit)
+            return cosine_search(self.table, vector, self._where(user_id, include_bot, since, until), RESULT_COLUMNS,
+                                 limit)
 
     @staticmethod
     def _where(user_id: str, include_bot: bool, since: float | None, until: float | None) -> str:
@@ -655,9 +638,7 @@ class MessageStore:
         The queries go to the AsyncTable behind `self.table`, together, on LanceDB's own event loop: one
         hop for all of them, and none of the schema round trips the sync query builder makes (measured
         at 100k rows: 5.8 ms for both, against 9.8 ms for two sync queries on two threads)."""
-        import asyncio
-
-        from lancedb.background_loop import LOOP
+        from lancedb.background_loop import LOOP  # LanceDB is imported lazily (lazy_import.py)
         from lancedb.query import MatchQuery
 
         table = self.table._table
@@ -686,18 +667,6 @@ class MessageStore:
         rows = {r["id"]: {**r, "similarity": float(sim)}
                 for r, sim in zip(result.select(RESULT_COLUMNS).to_pylist(), sims)}
         return [rows[i] for i in ids if i in rows]
-
-    def _search_table(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
-        result = (self.table.search(vector.astype(np.float32), vector_column_name="vector")
-                  .distance_type("cosine")
-                  .where(where, prefilter=True)
-                  .select([*RESULT_COLUMNS, "_distance"])
-                  .limit(limit)
-                  .to_arrow())
-        rows = result.to_pylist()
-        for r in rows:
-            r["similarity"] = 1.0 - float(r.pop("_distance"))
-        return rows
 
     def _user_rows(self, user_id: str) -> tuple[list[dict[str, Any]], np.ndarray]:
         table = (self.table.search().where(f"user_id = {sql_str(user_id)}")
