@@ -9,6 +9,7 @@ Pure data structure: it never touches LanceDB itself.
 
 from __future__ import annotations
 
+import heapq
 import sys
 from collections import OrderedDict
 from typing import Any
@@ -86,11 +87,8 @@ class UserRows:
             out.append(row)
         return out
 
-
     def newest(self, channel_id: str | None, n: int) -> list[tuple[str, str]]:
         """[(id, content)] of the n newest rows (by timestamp) in this channel (None: no channel), oldest first."""
-        import heapq
-
         rows = heapq.nlargest(n, (r for r in self.rows if r[6] == channel_id), key=lambda r: r[4])
         return [(r[0], r[2]) for r in reversed(rows)]
 

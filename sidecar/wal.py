@@ -7,7 +7,7 @@ call. Both reach the same place before the answer is sent - the operating system
 (LanceDB does not fsync either) - so an acknowledged memory survives the sidecar being killed at
 any moment, exactly as before.
 
-Layout: `<data dir>/wal/<sequence>.log` segments, 0600. A segment is sealed (`rotate`) before its
+Layout: `<data dir>/wal/<sequence>.log` segments, 0600. A segment is sealed (`seal`) before its
 rows are committed and deleted once LanceDB has them, so every segment on disk at start-up holds
 rows that may not have been committed: they are replayed, skipping any whose id the table already
 has. Record: a 12-byte header (`<III`: JSON length, row count, crc32 of the rest), the rows as
