@@ -142,6 +142,37 @@ def test_compaction_waits_out_its_duty_cycle_pause():
     assert compaction_due(150.0, 500, 10.0, 200, 60.0, 150.0)
 
 
+def test_a_background_compaction_holds_the_next_one_back_by_its_duty_cycle(tmp_path):
+    """README "Compaction": after a compaction that took d seconds, the next background one waits at
+    least d * (1 / share - 1). Real LanceDB store; the share is set so the pause is unmistakable."""
+    import uuid
+
+    import numpy as np
+
+    from sidecar.store import MessageStore
+
+    def write(store, n):
+        for _ in range(n):
+            row = {"id": str(uuid.uuid4()), "user_id": "u", "content": "note", "is_bot": False,
+                   "timestamp": 1.7e9, "message_id": None, "channel_id": None, "reply_to": None, "username": None}
+            store.add([row], np.ones((1, 8), dtype=np.float32) / np.sqrt(8))
+            store.flush()  # one commit each
+
+    model = {"name": "test-model", "dim": 8, "digest": "0" * 64}
+    for share, due_after in ((0.0001, False), (1.0, True)):
+        store = MessageStore(tmp_path / str(share), model, compact_every_writes=3, compact_interval_seconds=0,
+                             compact_max_duty=share)
+        try:
+            write(store, 3)
+            assert store.compact_due()  # 3 commits: due, no compaction has run yet
+            store.compact(exclusive=False)
+            write(store, 3)
+            # share 1: no pause; share 1/10000: the pause is 9,999 times the compaction's duration
+            assert store.compact_due() is due_after
+        finally:
+            store.close()
+
+
 def test_compact_max_duty_is_a_share_of_time():
     assert cfgmod.resolve([], {}).compact_max_duty == 0.1
     assert cfgmod.resolve(["--compact-max-duty", "1"], {}).compact_max_duty == 1.0
