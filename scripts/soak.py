@@ -1,13 +1,21 @@
 """Soak: stream `store` and `query` requests through one sidecar for a long time, pipelined with a
-bounded in-flight window, and record RSS (from /proc) and latency percentiles per interval.
+bounded in-flight window, and record RSS (from /proc, sampled every second) and latency percentiles
+per interval.
+
+Traffic is modelled on a chat host: --conversations users talk at once; each exchange is a `query`
+for the user (the memories for the prompt) followed by a `store` of their message; a conversation
+lasts --exchanges exchanges on average (geometric), then a new user, drawn uniformly from --users,
+takes its place. --exchanges 0 draws every request's user independently instead: no locality at
+all, the worst case for the vector cache once the stored data outgrows it.
 
     python scripts/soak.py --requests 1000000 --out soak.json     # about an hour or more on 2 cores
     python scripts/soak.py --requests 2000 --interval 1            # a quick check that it works
 
 Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
-at the first wrong answer. At the end it prints whether RSS plateaued: the peak RSS of the last
-third of the intervals is within --plateau-tolerance of the peak of the middle third. Linux only
-(/proc).
+at the first wrong answer. At the end it prints whether RSS plateaued: the steady RSS (each interval's
+median of its one-second samples) of the last third of the intervals stays within
+--plateau-tolerance of the middle third's; the peaks (compactions) are reported beside it. Linux
+only (/proc).
 """
 
 from __future__ import annotations
@@ -48,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=1_000_000, help="total requests (half store, half query)")
     ap.add_argument("--window", type=int, default=32, help="most requests in flight")
     ap.add_argument("--users", type=int, default=1_000)
+    ap.add_argument("--conversations", type=int, default=16, help="users talking at the same time")
+    ap.add_argument("--exchanges", type=float, default=20.0,
+                    help="mean query+store exchanges per conversation; 0: every request's user drawn independently")
     ap.add_argument("--interval", type=float, default=10.0, help="seconds per sample")
     ap.add_argument("--data-dir", help="default: a fresh temporary directory")
     ap.add_argument("--out", default="soak.json")
@@ -83,14 +94,31 @@ def main(argv: list[str] | None = None) -> int:
     failure: list[str] = []
     finished = threading.Event()
 
+    def new_user() -> str:
+        return f"user-{rng.randrange(args.users)}"
+
+    talking = [[new_user(), 0] for _ in range(max(1, args.conversations))]  # [user, exchanges left]
+    for conv in talking:
+        conv[1] = _length(rng, args.exchanges)
+
     def writer() -> None:
+        conv = talking[0]
         for i in range(args.requests):
             slots.acquire()
             if failure:
                 return
-            user = f"user-{rng.randrange(args.users)}"
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 20)))
-            if i % 2 == 0:
+            if args.exchanges <= 0:
+                user = new_user()
+            elif i % 2 == 0:  # a new exchange: the host asks for memories, then stores the message
+                conv = rng.choice(talking)
+                if conv[1] <= 0:
+                    conv[0], conv[1] = new_user(), _length(rng, args.exchanges)
+                conv[1] -= 1
+                user = conv[0]
+            else:
+                user = conv[0]
+            if i % 2 == 1:
                 req = {"type": "store", "user_id": user, "content": f"{text} #{i}", "request_id": i}
                 kind = "store"
             else:
@@ -130,21 +158,32 @@ def main(argv: list[str] | None = None) -> int:
                 break
         finished.set()
 
+    rss_seen: list[float] = []  # one-second samples since the last interval
+
+    def sampler() -> None:
+        while not finished.wait(1.0):
+            try:
+                value = rss_kib(proc.pid) / 1024
+            except OSError:
+                continue
+            with lock:
+                rss_seen.append(value)
+
     samples = []
     start = time.perf_counter()
-    threads = [threading.Thread(target=writer, daemon=True), threading.Thread(target=reader, daemon=True)]
+    threads = [threading.Thread(target=f, daemon=True) for f in (writer, reader, sampler)]
     for t in threads:
         t.start()
     last_done = 0
     while not finished.wait(args.interval):
-        samples.append(_sample(proc.pid, start, lock, lat, done, last_done))
+        samples.append(_sample(proc.pid, start, lock, lat, done, last_done, rss_seen))
         last_done = samples[-1]["done"]
         s = samples[-1]
-        print(f"t={s['t']:7.0f}s done={s['done']:8d} rss={s['rss_mib']:7.1f} MiB "
+        print(f"t={s['t']:7.0f}s done={s['done']:8d} rss median/max={s['rss_mib']:6.1f}/{s['rss_max_mib']:6.1f} MiB "
               f"rps={s['rps']:6.0f} store p50/p99={s['store_ms']['p50']:.1f}/{s['store_ms']['p99']:.1f} ms "
               f"query p50/p99={s['query_ms']['p50']:.1f}/{s['query_ms']['p99']:.1f} ms", flush=True)
         _write(args, samples, ready, failure, None)
-    samples.append(_sample(proc.pid, start, lock, lat, done, last_done))
+    samples.append(_sample(proc.pid, start, lock, lat, done, last_done, rss_seen))
     proc.stdin.close()
     code = proc.wait(120)
     verdict = _plateau(samples, args.plateau_tolerance)
@@ -172,21 +211,32 @@ def _mix(text: str) -> dict[str, float]:
     return out
 
 
-def _sample(pid, start, lock, lat, done, last_done) -> dict:
+def _length(rng: random.Random, mean: float) -> int:
+    """Exchanges in one conversation: geometric with the given mean (at least one)."""
+    if mean <= 1:
+        return 1
+    return 1 + int(rng.expovariate(1.0) * (mean - 1))
+
+
+def _sample(pid, start, lock, lat, done, last_done, rss_seen) -> dict:
     now = time.perf_counter()
     with lock:
         stores, queries = sorted(lat["store"]), sorted(lat["query"])
         lat["store"].clear()
         lat["query"].clear()
         n = done[0]
+        seen = sorted(rss_seen)
+        rss_seen.clear()
     interval = now - start - (0 if not hasattr(_sample, "prev") else _sample.prev)
     _sample.prev = now - start  # type: ignore[attr-defined]
-    try:
-        rss = rss_kib(pid) / 1024
-    except OSError:
-        rss = 0.0
+    if not seen:
+        try:
+            seen = [rss_kib(pid) / 1024]
+        except OSError:
+            seen = [0.0]
     return {
-        "t": round(now - start, 1), "done": n, "rss_mib": round(rss, 1),
+        "t": round(now - start, 1), "done": n, "rss_mib": round(seen[len(seen) // 2], 1),
+        "rss_max_mib": round(seen[-1], 1),
         "rps": round((n - last_done) / interval, 1) if interval > 0 else 0.0,
         "store_ms": {f"p{p}": round(percentile(stores, p) * 1000, 2) for p in (50, 99, 100)},
         "query_ms": {f"p{p}": round(percentile(queries, p) * 1000, 2) for p in (50, 99, 100)},
@@ -194,19 +244,26 @@ def _sample(pid, start, lock, lat, done, last_done) -> dict:
 
 
 def _plateau(samples: list[dict], tolerance: float) -> dict:
-    rss = [s["rss_mib"] for s in samples if s["rss_mib"]]
-    if len(rss) < 6:
-        return {"plateaued": None, "message": f"RSS plateau: too few samples ({len(rss)}) to judge"}
-    third = len(rss) // 3
-    middle, last = max(rss[third:2 * third]), max(rss[2 * third:])
-    ok = last <= middle * (1 + tolerance)
-    return {"plateaued": ok, "middle_peak_mib": middle, "last_peak_mib": last,
-            "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: peak {middle:.1f} MiB in the middle third, "
-                       f"{last:.1f} MiB in the last third (tolerance {tolerance:.0%})"}
+    """Steady RSS (interval medians) of the last third against the middle third; peaks beside it."""
+    kept = [s for s in samples if s["rss_mib"]]
+    if len(kept) < 6:
+        return {"plateaued": None, "message": f"RSS plateau: too few samples ({len(kept)}) to judge"}
+    third = len(kept) // 3
+    middle, last = kept[third:2 * third], kept[2 * third:]
+    steady_middle, steady_last = max(s["rss_mib"] for s in middle), max(s["rss_mib"] for s in last)
+    peak_middle = max(s.get("rss_max_mib", s["rss_mib"]) for s in middle)
+    peak_last = max(s.get("rss_max_mib", s["rss_mib"]) for s in last)
+    ok = steady_last <= steady_middle * (1 + tolerance)
+    return {"plateaued": ok, "middle_steady_mib": steady_middle, "last_steady_mib": steady_last,
+            "middle_peak_mib": peak_middle, "last_peak_mib": peak_last,
+            "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: steady (interval medians) at most "
+                       f"{steady_middle:.1f} MiB in the middle third, {steady_last:.1f} MiB in the last third "
+                       f"(tolerance {tolerance:.0%}); peaks {peak_middle:.1f} and {peak_last:.1f} MiB"}
 
 
 def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
-    out = {"requests": args.requests, "query_mix": args.query_mix, "window": args.window, "users": args.users, "interval_s": args.interval,
+    out = {"requests": args.requests, "query_mix": args.query_mix, "window": args.window, "users": args.users,
+           "conversations": args.conversations, "exchanges": args.exchanges, "interval_s": args.interval,
            "sidecar_args": args.sidecar_args, "startup_ms": ready.get("startup_ms"), "samples": samples,
            "failure": failure[0] if failure else None, "plateau": verdict, "exit_code": exit_code}
     Path(args.out).write_bytes(orjson.dumps(out, option=orjson.OPT_INDENT_2))
