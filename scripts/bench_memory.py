@@ -1,0 +1,107 @@
+"""RSS of the store over a long chat-like run, in-process and in minutes: the soak's traffic without
+the pipe or the model, to find what makes memory grow and to check a fix before a long soak.
+
+    python scripts/bench_memory.py --steps 100000                       # the shipped settings
+    python scripts/bench_memory.py --steps 100000 --lance-index-mb 32 --lance-metadata-mb 32
+
+Each step is one query (5% hybrid, else semantic) and one store for a user in one of 16
+conversations over 1,000 users (as `scripts/soak.py`), with random unit vectors instead of
+embeddings; compaction runs when due, followed by `malloc_trim`, as in the server. The vector cache
+is small by default (16 MB) so that it is full early and what grows after that is something else.
+Prints RSS every --every steps. Linux only (/proc). `--tracemalloc` also prints how much of the
+Python heap is traced (numpy buffers included), to tell Python growth from native growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sidecar import native_memory  # noqa: E402
+from sidecar import store as store_module  # noqa: E402
+
+WORDS = ("cat dog coffee tea hiking mountain router password pizza lunch meeting python rust music guitar "
+         "weekend trip train beach rain snow book movie garden bike laptop phone birthday cake job office").split()
+
+
+def rss_mib() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=100_000)
+    ap.add_argument("--every", type=int, default=10_000, help="print RSS every this many steps")
+    ap.add_argument("--cache-mb", type=int, default=16, help="the vector cache budget")
+    ap.add_argument("--lance-index-mb", type=float, help="LanceDB's index cache (default: the sidecar's)")
+    ap.add_argument("--lance-metadata-mb", type=float, help="LanceDB's metadata cache (default: the sidecar's)")
+    ap.add_argument("--users", type=int, default=1_000)
+    ap.add_argument("--tracemalloc", action="store_true")
+    args = ap.parse_args(argv)
+
+    native_memory.configure()
+    if args.lance_index_mb is not None:
+        store_module.LANCE_INDEX_CACHE_BYTES = int(args.lance_index_mb * (1 << 20))
+    if args.lance_metadata_mb is not None:
+        store_module.LANCE_METADATA_CACHE_BYTES = int(args.lance_metadata_mb * (1 << 20))
+    print(f"LanceDB caches: index {store_module.LANCE_INDEX_CACHE_BYTES >> 20} MB, metadata "
+          f"{store_module.LANCE_METADATA_CACHE_BYTES >> 20} MB; vector cache {args.cache_mb} MB", flush=True)
+    if args.tracemalloc:
+        import tracemalloc
+
+        tracemalloc.start()
+
+    rng = random.Random(1)
+    vectors = np.random.default_rng(1)
+    model = {"name": "bench-memory", "dim": 384, "digest": "random"}
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        store = store_module.MessageStore(Path(tmp) / "data", model, compact_every_writes=200,
+                                          compact_interval_seconds=60, cache_bytes=args.cache_mb << 20)
+
+        def conversation() -> list:
+            return [f"user-{rng.randrange(args.users)}", 1 + int(rng.expovariate(1.0) * 19)]
+
+        talking = [conversation() for _ in range(16)]
+        t0 = time.perf_counter()
+        for step in range(args.steps + 1):
+            conv = rng.choice(talking)
+            if conv[1] <= 0:
+                conv[:] = conversation()
+            conv[1] -= 1
+            user = conv[0]
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 20)))
+            vector = vectors.standard_normal((1, 384)).astype(np.float32)
+            vector /= np.linalg.norm(vector)
+            store.search(vector[0], user, 5, text=text, mode="hybrid" if rng.random() < 0.05 else "semantic")
+            store.add([{"id": str(uuid.uuid4()), "user_id": user, "content": f"{text} #{step}", "is_bot": False,
+                        "timestamp": time.time(), "message_id": None, "channel_id": None, "reply_to": None,
+                        "username": None}], vector)
+            if store.compact_due():
+                store.compact(exclusive=False)
+                native_memory.trim()
+            if step % args.every == 0:
+                line = (f"{step:8d} steps  {time.perf_counter() - t0:6.0f} s  RSS {rss_mib():5d} MiB  "
+                        f"vector cache {store.cache_stats()['bytes'] >> 20} MiB")
+                if args.tracemalloc:
+                    line += f"  Python traced {tracemalloc.get_traced_memory()[0] >> 20} MiB"
+                print(line, flush=True)
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
