@@ -47,9 +47,9 @@ LOCK_FILE = "sidecar.lock"
 LANCE_DIR = "lancedb"
 WAL_DIR = "wal"
 # LanceDB's own caches (its defaults are gigabytes). The sidecar keeps its hot data in its own
-# vector cache, so these stay small: with 32 MB each, RSS kept climbing while they filled with
-# entries for files and index versions that compaction had already replaced (in-process, 1,000
-# users, 50k store+query steps: +64 MB against 2 MB each); the index cache holds the full-text
+# vector cache, so these stay small: with 32 MB each, RSS rose well past their nominal 64 MB
+# (in-process, scripts/bench_memory.py, 50k steps: +64 MB against 2 MB each, and still rising at
+# 100k; see README "Reliability", Soak); the index cache holds the full-text
 # index parts that hybrid queries reuse (2 MB cost about 3.6 ms of hybrid p50 at 100k, 8 MB nothing
 # measurable).
 LANCE_INDEX_CACHE_BYTES = 8 << 20
