@@ -16,6 +16,16 @@ import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_script(name: str):
+    """A module from scripts/ (not a package), imported by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 READY_TIMEOUT = 120.0
 RESPONSE_TIMEOUT = 60.0
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import ROOT, Sidecar
+from conftest import Sidecar, load_script
 from test_golden import EXAMPLES, replay
 
 pytestmark = pytest.mark.slow
@@ -32,14 +32,7 @@ BUNDLED_SOURCE = "files bundled in the frozen binary"
 ORPHAN_DEADLINE = 2.0  # seconds: the sidecar must be gone this long after its host or launcher dies
 
 
-def _load_build_script():
-    spec = importlib.util.spec_from_file_location("build_binary", ROOT / "scripts" / "build_binary.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build_binary = _load_build_script()
+build_binary = load_script("build_binary")
 
 
 @pytest.fixture(scope="session")

@@ -3,23 +3,15 @@ through a real sidecar, so the script the numbers come from keeps working, and p
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
 import orjson
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 
-def _load_soak():
-    spec = importlib.util.spec_from_file_location("soak", ROOT / "scripts" / "soak.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-soak = _load_soak()
+soak = load_script("soak")
 
 
 def _samples(steady: list[float], peaks: list[float]) -> list[dict]:
