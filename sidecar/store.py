@@ -251,8 +251,7 @@ class MessageStore:
         self._count_lock = threading.Lock()
         self._pending_writes = 0  # commits since the last compaction
         self._first_pending_at: float | None = None
-        self._compacted_at = 0.0  # monotonic end of the last compaction
-        self._compact_pause = 0.0  # no background compaction before _compacted_at + this
+        self._compact_not_before = 0.0  # monotonic: the duty-cycle pause after the last compaction
         self._flush_lock = threading.RLock()
         self._uncommitted_lock = threading.Lock()
         self._uncommitted_cond = threading.Condition(self._uncommitted_lock)
@@ -764,7 +763,7 @@ class MessageStore:
             return False
         return compaction_due(time.monotonic(), self._pending_writes, self._first_pending_at,
                               self.compact_every_writes, self.compact_interval_seconds,
-                              self._compacted_at + self._compact_pause)
+                              self._compact_not_before)
 
     def compact(self, exclusive: bool = True) -> None:
         """Merge small fragments, fold new rows into the indexes and drop old versions.
@@ -794,10 +793,10 @@ class MessageStore:
             with self._count_lock:
                 self._pending_writes = max(0, self._pending_writes - pending)
                 self._first_pending_at = time.monotonic() if self._pending_writes else None
-                self._compacted_at = time.monotonic()
-                self._compact_pause = took * (1 / self.compact_max_duty - 1)
+                pause = took * (1 / self.compact_max_duty - 1)
+                self._compact_not_before = time.monotonic() + pause
             log.info("compacted %s in %.0f ms%s; the next background compaction in %.0f s at the earliest",
-                     MESSAGES, took * 1000, "" if exclusive else " (concurrent)", self._compact_pause)
+                     MESSAGES, took * 1000, "" if exclusive else " (concurrent)", pause)
 
     def close(self) -> None:
         """Commit what the log holds (it is replayed at the next start if that fails) and unlock."""
