@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lance-index-mb", type=float, help="LanceDB's index cache (default: the sidecar's)")
     ap.add_argument("--lance-metadata-mb", type=float, help="LanceDB's metadata cache (default: the sidecar's)")
     ap.add_argument("--users", type=int, default=1_000)
+    ap.add_argument("--trim-seconds", type=float, default=native_memory.TRIM_INTERVAL_SECONDS,
+                    help="malloc_trim this often, as the server does (0: only after a compaction)")
     ap.add_argument("--tracemalloc", action="store_true")
     args = ap.parse_args(argv)
 
@@ -77,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
         talking = [conversation() for _ in range(16)]
         t0 = time.perf_counter()
+        next_trim = time.monotonic() + args.trim_seconds
+        trims: list[float] = []
         for step in range(args.steps + 1):
             conv = rng.choice(talking)
             if conv[1] <= 0:
@@ -93,9 +97,20 @@ def main(argv: list[str] | None = None) -> int:
             if store.compact_due():
                 store.compact(exclusive=False)
                 native_memory.trim()
+            elif args.trim_seconds and time.monotonic() >= next_trim:
+                t = time.perf_counter()
+                native_memory.trim()
+                trims.append(time.perf_counter() - t)
+                next_trim = time.monotonic() + args.trim_seconds
             if step % args.every == 0:
                 line = (f"{step:8d} steps  {time.perf_counter() - t0:6.0f} s  RSS {rss_mib():5d} MiB  "
                         f"vector cache {store.cache_stats()['bytes'] >> 20} MiB")
+                heap = native_memory.heap_bytes()
+                if heap is not None:
+                    line += "  malloc in use / free / mmapped " + " / ".join(
+                        f"{heap[k] >> 20}" for k in ("in_use", "free", "mmapped")) + " MiB"
+                if trims:
+                    line += f"  trim median {sorted(trims)[len(trims) // 2] * 1000:.1f} ms"
                 if args.tracemalloc:
                     line += f"  Python traced {tracemalloc.get_traced_memory()[0] >> 20} MiB"
                 print(line, flush=True)

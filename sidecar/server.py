@@ -177,12 +177,17 @@ class Server:
                 return
 
     def _maintain(self, service) -> None:
-        """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due."""
+        """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due;
+        freed heap pages returned every few seconds."""
         cfg = self.config
         next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
+        next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
         warm = True
         while not self.stop.is_set():
             try:
+                if time.monotonic() >= next_trim:
+                    native_memory.trim()
+                    next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
                 if time.monotonic() >= next_expiry:
                     service.expire(cfg.ttl_days, background=True)
                     next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600

@@ -66,17 +66,21 @@ class UserRows:
         if not self.rows:
             return []
         vectors, timestamps, is_bot = self._joined()
-        mask = np.ones(len(self.rows), dtype=bool)
-        if not include_bot:
-            mask &= ~is_bot
-        if since is not None:
-            mask &= timestamps >= since
-        if until is not None:
-            mask &= timestamps <= until
-        candidates = np.flatnonzero(mask)
-        if not len(candidates):
-            return []
-        scores = vectors[candidates].astype(np.float32) @ query.astype(np.float32)
+        if include_bot and since is None and until is None:  # no filter: no gathered copy of the vectors
+            candidates = np.arange(len(self.rows))
+            scores = vectors.astype(np.float32) @ query.astype(np.float32)
+        else:
+            mask = np.ones(len(self.rows), dtype=bool)
+            if not include_bot:
+                mask &= ~is_bot
+            if since is not None:
+                mask &= timestamps >= since
+            if until is not None:
+                mask &= timestamps <= until
+            candidates = np.flatnonzero(mask)
+            if not len(candidates):
+                return []
+            scores = vectors[candidates].astype(np.float32) @ query.astype(np.float32)
         k = min(limit, len(candidates))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(candidates) else np.arange(len(candidates))
         top = top[np.argsort(-scores[top], kind="stable")]

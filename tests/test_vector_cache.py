@@ -26,6 +26,7 @@ def test_search_is_exact_ranking_with_filters():
     expected = np.argsort(-(vecs @ q))[:5]
     assert [r["id"] for r in got] == [f"u-{i}" for i in expected]
     assert got[0]["id"] == "u-7" and abs(got[0]["similarity"] - 1.0) < 2e-3
+    assert entry.search(q, 5, since=-1.0) == got  # the filtered path agrees with the unfiltered one
     assert all(not r["is_bot"] for r in entry.search(q, 50, include_bot=False))
     assert len(entry.search(q, 50, include_bot=False)) == 50 - 17
     window = entry.search(q, 50, since=10, until=19)
