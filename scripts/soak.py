@@ -8,14 +8,15 @@ lasts --exchanges exchanges on average (geometric), then a new user, drawn unifo
 takes its place. --exchanges 0 draws every request's user independently instead: no locality at
 all, the worst case for the vector cache once the stored data outgrows it.
 
-    python scripts/soak.py --requests 1000000 --out soak.json     # about an hour or more on 2 cores
+    python scripts/soak.py --requests 1000000 --out soak.json     # about 3 hours on 2 cores
     python scripts/soak.py --requests 2000 --interval 1            # a quick check that it works
 
 Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
 at the first wrong answer. At the end it prints whether RSS plateaued: the steady RSS (each interval's
 median of its one-second samples) of the last third of the intervals stays within
---plateau-tolerance of the middle third's; the peaks (compactions) are reported beside it. Linux
-only (/proc).
+--plateau-tolerance of the middle third's; the peaks (compactions) are reported beside it. Each
+sample in --out also keeps the interval's lowest one-second RSS (`rss_min_mib`, the level RSS falls
+back to between compactions). Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -234,8 +235,8 @@ def _sample(pid, start, lock, lat, done, last_done, last_t, rss_seen) -> dict:
         except OSError:
             seen = [0.0]
     return {
-        "t": round(now - start, 1), "done": n, "rss_mib": round(seen[len(seen) // 2], 1),
-        "rss_max_mib": round(seen[-1], 1),
+        "t": round(now - start, 1), "done": n, "rss_min_mib": round(seen[0], 1),
+        "rss_mib": round(seen[len(seen) // 2], 1), "rss_max_mib": round(seen[-1], 1),
         "rps": round((n - last_done) / interval, 1) if interval > 0 else 0.0,
         "store_ms": {f"p{p}": round(percentile(stores, p) * 1000, 2) for p in (50, 99, 100)},
         "query_ms": {f"p{p}": round(percentile(queries, p) * 1000, 2) for p in (50, 99, 100)},

@@ -47,5 +47,5 @@ def test_a_short_soak_runs_end_to_end(tmp_path):
     result = orjson.loads(out.read_bytes())
     assert result["failure"] is None and result["exit_code"] == 0
     assert result["samples"][-1]["done"] == 600  # every answer arrived, in order, and was right
-    assert all(s["rss_mib"] > 0 and s["rss_max_mib"] >= s["rss_mib"] for s in result["samples"])
+    assert all(0 < s["rss_min_mib"] <= s["rss_mib"] <= s["rss_max_mib"] for s in result["samples"])
     assert "RSS" in proc.stdout
