@@ -15,8 +15,9 @@ long-lived rows, and as users grew the holes they left were never big enough for
 free pages inside the heap stay resident until `malloc_trim`, which ran only after a compaction. A
 fixed threshold (128 KiB, glibc's own starting value) and a trim every TRIM_INTERVAL_SECONDS keep the
 resident heap to what is in use: in `scripts/bench_memory.py --users 200` (16 MB vector cache, full
-from step 15k), RSS went 247 -> 291 MiB from step 40k to 80k with glibc's defaults, 245 -> 255 MiB
-from 30k to 65k with the fixed threshold, and stayed at 227-232 MiB from 30k to 60k with both.
+from step 15k), RSS went 247 -> 291 MiB from step 40k to 80k with glibc's defaults, 242 -> 267 MiB
+with the fixed threshold, and stayed at 227-232 MiB from 30k to 60k with both (the README has the
+series).
 
 `configure` must run before the libraries start their threads; an explicit MALLOC_ARENA_MAX or
 MALLOC_MMAP_THRESHOLD_ in the environment is left to glibc. Elsewhere (macOS, Windows, musl) all of

@@ -1,5 +1,5 @@
 """Start-up and memory shortcuts: the deferred package __init__ (sidecar/lazy_import.py) and the
-malloc arena cap (sidecar/native_memory.py)."""
+glibc malloc settings (sidecar/native_memory.py)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,25 @@ def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path)
     out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent),
                          env={"MALLOC_ARENA_MAX": "4"}, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_large_blocks_stay_mmapped_after_a_larger_one_was_freed(tmp_path):
+    """glibc's default raises its mmap threshold to the size of each mmapped block freed, so later large
+    temporaries land in the heap and fragment it; configure() fixes the threshold. The control run,
+    without configure(), shows the default behaviour the test guards against."""
+    code = """
+        import ctypes
+        from sidecar import native_memory
+        %s
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc.restype = ctypes.c_void_p
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.free(libc.malloc(4 << 20))  # a 4 MiB temporary, mmapped and freed
+        before = native_memory.heap_bytes()["mmapped"]
+        block = libc.malloc(256 << 10)
+        print(native_memory.heap_bytes()["mmapped"] - before)
+    """
+    configured = int(_run(code % "native_memory.configure()", tmp_path))
+    default = int(_run(code % "native_memory._libc = ctypes.CDLL('libc.so.6')", tmp_path))
+    assert configured >= 256 << 10  # its own mapping, returned to the system on free
+    assert default == 0  # from the heap
