@@ -175,16 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     threads = [threading.Thread(target=f, daemon=True) for f in (writer, reader, sampler)]
     for t in threads:
         t.start()
-    last_done = 0
     while not finished.wait(args.interval):
-        samples.append(_sample(proc.pid, start, lock, lat, done, last_done, samples[-1]["t"] if samples else 0.0, rss_seen))
-        last_done = samples[-1]["done"]
+        samples.append(_sample(proc.pid, start, lock, lat, done, samples[-1] if samples else None, rss_seen))
         s = samples[-1]
         print(f"t={s['t']:7.0f}s done={s['done']:8d} rss median/max={s['rss_mib']:6.1f}/{s['rss_max_mib']:6.1f} MiB "
               f"rps={s['rps']:6.0f} store p50/p99={s['store_ms']['p50']:.1f}/{s['store_ms']['p99']:.1f} ms "
               f"query p50/p99={s['query_ms']['p50']:.1f}/{s['query_ms']['p99']:.1f} ms", flush=True)
         _write(args, samples, ready, failure, None)
-    samples.append(_sample(proc.pid, start, lock, lat, done, last_done, samples[-1]["t"] if samples else 0.0, rss_seen))
+    samples.append(_sample(proc.pid, start, lock, lat, done, samples[-1] if samples else None, rss_seen))
     proc.stdin.close()
     code = proc.wait(120)
     verdict = _plateau(samples, args.plateau_tolerance)
@@ -219,7 +217,9 @@ def _length(rng: random.Random, mean: float) -> int:
     return 1 + int(rng.expovariate(1.0) * (mean - 1))
 
 
-def _sample(pid, start, lock, lat, done, last_done, last_t, rss_seen) -> dict:
+def _sample(pid, start, lock, lat, done, previous, rss_seen) -> dict:
+    """One interval's numbers; `previous` is the last sample (None for the first)."""
+    last_t, last_done = (previous["t"], previous["done"]) if previous else (0.0, 0)
     now = time.perf_counter()
     with lock:
         stores, queries = sorted(lat["store"]), sorted(lat["query"])
