@@ -10,13 +10,16 @@ all, the worst case for the vector cache once the stored data outgrows it.
 
     python scripts/soak.py --requests 1000000 --out soak.json     # about 3 hours on 2 cores
     python scripts/soak.py --requests 2000 --interval 1            # a quick check that it works
+    python scripts/soak.py --judge soak.json                       # the verdict for an earlier run
 
 Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
-at the first wrong answer. At the end it prints whether RSS plateaued: the steady RSS (each interval's
-median of its one-second samples) of the last third of the intervals stays within
---plateau-tolerance of the middle third's; the peaks (compactions) are reported beside it. Each
-sample in --out also keeps the interval's lowest one-second RSS (`rss_min_mib`, the level RSS falls
-back to between compactions). Linux only (/proc).
+at the first wrong answer. Each sample in --out keeps the interval's lowest, median and highest
+one-second RSS. At the end it prints whether RSS plateaued: the level RSS falls back to between
+compactions (each interval's lowest one-second RSS; their median over the last third of the
+intervals) stays within --plateau-tolerance of the middle third's. Memory that is kept, leaked or
+fragmented raises that level; a compaction's working memory, which is given back when it ends, does
+not. The steady RSS (the interval medians, which rise as compactions take longer) and the peaks are
+reported beside it. `--judge soak.json` prints the verdict for an earlier run. Linux only (/proc).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from statistics import median
 from pathlib import Path
 
 import orjson
@@ -63,13 +67,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", type=float, default=10.0, help="seconds per sample")
     ap.add_argument("--data-dir", help="default: a fresh temporary directory")
     ap.add_argument("--out", default="soak.json")
-    ap.add_argument("--plateau-tolerance", type=float, default=0.10)
+    ap.add_argument("--plateau-tolerance", type=float, default=0.05,
+                    help="how much the last third's level may exceed the middle third's (default 0.05)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--query-mix", default="default=1", type=_mix,
                     help="query modes and their shares, e.g. semantic=0.9,hybrid=0.1; 'default' sends no mode "
                          "(the sidecar's default, hybrid)")
+    ap.add_argument("--judge", metavar="SOAK_JSON", help="print the plateau verdict for an earlier run's --out and exit")
     ap.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
     args = ap.parse_args(argv)
+    if args.judge:
+        verdict = _plateau(orjson.loads(Path(args.judge).read_bytes())["samples"], args.plateau_tolerance)
+        print(verdict["message"])
+        return 0
 
     tmp = None
     data_dir = args.data_dir
@@ -244,21 +254,30 @@ def _sample(pid, start, lock, lat, done, previous, rss_seen) -> dict:
 
 
 def _plateau(samples: list[dict], tolerance: float) -> dict:
-    """Steady RSS (interval medians) of the last third against the middle third; peaks beside it."""
+    """The level between compactions (median of the interval minimums) of the last third against the
+    middle third; the steady RSS (interval medians) and the peaks beside it."""
     kept = [s for s in samples if s["rss_mib"]]
     if len(kept) < 6:
         return {"plateaued": None, "message": f"RSS plateau: too few samples ({len(kept)}) to judge"}
     third = len(kept) // 3
     middle, last = kept[third:2 * third], kept[2 * third:]
-    steady_middle, steady_last = max(s["rss_mib"] for s in middle), max(s["rss_mib"] for s in last)
+
+    def level(part: list[dict]) -> float:  # runs from before rss_min_mib was kept fall back to the medians
+        return median([s.get("rss_min_mib", s["rss_mib"]) for s in part])
+
+    level_middle, level_last = level(middle), level(last)
+    steady_middle, steady_last = median([s["rss_mib"] for s in middle]), median([s["rss_mib"] for s in last])
     peak_middle = max(s.get("rss_max_mib", s["rss_mib"]) for s in middle)
     peak_last = max(s.get("rss_max_mib", s["rss_mib"]) for s in last)
-    ok = steady_last <= steady_middle * (1 + tolerance)
-    return {"plateaued": ok, "middle_steady_mib": steady_middle, "last_steady_mib": steady_last,
+    ok = level_last <= level_middle * (1 + tolerance)
+    return {"plateaued": ok, "middle_level_mib": level_middle, "last_level_mib": level_last,
+            "middle_steady_mib": steady_middle, "last_steady_mib": steady_last,
             "middle_peak_mib": peak_middle, "last_peak_mib": peak_last,
-            "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: steady (interval medians) at most "
-                       f"{steady_middle:.1f} MiB in the middle third, {steady_last:.1f} MiB in the last third "
-                       f"(tolerance {tolerance:.0%}); peaks {peak_middle:.1f} and {peak_last:.1f} MiB"}
+            "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: the level between compactions (median of "
+                       f"the interval minimums) {level_middle:.1f} MiB in the middle third, {level_last:.1f} MiB in "
+                       f"the last third (tolerance {tolerance:.0%}); steady (median of the interval medians) "
+                       f"{steady_middle:.1f} and {steady_last:.1f} MiB; peaks {peak_middle:.1f} and "
+                       f"{peak_last:.1f} MiB"}
 
 
 def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:

@@ -14,17 +14,35 @@ from conftest import ROOT, load_script
 soak = load_script("soak")
 
 
-def _samples(steady: list[float], peaks: list[float]) -> list[dict]:
-    return [{"rss_mib": s, "rss_max_mib": p} for s, p in zip(steady, peaks)]
+def _samples(levels: list[float], steady: list[float], peaks: list[float]) -> list[dict]:
+    return [{"rss_min_mib": lo, "rss_mib": s, "rss_max_mib": p} for lo, s, p in zip(levels, steady, peaks)]
 
 
-def test_plateau_judges_the_steady_rss_and_reports_the_peaks():
-    flat = soak._plateau(_samples([500, 510, 505, 508, 506, 509], [600, 700, 650, 900, 640, 950]), 0.10)
+def test_plateau_judges_the_level_between_compactions_and_reports_the_rest():
+    flat = soak._plateau(_samples([500, 502, 501, 503, 502, 504], [510, 560, 540, 600, 590, 640],
+                                  [600, 700, 650, 900, 640, 950]), 0.10)
+    # compactions that take longer lift the medians (560 -> 640) but not the level RSS falls back to
     assert flat["plateaued"] is True
+    assert flat["middle_level_mib"] == 502 and flat["last_level_mib"] == 503  # medians of the thirds
     assert flat["last_peak_mib"] == 950 and flat["middle_peak_mib"] == 900
-    growing = soak._plateau(_samples([400, 450, 500, 550, 600, 650], [400, 450, 500, 550, 600, 650]), 0.10)
-    assert growing["plateaued"] is False
-    assert soak._plateau(_samples([500] * 5, [500] * 5), 0.10)["plateaued"] is None  # too few to judge
+    leaking = soak._plateau(_samples([400, 450, 500, 550, 600, 650], [410, 460, 510, 560, 610, 660],
+                                     [420, 470, 520, 570, 620, 670]), 0.10)
+    assert leaking["plateaued"] is False
+    assert soak._plateau(_samples([500] * 5, [500] * 5, [500] * 5), 0.10)["plateaued"] is None  # too few to judge
+
+
+def test_plateau_of_a_run_from_before_the_minimums_were_kept_uses_the_medians():
+    old = [{"rss_mib": s, "rss_max_mib": s + 100} for s in (400, 450, 500, 550, 600, 650)]
+    assert soak._plateau(old, 0.10)["plateaued"] is False
+
+
+def test_judge_prints_the_verdict_for_an_earlier_run(tmp_path):
+    path = tmp_path / "soak.json"
+    path.write_bytes(orjson.dumps({"samples": _samples([500, 502, 501, 503, 502, 504], [510] * 6, [600] * 6)}))
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "soak.py"), "--judge", str(path)],
+                          capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("RSS plateaued: the level between compactions")
 
 
 def test_conversation_lengths_have_the_mean_asked_for():
