@@ -14,7 +14,8 @@ all, the worst case for the vector cache once the stored data outgrows it.
 
 Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
 at the first wrong answer. Each sample in --out keeps the interval's lowest, median and highest
-one-second RSS. At the end it prints whether RSS plateaued: the level RSS falls back to between
+one-second RSS, and RSS by kind of mapping at the sample (`rss_by_kind_mib`: main heap, glibc's other
+arenas, pyarrow's pool, large and small anonymous mappings, files). At the end it prints whether RSS plateaued: the level RSS falls back to between
 compactions (each interval's lowest one-second RSS; their median over the last third of the
 intervals) stays within --plateau-tolerance of the middle third's. Memory that is kept, leaked or
 fragmented raises that level; a compaction's working memory, which is given back when it ends, does
@@ -48,6 +49,40 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_by_kind_mib(pid: int) -> dict[str, float]:
+    """Resident MiB by kind of mapping, from /proc/PID/smaps: the main heap, glibc's other arenas (heaps
+    aligned to 64 MiB, the threads other than the main one: LanceDB's, the log flusher), pyarrow's mimalloc
+    pool (its 1 GiB reservation), other anonymous mappings of 1 MiB and more (Python's object arenas, blocks of
+    128 KiB and more such as the vector cache's), smaller anonymous ones, and mapped files."""
+    maps: list[list] = []
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=6)
+            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                start, end = (int(x, 16) for x in head[0].split("-"))
+                maps.append([start, end, head[1], head[5].strip() if len(head) > 5 else "", 0])
+            elif head[0] == "Rss:":
+                maps[-1][4] = int(head[1])
+    out = dict.fromkeys(("heap", "arenas", "pyarrow", "anon_large", "anon_small", "files", "other"), 0.0)
+    heap_size = 64 << 20
+    for i, (start, end, _perm, name, rss) in enumerate(maps):
+        size = end - start
+        following = maps[i + 1] if i + 1 < len(maps) else None
+        if name == "[heap]":
+            kind = "heap"
+        elif name:
+            kind = "other" if name.startswith("[") else "files"
+        elif size == 1 << 30:
+            kind = "pyarrow"
+        elif start % heap_size == 0 and (size == heap_size or (following and following[0] == end and following[2] == "---p"
+                                                               and following[1] - start == heap_size)):
+            kind = "arenas"
+        else:
+            kind = "anon_large" if size >= 1 << 20 else "anon_small"
+        out[kind] += rss / 1024
+    return {k: round(v, 1) for k, v in out.items()}
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -244,12 +279,17 @@ def _sample(pid, start, lock, lat, done, previous, rss_seen) -> dict:
             seen = [rss_kib(pid) / 1024]
         except OSError:
             seen = [0.0]
+    try:
+        by_kind = rss_by_kind_mib(pid)
+    except OSError:
+        by_kind = {}
     return {
         "t": round(now - start, 1), "done": n, "rss_min_mib": round(seen[0], 1),
         "rss_mib": round(seen[len(seen) // 2], 1), "rss_max_mib": round(seen[-1], 1),
         "rps": round((n - last_done) / interval, 1) if interval > 0 else 0.0,
         "store_ms": {f"p{p}": round(percentile(stores, p) * 1000, 2) for p in (50, 99, 100)},
         "query_ms": {f"p{p}": round(percentile(queries, p) * 1000, 2) for p in (50, 99, 100)},
+        "rss_by_kind_mib": by_kind,
     }
 
 

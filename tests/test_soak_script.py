@@ -45,6 +45,17 @@ def test_judge_prints_the_verdict_for_an_earlier_run(tmp_path):
     assert proc.stdout.startswith("RSS plateaued: the level between compactions")
 
 
+def test_rss_by_kind_accounts_for_the_whole_resident_set():
+    import os
+
+    pid = os.getpid()
+    kinds = soak.rss_by_kind_mib(pid)
+    total = soak.rss_kib(pid) / 1024
+    assert set(kinds) == {"heap", "arenas", "pyarrow", "anon_large", "anon_small", "files", "other"}
+    assert kinds["files"] > 0 and kinds["heap"] > 0  # the interpreter's own file and its heap
+    assert abs(sum(kinds.values()) - total) <= 0.05 * total
+
+
 def test_conversation_lengths_have_the_mean_asked_for():
     import random
 
@@ -66,4 +77,5 @@ def test_a_short_soak_runs_end_to_end(tmp_path):
     assert result["failure"] is None and result["exit_code"] == 0
     assert result["samples"][-1]["done"] == 600  # every answer arrived, in order, and was right
     assert all(0 < s["rss_min_mib"] <= s["rss_mib"] <= s["rss_max_mib"] for s in result["samples"])
+    assert all(sum(s["rss_by_kind_mib"].values()) > 0 for s in result["samples"])
     assert "RSS" in proc.stdout
