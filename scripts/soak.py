@@ -15,8 +15,8 @@ all, the worst case for the vector cache once the stored data outgrows it.
 Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
 at the first wrong answer. Each sample in --out keeps the interval's lowest, median and highest
 one-second RSS, and RSS by kind of mapping at the sample (`rss_by_kind_mib`: main heap, glibc's other
-arenas, pyarrow's pool, large and small anonymous mappings, files). At the end it prints whether RSS plateaued: the level RSS falls back to between
-compactions (each interval's lowest one-second RSS; their median over the last third of the
+arenas, pyarrow's pool, large and small anonymous mappings, files). At the end it prints whether RSS
+plateaued: the level RSS falls back to between compactions (each interval's lowest one-second RSS; their median over the last third of the
 intervals) stays within --plateau-tolerance of the middle third's. Memory that is kept, leaked or
 fragmented raises that level; a compaction's working memory, which is given back when it ends, does
 not. The steady RSS (the interval medians, which rise as compactions take longer) and the peaks are
@@ -76,8 +76,8 @@ def rss_by_kind_mib(pid: int) -> dict[str, float]:
             kind = "other" if name.startswith("[") else "files"
         elif size == 1 << 30:
             kind = "pyarrow"
-        elif start % heap_size == 0 and (size == heap_size or (following and following[0] == end and following[2] == "---p"
-                                                               and following[1] - start == heap_size)):
+        elif start % heap_size == 0 and (size == heap_size or (  # an arena heap: read-write part, then PROT_NONE rest
+                following and following[0] == end and following[2] == "---p" and following[1] - start == heap_size)):
             kind = "arenas"
         else:
             kind = "anon_large" if size >= 1 << 20 else "anon_small"
