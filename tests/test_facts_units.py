@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.config import ConfigError, resolve
-from sidecar.facts import (
+from sidecar.runtime.config import ConfigError, resolve
+from sidecar.facts.rules import (
     DEFAULT_CATEGORIES,
     ContextFact,
     ContextUser,
@@ -18,7 +18,8 @@ from sidecar.facts import (
     render_markdown,
     render_xml,
 )
-from sidecar.llm import LLMError, parse_decision, parse_extraction, parse_json_object
+from sidecar.facts.llm_tasks import parse_decision, parse_extraction
+from sidecar.llm import LLMError, parse_json_object
 
 
 def test_duplicate_rule():
@@ -115,7 +116,7 @@ def test_config_llm_and_fact_options():
 def test_every_option_is_in_the_readme():
     from pathlib import Path
 
-    from sidecar.config import OPTIONS
+    from sidecar.runtime.config import OPTIONS
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for opt in OPTIONS:

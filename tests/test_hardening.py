@@ -8,7 +8,7 @@ import threading
 import time
 
 
-from sidecar.protocol import MAX_TIMESTAMP
+from sidecar.wire import MAX_TIMESTAMP
 
 
 # ---------------------------------------------------------------- regressions found by fuzzing

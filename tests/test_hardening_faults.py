@@ -220,7 +220,7 @@ def test_damaged_table_files_never_give_a_silent_wrong_answer(spawn, tmp_path, p
 
 
 def test_model_file_that_is_not_the_data_dirs_model(spawn, tmp_path, pristine):
-    from sidecar.model import resolve_model
+    from sidecar.embedding.model import resolve_model
 
     data_dir = tmp_path / "data"
     _made_dir(pristine, data_dir)

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import Sidecar
-from sidecar.protocol import REQUEST_MODELS
+from sidecar.wire import REQUEST_MODELS
 
 FAR_FUTURE = time.time() + 20 * 365 * 86_400  # keepers never expire, whatever `cleanup` the fuzzer sends
 KEEPERS = [(f"keeper-{uuid.uuid4().hex}", f"keeper memory {i}: the lighthouse keeper paints boats {uuid.uuid4().hex}")

@@ -23,7 +23,7 @@ def test_deferred_package_runs_init_on_first_attribute_and_submodules_import_wit
     (pkg / "part.py").write_text("VALUE = 21\n")
     out = _run("""
         import sys
-        from sidecar.lazy_import import defer_package_init
+        from sidecar.storage.lancedb_import import defer_package_init
         assert defer_package_init("heavy")
         from heavy.part import VALUE
         print("part", VALUE)
@@ -44,7 +44,7 @@ def test_deferred_package_runs_init_on_first_attribute_and_submodules_import_wit
 def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
     out = _run("""
         import sys
-        from sidecar.lazy_import import import_lancedb
+        from sidecar.storage.lancedb_import import import_lancedb
         lancedb = import_lancedb()
         db = lancedb.connect(%r)
         db.create_table("t", data=[{"x": 1}])
@@ -57,7 +57,7 @@ def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
 
 
 def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path):
-    code = "from sidecar import native_memory; print(native_memory.configure())"
+    code = "from sidecar.runtime import native_memory; print(native_memory.configure())"
     assert _run(code, tmp_path).strip() == "True"  # glibc (the CI machine): capped
     out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent),
                          env={"MALLOC_ARENA_MAX": "4"}, capture_output=True, text=True, timeout=60)
@@ -70,7 +70,7 @@ def test_large_blocks_stay_mmapped_after_a_larger_one_was_freed(tmp_path):
     without configure(), shows the default behaviour the test guards against."""
     code = """
         import ctypes
-        from sidecar import native_memory
+        from sidecar.runtime import native_memory
         %s
         libc = ctypes.CDLL("libc.so.6")
         libc.malloc.restype = ctypes.c_void_p

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sidecar.tags import extract
+from sidecar.facts.tags import extract
 
 CATS = ("preference", "company", "pattern", "answer")
 

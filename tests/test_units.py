@@ -11,19 +11,19 @@ from pathlib import Path
 import orjson
 import pytest
 
-from sidecar import config as cfgmod
-from sidecar import model as modelmod
-from sidecar.errors import ERROR_CODES, InvalidJson, InvalidRequest, UnknownType
-from sidecar.protocol import OkResponse, StoreRequest, decode, encode
-from sidecar.schema import DEFAULT_PATH, render
-from sidecar.store import sql_str
-from sidecar.transport import Eof, Line, Oversized, read_lines
+from sidecar.runtime import config as cfgmod
+from sidecar.embedding import model as modelmod
+from sidecar.wire.errors import ERROR_CODES, InvalidJson, InvalidRequest, UnknownType
+from sidecar.wire import OkResponse, StoreRequest, decode, encode
+from sidecar.wire.schema import DEFAULT_PATH, render
+from sidecar.storage import sql_str
+from sidecar.wire.transport import Eof, Line, Oversized, read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_schema_json_is_up_to_date():
-    assert DEFAULT_PATH.read_bytes() == render(), "protocol/schema.json is stale: run `python -m sidecar.schema`"
+    assert DEFAULT_PATH.read_bytes() == render(), "protocol/schema.json is stale: run `python -m sidecar.wire.schema`"
 
 
 def test_decode_store_single_and_batch():
@@ -95,7 +95,7 @@ def test_framing_oversized_line_is_skipped_not_kept():
 def test_stdout_guard_keeps_stray_output_off_the_protocol_stream():
     code = (
         "import os, sys\n"
-        "from sidecar.transport import StdioTransport\n"
+        "from sidecar.wire.transport import StdioTransport\n"
         "t = StdioTransport(1024)\n"
         "print('stray print')\n"
         "os.write(1, b'native write to fd 1\\n')\n"
@@ -129,7 +129,7 @@ def test_config_precedence_flag_env_default(tmp_path):
 
 
 def test_compaction_waits_out_its_duty_cycle_pause():
-    from sidecar.store import compaction_due
+    from sidecar.storage import compaction_due
 
     # (now, pending commits, first pending at, every_writes, interval_s, not_before)
     assert not compaction_due(100.0, 0, None, 200, 60.0, 0.0)  # nothing written: never
@@ -149,7 +149,7 @@ def test_a_background_compaction_holds_the_next_one_back_by_its_duty_cycle(tmp_p
 
     import numpy as np
 
-    from sidecar.store import MessageStore
+    from sidecar.messages import MessageStore
 
     def write(store, n):
         for _ in range(n):
@@ -210,7 +210,7 @@ def _fake_frozen(monkeypatch, bundle: Path) -> None:
 def test_frozen_onefile_unpack_dir_removed_only_when_launcher_gone(tmp_path, monkeypatch):
     import os
 
-    from sidecar import frozen
+    from sidecar.runtime import frozen
 
     assert frozen.onefile_unpack_dir() is None  # not frozen
     unpacked = tmp_path / "_MEIabc123"
@@ -224,7 +224,7 @@ def test_frozen_onefile_unpack_dir_removed_only_when_launcher_gone(tmp_path, mon
 
 
 def test_frozen_onedir_bundle_is_never_removed(tmp_path, monkeypatch):
-    from sidecar import frozen
+    from sidecar.runtime import frozen
 
     internal = tmp_path / "memory-sidecar" / "_internal"
     internal.mkdir(parents=True)

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from sidecar.vector_cache import VectorCache
+from sidecar.messages.vector_cache import VectorCache
 
 
 def _rows(user: str, n: int, start: int = 0, bot_every: int = 0):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sidecar.store import WAL_DIR, MessageStore
-from sidecar.wal import WriteAheadLog, decode_records, encode_record
+from sidecar.messages.store import WAL_DIR, MessageStore
+from sidecar.messages.wal import WriteAheadLog, decode_records, encode_record
 
 DIM = 384
 MODEL = {"name": "test-model", "dim": DIM, "digest": "0" * 64}

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from .facts import MAX_FACT_CHARS, normalise_category, normalise_text
+from .rules import MAX_FACT_CHARS, normalise_category, normalise_text
 
 _OPEN = re.compile(r"<\s*memory(?=[\s>/])([^<>]*)>", re.IGNORECASE)
 _OPEN_CUT = re.compile(r"<\s*memory(?=[\s/]|$)[^<>\n]*(?=<|\n|$)", re.IGNORECASE)
@@ -95,46 +95,59 @@ class _Open:
     has_child: bool = False
 
 
+def _judge(reply: str, o: _Open, content: str, close_end: int, categories: Sequence[str]) -> Found | Rejected:
+    """What one closed tag yields: a fact, or the reason it is refused."""
+    raw = reply[o.start:close_end]
+    if o.has_child:
+        return Rejected(_cap(raw), "nested", "a memory tag inside another memory tag; the outer tag is not saved")
+    cat = o.attrs.get("category")
+    text = normalise_text(content)
+    if cat is None or not cat.strip():
+        return Rejected(_cap(raw), "missing_category", "the tag has no category attribute")
+    if normalise_category(cat) not in categories:
+        return Rejected(_cap(raw), "unknown_category", f"category {cat.strip()!r} is not one of: {', '.join(categories)}")
+    if not text:
+        return Rejected(_cap(raw), "empty", "the tag has no content")
+    if len(text) > MAX_FACT_CHARS:
+        return Rejected(_cap(raw), "too_long", f"the fact has {len(text)} characters, over {MAX_FACT_CHARS}")
+    return Found(text, normalise_category(cat))
+
+
+def _remove_spans(reply: str, spans: list[tuple[int, int]]) -> str:
+    """The reply without the union of the spans, tidying whitespace at each cut."""
+    if not spans:
+        return reply
+    merged: list[list[int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    segments = [reply[:merged[0][0]]]
+    for i, (_s, e) in enumerate(merged):
+        segments.append(reply[e:merged[i + 1][0]] if i + 1 < len(merged) else reply[e:])
+    out = segments[0]
+    for seg in segments[1:]:
+        out = _join(out, seg)
+    return re.sub(r"\n{3,}", "\n\n", out).strip()
+
+
 def extract(reply: str, categories: Sequence[str]) -> Extraction:
-    allowed = set(categories)
     # 1. tokens: opening tags, closing tags, cut-off opening tags
     spans: list[tuple[int, int]] = []  # text ranges to remove
-    facts: list[tuple[int, Found]] = []
-    rejected: list[tuple[int, Rejected]] = []
+    found: list[tuple[int, Found | Rejected]] = []
     stack: list[_Open] = []
-
-    def judge(o: _Open, content: str, close_end: int) -> None:
-        raw = reply[o.start:close_end]
-        if o.has_child:
-            rejected.append((o.start, Rejected(_cap(raw), "nested", "a memory tag inside another memory tag; "
-                                                                    "the outer tag is not saved")))
-            return
-        cat = o.attrs.get("category")
-        text = normalise_text(content)
-        if cat is None or not cat.strip():
-            rejected.append((o.start, Rejected(_cap(raw), "missing_category", "the tag has no category attribute")))
-        elif normalise_category(cat) not in allowed:
-            rejected.append((o.start, Rejected(_cap(raw), "unknown_category",
-                                               f"category {cat.strip()!r} is not one of: {', '.join(categories)}")))
-        elif not text:
-            rejected.append((o.start, Rejected(_cap(raw), "empty", "the tag has no content")))
-        elif len(text) > MAX_FACT_CHARS:
-            rejected.append((o.start, Rejected(_cap(raw), "too_long",
-                                               f"the fact has {len(text)} characters, over {MAX_FACT_CHARS}")))
-        else:
-            facts.append((o.start, Found(text, normalise_category(cat))))
-
     for m in _TOKEN.finditer(reply):
         tok = m.group(0)
         if _CLOSE.fullmatch(tok):
             if not stack:
-                rejected.append((m.start(), Rejected(tok, "unmatched_close", "a closing tag without an opening tag")))
+                found.append((m.start(), Rejected(tok, "unmatched_close", "a closing tag without an opening tag")))
                 spans.append((m.start(), m.end()))
                 continue
             o = stack.pop()
             if stack:
                 stack[-1].has_child = True
-            judge(o, reply[o.end:m.start()], m.end())
+            found.append((o.start, _judge(reply, o, reply[o.end:m.start()], m.end(), categories)))
             # the whole tag (with its content) goes; inner spans inside it are covered by it
             spans.append((o.start, m.end()))
         elif tok.endswith(">"):
@@ -142,12 +155,12 @@ def extract(reply: str, categories: Sequence[str]) -> Extraction:
             if attrs_raw.rstrip().endswith("/"):
                 if stack:
                     stack[-1].has_child = True
-                rejected.append((m.start(), Rejected(_cap(tok), "self_closing", "a self-closing tag has no content")))
+                found.append((m.start(), Rejected(_cap(tok), "self_closing", "a self-closing tag has no content")))
                 spans.append((m.start(), m.end()))
                 continue
             stack.append(_Open(m.start(), m.end(), tok, _attrs(attrs_raw)))
         else:  # an opening tag cut off before its '>'
-            rejected.append((m.start(), Rejected(_cap(tok), "unterminated", "an opening tag without its closing '>'")))
+            found.append((m.start(), Rejected(_cap(tok), "unterminated", "an opening tag without its closing '>'")))
             spans.append((m.start(), m.end()))
 
     # 2. opening tags never closed: remove to the end of the line or the next memory tag
@@ -155,25 +168,11 @@ def extract(reply: str, categories: Sequence[str]) -> Extraction:
         nxt = _TOKEN.search(reply, o.end)
         nl = reply.find("\n", o.end)
         stop = min(x for x in (nxt.start() if nxt else len(reply), nl if nl >= 0 else len(reply)))
-        rejected.append((o.start, Rejected(_cap(reply[o.start:stop]), "unclosed",
-                                           "an opening tag that is never closed; removed up to the end of its line")))
+        found.append((o.start, Rejected(_cap(reply[o.start:stop]), "unclosed",
+                                        "an opening tag that is never closed; removed up to the end of its line")))
         spans.append((o.start, stop))
 
-    # 3. remove the union of all spans, tidying whitespace at each cut
-    spans.sort()
-    merged: list[list[int]] = []
-    for s, e in spans:
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    segments = [reply[:merged[0][0]]] if merged else [reply]
-    for i, (_s, e) in enumerate(merged):
-        segments.append(reply[e:merged[i + 1][0]] if i + 1 < len(merged) else reply[e:])
-    out = segments[0]
-    for seg in segments[1:]:
-        out = _join(out, seg)
-    cleaned = re.sub(r"\n{3,}", "\n\n", out).strip() if merged else reply
-    facts.sort(key=lambda x: x[0])
-    rejected.sort(key=lambda x: x[0])
-    return Extraction(cleaned, [f for _, f in facts], [r for _, r in rejected])
+    # 3. remove the union of all spans
+    found.sort(key=lambda x: x[0])
+    return Extraction(_remove_spans(reply, spans), [f for _, f in found if isinstance(f, Found)],
+                      [r for _, r in found if isinstance(r, Rejected)])

@@ -26,7 +26,7 @@ HUB_ONNX = "onnx/model.onnx"
 HUB_TOKENIZER = "tokenizer.json"
 # The default model ships inside the package: tokenizer and configs (Apache-2.0) and model.onnx,
 # built once by scripts/build_model.py (fused attention, fp16-stored weights, fp32 compute).
-ASSETS_DIR = Path(__file__).parent / "assets" / "all-MiniLM-L6-v2"
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "all-MiniLM-L6-v2"
 # ONNX files whose digest we know. A file from an offline package must be one of these.
 KNOWN_ONNX = {
     "160b6dabd18329ea6079c39b66e274ef44da3aa59bf07eb3dae842edc789e1a6":

@@ -1,4 +1,4 @@
-"""Write (or check) protocol/schema.json from the pydantic models: `python -m sidecar.schema [--check]`."""
+"""Write (or check) protocol/schema.json from the pydantic models: `python -m sidecar.wire.schema [--check]`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 
-from .protocol import json_schema
+from . import json_schema
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "protocol" / "schema.json"
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "protocol" / "schema.json"
 
 
 def render() -> bytes:
@@ -18,14 +18,14 @@ def render() -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sidecar.schema", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m sidecar.wire.schema", description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 when the file differs from the models")
     parser.add_argument("--path", type=Path, default=DEFAULT_PATH)
     args = parser.parse_args(argv)
     data = render()
     if args.check:
         if not args.path.exists() or args.path.read_bytes() != data:
-            print(f"{args.path} is stale: run `python -m sidecar.schema`", file=sys.stderr)
+            print(f"{args.path} is stale: run `python -m sidecar.wire.schema`", file=sys.stderr)
             return 1
         return 0
     args.path.write_bytes(data)

@@ -14,7 +14,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
-from .llm import LLMClient, LLMError
+from ..llm import LLMClient, LLMError
+from . import llm_tasks
 
 log = logging.getLogger("sidecar.extraction")
 
@@ -115,7 +116,7 @@ class ExtractionWorker:
 
     def _one(self, job: Job) -> None:
         try:
-            facts = self.llm.extract(job.content, self.categories)
+            facts = llm_tasks.extract(self.llm, job.content, self.categories)
         except LLMError as exc:
             self.failed += 1
             log.error("fact extraction for message %s gave up after retries: %s", job.message_id, exc)

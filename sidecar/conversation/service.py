@@ -11,18 +11,19 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from . import conversation as conv
-from .errors import InvalidRequest, NotFound, TooLarge
-from .protocol import (
-    ContextRequest,
-    ContextResponse,
+from ..messages import MessageReader
+from ..storage import sql_num, sql_str
+from ..wire import (
     ChannelContextOptions,
     ChannelContextResponse,
+    ContextRequest,
+    ContextResponse,
+    ConversationSource,
     HistoryOptions,
     HistoryResponse,
-    ConversationSource,
 )
-from .store import MessageStore, sql_num, sql_str
+from ..wire.errors import InvalidRequest, NotFound, TooLarge
+from . import threads as conv
 
 log = logging.getLogger("sidecar.conversation")
 
@@ -44,7 +45,7 @@ class HistoryBlock:
 
 
 class ConversationService:
-    def __init__(self, store: MessageStore, *, opt_out_marker: str | None = conv.DEFAULT_OPT_OUT_MARKER,
+    def __init__(self, store: MessageReader, *, opt_out_marker: str | None = conv.DEFAULT_OPT_OUT_MARKER,
                  max_window: int = 1_000, max_content_chars: int = 32_000):
         self.store = store
         self.opt_out_marker = opt_out_marker

@@ -18,54 +18,20 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .embedder import Embedder
-from .errors import InvalidRequest, NotFound, TooLarge
-from .facts import (
-    CANDIDATE_THRESHOLD,
-    DUPLICATE_THRESHOLD,
-    MAX_CANDIDATES,
-    MAX_FACT_CHARS,
-    ContextFact,
-    ContextUser,
-    Decision,
-    is_duplicate,
-    memory_instructions,
-    normalise_category,
-    normalise_text,
-    plan_decisions,
-    render_markdown,
-    render_xml,
-)
-from .llm import LLMClient, LLMError
-from .protocol import (
-    Consolidation,
-    ContextRequest,
-    ContextResponse,
-    DecisionOut,
-    ExtractedResponse,
-    ExtractInlineRequest,
-    FactEventOut,
-    FactHistoryRequest,
-    FactHistoryResponse,
-    FactOut,
-    FactResponse,
-    FactsRequest,
-    FactsResponse,
-    ForgetFactRequest,
-    InstructionsResponse,
-    MemoryInstructionsRequest,
-    OkResponse,
-    RecallRequest,
-    RecallResponse,
-    RejectedTag,
-    RememberedResponse,
-    RememberRequest,
-    ResolvedResponse,
-    ResolveRequest,
-    UpdateFactRequest,
-    UserFacts,
-)
-from .store import MessageStore, sql_str
+from ..embedding.embedder import Embedder
+from ..llm import LLMClient, LLMError
+from ..storage import sql_str
+from ..wire import (Consolidation, ContextRequest, ContextResponse, DecisionOut, ExtractedResponse,
+    ExtractInlineRequest, FactEventOut, FactHistoryRequest, FactHistoryResponse, FactOut, FactResponse, FactsRequest,
+    FactsResponse, ForgetFactRequest, InstructionsResponse, MemoryInstructionsRequest, OkResponse, RecallRequest,
+    RecallResponse, RejectedTag, RememberedResponse, RememberRequest, ResolvedResponse, ResolveRequest,
+    UpdateFactRequest, UserFacts)
+from ..wire.errors import InvalidRequest, NotFound, TooLarge
+from . import llm_tasks
+from .rules import (CANDIDATE_THRESHOLD, DUPLICATE_THRESHOLD, MAX_CANDIDATES, MAX_FACT_CHARS, ContextFact,
+    ContextUser, Decision, is_duplicate, memory_instructions, normalise_category, normalise_text, plan_decisions,
+    render_markdown, render_xml)
+from .store import FactStore
 from .tags import extract
 
 log = logging.getLogger("sidecar.facts")
@@ -80,13 +46,12 @@ def _ts(value: float | None) -> int | None:
 
 
 class FactService:
-    def __init__(self, embedder: Embedder, store: MessageStore, *, categories: Sequence[str],
+    def __init__(self, embedder: Embedder, facts: FactStore, *, categories: Sequence[str],
                  duplicate_threshold: float = DUPLICATE_THRESHOLD, candidate_threshold: float = CANDIDATE_THRESHOLD,
                  llm: LLMClient | None = None, max_limit: int = 100, max_users: int = 1_000,
                  clock: Callable[[], float] = time.time):
         self.embedder = embedder
-        self.store = store
-        self.facts = store.facts
+        self.facts = facts
         self.categories = tuple(categories)
         self.duplicate_threshold = duplicate_threshold
         self.candidate_threshold = candidate_threshold
@@ -174,7 +139,7 @@ class FactService:
                 decisions.append((c, None))
                 continue
             try:
-                decisions.append((c, self.llm.decide(text, c["text"], retries=llm_retries, timeout=left)))
+                decisions.append((c, llm_tasks.decide(self.llm, text, c["text"], retries=llm_retries, timeout=left)))
             except LLMError as exc:
                 log.warning("LLM could not decide about fact %s: %s; the host decides", c["id"], exc)
                 error = str(exc)

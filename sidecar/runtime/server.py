@@ -13,11 +13,12 @@ import threading
 import time
 from collections import deque
 
-from . import __version__, native_memory
+from .. import __version__
+from ..wire import PROTOCOL_VERSION, ReadyResponse, encode
+from ..wire.errors import StartupFailed, TooLarge
+from ..wire.transport import Eof, Incoming, Line, Oversized, StdioTransport
+from . import native_memory
 from .config import Config
-from .errors import StartupFailed, TooLarge
-from .protocol import PROTOCOL_VERSION, ReadyResponse, encode
-from .transport import Eof, Incoming, Line, Oversized, StdioTransport
 
 log = logging.getLogger("sidecar.server")
 
@@ -33,8 +34,7 @@ class Server:
         # the process to outlive us (in a onefile build: PyInstaller's launcher); 1 = not watched
         self.parent_pid = os.getppid() if parent_pid is None else parent_pid
         self._started = threading.Event()
-        self.store = None
-        self.extractor = None
+        self.app = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -56,44 +56,6 @@ class Server:
 
                 exit_now(1, self.parent_pid)
 
-    def _start(self):
-        from .conversation_service import ConversationService
-        from .dispatcher import Dispatcher
-        from .embedder import Embedder
-        from .fact_service import FactService
-        from .model import resolve_model
-        from .service import MemoryService
-        from .store import MessageStore
-
-        cfg = self.config
-        files = resolve_model(cfg.model_dir, cfg.offline, cfg.model_sha256)
-        log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
-        embedder = Embedder(files, threads=cfg.threads)
-        identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
-        self.store = MessageStore(cfg.data_dir, identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
-                                  compact_max_duty=cfg.compact_max_duty,
-                                  reembed=embedder.embed if cfg.reembed else None, cache_bytes=cfg.cache_mb << 20)
-        llm = None
-        if cfg.llm_base_url:
-            from .llm import LLMClient, LLMSettings
-
-            llm = LLMClient(LLMSettings(cfg.llm_base_url, cfg.llm_model or "", os.environ.get(cfg.llm_api_key_env),
-                                        timeout=cfg.llm_timeout, retries=cfg.llm_retries))
-            log.info("LLM endpoint %s, model %s", llm.url, cfg.llm_model)
-        facts = FactService(embedder, self.store, categories=cfg.fact_categories,
-                            duplicate_threshold=cfg.duplicate_threshold, candidate_threshold=cfg.candidate_threshold,
-                            llm=llm, max_limit=cfg.max_limit, max_users=cfg.max_batch)
-        if llm is not None:
-            from .extraction import ExtractionWorker
-
-            self.extractor = ExtractionWorker(llm, cfg.fact_categories, facts.consolidate)
-        service = MemoryService(embedder, self.store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
-                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, facts=facts,
-                                extractor=self.extractor, extract_by_default=cfg.llm_extract)
-        conversation = ConversationService(self.store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
-                                           max_content_chars=cfg.max_content_chars)
-        return service, Dispatcher(service, conversation)
-
     def run(self) -> int:
         t0 = time.monotonic()
         self.transport.start_reader()  # requests sent before `ready` wait in the queue
@@ -101,7 +63,9 @@ class Server:
             signal.signal(sig, self._on_signal)
         threading.Thread(target=self._watch_parent_during_startup, name="startup-watchdog", daemon=True).start()
         try:
-            service, dispatcher = self._start()
+            from .app import build
+
+            self.app = build(self.config)
         except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
             message = str(exc) if not isinstance(exc, ImportError) else f"missing dependency: {exc}"
             log.error("start-up failed: %s", message)
@@ -111,22 +75,20 @@ class Server:
         finally:
             self._started.set()
         try:
-            files = service.embedder.files
+            files = self.app.service.embedder.files
             ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,
                                   model_digest=files.digest, data_dir=str(self.config.data_dir),
-                                  memories=self.store.count(), startup_ms=round((time.monotonic() - t0) * 1000))
+                                  memories=self.app.store.count(), startup_ms=round((time.monotonic() - t0) * 1000))
             self.transport.send(encode(ready))
             log.info("ready in %d ms", ready.startup_ms)
-            maintenance = threading.Thread(target=self._maintain, args=(service,), name="maintenance", daemon=True)
+            maintenance = threading.Thread(target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True)
             maintenance.start()
-            self._serve(dispatcher)
+            self._serve(self.app.dispatcher)
             self.stop.set()
             maintenance.join(timeout=1.0)  # a compaction cut short is harmless: commits are atomic
             return 0
         finally:
-            if self.extractor is not None:
-                self.extractor.stop()
-            self.store.close()
+            self.app.close()
             self.transport.close()
 
     def _next(self, backlog: deque) -> Incoming:
@@ -195,10 +157,10 @@ class Server:
                 elif warm:
                     warm = False
                     t0 = time.monotonic()
-                    users = self.store.warm_cache()
+                    users = service.store.warm_cache()
                     log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
-                elif self.store.compact_due():
-                    self.store.compact(exclusive=False)
+                elif service.store.compact_due():
+                    service.store.compact(exclusive=False)
                     native_memory.trim()
             except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
                 log.exception("background maintenance failed; will retry")

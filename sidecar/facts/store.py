@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .ranking import rrf
+from ..storage import Database, cosine_search, rrf
 
 log = logging.getLogger("sidecar.fact_store")
 
@@ -78,25 +78,10 @@ USER_SCHEMA = pa.schema([
 ])
 
 
-def cosine_search(table: Any, vector: np.ndarray, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
-    """The `limit` rows of a LanceDB table nearest to `vector` among those matching `where` (filtered
-    before ranking), best first, each with its cosine `similarity`. Messages and facts both use it."""
-    result = (table.search(vector.astype(np.float32), vector_column_name="vector")
-              .distance_type("cosine")
-              .where(where, prefilter=True)
-              .select([*columns, "_distance"])
-              .limit(limit)
-              .to_arrow())
-    rows = result.to_pylist()
-    for r in rows:
-        r["similarity"] = 1.0 - float(r.pop("_distance"))
-    return rows
-
-
 def create_tables(db: Any, dim: int) -> None:
-    """Create the fact tables that do not exist yet (new data dirs and the 1 -> 2 migration: in both,
-    any fact table found is empty). A table left half-created by a kill (its folder listed, no
-    version to open) is created again."""
+    """Create the fact tables that do not exist yet (new data dirs, and data dirs from before schema
+    version 2). A table left half-created by a kill (its folder listed, no version to open) is
+    created again."""
     existing = set(db.list_tables().tables)
     for name, schema in ((FACTS, fact_schema(dim)), (EVENTS, EVENT_SCHEMA), (USERS, USER_SCHEMA)):
         if name in existing:
@@ -109,6 +94,17 @@ def create_tables(db: Any, dim: int) -> None:
 
 
 class FactStore:
+    @classmethod
+    def attach(cls, database: Database, lock: threading.RLock, on_write: Any = None,
+               reembed: Any = None) -> "FactStore":
+        """The fact tables of an open data dir, created when missing and re-embedded when the data dir's
+        model changed (with `reembed`)."""
+        create_tables(database.db, database.dim)
+        store = cls(database.db, database.dim, lock, on_write)
+        if database.model_changed and reembed is not None:
+            store.reembed(reembed)
+        return store
+
     def __init__(self, db: Any, dim: int, lock: threading.RLock, on_write: Any = None):
         self.dim = dim
         self.lock = lock

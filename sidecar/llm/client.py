@@ -1,5 +1,5 @@
 """A small client for any OpenAI-compatible chat-completions server (Ollama, llama.cpp, LM Studio,
-vLLM, OpenAI), used for consolidation decisions and fact extraction.
+vLLM, OpenAI). Knows no prompt: the domains bring theirs (facts/llm_tasks.py).
 
 Standard library only (urllib): one POST per call, a timeout per call, retries with exponential
 backoff, and strict validation of the JSON the model answers. Every failure (connection, HTTP status,
@@ -15,9 +15,7 @@ import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
-
-from .facts import ACTIONS, Decision, normalise_category, normalise_text
+from typing import Any, Callable, TypeVar
 
 log = logging.getLogger("sidecar.llm")
 T = TypeVar("T")
@@ -43,18 +41,6 @@ class LLMSettings:
     backoff: float = 1.0  # seconds before the first retry; doubles each time, capped at 30 s
 
 
-DECIDE_SYSTEM = """You maintain a memory of short facts about a user. You get an EXISTING fact and a NEW fact about the same user. Decide what to do with the EXISTING fact:
-- KEEP: the facts are about different things; both stay.
-- INVALIDATE: the NEW fact contradicts or replaces the EXISTING one (e.g. "Lives in New York" then "Moved to Los Angeles"); the existing fact becomes history.
-- MERGE: same topic and both still true, so they combine into one fact (e.g. "Owns an Xbox" + "Bought a PS5" -> "Owns both an Xbox and a PS5"); give the combined fact, short and in the third person, in merged_text.
-Answer with one JSON object only, no prose: {"action": "KEEP" | "INVALIDATE" | "MERGE", "merged_text": string or null}"""
-
-EXTRACT_SYSTEM = """You extract long-term facts about the author of a chat message, for a memory that helps future conversations.
-Only facts about the author that will still be true later: preferences, work, habits, answers they gave. Not passing moods, greetings, opinions about the current conversation, or facts about other people.
-Write each fact as a short third-person statement without the author's name (e.g. "Prefers dark roast coffee").
-Allowed categories: {categories}.
-Answer with one JSON object only, no prose: {{"facts": [{{"text": string, "category": string}}]}}; use {{"facts": []}} when there is nothing worth keeping."""
-
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
 
@@ -74,39 +60,6 @@ def parse_json_object(content: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise LLMError(f"answer is not a JSON object: {content[:120]!r}")
     return obj
-
-
-def parse_decision(obj: dict[str, Any]) -> Decision:
-    action = obj.get("action")
-    if not isinstance(action, str) or action.strip().upper() not in ACTIONS:
-        raise LLMError(f"answer has no valid action (KEEP, INVALIDATE or MERGE): {obj!r:.160}")
-    action = action.strip().upper()
-    merged = obj.get("merged_text")
-    if action == "MERGE":
-        if not isinstance(merged, str) or not normalise_text(merged):
-            raise LLMError("MERGE answer without merged_text")
-        return Decision("MERGE", normalise_text(merged), "llm")
-    return Decision(action, None, "llm")
-
-
-def parse_extraction(obj: dict[str, Any], categories: Sequence[str]) -> list[tuple[str, str]]:
-    facts = obj.get("facts")
-    if not isinstance(facts, list):
-        raise LLMError(f"answer has no `facts` list: {obj!r:.160}")
-    out: list[tuple[str, str]] = []
-    for item in facts:
-        if not isinstance(item, dict):
-            continue
-        text, cat = item.get("text"), item.get("category")
-        if not isinstance(text, str) or not normalise_text(text) or not isinstance(cat, str):
-            log.info("LLM extraction: skipped malformed item %r", item)
-            continue
-        cat = normalise_category(cat)
-        if cat not in categories:
-            log.info("LLM extraction: skipped fact with unknown category %r", cat)
-            continue
-        out.append((normalise_text(text), cat))
-    return out
 
 
 class LLMClient:
@@ -185,16 +138,8 @@ class LLMClient:
                 delay = min(delay * 2, 30.0)
         raise AssertionError("unreachable")
 
-    def decide(self, new_text: str, old_text: str, retries: int | None = None,
-               timeout: float | None = None) -> Decision:
-        """KEEP / INVALIDATE / MERGE for one existing fact given a new one."""
-        user = json.dumps({"EXISTING": old_text, "NEW": new_text}, ensure_ascii=False)
-        return self._with_retries(
-            "decision", lambda: parse_decision(parse_json_object(self._post(DECIDE_SYSTEM, user, timeout))), retries)
-
-    def extract(self, message: str, categories: Sequence[str], retries: int | None = None) -> list[tuple[str, str]]:
-        """(text, category) facts about the author of `message`."""
-        system = EXTRACT_SYSTEM.format(categories=", ".join(categories))
-        return self._with_retries(
-            "extraction", lambda: parse_extraction(parse_json_object(self._post(system, message)), categories),
-            retries)
+    def ask_json(self, what: str, system: str, user: str, parse: Callable[[dict[str, Any]], T],
+                 retries: int | None = None, timeout: float | None = None) -> T:
+        """One system + user prompt; the answer's JSON object through `parse` (which raises LLMError on
+        anything unexpected), with retries (see `_with_retries`)."""
+        return self._with_retries(what, lambda: parse(parse_json_object(self._post(system, user, timeout))), retries)

@@ -12,8 +12,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from . import __version__
-from .facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
+from .. import __version__
+from ..facts import (
+    CANDIDATE_THRESHOLD,
+    DEFAULT_CATEGORIES,
+    DUPLICATE_THRESHOLD,
+    parse_categories,
+)
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 

@@ -7,42 +7,44 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from .conversation_service import ConversationService
-from .errors import Internal, SidecarError
-from .protocol import (
+from ..conversation import ConversationService
+from ..facts import FactsCompanion, FactService
+from ..messages import MemoryService
+from ..wire import (
     ChannelContextRequest,
     CleanupRequest,
     ContextRequest,
+    DeleteRequest,
     ExtractInlineRequest,
     FactHistoryRequest,
     FactsRequest,
     ForgetFactRequest,
-    MemoryInstructionsRequest,
-    RecallRequest,
-    RememberRequest,
-    ResolveRequest,
-    SyncRequest,
-    UpdateFactRequest,
-    DeleteRequest,
     ForgetUserRequest,
     HistoryRequest,
+    MemoryInstructionsRequest,
     OkResponse,
     PingRequest,
     PongResponse,
     QueryRequest,
+    RecallRequest,
+    RememberRequest,
+    ResolveRequest,
     ShutdownRequest,
     StatsRequest,
     StoreRequest,
+    SyncRequest,
+    UpdateFactRequest,
     decode,
     encode,
 )
-from .service import MemoryService
+from ..wire.errors import Internal, SidecarError
 
 log = logging.getLogger("sidecar.dispatcher")
 
 
 class Dispatcher:
-    def __init__(self, service: MemoryService, conversation: ConversationService):
+    def __init__(self, service: MemoryService, conversation: ConversationService, facts: FactService,
+                 companion: FactsCompanion):
         self.service = service
         self.handlers: dict[type, Callable[[Any], BaseModel]] = {
             StoreRequest: service.store_messages,
@@ -55,22 +57,18 @@ class Dispatcher:
             ShutdownRequest: lambda _req: OkResponse(),
             ChannelContextRequest: conversation.channel_context,
             HistoryRequest: conversation.history,
-            SyncRequest: service.sync,
+            SyncRequest: companion.sync,
+            RememberRequest: facts.remember,
+            ExtractInlineRequest: facts.extract_inline,
+            MemoryInstructionsRequest: facts.instructions,
+            ResolveRequest: facts.resolve,
+            FactsRequest: facts.list_facts,
+            RecallRequest: facts.recall,
+            FactHistoryRequest: facts.history,
+            UpdateFactRequest: facts.update,
+            ForgetFactRequest: facts.forget,
+            ContextRequest: lambda req: conversation.context(req, facts.context),
         }
-        facts = service.facts
-        if facts is not None:
-            self.handlers.update({
-                RememberRequest: facts.remember,
-                ExtractInlineRequest: facts.extract_inline,
-                MemoryInstructionsRequest: facts.instructions,
-                ResolveRequest: facts.resolve,
-                FactsRequest: facts.list_facts,
-                RecallRequest: facts.recall,
-                FactHistoryRequest: facts.history,
-                UpdateFactRequest: facts.update,
-                ForgetFactRequest: facts.forget,
-                ContextRequest: lambda req: conversation.context(req, facts.context),
-            })
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:
         """Several queued lines, answered in order. Consecutive `store` requests are committed

@@ -9,12 +9,12 @@ import functools
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from . import __version__
-from .embedder import Embedder
-from .errors import InvalidRequest, NotFound, SidecarError, TooLarge
-from .protocol import (
+from .. import __version__
+from ..embedding.embedder import Embedder
+from ..storage import SCHEMA_VERSION, sql_num, sql_str
+from ..wire import (
     PROTOCOL_VERSION,
     CleanupRequest,
     DeleteRequest,
@@ -27,14 +27,10 @@ from .protocol import (
     StatsRequest,
     StatsResponse,
     StoreRequest,
-    SyncedResponse,
-    SyncRequest,
 )
-from .store import SCHEMA_VERSION, MessageStore, sql_num, sql_str
-
-if TYPE_CHECKING:
-    from .extraction import ExtractionWorker
-    from .fact_service import FactService
+from ..wire.errors import InvalidRequest, NotFound, SidecarError, TooLarge
+from .interface import Companion
+from .store import MessageStore
 
 log = logging.getLogger("sidecar.service")
 
@@ -59,8 +55,7 @@ def _library_versions() -> dict[str, str]:
 class MemoryService:
     def __init__(self, embedder: Embedder, store: MessageStore, *, ttl_days: float = 30.0,
                  max_content_chars: int = 32_000, max_batch: int = 1_000, max_limit: int = 100,
-                 clock: Callable[[], float] = time.time, facts: "FactService | None" = None,
-                 extractor: "ExtractionWorker | None" = None, extract_by_default: bool = True):
+                 clock: Callable[[], float] = time.time, companions: tuple[Companion, ...] = ()):
         self.embedder = embedder
         self.store = store
         self.ttl_days = ttl_days
@@ -69,9 +64,7 @@ class MemoryService:
         self.max_limit = max_limit
         self.clock = clock
         self.started = time.monotonic()
-        self.facts = facts
-        self.extractor = extractor
-        self.extract_by_default = extract_by_default
+        self.companions = companions  # other domains told of every store and forget (facts, graph)
 
     # ------------------------------------------------------------------ commands
 
@@ -128,29 +121,15 @@ class MemoryService:
         return OkResponse(ids=ids) if req.messages is not None else OkResponse(id=ids[0])
 
     def _after_store(self, req: StoreRequest, rows: list[dict[str, Any]]) -> None:
-        """Display names (last one per user wins) and background fact extraction, after the commit."""
-        if self.facts is not None:
-            self.facts.set_names({r["user_id"]: r["username"] for r in rows if r["username"]})
-        want = req.extract if req.extract is not None else self.extract_by_default
-        if self.extractor is None or not want:
-            return
-        from .extraction import Job  # only with an LLM configured; extraction is never imported otherwise
-
-        for r in rows:
-            if self.extractor.wanted(r["content"], r["is_bot"]):
-                self.extractor.submit(Job(r["user_id"], r["content"], r["message_id"] or r["id"]))
-
-    def sync(self, req: SyncRequest) -> SyncedResponse:
-        if self.extractor is None:
-            return SyncedResponse(pending=0, done=0, failed=0)
-        pending = self.extractor.sync(float(req.timeout))
-        return SyncedResponse(pending=pending, done=self.extractor.done, failed=self.extractor.failed)
+        """What the other domains do with committed rows (display names, fact extraction, graph)."""
+        for companion in self.companions:
+            companion.on_stored(rows, req.extract)
 
     def query(self, req: QueryRequest) -> ResultsResponse:
         if req.limit > self.max_limit:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit}")
-        if self.facts is not None and req.username:
-            self.facts.set_names({req.user_id: req.username})
+        for companion in self.companions:
+            companion.on_query(req.user_id, req.username)
         text = req.text
         # the embedding is computed inside search, beside the full-text queries of keyword/hybrid mode
         rows = self.store.search(lambda: self.embedder.embed_one(text), req.user_id, req.limit,
@@ -191,24 +170,20 @@ class MemoryService:
         return OkResponse(deleted=deleted)
 
     def forget_user(self, req: ForgetUserRequest) -> OkResponse:
-        """Messages, facts, their history and the display name: all deleted and compacted away."""
-        where = f"user_id = {sql_str(req.user_id)}"
-        if self.extractor is not None:
-            self.extractor.forget(req.user_id)  # no background job may bring a fact back
-        deleted = self.store.delete(where)
-        facts = self.facts.forget_user(req.user_id) if self.facts is not None else None
-        return OkResponse(deleted=deleted, facts_deleted=facts)
+        """Messages, and everything the other domains keep for the user (facts, their history, the
+        display name): all deleted and compacted away."""
+        deleted = self.store.delete(f"user_id = {sql_str(req.user_id)}")
+        extra: dict[str, int] = {}
+        for companion in self.companions:
+            extra.update(companion.forget_user(req.user_id))
+        return OkResponse(deleted=deleted, **extra)
 
     def stats(self, req: StatsRequest | None = None) -> StatsResponse:
         files = self.embedder.files
         return StatsResponse(
             memories=self.store.count(),
             users=self.store.users(),
-            facts=self.facts.active_count() if self.facts is not None else None,
             cache=self.store.cache_stats(),
-            extraction=None if self.extractor is None else {
-                "pending": self.extractor.pending(), "done": self.extractor.done, "failed": self.extractor.failed,
-                "dropped": self.extractor.dropped},
             disk_bytes=self.store.disk_bytes(),
             model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source),
             version=__version__,
@@ -217,4 +192,5 @@ class MemoryService:
             uptime_seconds=round(time.monotonic() - self.started, 3),
             data_dir=str(self.store.data_dir),
             versions=_library_versions(),
+            **{k: v for c in self.companions for k, v in c.stats().items()},
         )

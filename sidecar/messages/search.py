@@ -1,0 +1,87 @@
+"""The table reads behind a message search: filters, the full-text queries (run together on LanceDB's
+own event loop), rows by id with their similarity, and what the cache warm-up reads."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+
+from ..storage import sql_in, sql_num, sql_str
+from .schema import RESULT_COLUMNS
+from .vector_cache import ROW_OVERHEAD
+
+
+def where(user_id: str, include_bot: bool, since: float | None, until: float | None) -> str:
+    clauses = [f"user_id = {sql_str(user_id)}"]
+    if not include_bot:
+        clauses.append("is_bot = false")
+    if since is not None:
+        clauses.append(f"timestamp >= {sql_num(since)}")
+    if until is not None:
+        clauses.append(f"timestamp <= {sql_num(until)}")
+    return " AND ".join(clauses)
+
+
+def keyword_ids(table: Any, text: str, columns: tuple[str, ...], where: str, limit: int) -> Future[list[list[str]]]:
+    """Starts the BM25 queries of `columns` and returns a future of their id lists, best first. The filter
+    is applied before ranking (never a global top-k filtered afterwards).
+
+    The queries go to the AsyncTable behind `table`, together, on LanceDB's own event loop: one
+    hop for all of them, and none of the schema round trips the sync query builder makes (measured
+    at 100k rows: 5.8 ms for both, against 9.8 ms for two sync queries on two threads)."""
+    from lancedb.background_loop import (
+        LOOP,  # LanceDB is imported lazily (storage/lancedb_import.py)
+    )
+    from lancedb.query import MatchQuery
+
+    inner = table._table
+
+    async def one(column: str) -> list[str]:
+        result = await (inner.query().nearest_to_text(MatchQuery(text, column))
+                        .where(where).select(["id", "_score"]).limit(limit).to_arrow())
+        return result.column("id").to_pylist()
+
+    async def every() -> list[list[str]]:
+        return list(await asyncio.gather(*(one(c) for c in columns)))
+
+    return asyncio.run_coroutine_threadsafe(every(), LOOP.loop)
+
+
+def rows_by_ids(table: Any, ids: list[str], vector: np.ndarray, dim: int) -> list[dict[str, Any]]:
+    """Result rows for ids (in that order) with their cosine similarity to `vector`, read from the table."""
+    result = (table.search().where(sql_in("id", ids)).select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
+    vectors = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    sims = vectors.reshape(-1, dim) @ vector.astype(np.float32)
+    rows = {r["id"]: {**r, "similarity": float(sim)} for r, sim in zip(result.select(RESULT_COLUMNS).to_pylist(), sims)}
+    return [rows[i] for i in ids if i in rows]
+
+
+def newest_timestamps(table: Any, where: str, limit: int) -> list[float]:
+    """The `limit` newest timestamps of the rows matching `where` (a narrow column sorts fast)."""
+    from lancedb.query import ColumnOrdering
+
+    newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]
+    return (table.search().where(where).select(["timestamp"]).order_by(newest_first).limit(limit)
+            .to_arrow().column("timestamp").to_pylist())
+
+
+def user_sizes(table: Any, dim: int) -> dict[str, int]:
+    """user_id -> the bytes the vector cache would hold for the user's rows."""
+    ids = table.search().select(["user_id", "content"]).limit(None).to_arrow()
+    sizes: dict[str, int] = {}
+    for uid, content in zip(ids.column("user_id").to_pylist(), ids.column("content").to_pylist()):
+        sizes[uid] = sizes.get(uid, 0) + dim * 2 + 9 + ROW_OVERHEAD + len(content)
+    return sizes
+
+
+def fitting(sizes: dict[str, int], budget: int) -> list[str]:
+    """The users (largest first) that fit the budget together."""
+    chosen, total = [], 0
+    for uid, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
+        if total + size <= budget:
+            chosen.append(uid)
+            total += size
+    return chosen

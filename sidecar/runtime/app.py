@@ -1,0 +1,77 @@
+"""The composition root: resolve the model, open the data dir, and wire the domain services together
+(messages, then the domains beside them, then the dispatcher). Nothing else builds services."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Config
+from .dispatcher import Dispatcher
+
+log = logging.getLogger("sidecar.server")
+
+
+@dataclass
+class App:
+    service: Any  # MemoryService
+    store: Any  # MessageStore
+    dispatcher: Dispatcher
+    extractor: Any = None  # ExtractionWorker, with an LLM
+
+    def close(self) -> None:
+        if self.extractor is not None:
+            self.extractor.stop()
+        self.store.close()
+
+
+def _llm(cfg: Config) -> Any:
+    if not cfg.llm_base_url:
+        return None
+    from ..llm import LLMClient, LLMSettings
+
+    llm = LLMClient(LLMSettings(cfg.llm_base_url, cfg.llm_model or "", os.environ.get(cfg.llm_api_key_env),
+                                timeout=cfg.llm_timeout, retries=cfg.llm_retries))
+    log.info("LLM endpoint %s, model %s", llm.url, cfg.llm_model)
+    return llm
+
+
+def build(cfg: Config) -> App:
+    from ..conversation import ConversationService
+    from ..embedding.embedder import Embedder
+    from ..embedding.model import resolve_model
+    from ..facts import FactsCompanion, FactService, FactStore
+    from ..messages import MemoryService, MessageStore
+
+    files = resolve_model(cfg.model_dir, cfg.offline, cfg.model_sha256)
+    log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
+    embedder = Embedder(files, threads=cfg.threads)
+    identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
+    reembed = embedder.embed if cfg.reembed else None
+    store = MessageStore(cfg.data_dir, identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
+                         compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20)
+    try:
+        fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write, reembed)
+        store.also_compact.append(lambda exclusive: fact_store.compact(if_written=not exclusive))
+        if store.database.model_changed:
+            store.database.commit_meta()  # every domain has re-embedded
+        llm = _llm(cfg)
+        facts = FactService(embedder, fact_store, categories=cfg.fact_categories,
+                            duplicate_threshold=cfg.duplicate_threshold, candidate_threshold=cfg.candidate_threshold,
+                            llm=llm, max_limit=cfg.max_limit, max_users=cfg.max_batch)
+        extractor = None
+        if llm is not None:
+            from ..facts.extraction import ExtractionWorker
+
+            extractor = ExtractionWorker(llm, cfg.fact_categories, facts.consolidate)
+        companion = FactsCompanion(facts, extractor, extract_by_default=cfg.llm_extract)
+        service = MemoryService(embedder, store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
+                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=(companion,))
+        conversation = ConversationService(store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
+                                           max_content_chars=cfg.max_content_chars)
+    except BaseException:
+        store.close()
+        raise
+    return App(service, store, Dispatcher(service, conversation, facts, companion), extractor)

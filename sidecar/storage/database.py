@@ -1,0 +1,174 @@
+"""The data dir: its lock (one sidecar per dir), `meta.json` (schema version, model identity), the
+LanceDB connection every domain's tables live in, and the forward migrations between schema versions.
+
+Knows nothing of messages, facts or the graph: each domain's store creates and migrates its own
+tables through this object.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from .lancedb_import import import_lancedb
+
+log = logging.getLogger("sidecar.storage")
+
+# 1: messages; 2: + facts, fact_events, users; 3: + search_text, prev_id, prev2_id, full-text indexes
+SCHEMA_VERSION = 3
+META_FILE = "meta.json"
+LOCK_FILE = "sidecar.lock"
+LANCE_DIR = "lancedb"
+# LanceDB's own caches (its defaults are gigabytes). The sidecar keeps its hot data in its own
+# vector cache, so these stay small: with 32 MB each, RSS rose well past their nominal 64 MB
+# (in-process, `python scripts/bench.py memory`, 50k steps: +64 MB against 2 MB each, and still rising
+# at 100k; see docs/reliability.md, Soak); the index cache holds the full-text index parts that hybrid
+# queries reuse (2 MB cost about 3.6 ms of hybrid p50 at 100k, 8 MB nothing measurable).
+LANCE_INDEX_CACHE_BYTES = 8 << 20
+LANCE_METADATA_CACHE_BYTES = 2 << 20
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class StoreLocked(StoreError):
+    pass
+
+
+class ModelMismatch(StoreError):
+    pass
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+def _identity(model: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return model.get("name"), model.get("dim"), model.get("digest")
+
+
+class Database:
+    """An open, locked data dir. `meta` is None for a new one until `commit_meta()` writes it (the
+    last step of creating a data dir, so an interrupted first start-up is completed next time)."""
+
+    def __init__(self, data_dir: Path, model: dict[str, Any], allow_reembed: bool = False):
+        from filelock import FileLock, Timeout
+
+        self.path = data_dir
+        self.model = model
+        self.dim = int(model["dim"])
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create data dir {data_dir}: {exc.strerror or exc}") from None
+        self._file_lock = FileLock(str(data_dir / LOCK_FILE))
+        try:
+            self._file_lock.acquire(timeout=0)
+        except Timeout:
+            raise StoreLocked(
+                f"data dir {data_dir} is in use by another memory-sidecar (lock {data_dir / LOCK_FILE} is held); "
+                "stop that process or use another --data-dir") from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock data dir {data_dir}: {exc.strerror or exc}") from None
+        try:
+            self.meta = self._read_meta()
+            self._check(allow_reembed)
+            lancedb = import_lancedb()
+            session = lancedb.Session(index_cache_size_bytes=LANCE_INDEX_CACHE_BYTES,
+                                      metadata_cache_size_bytes=LANCE_METADATA_CACHE_BYTES)
+            self.db = lancedb.connect(str(data_dir / LANCE_DIR), session=session)
+        except BaseException:
+            self._file_lock.release()
+            raise
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        path = self.path / META_FILE
+        if not path.exists():
+            return None
+        try:
+            return orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise StoreError(f"{path} is unreadable ({exc}); restore it from a backup or move the data dir "
+                             "away to start empty") from None
+
+    def _check(self, allow_reembed: bool) -> None:
+        if self.meta is None:
+            return
+        version = int(self.meta.get("schema_version", 0))
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} has schema version {version}, newer than this sidecar's "
+                             f"{SCHEMA_VERSION}; upgrade memory-sidecar")
+        old = self.meta.get("model", {})
+        if self.model_changed and not allow_reembed:
+            raise ModelMismatch(
+                f"{self.path} was made with model {old.get('name')} (dim {old.get('dim')}, sha256 "
+                f"{str(old.get('digest'))[:12]}...), but this sidecar runs {self.model['name']} (dim "
+                f"{self.model['dim']}, sha256 {self.model['digest'][:12]}...). Vectors from different models must "
+                "not be mixed: start once with --reembed to re-embed every memory with the current model, or use "
+                "another --data-dir")
+
+    @property
+    def is_new(self) -> bool:
+        return self.meta is None
+
+    @property
+    def model_changed(self) -> bool:
+        """The data was embedded by another model: every vector must be re-embedded before use."""
+        return self.meta is not None and _identity(self.meta.get("model", {})) != _identity(self.model)
+
+    @property
+    def schema_version(self) -> int:
+        return SCHEMA_VERSION if self.meta is None else int(self.meta.get("schema_version", 0))
+
+    def tables(self) -> set[str]:
+        return set(self.db.list_tables().tables)
+
+    def migrate(self, steps: dict[int, Callable[[], None]]) -> None:
+        """Run the forward migrations from the stored schema version to SCHEMA_VERSION: steps[n] takes
+        the data from version n to n + 1; meta.json records each step as it completes."""
+        if self.meta is None:
+            return
+        version = self.schema_version
+        while version < SCHEMA_VERSION:
+            log.warning("migrating %s from schema version %d to %d", self.path, version, version + 1)
+            step = steps.get(version)
+            if step is not None:
+                step()
+            version += 1
+            self.meta["schema_version"] = version
+            write_json_atomic(self.path / META_FILE, self.meta)
+
+    def commit_meta(self) -> None:
+        """Record the current schema version and model: a new data dir is complete, or a re-embedding done."""
+        self.meta = {**(self.meta or {"created_at": time.time()}), "schema_version": SCHEMA_VERSION,
+                     "model": self.model}
+        write_json_atomic(self.path / META_FILE, self.meta)
+
+    def disk_bytes(self) -> int:
+        return dir_bytes(self.path / LANCE_DIR)
+
+    def close(self) -> None:
+        self._file_lock.release()

@@ -1,0 +1,141 @@
+"""The codec: the union of every request and response, one line in -> a typed request, a typed
+response -> one line out, and the JSON Schema committed as protocol/schema.json."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+import orjson
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from .base import PROTOCOL_VERSION, _Request
+from .conversation import (
+    ChannelContextRequest,
+    ChannelContextResponse,
+    ContextRequest,
+    ContextResponse,
+    HistoryRequest,
+    HistoryResponse,
+)
+from .errors import InvalidJson, InvalidRequest, UnknownType
+from .facts import (
+    ExtractedResponse,
+    ExtractInlineRequest,
+    FactHistoryRequest,
+    FactHistoryResponse,
+    FactResponse,
+    FactsRequest,
+    FactsResponse,
+    ForgetFactRequest,
+    InstructionsResponse,
+    MemoryInstructionsRequest,
+    RecallRequest,
+    RecallResponse,
+    RememberedResponse,
+    RememberRequest,
+    ResolvedResponse,
+    ResolveRequest,
+    UpdateFactRequest,
+)
+from .messages import (
+    CleanupRequest,
+    DeleteRequest,
+    ForgetUserRequest,
+    OkResponse,
+    QueryRequest,
+    ResultsResponse,
+    StoreRequest,
+)
+from .system import (
+    ErrorResponse,
+    PingRequest,
+    PongResponse,
+    ReadyResponse,
+    ShutdownRequest,
+    StatsRequest,
+    StatsResponse,
+    SyncedResponse,
+    SyncRequest,
+)
+
+Request = Annotated[
+    Union[StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
+          PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest, ExtractInlineRequest,
+          MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest, FactHistoryRequest,
+          UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest],
+    Field(discriminator="type"),
+]
+
+REQUEST_MODELS: dict[str, type[_Request]] = {
+    m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
+    for m in (StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
+              PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest,
+              ExtractInlineRequest, MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest,
+              FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest)
+}
+
+Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ChannelContextResponse,
+                 HistoryResponse, RememberedResponse, ExtractedResponse, InstructionsResponse, ResolvedResponse,
+                 FactsResponse, RecallResponse, FactHistoryResponse, FactResponse, ContextResponse, SyncedResponse,
+                 ErrorResponse]
+
+def _describe(err: ValidationError, type_name: str) -> str:
+    parts = []
+    for e in err.errors()[:3]:
+        loc = ".".join(str(p) for p in e["loc"] if not isinstance(p, str) or not p.startswith("function-"))
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "missing":
+            parts.append(f"field `{loc}` is required")
+        elif loc:
+            parts.append(f"field `{loc}`: {msg}")
+        else:
+            parts.append(msg)
+    more = len(err.errors()) - 3
+    tail = f" (and {more} more)" if more > 0 else ""
+    return f"invalid {type_name} request: " + "; ".join(parts) + tail
+
+def decode(line: bytes) -> _Request:
+    """Parse one request line; raises a SidecarError carrying the request_id when it can be read."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        reason = "not valid UTF-8" if "utf-8" in str(exc).lower() else str(exc)
+        raise InvalidJson(f"line is not valid JSON: {reason}") from None
+    if not isinstance(obj, dict):
+        raise InvalidRequest(f"a request must be a JSON object, got {type(obj).__name__ if obj is not None else 'null'}")
+    rid = obj.get("request_id")
+    if not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
+        raise InvalidRequest("field `request_id` must be a string or an integer")
+    kind = obj.get("type")
+    if kind is None:
+        raise InvalidRequest("field `type` is required", rid)
+    if not isinstance(kind, str):
+        raise InvalidRequest("field `type` must be a string", rid)
+    model = REQUEST_MODELS.get(kind)
+    if model is None:
+        raise UnknownType(f"unknown request type {kind!r}; known types: {', '.join(sorted(REQUEST_MODELS))}", rid)
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise InvalidRequest(_describe(exc, kind), rid) from None
+
+def encode(response: BaseModel | dict[str, Any]) -> bytes:
+    """One response line, newline included. None-valued optional fields are left out."""
+    obj = response.model_dump(exclude_none=True) if isinstance(response, BaseModel) else dict(response)
+    return orjson.dumps({"type": obj.pop("type"), **obj}) + b"\n"
+
+def json_schema() -> dict[str, Any]:
+    """The schema of every request and response, as committed in protocol/schema.json."""
+    schema = TypeAdapter(Request).json_schema(mode="validation")
+    responses = TypeAdapter(Response).json_schema(mode="serialization")
+    defs = {**schema.pop("$defs", {}), **responses.pop("$defs", {})}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "memory-sidecar protocol",
+        "description": f"Protocol version {PROTOCOL_VERSION}. One JSON object per line on stdin (request) "
+                       "and stdout (response).",
+        "protocol": PROTOCOL_VERSION,
+        "request": schema,
+        "response": responses,
+        "$defs": defs,
+    }

@@ -1,0 +1,132 @@
+"""Wire models of the messages domain: store, query, cleanup, delete, forget_user."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from .base import (
+    MODE_DESCRIPTION,
+    Id,
+    Number,
+    SearchMode,
+    Timestamp,
+    _Model,
+    _Request,
+    _Response,
+)
+
+
+class MessageIn(_Model):
+    user_id: Id
+    content: StrictStr = Field(description="The message text; must not be blank.")
+    is_bot: StrictBool = False
+    timestamp: Timestamp | None = Field(None, description="Unix seconds; default: now.")
+    message_id: Id | None = None
+    channel_id: Id | None = None
+    reply_to: Id | None = Field(None, description="message_id this message replies to.")
+    username: StrictStr | None = Field(None, description="Display name of the author.")
+
+    @model_validator(mode="after")
+    def _content_not_blank(self) -> "MessageIn":
+        if not self.content.strip():
+            raise ValueError("content must not be empty")
+        return self
+
+class StoreRequest(_Request):
+    """Store one message (top-level fields) or many (`messages`), in one commit."""
+
+    type: Literal["store"]
+    user_id: Id | None = None
+    content: StrictStr | None = None
+    is_bot: StrictBool = False
+    timestamp: Timestamp | None = None
+    message_id: Id | None = None
+    channel_id: Id | None = None
+    reply_to: Id | None = None
+    username: StrictStr | None = None
+    messages: list[MessageIn] | None = Field(None, description="Batch form; exclusive with user_id/content.")
+    extract: StrictBool | None = Field(None, description="Queue background fact extraction for the stored "
+                                       "messages (needs an LLM endpoint). Default: --llm-extract.")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "StoreRequest":
+        if self.messages is not None:
+            if self.user_id is not None or self.content is not None:
+                raise ValueError("give either `messages` (batch) or `user_id` and `content`, not both")
+            if not self.messages:
+                raise ValueError("messages must not be empty")
+            return self
+        if self.user_id is None:
+            raise ValueError("field `user_id` is required")
+        if self.content is None:
+            raise ValueError("field `content` is required")
+        if not self.content.strip():
+            raise ValueError("content must not be empty")
+        return self
+
+    def items(self) -> list[MessageIn]:
+        if self.messages is not None:
+            return self.messages
+        return [MessageIn.model_construct(**{k: getattr(self, k) for k in MessageIn.model_fields})]
+
+class QueryRequest(_Request):
+    """Search over one user's memories, best first."""
+
+    type: Literal["query"]
+    user_id: Id
+    text: StrictStr
+    limit: StrictInt = Field(5, ge=1)
+    min_similarity: Number | None = Field(None, ge=-1, le=1)
+    include_bot: StrictBool = True
+    since: Timestamp | None = Field(None, description="Only memories with timestamp >= since.")
+    until: Timestamp | None = Field(None, description="Only memories with timestamp <= until.")
+    username: StrictStr | None = Field(None, description="Upserts the user's display name.")
+    mode: SearchMode = Field("hybrid", description=MODE_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _text_not_blank(self) -> "QueryRequest":
+        if not self.text.strip():
+            raise ValueError("text must not be empty")
+        return self
+
+class CleanupRequest(_Request):
+    """Delete memories older than ttl_days (one user's when user_id is given), then compact."""
+
+    type: Literal["cleanup"]
+    ttl_days: Number | None = Field(None, gt=0, description="Default: the configured --ttl-days.")
+    user_id: Id | None = None
+
+class DeleteRequest(_Request):
+    type: Literal["delete"]
+    id: Id
+
+class ForgetUserRequest(_Request):
+    type: Literal["forget_user"]
+    user_id: Id
+
+class OkResponse(_Response):
+    """Success. `id`/`ids` for store, `deleted` for cleanup/delete/forget_user/forget_fact."""
+
+    type: Literal["ok"] = "ok"
+    id: str | None = None
+    ids: list[str] | None = None
+    deleted: int | None = None
+    facts_deleted: int | None = Field(None, description="forget_user: facts deleted with the messages.")
+
+class MessageOut(_Model):
+    id: str
+    content: str
+    similarity: float
+    timestamp: int = Field(description="Unix seconds (whole seconds).")
+    is_bot: bool
+    user_id: str
+    username: str | None = None
+    message_id: str | None = None
+    channel_id: str | None = None
+    reply_to: str | None = None
+
+class ResultsResponse(_Response):
+    type: Literal["results"] = "results"
+    messages: list[MessageOut]

@@ -1,0 +1,79 @@
+"""Wire models of the process itself: ready, stats, ping, sync, shutdown, errors."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import (
+    Number,
+    _Model,
+    _Request,
+    _Response,
+)
+
+
+class StatsRequest(_Request):
+    type: Literal["stats"]
+
+class SyncRequest(_Request):
+    """Wait until background fact extraction has finished (or `timeout` seconds have passed)."""
+
+    type: Literal["sync"]
+    timeout: Number = Field(120, gt=0)
+
+class PingRequest(_Request):
+    type: Literal["ping"]
+
+class ShutdownRequest(_Request):
+    type: Literal["shutdown"]
+
+class ModelInfo(_Model):
+    name: str
+    dim: int
+    digest: str = Field(description="sha256 of the ONNX file.")
+    source: str = Field(description="Where the model files were found.")
+
+class StatsResponse(_Response):
+    type: Literal["stats"] = "stats"
+    memories: int
+    users: int
+    facts: int | None = Field(None, description="Active facts.")
+    cache: dict[str, int] = Field(default_factory=dict, description="The in-memory query cache: `users` held, "
+                                  "`bytes` used, `budget_bytes` (--cache-mb).")
+    extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "
+                                              "pending, done, failed, dropped.")
+    disk_bytes: int
+    model: ModelInfo
+    version: str
+    protocol: int
+    schema_version: int
+    uptime_seconds: float
+    data_dir: str
+    versions: dict[str, str] = Field(description="Versions of the main libraries.")
+
+class ReadyResponse(_Model):
+    type: Literal["ready"] = "ready"
+    version: str
+    protocol: int
+    model: str
+    dim: int
+    model_digest: str
+    data_dir: str
+    memories: int
+    startup_ms: int
+
+class PongResponse(_Response):
+    type: Literal["pong"] = "pong"
+
+class SyncedResponse(_Response):
+    type: Literal["synced"] = "synced"
+    pending: int = Field(description="Jobs still queued or running (0 unless the timeout passed).")
+    done: int = Field(description="Extraction jobs finished since start-up.")
+    failed: int = Field(description="Extraction jobs given up after their retries since start-up.")
+
+class ErrorResponse(_Response):
+    type: Literal["error"] = "error"
+    code: str = Field(description="Stable snake_case code; see the README's error table.")
+    message: str
