@@ -16,7 +16,7 @@ class FactsCompanion:
         self.extractor = extractor  # an ExtractionWorker, only with an LLM configured
         self.extract_by_default = extract_by_default
 
-    def on_stored(self, rows: list[dict[str, Any]], extract: bool | None) -> None:
+    def on_stored(self, rows: list[dict[str, Any]], vectors: Any, extract: bool | None) -> None:
         """Display names (last one per user wins), then background extraction when asked for."""
         self.facts.set_names({r["user_id"]: r["username"] for r in rows if r["username"]})
         want = extract if extract is not None else self.extract_by_default
@@ -29,6 +29,9 @@ class FactsCompanion:
         for r in rows:
             if self.extractor.wanted(r["content"], r["is_bot"]):
                 self.extractor.submit(Job(r["user_id"], r["content"], r["message_id"] or r["id"]))
+
+    def on_deleted(self, ids: list[str]) -> None:
+        """Facts outlive the messages they came from (their history keeps the message id)."""
 
     def on_query(self, user_id: str, username: str | None) -> None:
         if username:

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import numpy as np
+
 
 class MessageReader(Protocol):
+    dim: int
+
     def latest(self, where: str, limit: int, user_id: str | None = None) -> list[dict[str, Any]]: ...
 
     def rows(self, where: str, user_id: str | None = None) -> list[dict[str, Any]]: ...
 
+    def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """The rows of these ids that exist, and their vectors (float32, row-aligned)."""
+
 
 class Companion(Protocol):
-    def on_stored(self, rows: list[dict[str, Any]], extract: bool | None) -> None:
-        """Rows just committed (ids, user, content, times, channel); `extract` as the request asked."""
+    def on_stored(self, rows: list[dict[str, Any]], vectors: np.ndarray, extract: bool | None) -> None:
+        """Rows just made durable (ids, user, content, times, channel) and their vectors; `extract` as
+        the request asked."""
+
+    def on_deleted(self, ids: list[str]) -> None:
+        """Messages deleted (one by one, by expiry; not by forget_user, which has its own hook)."""
 
     def on_query(self, user_id: str, username: str | None) -> None:
         """A query named its user (and maybe a display name)."""

@@ -11,6 +11,8 @@ import time
 import uuid
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import __version__
 from ..embedding.embedder import Embedder
 from ..storage import SCHEMA_VERSION, sql_num, sql_str
@@ -70,8 +72,7 @@ class MemoryService:
 
     def store_messages(self, req: StoreRequest) -> OkResponse:
         rows = self._rows(req)
-        self._commit(rows)
-        return self._stored(req, rows)
+        return self._stored(req, rows, self._commit(rows))
 
     def store_group(self, reqs: list[StoreRequest]) -> list[OkResponse | SidecarError]:
         """Group commit: several queued store requests embedded as one batch and written in one
@@ -82,9 +83,16 @@ class MemoryService:
                 prepared.append(self._rows(req))
             except SidecarError as exc:
                 prepared.append(exc)
-        self._commit([r for rows in prepared if isinstance(rows, list) for r in rows])
-        return [rows if isinstance(rows, SidecarError) else self._stored(req, rows)
-                for req, rows in zip(reqs, prepared)]
+        vectors = self._commit([r for rows in prepared if isinstance(rows, list) for r in rows])
+        out: list[OkResponse | SidecarError] = []
+        at = 0
+        for req, rows in zip(reqs, prepared):
+            if isinstance(rows, SidecarError):
+                out.append(rows)
+            else:
+                out.append(self._stored(req, rows, vectors[at:at + len(rows)]))
+                at += len(rows)
+        return out
 
     def _rows(self, req: StoreRequest) -> list[dict[str, Any]]:
         items = req.items()
@@ -110,20 +118,21 @@ class MemoryService:
             })
         return rows
 
-    def _commit(self, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            self.store.add(rows, self.embedder.embed([r["content"] for r in rows]))
+    def _commit(self, rows: list[dict[str, Any]]) -> np.ndarray:
+        """Embed and store the rows; returns their vectors."""
+        if not rows:
+            return np.empty((0, self.store.dim), dtype=np.float32)
+        vectors = self.embedder.embed([r["content"] for r in rows])
+        self.store.add(rows, vectors)
+        return vectors
 
-    def _stored(self, req: StoreRequest, rows: list[dict[str, Any]]) -> OkResponse:
-        """The answer to a committed store, after its follow-ups (display names, fact extraction)."""
-        ids = [r["id"] for r in rows]
-        self._after_store(req, rows)
-        return OkResponse(ids=ids) if req.messages is not None else OkResponse(id=ids[0])
-
-    def _after_store(self, req: StoreRequest, rows: list[dict[str, Any]]) -> None:
-        """What the other domains do with committed rows (display names, fact extraction, graph)."""
+    def _stored(self, req: StoreRequest, rows: list[dict[str, Any]], vectors: np.ndarray) -> OkResponse:
+        """The answer to a committed store, after the other domains heard of it (display names, fact
+        extraction, graph building: each queues its slow work)."""
         for companion in self.companions:
-            companion.on_stored(rows, req.extract)
+            companion.on_stored(rows, vectors, req.extract)
+        ids = [r["id"] for r in rows]
+        return OkResponse(ids=ids) if req.messages is not None else OkResponse(id=ids[0])
 
     def query(self, req: QueryRequest) -> ResultsResponse:
         if req.limit > self.max_limit:
@@ -157,17 +166,21 @@ class MemoryService:
         where = f"timestamp < {sql_num(cutoff)}"
         if user_id is not None:
             where += f" AND user_id = {sql_str(user_id)}"
-        deleted = self.store.delete(where, exclusive=not background)
+        deleted = self.store.delete(where, exclusive=not background, on_gone=self._gone)
         if not deleted and not background:
             self.store.compact()  # a cleanup request always leaves the table compacted
         log.info("expired %d memories older than %g days", deleted, ttl_days)
         return deleted
 
     def delete(self, req: DeleteRequest) -> OkResponse:
-        deleted = self.store.delete(f"id = {sql_str(req.id)}")
+        deleted = self.store.delete(f"id = {sql_str(req.id)}", on_gone=self._gone)
         if not deleted:
             raise NotFound(f"no memory with id {req.id!r}")
         return OkResponse(deleted=deleted)
+
+    def _gone(self, ids: list[str]) -> None:
+        for companion in self.companions:
+            companion.on_deleted(ids)
 
     def forget_user(self, req: ForgetUserRequest) -> OkResponse:
         """Messages, and everything the other domains keep for the user (facts, their history, the

@@ -207,10 +207,11 @@ class MessageStore:
         top = self.latest(where, CONTEXT_MESSAGES, user_id)[:CONTEXT_MESSAGES]
         return [(r["id"], r["content"]) for r in reversed(top)]
 
-    def delete(self, where: str, exclusive: bool = True) -> int:
+    def delete(self, where: str, exclusive: bool = True, on_gone: Callable[[list[str]], None] | None = None) -> int:
         """Delete matching rows. Returns the number deleted. exclusive: compact them off the disk now
         (requests wait); else (background expiry) the rows are gone from every answer at once and
-        from the disk at the next background compactions, and no request waits for it."""
+        from the disk at the next background compactions, and no request waits for it. on_gone: told
+        the deleted ids, before the compaction."""
         with self._maintenance, self._reading():
             gone = self.table.search().where(where).select(["id"]).limit(None).to_arrow().column("id").to_pylist()
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
@@ -223,6 +224,8 @@ class MessageStore:
                     ids = ", ".join(sql_str(i) for i in gone[start:start + 500])
                     self.table.update(where=f"prev_id IN ({ids}) OR prev2_id IN ({ids})",
                                       values_sql={"search_text": "content", "prev_id": "NULL", "prev2_id": "NULL"})
+        if n and on_gone is not None:
+            on_gone(gone)
         if n:
             if exclusive:
                 self.compact()
@@ -303,6 +306,22 @@ class MessageStore:
         table = (self.table.search().where(f"user_id = {sql_str(user_id)}")
                  .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
         return split(table, self.dim)
+
+    def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """The rows of these ids that exist (in that order) and their float32 vectors."""
+        rows: list[dict[str, Any]] = []
+        parts: list[np.ndarray] = []
+        with self._reading():
+            for start in range(0, len(ids), 500):
+                table = (self.table.search().where(sql_in("id", ids[start:start + 500]))
+                         .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
+                rows += table.select(RESULT_COLUMNS).to_pylist()
+                parts.append(table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+                             .reshape(-1, self.dim).astype(np.float32, copy=False))
+        order = {i: k for k, i in enumerate(ids)}
+        vectors = np.concatenate(parts) if parts else np.empty((0, self.dim), np.float32)
+        perm = sorted(range(len(rows)), key=lambda k: order[rows[k]["id"]])
+        return [rows[k] for k in perm], vectors[perm] if perm else vectors
 
     def cache_stats(self) -> dict[str, int]:
         with self.lock:
