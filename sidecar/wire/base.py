@@ -18,9 +18,12 @@ from pydantic import (
     model_validator,
 )
 
+
 PROTOCOL_VERSION = 1
 
+
 MAX_ID_CHARS = 512
+
 
 def _id_to_str(value: str | int) -> str:
     s = str(value)
@@ -30,6 +33,7 @@ def _id_to_str(value: str | int) -> str:
         raise ValueError(f"must be at most {MAX_ID_CHARS} characters")
     return s
 
+
 def _finite(value: float | int) -> float | int:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("must be a finite number")
@@ -38,22 +42,29 @@ def _finite(value: float | int) -> float | int:
 # Ids may be JSON strings or integers (chat platforms use both); they are stored as strings.
 Id = Annotated[Union[StrictStr, StrictInt], AfterValidator(_id_to_str), Field(json_schema_extra={"maxLength": MAX_ID_CHARS})]
 
+
 RequestId = Union[StrictStr, StrictInt, None]
+
 
 Number = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite)]
 
 # Up to the end of year 9999: every stored timestamp can be rendered as a date (history, context).
 MAX_TIMESTAMP = 253_402_300_799
 
+
 Timestamp = Annotated[Number, Field(ge=0, le=MAX_TIMESTAMP, description="Unix time in seconds.")]
 
+
 SearchMode = Literal["semantic", "keyword", "hybrid"]
+
 
 MODE_DESCRIPTION = ("semantic: nearest vectors (cosine); keyword: BM25 full-text match; hybrid (default): both, "
                     "fused by rank.")
 
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
+
 
 def _nul_path(value: Any, path: str) -> str | None:
     """The first field (dotted path) whose string contains NUL, anywhere in a raw request."""
@@ -68,6 +79,7 @@ def _nul_path(value: Any, path: str) -> str | None:
             return found
     return None
 
+
 class _Request(_Model):
     request_id: RequestId = Field(None, description="Echoed on the response.")
 
@@ -80,23 +92,29 @@ class _Request(_Model):
             raise ValueError(f"field `{field}` must not contain NUL characters")
         return data
 
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
     return value
 
+
 def _upper(value: Any) -> Any:
     return value.upper() if isinstance(value, str) else value
 
+
 NonBlank = Annotated[StrictStr, AfterValidator(_not_blank)]
 
+
 Action = Annotated[Literal["KEEP", "INVALIDATE", "MERGE"], BeforeValidator(_upper)]
+
 
 Fraction = Annotated[Number, Field(ge=0, le=1)]
 
 # {"<user_id>": "<display name or null>", ...}; JSON object keys are always strings.
 UserMap = Annotated[dict[Annotated[StrictStr, AfterValidator(_id_to_str)], Optional[StrictStr]],
                     Field(min_length=1, description="user_id -> display name (null: keep the stored name).")]
+
 
 class _Response(_Model):
     request_id: RequestId = None

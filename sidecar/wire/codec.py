@@ -58,6 +58,7 @@ from .system import (
     SyncRequest,
 )
 
+
 Request = Annotated[
     Union[StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
           PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest, ExtractInlineRequest,
@@ -74,10 +75,12 @@ REQUEST_MODELS: dict[str, type[_Request]] = {
               FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest)
 }
 
+
 Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ChannelContextResponse,
                  HistoryResponse, RememberedResponse, ExtractedResponse, InstructionsResponse, ResolvedResponse,
                  FactsResponse, RecallResponse, FactHistoryResponse, FactResponse, ContextResponse, SyncedResponse,
                  ErrorResponse]
+
 
 def _describe(err: ValidationError, type_name: str) -> str:
     parts = []
@@ -93,6 +96,7 @@ def _describe(err: ValidationError, type_name: str) -> str:
     more = len(err.errors()) - 3
     tail = f" (and {more} more)" if more > 0 else ""
     return f"invalid {type_name} request: " + "; ".join(parts) + tail
+
 
 def decode(line: bytes) -> _Request:
     """Parse one request line; raises a SidecarError carrying the request_id when it can be read."""
@@ -119,10 +123,12 @@ def decode(line: bytes) -> _Request:
     except ValidationError as exc:
         raise InvalidRequest(_describe(exc, kind), rid) from None
 
+
 def encode(response: BaseModel | dict[str, Any]) -> bytes:
     """One response line, newline included. None-valued optional fields are left out."""
     obj = response.model_dump(exclude_none=True) if isinstance(response, BaseModel) else dict(response)
     return orjson.dumps({"type": obj.pop("type"), **obj}) + b"\n"
+
 
 def json_schema() -> dict[str, Any]:
     """The schema of every request and response, as committed in protocol/schema.json."""

@@ -31,6 +31,7 @@ class ContextMessageIn(_Model):
     reply_to: Id | None = Field(None, description="message_id this message replies to.")
     username: StrictStr | None = Field(None, description="Display name of the author.")
 
+
 class ConversationSource(_Model):
     """Where the messages come from and how speakers are named (shared by channel_context and history)."""
 
@@ -54,6 +55,7 @@ class ConversationSource(_Model):
                 raise ValueError("give `timestamp` on every inline message or on none")
         return self
 
+
 class ChannelContextOptions(ConversationSource):
     """The options of a channel block (reusable by a request that embeds one)."""
 
@@ -71,10 +73,12 @@ class ChannelContextOptions(ConversationSource):
             raise ValueError("give `channel_id` (stored messages) or `messages` (inline)")
         return self
 
+
 class ChannelContextRequest(_Request, ChannelContextOptions):
     """The recent threads of a channel, rendered as a prompt-ready text block."""
 
     type: Literal["channel_context"]
+
 
 class HistoryOptions(ConversationSource):
     """The options of a history block (reusable by a request that embeds one)."""
@@ -99,10 +103,12 @@ class HistoryOptions(ConversationSource):
             raise ValueError("full_count + mid_count + short_count must be at least 1")
         return self
 
+
 class HistoryRequest(_Request, HistoryOptions):
     """A compressed recent history of a channel or a user, oldest first."""
 
     type: Literal["history"]
+
 
 class ContextRequest(_Request):
     """A prompt-ready block of facts for a message and the users involved; with `channel` and/or
@@ -144,6 +150,7 @@ class ChannelContextResponse(_Response):
     messages: int = Field(description="Messages shown.")
     opted_out: bool = Field(description="The user's text carried the opt-out marker.")
 
+
 class HistoryResponse(_Response):
     """`block` is the rendered text ("" when there is no message or the user opted out)."""
 
@@ -151,6 +158,7 @@ class HistoryResponse(_Response):
     block: str
     messages: int = Field(description="Messages shown.")
     opted_out: bool = Field(description="The user's text carried the opt-out marker.")
+
 
 class ContextResponse(_Response):
     type: Literal["context"] = "context"

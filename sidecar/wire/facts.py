@@ -32,6 +32,7 @@ class RememberRequest(_Request):
     confidence: Fraction | None = Field(None, description="Default: 1.0 manual, 0.8 chat, 0.7 extraction.")
     message_id: Id | None = Field(None, description="The message the fact came from.")
 
+
 class ExtractInlineRequest(_Request):
     """Save the <memory> tags of an LLM reply and return the reply without any memory tag."""
 
@@ -41,8 +42,10 @@ class ExtractInlineRequest(_Request):
     username: StrictStr | None = None
     message_id: Id | None = None
 
+
 class MemoryInstructionsRequest(_Request):
     type: Literal["memory_instructions"]
+
 
 class ResolveRequest(_Request):
     """The host's decision about one candidate listed by remember/extract_inline."""
@@ -60,6 +63,7 @@ class ResolveRequest(_Request):
             raise ValueError("MERGE needs a non-empty merged_text")
         return self
 
+
 class FactsRequest(_Request):
     """One user's facts: by relevance to `text`, else most recent first."""
 
@@ -72,6 +76,7 @@ class FactsRequest(_Request):
     limit: StrictInt = Field(20, ge=1)
     mode: SearchMode = Field("hybrid", description="With `text`: " + MODE_DESCRIPTION)
 
+
 class RecallRequest(_Request):
     """Facts of several users at once (e.g. everyone in a reply chain)."""
 
@@ -82,9 +87,11 @@ class RecallRequest(_Request):
     limit: StrictInt = Field(5, ge=1, description="Per user.")
     mode: SearchMode = Field("hybrid", description="With `text`: " + MODE_DESCRIPTION)
 
+
 class FactHistoryRequest(_Request):
     type: Literal["fact_history"]
     fact_id: Id
+
 
 class UpdateFactRequest(_Request):
     """A correction: new text and/or category for an active fact (re-embedded, history kept)."""
@@ -101,11 +108,13 @@ class UpdateFactRequest(_Request):
             raise ValueError("give `text`, `category` or both")
         return self
 
+
 class ForgetFactRequest(_Request):
     """Delete one fact and its history for good."""
 
     type: Literal["forget_fact"]
     fact_id: Id
+
 
 class FactOut(_Model):
     id: str
@@ -124,12 +133,14 @@ class FactOut(_Model):
     superseded_reason: str | None = Field(None, description="invalidated or merged.")
     similarity: float | None = Field(None, description="Cosine similarity to the request's text or new fact.")
 
+
 class DecisionOut(_Model):
     candidate_id: str
     action: Literal["KEEP", "INVALIDATE", "MERGE"]
     decided_by: Literal["llm", "host", "rule"]
     merged_text: str | None = None
     reason: str | None = None
+
 
 class Consolidation(_Model):
     """What became of one new fact."""
@@ -143,8 +154,10 @@ class Consolidation(_Model):
     decisions: list[DecisionOut] = Field(default_factory=list, description="Decisions already applied.")
     llm_error: str | None = Field(None, description="Why the LLM could not decide (the host decides instead).")
 
+
 class RememberedResponse(_Response, Consolidation):
     type: Literal["remembered"] = "remembered"
+
 
 class RejectedTag(_Model):
     tag: str = Field(description="The removed text (capped at 200 characters).")
@@ -152,16 +165,19 @@ class RejectedTag(_Model):
                     "unterminated", "unmatched_close", "self_closing"]
     message: str
 
+
 class ExtractedResponse(_Response):
     type: Literal["extracted"] = "extracted"
     reply: str = Field(description="The reply with every memory tag removed.")
     facts: list[Consolidation]
     rejected: list[RejectedTag]
 
+
 class InstructionsResponse(_Response):
     type: Literal["instructions"] = "instructions"
     text: str
     categories: list[str]
+
 
 class ResolvedResponse(_Response):
     type: Literal["resolved"] = "resolved"
@@ -169,18 +185,22 @@ class ResolvedResponse(_Response):
     fact: FactOut = Field(description="The new fact after the decision.")
     candidate: FactOut = Field(description="The candidate after the decision.")
 
+
 class FactsResponse(_Response):
     type: Literal["facts"] = "facts"
     facts: list[FactOut]
+
 
 class UserFacts(_Model):
     user_id: str
     username: str | None = None
     facts: list[FactOut]
 
+
 class RecallResponse(_Response):
     type: Literal["recall"] = "recall"
     users: list[UserFacts] = Field(description="In the order of the request's `users`.")
+
 
 class FactEventOut(_Model):
     at: float = Field(description="Unix seconds.")
@@ -191,10 +211,12 @@ class FactEventOut(_Model):
     decided_by: str | None = Field(None, description="rule, llm, host, or the new fact's source for `created`.")
     reason: str | None = None
 
+
 class FactHistoryResponse(_Response):
     type: Literal["fact_history"] = "fact_history"
     fact: FactOut
     events: list[FactEventOut] = Field(description="Oldest first.")
+
 
 class FactResponse(_Response):
     type: Literal["fact"] = "fact"

@@ -34,6 +34,7 @@ class MessageIn(_Model):
             raise ValueError("content must not be empty")
         return self
 
+
 class StoreRequest(_Request):
     """Store one message (top-level fields) or many (`messages`), in one commit."""
 
@@ -71,6 +72,7 @@ class StoreRequest(_Request):
             return self.messages
         return [MessageIn.model_construct(**{k: getattr(self, k) for k in MessageIn.model_fields})]
 
+
 class QueryRequest(_Request):
     """Search over one user's memories, best first."""
 
@@ -91,6 +93,7 @@ class QueryRequest(_Request):
             raise ValueError("text must not be empty")
         return self
 
+
 class CleanupRequest(_Request):
     """Delete memories older than ttl_days (one user's when user_id is given), then compact."""
 
@@ -98,13 +101,16 @@ class CleanupRequest(_Request):
     ttl_days: Number | None = Field(None, gt=0, description="Default: the configured --ttl-days.")
     user_id: Id | None = None
 
+
 class DeleteRequest(_Request):
     type: Literal["delete"]
     id: Id
 
+
 class ForgetUserRequest(_Request):
     type: Literal["forget_user"]
     user_id: Id
+
 
 class OkResponse(_Response):
     """Success. `id`/`ids` for store, `deleted` for cleanup/delete/forget_user/forget_fact."""
@@ -114,6 +120,7 @@ class OkResponse(_Response):
     ids: list[str] | None = None
     deleted: int | None = None
     facts_deleted: int | None = Field(None, description="forget_user: facts deleted with the messages.")
+
 
 class MessageOut(_Model):
     id: str
@@ -126,6 +133,7 @@ class MessageOut(_Model):
     message_id: str | None = None
     channel_id: str | None = None
     reply_to: str | None = None
+
 
 class ResultsResponse(_Response):
     type: Literal["results"] = "results"

@@ -17,23 +17,28 @@ from .base import (
 class StatsRequest(_Request):
     type: Literal["stats"]
 
+
 class SyncRequest(_Request):
     """Wait until background fact extraction has finished (or `timeout` seconds have passed)."""
 
     type: Literal["sync"]
     timeout: Number = Field(120, gt=0)
 
+
 class PingRequest(_Request):
     type: Literal["ping"]
 
+
 class ShutdownRequest(_Request):
     type: Literal["shutdown"]
+
 
 class ModelInfo(_Model):
     name: str
     dim: int
     digest: str = Field(description="sha256 of the ONNX file.")
     source: str = Field(description="Where the model files were found.")
+
 
 class StatsResponse(_Response):
     type: Literal["stats"] = "stats"
@@ -53,6 +58,7 @@ class StatsResponse(_Response):
     data_dir: str
     versions: dict[str, str] = Field(description="Versions of the main libraries.")
 
+
 class ReadyResponse(_Model):
     type: Literal["ready"] = "ready"
     version: str
@@ -64,14 +70,17 @@ class ReadyResponse(_Model):
     memories: int
     startup_ms: int
 
+
 class PongResponse(_Response):
     type: Literal["pong"] = "pong"
+
 
 class SyncedResponse(_Response):
     type: Literal["synced"] = "synced"
     pending: int = Field(description="Jobs still queued or running (0 unless the timeout passed).")
     done: int = Field(description="Extraction jobs finished since start-up.")
     failed: int = Field(description="Extraction jobs given up after their retries since start-up.")
+
 
 class ErrorResponse(_Response):
     type: Literal["error"] = "error"
