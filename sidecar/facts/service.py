@@ -21,52 +21,16 @@ import numpy as np
 from ..embedding.embedder import Embedder
 from ..llm import LLMClient, LLMError
 from ..storage import sql_str
-from ..wire import (
-    Consolidation,
-    ContextRequest,
-    ContextResponse,
-    DecisionOut,
-    ExtractedResponse,
-    ExtractInlineRequest,
-    FactEventOut,
-    FactHistoryRequest,
-    FactHistoryResponse,
-    FactOut,
-    FactResponse,
-    FactsRequest,
-    FactsResponse,
-    ForgetFactRequest,
-    InstructionsResponse,
-    MemoryInstructionsRequest,
-    OkResponse,
-    RecallRequest,
-    RecallResponse,
-    RejectedTag,
-    RememberedResponse,
-    RememberRequest,
-    ResolvedResponse,
-    ResolveRequest,
-    UpdateFactRequest,
-    UserFacts,
-)
+from ..wire import (Consolidation, ContextRequest, ContextResponse, DecisionOut, ExtractedResponse,
+    ExtractInlineRequest, FactEventOut, FactHistoryRequest, FactHistoryResponse, FactOut, FactResponse, FactsRequest,
+    FactsResponse, ForgetFactRequest, InstructionsResponse, MemoryInstructionsRequest, OkResponse, RecallRequest,
+    RecallResponse, RejectedTag, RememberedResponse, RememberRequest, ResolvedResponse, ResolveRequest,
+    UpdateFactRequest, UserFacts)
 from ..wire.errors import InvalidRequest, NotFound, TooLarge
 from . import llm_tasks
-from .rules import (
-    CANDIDATE_THRESHOLD,
-    DUPLICATE_THRESHOLD,
-    MAX_CANDIDATES,
-    MAX_FACT_CHARS,
-    ContextFact,
-    ContextUser,
-    Decision,
-    is_duplicate,
-    memory_instructions,
-    normalise_category,
-    normalise_text,
-    plan_decisions,
-    render_markdown,
-    render_xml,
-)
+from .rules import (CANDIDATE_THRESHOLD, DUPLICATE_THRESHOLD, MAX_CANDIDATES, MAX_FACT_CHARS, ContextFact,
+    ContextUser, Decision, is_duplicate, memory_instructions, normalise_category, normalise_text, plan_decisions,
+    render_markdown, render_xml)
 from .store import FactStore
 from .tags import extract
 

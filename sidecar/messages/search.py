@@ -85,3 +85,19 @@ def fitting(sizes: dict[str, int], budget: int) -> list[str]:
             chosen.append(uid)
             total += size
     return chosen
+
+
+def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The rows of these ids that exist (in that order) and their float32 vectors."""
+    rows: list[dict[str, Any]] = []
+    parts: list[np.ndarray] = []
+    for start in range(0, len(ids), 500):
+        got = (table.search().where(sql_in("id", ids[start:start + 500])).select([*RESULT_COLUMNS, "vector"])
+               .limit(None).to_arrow())
+        rows += got.select(RESULT_COLUMNS).to_pylist()
+        parts.append(got.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+                     .reshape(-1, dim).astype(np.float32, copy=False))
+    vectors = np.concatenate(parts) if parts else np.empty((0, dim), np.float32)
+    order = {i: k for k, i in enumerate(ids)}
+    perm = sorted(range(len(rows)), key=lambda k: order[rows[k]["id"]])
+    return [rows[k] for k in perm], vectors[perm] if perm else vectors

@@ -309,19 +309,8 @@ class MessageStore:
 
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist (in that order) and their float32 vectors."""
-        rows: list[dict[str, Any]] = []
-        parts: list[np.ndarray] = []
         with self._reading():
-            for start in range(0, len(ids), 500):
-                table = (self.table.search().where(sql_in("id", ids[start:start + 500]))
-                         .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
-                rows += table.select(RESULT_COLUMNS).to_pylist()
-                parts.append(table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-                             .reshape(-1, self.dim).astype(np.float32, copy=False))
-        order = {i: k for k, i in enumerate(ids)}
-        vectors = np.concatenate(parts) if parts else np.empty((0, self.dim), np.float32)
-        perm = sorted(range(len(rows)), key=lambda k: order[rows[k]["id"]])
-        return [rows[k] for k in perm], vectors[perm] if perm else vectors
+            return search.rows_with_vectors(self.table, ids, self.dim)
 
     def cache_stats(self) -> dict[str, int]:
         with self.lock:
