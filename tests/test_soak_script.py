@@ -1,5 +1,6 @@
-"""scripts/soak.py: the long soak is run by hand (its numbers are in the README); this runs it short,
-through a real sidecar, so the script the numbers come from keeps working, and pins its verdict."""
+"""`python scripts/bench.py soak` (scripts/benchkit/soak.py): the long soak is run by hand (its numbers are
+in the README); this runs it short, through a real sidecar, so the script the numbers come from keeps working,
+and pins its verdict."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import sys
 
 import orjson
 
-from conftest import ROOT, load_script
+from conftest import ROOT
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from benchkit import procfs, soak, workload  # noqa: E402
 
-soak = load_script("soak")
+BENCH = str(ROOT / "scripts" / "bench.py")
 
 
 def _samples(levels: list[float], steady: list[float], peaks: list[float]) -> list[dict]:
@@ -19,27 +22,27 @@ def _samples(levels: list[float], steady: list[float], peaks: list[float]) -> li
 
 
 def test_plateau_judges_the_level_between_compactions_and_reports_the_rest():
-    flat = soak._plateau(_samples([500, 502, 501, 503, 502, 504], [510, 560, 540, 600, 590, 640],
-                                  [600, 700, 650, 900, 640, 950]), 0.10)
+    flat = soak.plateau(_samples([500, 502, 501, 503, 502, 504], [510, 560, 540, 600, 590, 640],
+                                 [600, 700, 650, 900, 640, 950]), 0.10)
     # compactions that take longer lift the medians (560 -> 640) but not the level RSS falls back to
     assert flat["plateaued"] is True
     assert flat["middle_level_mib"] == 502 and flat["last_level_mib"] == 503  # medians of the thirds
     assert flat["last_peak_mib"] == 950 and flat["middle_peak_mib"] == 900
-    leaking = soak._plateau(_samples([400, 450, 500, 550, 600, 650], [410, 460, 510, 560, 610, 660],
-                                     [420, 470, 520, 570, 620, 670]), 0.10)
+    leaking = soak.plateau(_samples([400, 450, 500, 550, 600, 650], [410, 460, 510, 560, 610, 660],
+                                    [420, 470, 520, 570, 620, 670]), 0.10)
     assert leaking["plateaued"] is False
-    assert soak._plateau(_samples([500] * 5, [500] * 5, [500] * 5), 0.10)["plateaued"] is None  # too few to judge
+    assert soak.plateau(_samples([500] * 5, [500] * 5, [500] * 5), 0.10)["plateaued"] is None  # too few to judge
 
 
 def test_plateau_of_a_run_from_before_the_minimums_were_kept_uses_the_medians():
     old = [{"rss_mib": s, "rss_max_mib": s + 100} for s in (400, 450, 500, 550, 600, 650)]
-    assert soak._plateau(old, 0.10)["plateaued"] is False
+    assert soak.plateau(old, 0.10)["plateaued"] is False
 
 
 def test_judge_prints_the_verdict_for_an_earlier_run(tmp_path):
     path = tmp_path / "soak.json"
     path.write_bytes(orjson.dumps({"samples": _samples([500, 502, 501, 503, 502, 504], [510] * 6, [600] * 6)}))
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "soak.py"), "--judge", str(path)],
+    proc = subprocess.run([sys.executable, BENCH, "soak", "--judge", str(path)],
                           capture_output=True, text=True, timeout=60, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("RSS plateaued: the level between compactions")
@@ -49,8 +52,8 @@ def test_rss_by_kind_accounts_for_the_whole_resident_set():
     import os
 
     pid = os.getpid()
-    kinds = soak.rss_by_kind_mib(pid)
-    total = soak.rss_kib(pid) / 1024
+    kinds = procfs.rss_by_kind_mib(pid)
+    total = procfs.rss_kib(pid) / 1024
     assert set(kinds) == {"heap", "arenas", "pyarrow", "anon_large", "anon_small", "files", "other"}
     assert kinds["files"] > 0 and kinds["heap"] > 0  # the interpreter's own file and its heap
     assert abs(sum(kinds.values()) - total) <= 0.05 * total
@@ -60,15 +63,15 @@ def test_conversation_lengths_have_the_mean_asked_for():
     import random
 
     rng = random.Random(7)
-    lengths = [soak._length(rng, 20.0) for _ in range(20_000)]
+    lengths = [workload.conversation_length(rng, 20.0) for _ in range(20_000)]
     assert min(lengths) >= 1
     assert 19.0 < sum(lengths) / len(lengths) < 21.0
-    assert soak._length(rng, 0.5) == 1
+    assert workload.conversation_length(rng, 0.5) == 1
 
 
 def test_a_short_soak_runs_end_to_end(tmp_path):
     out = tmp_path / "soak.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "soak.py"), "--requests", "600", "--interval", "0.5",
+    proc = subprocess.run([sys.executable, BENCH, "soak", "--requests", "600", "--interval", "0.5",
                            "--users", "20", "--conversations", "4", "--exchanges", "5",
                            "--query-mix", "semantic=0.5,hybrid=0.5", "--out", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=str(ROOT))

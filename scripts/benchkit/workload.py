@@ -1,44 +1,16 @@
-"""Shared pieces of the benchmarks (scripts/bench.py, bench_conversation.py, bench_facts.py).
-
-Not an entry point: run `python scripts/bench.py`. Holds the seeded chat-message and question
-generators, a sidecar child process spoken to over its pipes (with a per-response timeout),
-percentiles, and `fill` (batch `store` of generated messages).
-"""
+"""What the benchmarks send: seeded generated chat messages and questions (about 10-25 words, a main
+clause plus tails), the short word-salad texts of the soak, conversation lengths, and `fill` (batch
+`store` of generated messages)."""
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import random
-import select
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-try:
-    import orjson
-
-    def _dumps(obj: Any) -> bytes:
-        return orjson.dumps(obj)
-
-    _loads = orjson.loads
-except ImportError:  # pragma: no cover - orjson is a dependency of the sidecar itself
-    def _dumps(obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":")).encode()
-
-    _loads = json.loads
-
-
-class BenchError(RuntimeError):
-    pass
-
-
-# --------------------------------------------------------------------------- message generation
+from .client import Sidecar, dumps
+from .output import log
+from .timing import pct
 
 NAMES = ["Sam", "Alex", "Jordan", "Priya", "Mateo", "Lena", "Kofi", "Yuki", "Omar", "Chloe", "Ivan", "Maya"]
 RELATIONS = ["sister", "brother", "mom", "dad", "roommate", "boss", "best friend", "cousin", "partner", "neighbor"]
@@ -111,6 +83,9 @@ QUESTIONS = [
     "what is my {relation}'s name", "do I like coffee", "what language am I learning", "did I go running",
     "what's my {pet} called", "any plans for {day}",
 ]
+# the soak's (and `memory`'s) texts: 4-20 of these words
+WORDS = ("cat dog coffee tea hiking mountain router password pizza lunch meeting python rust music guitar "
+         "weekend trip train beach rain snow book movie garden bike laptop phone birthday cake job office").split()
 
 
 def _fill(template: str, rng: random.Random) -> str:
@@ -150,189 +125,51 @@ def user_id(n: int) -> str:
     return f"user-{n:03d}"
 
 
-# --------------------------------------------------------------------------- the sidecar process
+def words_text(rng: random.Random) -> str:
+    """The soak's message (and query) text: 4 to 20 words of WORDS."""
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 20)))
 
 
-class Sidecar:
-    """One sidecar child: NDJSON over its pipes, with a per-response timeout."""
-
-    def __init__(self, python: str, data_dir: Path, log_path: Path, timeout: float, extra_args: list[str]):
-        self.cmd = [python, "-m", "sidecar", "--data-dir", str(data_dir), "--ttl-days", "0", *extra_args]
-        self.log_path = log_path
-        self.timeout = timeout
-        self._log = open(log_path, "ab")
-        self._buf = bytearray()
-        self.t_spawn = time.perf_counter()
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                                     bufsize=0, close_fds=True)
-        self._in = self.proc.stdin.fileno()
-        self._out = self.proc.stdout.fileno()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def _fail(self, what: str) -> BenchError:
-        rc = self.proc.poll()
-        tail = ""
-        try:
-            self._log.flush()
-            tail = self.log_path.read_bytes()[-4000:].decode(errors="replace")
-        except OSError:
-            pass
-        state = f"exited with code {rc}" if rc is not None else "still running"
-        return BenchError(f"{what} (sidecar pid {self.pid} {state}); last stderr:\n{tail}")
-
-    def send(self, obj: dict[str, Any]) -> None:
-        self.send_raw(_dumps(obj) + b"\n")
-
-    def send_raw(self, line: bytes) -> None:
-        view = memoryview(line)
-        try:
-            while view:
-                n = os.write(self._in, view)
-                view = view[n:]
-        except BrokenPipeError:
-            raise self._fail("sidecar stdin closed while writing a request") from None
-
-    def read(self) -> dict[str, Any]:
-        """The next response line, parsed. Raises BenchError on EOF, timeout or bad JSON."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            nl = self._buf.find(b"\n")
-            if nl >= 0:
-                line = bytes(self._buf[:nl])
-                del self._buf[:nl + 1]
-                try:
-                    obj = _loads(line)
-                except ValueError:
-                    raise self._fail(f"sidecar wrote a line that is not JSON: {line[:300]!r}") from None
-                if not isinstance(obj, dict):
-                    raise self._fail(f"sidecar wrote a non-object line: {line[:300]!r}")
-                return obj
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self._fail(f"no response within {self.timeout:g} s")
-            ready, _, _ = select.select([self._out], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self._out, 1 << 20)
-            if not chunk:
-                raise self._fail("sidecar closed stdout (EOF) while a response was expected")
-            self._buf += chunk
-
-    def request(self, obj: dict[str, Any], expect: str) -> dict[str, Any]:
-        self.send(obj)
-        resp = self.read()
-        if resp.get("type") != expect:
-            raise self._fail(f"request type {obj.get('type')!r}: expected a {expect!r} response, got "
-                             f"{json.dumps(resp)[:1000]}")
-        return resp
-
-    def wait_ready(self) -> tuple[float, dict[str, Any]]:
-        """Seconds from Popen to the ready line, and the ready line."""
-        ready = self.read()
-        t = time.perf_counter() - self.t_spawn
-        if ready.get("type") != "ready":
-            raise self._fail(f"expected the ready line, got {json.dumps(ready)[:1000]}")
-        return t, ready
-
-    def vm_status(self) -> dict[str, int]:
-        """VmHWM and VmRSS in kB from /proc/<pid>/status (empty off Linux)."""
-        out: dict[str, int] = {}
-        try:
-            with open(f"/proc/{self.pid}/status") as f:
-                for line in f:
-                    key, _, rest = line.partition(":")
-                    if key in ("VmHWM", "VmRSS"):
-                        out[key] = int(rest.split()[0])
-        except OSError:
-            pass
-        return out
-
-    def shutdown(self) -> int:
-        self.request({"type": "shutdown"}, "ok")
-        try:
-            rc = self.proc.wait(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            raise self._fail(f"sidecar did not exit within {self.timeout:g} s of the shutdown response") from None
-        self.close()
-        if rc != 0:
-            raise self._fail(f"sidecar exited with code {rc} after shutdown (expected 0)")
-        return rc
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        self.close()
-
-    def close(self) -> None:
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                f.close()
-            except OSError:
-                pass
-        self._log.close()
+def conversation_length(rng: random.Random, mean: float) -> int:
+    """Exchanges in one conversation: geometric with the given mean (at least one)."""
+    if mean <= 1:
+        return 1
+    return 1 + int(rng.expovariate(1.0) * (mean - 1))
 
 
-# --------------------------------------------------------------------------- helpers
+def query_every_user(sc: Sidecar, users: int, rng: random.Random) -> None:
+    """The warm-up: every user queried once (default mode, limit 5), as the sidecar's start-up warm-up does."""
+    for u in range(users):
+        sc.request({"type": "query", "user_id": user_id(u), "text": make_question(rng), "limit": 5}, "results")
 
 
-def pct(values_s: list[float]) -> dict[str, float]:
-    a = np.asarray(values_s, dtype=np.float64) * 1000.0
-    return {
-        "n": int(a.size),
-        "p50_ms": float(np.percentile(a, 50)),
-        "p95_ms": float(np.percentile(a, 95)),
-        "p99_ms": float(np.percentile(a, 99)),
-        "mean_ms": float(a.mean()),
-        "min_ms": float(a.min()),
-        "max_ms": float(a.max()),
-    }
-
-
-def log(msg: str, quiet: bool) -> None:
-    if not quiet:
-        print(msg, file=sys.stderr, flush=True)
-
-
-def fill(sc: Sidecar, args: argparse.Namespace, rng: random.Random) -> dict[str, Any]:
+def fill(sc: Sidecar, rng: random.Random, rows: int, users: int, batch: int, quiet: bool = False) -> dict[str, Any]:
+    """Batch `store` of `rows` generated messages (15% from the bot) over `users` users, timestamps spread
+    over the last 20 days; how long it took."""
     now = time.time()
-    span = 20 * 86_400  # timestamps spread over the last 20 days
+    span = 20 * 86_400
     batch_times: list[float] = []
     words = 0
     done = 0
     t_all = time.perf_counter()
-    while done < args.rows:
-        n = min(args.batch, args.rows - done)
+    while done < rows:
+        n = min(batch, rows - done)
         msgs = []
         for _ in range(n):
             bot = rng.random() < 0.15
             content = make_message(rng, bot)
             words += len(content.split())
-            msgs.append({"user_id": user_id(rng.randrange(args.users)), "content": content, "is_bot": bot,
+            msgs.append({"user_id": user_id(rng.randrange(users)), "content": content, "is_bot": bot,
                          "timestamp": round(now - rng.random() * span, 3)})
-        line = _dumps({"type": "store", "messages": msgs}) + b"\n"
+        line = dumps({"type": "store", "messages": msgs}) + b"\n"
         t0 = time.perf_counter()
         sc.send_raw(line)
         resp = sc.read()
         batch_times.append(time.perf_counter() - t0)
         if resp.get("type") != "ok" or not isinstance(resp.get("ids"), list) or len(resp["ids"]) != n:
-            raise sc._fail(f"batch store of {n}: unexpected response {json.dumps(resp)[:1000]}")
+            raise sc.fail(f"batch store of {n}: unexpected response {dumps(resp)[:1000]!r}")
         done += n
-        log(f"  stored {done}/{args.rows} ({n / batch_times[-1]:.0f} msg/s this batch)", args.quiet)
+        log(f"  stored {done}/{rows} ({n / batch_times[-1]:.0f} msg/s this batch)", quiet)
     total = time.perf_counter() - t_all
-    return {
-        "rows": args.rows,
-        "users": args.users,
-        "batch": args.batch,
-        "batches": len(batch_times),
-        "seconds": total,
-        "msgs_per_s": args.rows / total,
-        "batch_latency": pct(batch_times),
-        "avg_words": words / args.rows,
-    }
+    return {"rows": rows, "users": users, "batch": batch, "batches": len(batch_times), "seconds": total,
+            "msgs_per_s": rows / total, "batch_latency": pct(batch_times), "avg_words": words / rows}

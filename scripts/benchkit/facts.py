@@ -1,30 +1,38 @@
-#!/usr/bin/env python3
-"""Facts benchmark over the real pipe (no LLM): latency of remember, extract_inline, facts, recall and
-context (xml and markdown) on a store of --users x --facts-per-user facts.
+"""Facts over the real pipe (no LLM): latency of remember, extract_inline, facts, recall and context
+(xml and markdown) on a store of --users x --facts-per-user facts.
 
-Usage: python scripts/bench_facts.py [--users 20] [--facts-per-user 25] [--requests 100] [--json out.json]
-Reuses the process wrapper of scripts/bench_core.py. Prints a markdown table.
+One fresh sidecar remembers users x facts-per-user generated facts (seed 7; every `remember` timed,
+its outcome counted), compacts (a `cleanup`), then sends each of the other requests --requests times,
+one at a time, for random users. Prints a table (p50 / p95 / p99 in ms) and, with --json, writes it.
+Example: python scripts/bench.py facts --users 20 --facts-per-user 25 --requests 100
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import FOODS, HOBBIES, PLACES, THINGS, Sidecar, pct  # noqa: E402
+from .client import Sidecar
+from .output import latency_row, print_table, write_json
+from .timing import pct
+from .workload import FOODS, HOBBIES, PLACES, THINGS
 
-ROOT = Path(__file__).resolve().parent.parent
+SUMMARY = "latency of remember, extract_inline, facts, recall, context"
 TEMPLATES = [
     ("preference", "Likes {food}"), ("preference", "Enjoys {hobby} on weekends"),
     ("company", "Works at {place} Labs as a {thing} designer"), ("pattern", "Goes {hobby} every {n} days"),
     ("answer", "Their budget for a new {thing} is {n}00 euros"), ("answer", "Wants to move to {place}"),
 ]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--users", type=int, default=20, help="users the facts are remembered for")
+    parser.add_argument("--facts-per-user", type=int, default=25, help="facts remembered per user")
+    parser.add_argument("--requests", type=int, default=100, help="timed requests of each other kind")
+    parser.add_argument("--json", type=Path, help="write the results here too")
 
 
 def fact(rng: random.Random) -> tuple[str, str]:
@@ -33,32 +41,25 @@ def fact(rng: random.Random) -> tuple[str, str]:
                          thing=rng.choice(THINGS), n=rng.randint(2, 97))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--users", type=int, default=20)
-    ap.add_argument("--facts-per-user", type=int, default=25)
-    ap.add_argument("--requests", type=int, default=100)
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+def run(args: argparse.Namespace) -> int:
     rng = random.Random(7)
     timings: dict[str, list[float]] = {}
     actions: dict[str, int] = {}
 
     def timed(name: str, req: dict, expect: str) -> dict:
-        t0 = time.perf_counter()
-        r = sc.request(req, expect)
-        timings.setdefault(name, []).append(time.perf_counter() - t0)
+        r, seconds = sc.timed(req, expect)
+        timings.setdefault(name, []).append(seconds)
         return r
 
-    with tempfile.TemporaryDirectory(prefix="bench-facts-") as tmp:
-        sc = Sidecar(sys.executable, Path(tmp) / "data", Path(tmp) / "stderr.log", 120.0, [])
+    with tempfile.TemporaryDirectory(prefix="bench-facts-") as tmp, \
+            Sidecar(Path(tmp) / "data", python=sys.executable, stderr=Path(tmp) / "stderr.log", timeout=120.0) as sc:
         sc.wait_ready()
         for i in range(args.users * args.facts_per_user):
             cat, text = fact(rng)
             r = timed("remember", {"type": "remember", "user_id": f"u{i % args.users}", "text": text,
                                    "category": cat}, "remembered")
             actions[r["action"]] = actions.get(r["action"], 0) + 1
-        sc.request({"type": "cleanup", "ttl_days": 36500}, "ok")  # compacts every table
+        sc.compact()
         for _ in range(args.requests):
             u = f"u{rng.randrange(args.users)}"
             v = f"u{rng.randrange(args.users)}"
@@ -77,16 +78,9 @@ def main() -> int:
         stats = sc.request({"type": "stats"}, "stats")
         sc.shutdown()
     rows = {name: pct(v) for name, v in timings.items()}
-    print(f"{args.users} users x {args.facts_per_user} facts remembered (outcomes: {actions}); "
-          f"{stats['facts']} active facts; {args.requests} requests of each kind, sequential\n")
-    print("| request | n | p50 ms | p95 ms | p99 ms |")
-    print("|---|---|---|---|---|")
-    for name, p in rows.items():
-        print(f"| {name} | {p['n']} | {p['p50_ms']:.1f} | {p['p95_ms']:.1f} | {p['p99_ms']:.1f} |")
+    print_table([latency_row(name, p) for name, p in rows.items()],
+                title=f"{args.users} users x {args.facts_per_user} facts remembered (outcomes: {actions}); "
+                      f"{stats['facts']} active facts; {args.requests} requests of each kind, sequential")
     if args.json:
-        args.json.write_text(json.dumps({"timings": rows, "actions": actions, "facts": stats["facts"]}, indent=2))
+        write_json(args.json, {"timings": rows, "actions": actions, "facts": stats["facts"]})
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

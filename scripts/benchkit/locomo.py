@@ -1,8 +1,8 @@
 """Retrieval quality on LoCoMo conversations, measured through the real sidecar process.
 
-    python scripts/bench_locomo.py                       # the five shared conversations, every mode
-    python scripts/bench_locomo.py path/to/conv-x.json   # any other file(s) of the same format
-    python scripts/bench_locomo.py --modes semantic --holdout conv-42,conv-43
+    python scripts/bench.py locomo                       # the five shared conversations, every mode
+    python scripts/bench.py locomo path/to/conv-x.json   # any other file(s) of the same format
+    python scripts/bench.py locomo --modes semantic --holdout conv-42,conv-43
 
 Each conversation is stored (batch `store`, one memory per turn: `"<speaker>: <text>"` plus
 `" [shares a photo of: <caption>]"`, the session date as its timestamp, the speaker as `username`,
@@ -25,24 +25,39 @@ import json
 import sys
 import tempfile
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import Sidecar, pct  # noqa: E402
+from . import ROOT
+from .client import Sidecar, add_sidecar_arguments
+from .output import log, print_table, write_json
+from .timing import pct
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DIR = REPO.parent / "shared" / "bench" / "locomo"
+SUMMARY = "retrieval quality (recall@k) on LoCoMo conversations"
+DEFAULT_DIR = ROOT.parent / "shared" / "bench" / "locomo"
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ALL_MODES = ("semantic", "keyword", "hybrid")
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", type=Path, help=f"conversation files or folders (default {DEFAULT_DIR})")
+    parser.add_argument("--modes", default=",".join(ALL_MODES),
+                        help="comma-separated query modes; 'default' sends no mode (the sidecar's default)")
+    parser.add_argument("--no-compact", action="store_true",
+                        help="ask the questions right after storing, without compacting first (results then "
+                             "depend on when the background compaction runs)")
+    parser.add_argument("--holdout", default="", help="comma-separated conversation names reported separately")
+    parser.add_argument("--limit", type=int, default=max(KS), help="results asked for per question")
+    parser.add_argument("--batch", type=int, default=200, help="turns per batch store")
+    add_sidecar_arguments(parser, timeout=600.0)
+    parser.add_argument("--json", type=Path, help="write all results here")
+    parser.add_argument("--sidecar-args", default="", help="extra sidecar flags, space-separated")
+
+
 def session_time(text: str) -> float:
     """'1:56 pm on 8 May, 2023' -> unix seconds (read as UTC)."""
-    from datetime import timezone
-
     dt = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
     return dt.replace(tzinfo=timezone.utc).timestamp()
 
@@ -86,8 +101,8 @@ def store_all(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], batch: int) 
                      for m in msgs[start:start + batch]]
             resp = sc.request({"type": "store", "messages": chunk}, "ok")
             if len(resp.get("ids", [])) != len(chunk):
-                raise sc._fail(f"batch store answered {resp}")
-        print(f"  stored {name}: {len(msgs)} turns", file=sys.stderr, flush=True)
+                raise sc.fail(f"batch store answered {resp}")
+        log(f"  stored {name}: {len(msgs)} turns")
 
 
 def run_mode(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], mode: str | None,
@@ -101,9 +116,8 @@ def run_mode(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], mode: str | N
                                    "limit": limit}
             if mode is not None:
                 req["mode"] = mode
-            t0 = time.perf_counter()
-            resp = sc.request(req, "results")
-            lat.append(time.perf_counter() - t0)
+            resp, seconds = sc.timed(req, "results")
+            lat.append(seconds)
             got = [m.get("message_id") for m in resp["messages"]]
             ev = set(q["evidence"])
             per_q.append({"conv": name, "cat": q["category"],
@@ -123,33 +137,19 @@ def summarize(per_q: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def table(title: str, results: dict[str, dict[str, Any]], select=lambda q: True) -> str:
-    lines = [f"\n{title}", "| mode | group | n | R@1 | R@5 | R@10 | R@20 |", "|---|---|---|---|---|---|---|"]
+def recall_rows(results: dict[str, dict[str, Any]], select=lambda q: True) -> list[dict[str, Any]]:
+    """Recall@k per mode, overall and per category, of the questions `select` keeps."""
+    rows = []
     for mode, r in results.items():
         s = summarize([q for q in r["questions"] if select(q)])
-        rows = [("all (cat 1-4)", s["all"], s["n"])] + [(f"{c} {CATEGORIES[c]}", s[c], s[f"n{c}"]) for c in CATEGORIES]
-        for label, vals, n in rows:
-            lines.append(f"| {mode} | {label} | {n} | " + " | ".join(f"{vals[k]:.3f}" for k in KS) + " |")
-    return "\n".join(lines)
+        groups = [("all (cat 1-4)", s["all"], s["n"])] + [(f"{c} {CATEGORIES[c]}", s[c], s[f"n{c}"])
+                                                          for c in CATEGORIES]
+        rows += [{"mode": mode, "group": label, "n": n, **{f"R@{k}": vals[k] for k in KS}}
+                 for label, vals, n in groups]
+    return rows
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="*", type=Path, help=f"conversation files or folders (default {DEFAULT_DIR})")
-    ap.add_argument("--modes", default=",".join(ALL_MODES),
-                    help="comma-separated query modes; 'default' sends no mode (the sidecar's default)")
-    ap.add_argument("--no-compact", action="store_true",
-                    help="ask the questions right after storing, without compacting first (results then depend "
-                         "on when the background compaction runs)")
-    ap.add_argument("--holdout", default="", help="comma-separated conversation names reported separately")
-    ap.add_argument("--limit", type=int, default=max(KS))
-    ap.add_argument("--batch", type=int, default=200)
-    ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--timeout", type=float, default=600.0)
-    ap.add_argument("--json", type=Path, help="write all results here")
-    ap.add_argument("--sidecar-args", default="", help="extra sidecar flags, space-separated")
-    args = ap.parse_args()
-
+def run(args: argparse.Namespace) -> int:
     convs = load(args.paths or [DEFAULT_DIR])
     if not convs:
         print("no conversation files found", file=sys.stderr)
@@ -157,46 +157,43 @@ def main() -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     holdout = {h.strip() for h in args.holdout.split(",") if h.strip()}
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        sc = Sidecar(args.python, Path(tmp) / "data", Path(tmp) / "sidecar.log", args.timeout,
-                     args.sidecar_args.split())
-        try:
-            sc.wait_ready()
-            t0 = time.perf_counter()
-            store_all(sc, convs, args.batch)
-            print(f"  stored in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
-            if not args.no_compact:
-                # every row indexed before the first question: without this, which rows the background
-                # compaction has folded into the full-text index when a question runs depends on timing,
-                # and rows still unindexed are scored by a flat scan, so recall varied a little from run to run
-                sc.request({"type": "cleanup", "ttl_days": 36500}, "ok")
-            for mode in modes:
-                results[mode] = run_mode(sc, convs, None if mode == "default" else mode, args.limit)
-                s = summarize(results[mode]["questions"])
-                print(f"  {mode}: R@10 {s['all'][10]:.3f}, query p50 {results[mode]['latency']['p50_ms']:.1f} ms",
-                      file=sys.stderr, flush=True)
-            sc.shutdown()
-        except BaseException:
-            sc.kill()
-            raise
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp, \
+            Sidecar(Path(tmp) / "data", args.sidecar_args.split(), python=args.python,
+                    stderr=Path(tmp) / "sidecar.log", timeout=args.timeout) as sc:
+        sc.wait_ready()
+        t0 = time.perf_counter()
+        store_all(sc, convs, args.batch)
+        log(f"  stored in {time.perf_counter() - t0:.1f} s")
+        if not args.no_compact:
+            # every row indexed before the first question: without this, which rows the background
+            # compaction has folded into the full-text index when a question runs depends on timing,
+            # and rows still unindexed are scored by a flat scan, so recall varied a little from run to run
+            sc.compact()
+        for mode in modes:
+            results[mode] = run_mode(sc, convs, None if mode == "default" else mode, args.limit)
+            s = summarize(results[mode]["questions"])
+            log(f"  {mode}: R@10 {s['all'][10]:.3f}, query p50 {results[mode]['latency']['p50_ms']:.1f} ms")
+        sc.shutdown()
     names = [n for n, _ in convs]
-    print(f"LoCoMo turn-level recall@k, categories 1-4: {', '.join(names)}")
-    print(table("All conversations", results))
+    print(f"LoCoMo turn-level recall@k, categories 1-4: {', '.join(names)}\n")
+    print_table(recall_rows(results), title="All conversations", floatfmt=".3f")
     if holdout:
-        print(table(f"Tuning group ({', '.join(n for n in names if n not in holdout)})", results,
-                    lambda q: q["conv"] not in holdout))
-        print(table(f"Held out ({', '.join(sorted(holdout))})", results, lambda q: q["conv"] in holdout))
-    print("\n| mode | " + " | ".join(names) + " | query p50 / p95 ms |")
-    print("|---|" + "---|" * len(names) + "---|")
+        print()
+        print_table(recall_rows(results, lambda q: q["conv"] not in holdout), floatfmt=".3f",
+                    title=f"Tuning group ({', '.join(n for n in names if n not in holdout)})")
+        print()
+        print_table(recall_rows(results, lambda q: q["conv"] in holdout), floatfmt=".3f",
+                    title=f"Held out ({', '.join(sorted(holdout))})")
+    print()
+    per_conversation = []
     for mode, r in results.items():
-        per = [summarize([q for q in r["questions"] if q["conv"] == n])["all"][10] for n in names]
         lat = r["latency"]
-        print(f"| {mode} R@10 | " + " | ".join(f"{v:.3f}" for v in per) + f" | {lat['p50_ms']:.1f} / {lat['p95_ms']:.1f} |")
+        per_conversation.append({"mode": f"{mode} R@10",
+                                 **{n: summarize([q for q in r["questions"] if q["conv"] == n])["all"][10]
+                                    for n in names},
+                                 "query p50 / p95 ms": f"{lat['p50_ms']:.1f} / {lat['p95_ms']:.1f}"})
+    print_table(per_conversation, floatfmt=".3f")
     if args.json:
-        args.json.write_text(json.dumps({m: {"summary": summarize(r["questions"]), "latency": r["latency"]}
-                                         for m, r in results.items()}, indent=2, default=str))
+        write_json(args.json, {m: {"summary": summarize(r["questions"]), "latency": r["latency"]}
+                               for m, r in results.items()})
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Cosine similarities of the labelled fact pairs in tests/fixtures/fact_pairs.jsonl, with the sidecar's
+real embedding model, and precision/recall of the two consolidation thresholds:
+
+- the duplicate rule (`sidecar.facts.rules.is_duplicate`: similarity >= duplicate threshold and the same
+  numbers in both -> "near-identical, nothing new stored"), judged against the `rewording` label;
+- the candidate threshold (similarity >= candidate threshold -> the pair is shown for a decision),
+  judged against every label but `unrelated`.
+
+Example: python scripts/bench.py fact-thresholds --pairs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from . import ROOT
+from .output import print_table
+
+SUMMARY = "precision/recall of the fact similarity thresholds"
+FIXTURE = ROOT / "tests" / "fixtures" / "fact_pairs.jsonl"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--duplicate", type=float,
+                        help="the duplicate threshold to mark (default: sidecar.facts.rules.DUPLICATE_THRESHOLD)")
+    parser.add_argument("--candidate", type=float,
+                        help="the candidate threshold to mark (default: sidecar.facts.rules.CANDIDATE_THRESHOLD)")
+    parser.add_argument("--pairs", action="store_true", help="print every pair with its similarity")
+
+
+def pr(pred: np.ndarray, truth: np.ndarray) -> dict[str, float | int]:
+    tp = int((pred & truth).sum())
+    fp = int((pred & ~truth).sum())
+    fn = int((~pred & truth).sum())
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    return {"precision": precision, "recall": recall, "tp": tp, "fp": fp, "fn": fn}
+
+
+def run(args: argparse.Namespace) -> int:
+    from sidecar.embedding.embedder import Embedder
+    from sidecar.embedding.model import resolve_model
+    from sidecar.facts.rules import CANDIDATE_THRESHOLD, DUPLICATE_THRESHOLD, is_duplicate
+
+    duplicate = DUPLICATE_THRESHOLD if args.duplicate is None else args.duplicate
+    candidate = CANDIDATE_THRESHOLD if args.candidate is None else args.candidate
+    pairs = [json.loads(line) for line in FIXTURE.read_bytes().splitlines() if line.strip()]
+    files = resolve_model(None, True, None)
+    emb = Embedder(files, threads=2)
+    a = np.stack([emb.embed_one(p["a"]) for p in pairs])
+    b = np.stack([emb.embed_one(p["b"]) for p in pairs])
+    sims = (a * b).sum(axis=1)
+    labels = np.array([p["label"] for p in pairs])
+
+    rows = []
+    for label in ("rewording", "contradiction", "mergeable", "unrelated"):
+        s = sims[labels == label]
+        rows.append({"label": label, "n": len(s), "min": float(s.min()), "median": float(np.median(s)),
+                     "max": float(s.max())})
+    print_table(rows, floatfmt=".3f", title=f"model {files.name} ({files.source}), {len(pairs)} pairs from "
+                                            f"{FIXTURE.relative_to(ROOT)}")
+    if args.pairs:
+        print()
+        for p, s in sorted(zip(pairs, sims), key=lambda x: -x[1]):
+            print(f"{s:.3f}  {p['label']:<13} {p['a']!r} / {p['b']!r}")
+
+    dup_truth = labels == "rewording"
+    cand_truth = labels != "unrelated"
+    rows = []
+    for t in sorted({0.80, 0.85, 0.88, 0.90, 0.92, 0.95, duplicate}):
+        threshold = f"{t:.2f}" + (" (chosen)" if t == duplicate else "")
+        rows.append({"threshold": threshold, "rule": "similarity only", **pr(sims >= t, dup_truth)})
+        rule = np.array([is_duplicate(q["b"], q["a"], float(s), t) for q, s in zip(pairs, sims)])
+        rows.append({"threshold": threshold, "rule": "duplicate rule (+ number guard)", **pr(rule, dup_truth)})
+    for t in sorted({0.30, 0.35, 0.40, 0.45, 0.50, candidate}):
+        rows.append({"threshold": f"{t:.2f}" + (" (chosen)" if t == candidate else ""),
+                     "rule": "candidate (similarity)", **pr(sims >= t, cand_truth)})
+    print()
+    print_table(rows, floatfmt=".3f")
+    return 0

@@ -1,0 +1,293 @@
+"""Soak: stream `store` and `query` requests through one sidecar for a long time, pipelined with a
+bounded in-flight window, and record RSS (from /proc, sampled every second) and latency percentiles
+per interval.
+
+Traffic is modelled on a chat host: --conversations users talk at once; each exchange is a `query`
+for the user (the memories for the prompt) followed by a `store` of their message; a conversation
+lasts --exchanges exchanges on average (geometric), then a new user, drawn uniformly from --users,
+takes its place. --exchanges 0 draws every request's user independently instead: no locality at
+all, the worst case for the vector cache once the stored data outgrows it.
+
+    python scripts/bench.py soak --requests 1000000 --out soak.json     # about 3 hours on 2 cores
+    python scripts/bench.py soak --requests 2000 --interval 1            # a quick check that it works
+    python scripts/bench.py soak --judge soak.json                       # the verdict for an earlier run
+    python scripts/bench.py soak --requests 2000 -- --compact-every-writes 50   # extra sidecar flags
+
+Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
+at the first wrong answer. Each sample in --out keeps the interval's lowest, median and highest
+one-second RSS, and RSS by kind of mapping at the sample (`rss_by_kind_mib`: main heap, glibc's other
+arenas, pyarrow's pool, large and small anonymous mappings, files). At the end it prints whether RSS
+plateaued: the level RSS falls back to between compactions (each interval's lowest one-second RSS;
+their median over the last third of the intervals) stays within --plateau-tolerance of the middle
+third's. Memory that is kept, leaked or fragmented raises that level; a compaction's working memory,
+which is given back when it ends, does not. The steady RSS (the interval medians, which rise as
+compactions take longer) and the peaks are reported beside it. `--judge soak.json` prints the verdict
+for an earlier run. Linux only (/proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from statistics import median
+
+from . import ROOT
+from .client import BenchError, Sidecar
+from .output import write_json
+from .procfs import rss_by_kind_mib, rss_kib
+from .timing import pct
+from .workload import conversation_length, words_text
+
+SUMMARY = "long pipelined run: RSS and latency over time, plateau"
+
+
+def _mix(text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        mode, _, share = part.partition("=")
+        if mode.strip() not in ("default", "semantic", "keyword", "hybrid"):
+            raise argparse.ArgumentTypeError(f"unknown query mode {mode!r}")
+        try:
+            out[mode.strip()] = float(share or 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"bad share in {part!r}") from None
+    if not out or sum(out.values()) <= 0:
+        raise argparse.ArgumentTypeError("the shares must add up to more than 0")
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--requests", type=int, default=1_000_000, help="total requests (half store, half query)")
+    parser.add_argument("--window", type=int, default=32, help="most requests in flight")
+    parser.add_argument("--users", type=int, default=1_000, help="users conversations are drawn from")
+    parser.add_argument("--conversations", type=int, default=16, help="users talking at the same time")
+    parser.add_argument("--exchanges", type=float, default=20.0,
+                        help="mean query+store exchanges per conversation; 0: every request's user drawn independently")
+    parser.add_argument("--interval", type=float, default=10.0, help="seconds per sample")
+    parser.add_argument("--data-dir", help="the sidecar's data dir (default: a fresh temporary directory)")
+    parser.add_argument("--out", default="soak.json", help="the samples and the verdict, rewritten every interval")
+    parser.add_argument("--plateau-tolerance", type=float, default=0.05,
+                        help="how much the last third's level may exceed the middle third's")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the traffic")
+    parser.add_argument("--query-mix", default="default=1", type=_mix,
+                        help="query modes and their shares, e.g. semantic=0.9,hybrid=0.1; 'default' sends no mode "
+                             "(the sidecar's default, hybrid)")
+    parser.add_argument("--judge", metavar="SOAK_JSON",
+                        help="print the plateau verdict for an earlier run's --out and exit")
+    parser.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.judge:
+        verdict = plateau(json.loads(Path(args.judge).read_bytes())["samples"], args.plateau_tolerance)
+        print(verdict["message"])
+        return 0
+
+    tmp = None
+    data_dir = args.data_dir
+    if data_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="soak-")
+        data_dir = os.path.join(tmp.name, "data")
+    with Sidecar(data_dir, args.sidecar_args, expiry_off=False, cwd=ROOT, clean_env=True) as sc:
+        try:
+            _, ready = sc.wait_ready()
+        except BenchError as e:
+            print(f"sidecar did not start: {e}", file=sys.stderr)
+            return 1
+        samples, failure = stream(args, sc, ready)
+        code = sc.finish(120)
+    verdict = plateau(samples, args.plateau_tolerance)
+    _write(args, samples, ready, failure, verdict, exit_code=code)
+    print(verdict["message"])
+    if failure:
+        print(failure[0], file=sys.stderr)
+    if tmp is not None:
+        tmp.cleanup()
+    return 0 if not failure and code == 0 else 1
+
+
+def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dict], list[str]]:
+    """The traffic, a writer and a reader thread with at most --window requests in flight, and a sample
+    every --interval seconds (rewritten to --out) until every answer is in or one is wrong."""
+    rng = random.Random(args.seed)
+    modes, weights = list(args.query_mix), list(args.query_mix.values())
+    slots = threading.Semaphore(args.window)
+    sent_at: dict[int, tuple[float, str]] = {}
+    lock = threading.Lock()
+    lat: dict[str, list[float]] = {"store": [], "query": []}
+    done = [0]
+    failure: list[str] = []
+    finished = threading.Event()
+
+    def new_user() -> str:
+        return f"user-{rng.randrange(args.users)}"
+
+    talking = [[new_user(), 0] for _ in range(max(1, args.conversations))]  # [user, exchanges left]
+    for conv in talking:
+        conv[1] = conversation_length(rng, args.exchanges)
+
+    def writer() -> None:
+        conv = talking[0]
+        try:
+            for i in range(args.requests):
+                slots.acquire()
+                if failure:
+                    return
+                text = words_text(rng)
+                if args.exchanges <= 0:
+                    user = new_user()
+                elif i % 2 == 0:  # a new exchange: the host asks for memories, then stores the message
+                    conv = rng.choice(talking)
+                    if conv[1] <= 0:
+                        conv[0], conv[1] = new_user(), conversation_length(rng, args.exchanges)
+                    conv[1] -= 1
+                    user = conv[0]
+                else:
+                    user = conv[0]
+                if i % 2 == 1:
+                    req = {"type": "store", "user_id": user, "content": f"{text} #{i}", "request_id": i}
+                    kind = "store"
+                else:
+                    req = {"type": "query", "user_id": user, "text": text, "limit": 5, "request_id": i}
+                    mode = rng.choices(modes, weights)[0]
+                    if mode != "default":
+                        req["mode"] = mode
+                    kind = "query"
+                with lock:
+                    sent_at[i] = (time.perf_counter(), kind)
+                sc.queue(req)
+                if i % 8 == 7 or i == args.requests - 1:
+                    sc.flush()
+            sc.flush()
+        except BenchError as e:  # the reader sees the same end of the pipe and stops the run
+            failure.append(str(e))
+
+    def reader() -> None:
+        expected = 0
+        try:
+            while expected < args.requests:
+                r = sc.read()
+                now = time.perf_counter()
+                rid = r.get("request_id")
+                with lock:
+                    t0, kind = sent_at.pop(rid, (None, None))
+                ok = (rid == expected and t0 is not None
+                      and ((kind == "store" and r.get("type") == "ok" and r.get("id"))
+                           or (kind == "query" and r.get("type") == "results")))
+                if not ok:
+                    failure.append(f"request {expected}: unexpected answer {r}")
+                    slots.release()
+                    break
+                with lock:
+                    lat[kind].append(now - t0)
+                    done[0] += 1
+                expected += 1
+                slots.release()
+        except BenchError as e:
+            failure.append(f"request {expected}: {e}")
+            slots.release()
+        finished.set()
+
+    rss_seen: list[float] = []  # one-second samples since the last interval
+
+    def sampler() -> None:
+        while not finished.wait(1.0):
+            try:
+                value = rss_kib(sc.pid) / 1024
+            except OSError:
+                continue
+            with lock:
+                rss_seen.append(value)
+
+    samples = []
+    start = time.perf_counter()
+    threads = [threading.Thread(target=f, daemon=True) for f in (writer, reader, sampler)]
+    for t in threads:
+        t.start()
+    while not finished.wait(args.interval):
+        samples.append(_sample(sc.pid, start, lock, lat, done, samples[-1] if samples else None, rss_seen))
+        s = samples[-1]
+        print(f"t={s['t']:7.0f}s done={s['done']:8d} rss median/max={s['rss_mib']:6.1f}/{s['rss_max_mib']:6.1f} MiB "
+              f"rps={s['rps']:6.0f} store p50/p99={s['store_ms']['p50']:.1f}/{s['store_ms']['p99']:.1f} ms "
+              f"query p50/p99={s['query_ms']['p50']:.1f}/{s['query_ms']['p99']:.1f} ms", flush=True)
+        _write(args, samples, ready, failure, None)
+    samples.append(_sample(sc.pid, start, lock, lat, done, samples[-1] if samples else None, rss_seen))
+    return samples, failure
+
+
+def _sample(pid, start, lock, lat, done, previous, rss_seen) -> dict:
+    """One interval's numbers; `previous` is the last sample (None for the first)."""
+    last_t, last_done = (previous["t"], previous["done"]) if previous else (0.0, 0)
+    now = time.perf_counter()
+    with lock:
+        stores, queries = list(lat["store"]), list(lat["query"])
+        lat["store"].clear()
+        lat["query"].clear()
+        n = done[0]
+        seen = sorted(rss_seen)
+        rss_seen.clear()
+    interval = now - start - last_t
+    if not seen:
+        try:
+            seen = [rss_kib(pid) / 1024]
+        except OSError:
+            seen = [0.0]
+    try:
+        by_kind = rss_by_kind_mib(pid)
+    except OSError:
+        by_kind = {}
+    return {
+        "t": round(now - start, 1), "done": n, "rss_min_mib": round(seen[0], 1),
+        "rss_mib": round(seen[len(seen) // 2], 1), "rss_max_mib": round(seen[-1], 1),
+        "rps": round((n - last_done) / interval, 1) if interval > 0 else 0.0,
+        "store_ms": _percentiles(stores), "query_ms": _percentiles(queries),
+        "rss_by_kind_mib": by_kind,
+    }
+
+
+def _percentiles(values_s: list[float]) -> dict[str, float]:
+    """p50, p99 and p100 in ms, by rank (0 without values), to 0.01 ms."""
+    p = pct(values_s, "rank")
+    return {"p50": round(p["p50_ms"], 2), "p99": round(p["p99_ms"], 2), "p100": round(p["max_ms"], 2)}
+
+
+def plateau(samples: list[dict], tolerance: float) -> dict:
+    """The level between compactions (median of the interval minimums) of the last third against the
+    middle third; the steady RSS (interval medians) and the peaks beside it."""
+    kept = [s for s in samples if s["rss_mib"]]
+    if len(kept) < 6:
+        return {"plateaued": None, "message": f"RSS plateau: too few samples ({len(kept)}) to judge"}
+    third = len(kept) // 3
+    middle, last = kept[third:2 * third], kept[2 * third:]
+
+    def level(part: list[dict]) -> float:  # runs from before rss_min_mib was kept fall back to the medians
+        return median([s.get("rss_min_mib", s["rss_mib"]) for s in part])
+
+    level_middle, level_last = level(middle), level(last)
+    steady_middle, steady_last = median([s["rss_mib"] for s in middle]), median([s["rss_mib"] for s in last])
+    peak_middle = max(s.get("rss_max_mib", s["rss_mib"]) for s in middle)
+    peak_last = max(s.get("rss_max_mib", s["rss_mib"]) for s in last)
+    ok = level_last <= level_middle * (1 + tolerance)
+    return {"plateaued": ok, "middle_level_mib": level_middle, "last_level_mib": level_last,
+            "middle_steady_mib": steady_middle, "last_steady_mib": steady_last,
+            "middle_peak_mib": peak_middle, "last_peak_mib": peak_last,
+            "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: the level between compactions (median of "
+                       f"the interval minimums) {level_middle:.1f} MiB in the middle third, {level_last:.1f} MiB in "
+                       f"the last third (tolerance {tolerance:.0%}); steady (median of the interval medians) "
+                       f"{steady_middle:.1f} and {steady_last:.1f} MiB; peaks {peak_middle:.1f} and "
+                       f"{peak_last:.1f} MiB"}
+
+
+def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
+    write_json(args.out, {
+        "requests": args.requests, "query_mix": args.query_mix, "window": args.window, "users": args.users,
+        "conversations": args.conversations, "exchanges": args.exchanges, "interval_s": args.interval,
+        "sidecar_args": args.sidecar_args, "startup_ms": ready.get("startup_ms"), "samples": samples,
+        "failure": failure[0] if failure else None, "plateau": verdict, "exit_code": exit_code})

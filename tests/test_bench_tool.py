@@ -1,0 +1,92 @@
+"""`python scripts/bench.py`: the one benchmark command (scripts/benchkit/). The benchmarks themselves are run
+by hand; this pins the entry point, the shared pipe client, the percentile helper and the table printer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from benchkit import output, timing  # noqa: E402
+from benchkit.client import BenchError, Sidecar  # noqa: E402
+
+BENCH = str(ROOT / "scripts" / "bench.py")
+SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
+               "fact-thresholds")
+# stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
+FAKE = """
+import json, sys
+print(json.dumps({"type": "ready"}), flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    if req.get("type") == "silent":
+        continue
+    print(json.dumps({"type": "ok", "request_id": req.get("request_id")}), flush=True)
+"""
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, BENCH, *args], capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+
+
+def test_help_lists_every_subcommand_and_each_explains_itself():
+    top = _bench("--help")
+    assert top.returncode == 0, top.stderr
+    for name in SUBCOMMANDS:
+        assert f"\n    {name} " in top.stdout or f"\n    {name}\n" in top.stdout, name
+        sub = _bench(name, "--help")
+        assert sub.returncode == 0, sub.stderr
+        assert f"usage: bench.py {name}" in sub.stdout and "default" in sub.stdout
+
+
+def test_an_unknown_subcommand_is_refused():
+    assert _bench("nope").returncode == 2
+
+
+def test_pct_interpolates_or_takes_the_sample_by_rank():
+    values = [i / 1000 for i in range(1, 11)]  # 1..10 ms
+    linear, rank = timing.pct(values), timing.pct(values, "rank")
+    assert linear["n"] == rank["n"] == 10
+    assert linear["p50_ms"] == pytest.approx(5.5) and rank["p50_ms"] == pytest.approx(6.0)
+    assert linear["p99_ms"] == pytest.approx(9.91) and rank["p99_ms"] == pytest.approx(10.0)
+    assert linear["min_ms"] == pytest.approx(1.0) and linear["max_ms"] == pytest.approx(10.0)
+    assert timing.pct([])["n"] == 0 and timing.pct([], "rank")["p99_ms"] == 0.0
+
+
+def test_table_aligns_columns_and_right_aligns_numbers():
+    text = output.format_table([{"request": "store", "n": 3, "p50 ms": 1.25},
+                                {"request": "query, hybrid", "n": 300, "p50 ms": 12.0, "note": "x"}])
+    lines = text.splitlines()
+    assert lines[0] == "| request       |   n | p50 ms | note |"
+    assert lines[1] == "|---------------|----:|-------:|------|"
+    assert lines[2] == "| store         |   3 |    1.2 |      |"
+    assert lines[3] == "| query, hybrid | 300 |   12.0 | x    |"
+    assert len({len(line) for line in lines}) == 1
+
+
+def test_client_pipelines_requests_and_reads_answers_in_order(tmp_path):
+    with Sidecar(tmp_path / "data", command=[sys.executable, "-c", FAKE], stderr=tmp_path / "fake.log",
+                 timeout=30) as sc:
+        seconds, ready = sc.wait_ready()
+        assert ready["type"] == "ready" and seconds > 0
+        for i in range(50):
+            sc.queue({"type": "store", "request_id": i})
+        sc.flush()
+        assert [sc.read()["request_id"] for _ in range(50)] == list(range(50))
+        resp, seconds = sc.timed({"type": "store"}, "ok")
+        assert resp["type"] == "ok" and seconds > 0
+        with pytest.raises(BenchError, match="expected a 'results' response"):
+            sc.request({"type": "query"}, "results")
+        assert sc.finish(30) == 0
+
+
+def test_client_gives_up_on_a_missing_answer_after_its_timeout(tmp_path):
+    with Sidecar(tmp_path / "data", command=[sys.executable, "-c", FAKE], timeout=0.5) as sc:
+        sc.wait_ready()
+        with pytest.raises(BenchError, match="no response within 0.5 s"):
+            sc.request({"type": "silent"}, "ok")
+    assert sc.proc.poll() is not None  # the context manager ended the child
