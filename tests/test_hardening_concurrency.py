@@ -104,6 +104,6 @@ def test_background_expiry_and_compaction_under_a_request_stream(spawn):
     print(f"latency under expiry + compaction (median, p99, max ms; n): {report}")
     # The target is 100 ms. Expiry used to compact exclusively and every background compaction held
     # the lock over the three fact tables: stores then waited up to 1.3 s here. The bound is
-    # generous because the test machine is shared; scripts/bench_maintenance.py compares it with a
+    # generous because the test machine is shared; `python scripts/bench.py maintenance` compares it with a
     # run without maintenance.
     assert max(lat["store"] + lat["query"]) < 1.0, report

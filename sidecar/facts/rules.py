@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 from xml.sax.saxutils import escape
 
 # Measured on tests/fixtures/fact_pairs.jsonl with the default model
-# (`python scripts/measure_fact_thresholds.py`): rewordings 0.76-0.99 (median 0.97), contradictions
+# (`python scripts/bench.py fact-thresholds`): rewordings 0.76-0.99 (median 0.97), contradictions
 # 0.27-0.86, mergeable 0.39-0.72, unrelated -0.06-0.30.
 # Duplicate: 0.88 keeps precision at 1.0 on the fixture (no contradiction or mergeable pair above it;
 # the closest, "Is 29 years old" / "Is 30 years old" at 0.864, is also caught by the number guard).

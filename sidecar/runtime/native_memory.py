@@ -14,7 +14,7 @@ LanceDB, the float32 copy of their vectors for a search) every later one came fr
 long-lived rows, and as users grew the holes they left were never big enough for the next one. And
 free pages inside the heap stay resident until `malloc_trim`, which ran only after a compaction. A
 fixed threshold (128 KiB, glibc's own starting value) and a trim every TRIM_INTERVAL_SECONDS keep the
-resident heap to what is in use: in `scripts/bench_memory.py --users 200` (16 MB vector cache, full
+resident heap to what is in use: in `python scripts/bench.py memory --users 200` (16 MB vector cache, full
 from step 15k), RSS went 247 -> 291 MiB from step 40k to 80k with glibc's defaults, 242 -> 267 MiB
 with the fixed threshold, and stayed at 227-232 MiB from 30k to 60k with both (the README has the
 series).
