@@ -129,7 +129,8 @@ def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
     one = sidecar.store("survivor", f"{marker} deletable")
     assert files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
     assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3,
-                                                                           "facts_deleted": 1}
+                                                                           "facts_deleted": 1,
+                                                                           "graph_episodes_deleted": 3}
     assert sidecar.request({"type": "delete", "id": one}) == {"type": "ok", "deleted": 1}
     assert files_containing(sidecar.data_dir, marker.encode()) == []
     assert sidecar.request({"type": "delete", "id": one})["code"] == "not_found"

@@ -270,7 +270,7 @@ def test_forget_user_deletes_facts_history_and_name(sidecar):
     keep = remember(sidecar, "other", "Works at Globex", "company")["fact"]
     assert files_containing(sidecar.data_dir, marker.encode())
     r = sidecar.request({"type": "forget_user", "user_id": "victim"})
-    assert r == {"type": "ok", "deleted": 1, "facts_deleted": 2}, (r, f2)
+    assert r == {"type": "ok", "deleted": 1, "facts_deleted": 2, "graph_episodes_deleted": 1}, (r, f2)
     assert files_containing(sidecar.data_dir, marker.encode()) == []
     assert facts(sidecar, "victim", include_inactive=True) == []
     assert [f["id"] for f in facts(sidecar, "other")] == [keep["id"]]
@@ -292,9 +292,9 @@ def test_version_1_data_dir_is_migrated(spawn, tmp_path):
     sc2 = spawn()
     assert sc2.ready["memories"] == 1
     assert "migrating" in sc2.stderr()
-    assert orjson.loads(meta_path.read_bytes())["schema_version"] == 3
+    assert orjson.loads(meta_path.read_bytes())["schema_version"] == 4
     st = sc2.request({"type": "stats"})
-    assert st["schema_version"] == 3 and st["facts"] == 0
+    assert st["schema_version"] == 4 and st["facts"] == 0
     assert sc2.request({"type": "query", "user_id": "u", "text": "bees", "limit": 1})["messages"][0]["id"] == mid
     assert remember(sc2, "u", "Keeps bees", "pattern")["action"] == "added"
     assert sc2.shutdown() == 0

@@ -35,10 +35,10 @@ def substitute(value: Any, captured: dict[str, str]) -> Any:
 def match(expected: Any, actual: Any, captured: dict[str, str], path: str = "$") -> None:
     if isinstance(expected, str) and PLACEHOLDER.fullmatch(expected):
         kind, _, name = expected[1:-1].partition(" as ")
+        if name:
+            captured[name] = actual
         if kind == "uuid":
             assert isinstance(actual, str) and uuid.UUID(actual), f"{path}: {actual!r} is not a uuid"
-            if name:
-                captured[name] = actual
         elif kind == "int":
             assert isinstance(actual, int) and not isinstance(actual, bool), f"{path}: {actual!r} is not an int"
         elif kind == "number":

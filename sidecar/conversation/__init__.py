@@ -2,5 +2,6 @@
 history of a channel or a user (`history`, the pyramid), rendered as prompt-ready blocks."""
 
 from .service import ConversationService
+from .threads import cut_words
 
-__all__ = ["ConversationService"]
+__all__ = ["ConversationService", "cut_words"]

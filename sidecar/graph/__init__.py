@@ -1,2 +1,11 @@
-"""Graph memory (episodes, entities, relations, traces; spreading-activation recall). Empty for now:
-its code lands here (see the graph memory issues)."""
+"""Graph memory: every stored message is an episode of its user's graph; entities (people, places,
+organisations, things, events) are found in episodes by a fast rule tier and resolved per user;
+relations the user states carry their validity in time; related episodes are consolidated into
+traces. Stands on the messages domain through its `Companion` and `MessageReader` interfaces, and on
+the conversation domain for the pyramid's word cut."""
+
+from .companion import GraphCompanion
+from .service import GraphService
+from .store import GraphStore
+
+__all__ = ["GraphCompanion", "GraphService", "GraphStore"]

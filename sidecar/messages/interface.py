@@ -23,6 +23,9 @@ class MessageReader(Protocol):
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist, and their vectors (float32, row-aligned)."""
 
+    def ids_missing(self, have: set[str]) -> list[str]:
+        """The ids of stored messages not in `have`, oldest first."""
+
 
 class Companion(Protocol):
     def on_stored(self, rows: list[dict[str, Any]], vectors: np.ndarray, extract: bool | None) -> None:

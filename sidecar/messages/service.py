@@ -184,11 +184,13 @@ class MemoryService:
 
     def forget_user(self, req: ForgetUserRequest) -> OkResponse:
         """Messages, and everything the other domains keep for the user (facts, their history, the
-        display name): all deleted and compacted away."""
-        deleted = self.store.delete(f"user_id = {sql_str(req.user_id)}")
+        display name, the graph): all deleted, then compacted away together with the messages."""
         extra: dict[str, int] = {}
         for companion in self.companions:
             extra.update(companion.forget_user(req.user_id))
+        deleted = self.store.delete(f"user_id = {sql_str(req.user_id)}")
+        if not deleted:
+            self.store.compact()  # the other domains' rows leave the disk even when no message was left
         return OkResponse(deleted=deleted, **extra)
 
     def stats(self, req: StatsRequest | None = None) -> StatsResponse:

@@ -312,6 +312,13 @@ class MessageStore:
         with self._reading():
             return search.rows_with_vectors(self.table, ids, self.dim)
 
+    def ids_missing(self, have: set[str]) -> list[str]:
+        """The ids of stored messages not in `have`, oldest first."""
+        with self._reading():
+            table = self.table.search().select(["id", "timestamp"]).limit(None).to_arrow()
+        ids, times = table.column("id").to_pylist(), table.column("timestamp").to_pylist()
+        return [i for _, i in sorted((t, i) for i, t in zip(ids, times) if i not in have)]
+
     def cache_stats(self) -> dict[str, int]:
         with self.lock:
             return {"users": len(self.cache), "bytes": self.cache.nbytes, "budget_bytes": self.cache.budget}

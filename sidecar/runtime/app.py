@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +21,28 @@ class App:
     store: Any  # MessageStore
     dispatcher: Dispatcher
     extractor: Any = None  # ExtractionWorker, with an LLM
+    graph: Any = None  # GraphService, unless switched off
 
     def close(self) -> None:
         if self.extractor is not None:
             self.extractor.stop()
+        if self.graph is not None:
+            self.graph.builder.stop()
         self.store.close()
+
+
+def _graph(cfg: Config, store: Any) -> Any:
+    from ..conversation import cut_words
+    from ..graph import GraphService, GraphStore
+
+    graph_store = GraphStore(store.database, store.lock, store.schedule.note_write)
+    store.also_compact.append(lambda exclusive: graph_store.compact(if_written=not exclusive))
+    graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
+                         max_limit=cfg.max_limit)
+    graph.builder.start()
+    # messages stored without the graph (a crash, --graph false, a store from before graph memory)
+    threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
+    return graph
 
 
 def _llm(cfg: Config) -> Any:
@@ -43,6 +61,7 @@ def build(cfg: Config) -> App:
     from ..embedding.embedder import Embedder
     from ..embedding.model import resolve_model
     from ..facts import FactsCompanion, FactService, FactStore
+    from ..graph import GraphCompanion
     from ..messages import MemoryService, MessageStore
 
     files = resolve_model(cfg.model_dir, cfg.offline, cfg.model_sha256)
@@ -67,11 +86,13 @@ def build(cfg: Config) -> App:
 
             extractor = ExtractionWorker(llm, cfg.fact_categories, facts.consolidate)
         companion = FactsCompanion(facts, extractor, extract_by_default=cfg.llm_extract)
+        graph = _graph(cfg, store) if cfg.graph else None
+        companions = (companion,) if graph is None else (companion, GraphCompanion(graph))
         service = MemoryService(embedder, store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
-                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=(companion,))
+                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=companions)
         conversation = ConversationService(store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
                                            max_content_chars=cfg.max_content_chars)
     except BaseException:
         store.close()
         raise
-    return App(service, store, Dispatcher(service, conversation, facts, companion), extractor)
+    return App(service, store, Dispatcher(service, conversation, facts, companion, graph), extractor, graph)

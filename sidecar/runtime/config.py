@@ -167,6 +167,10 @@ OPTIONS: tuple[Option, ...] = (
            "Extra attempts (exponential backoff from 1 s) for background LLM work; requests try once."),
     Option("llm_extract", _bool, True, "With an LLM: extract facts from stored user messages in the background "
            "(per request: `extract`)."),
+    Option("graph", _bool, True, "Graph memory: build episodes, entities, relations and traces from stored messages "
+           "in the background (MEMORY_SIDECAR_GRAPH=0 or --graph false: vector memory only)."),
+    Option("graph_cache_mb", _non_negative(int), 64, "Memory budget of the per-user graphs held in memory (least "
+           "recently used users leave first)."),
 )
 
 
@@ -198,6 +202,8 @@ class Config:
     llm_model: str | None = None
     llm_api_key_env: str = "MEMORY_SIDECAR_LLM_API_KEY"
     llm_timeout: float = 30.0
+    graph: bool = True
+    graph_cache_mb: int = 64
     llm_retries: int = 2
     llm_extract: bool = True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable
 
 from pydantic import BaseModel
@@ -13,15 +14,22 @@ from ..messages import MemoryService
 from ..wire import (
     ChannelContextRequest,
     CleanupRequest,
+    ConsolidateRequest,
     ContextRequest,
     DeleteRequest,
+    EntitiesRequest,
+    EntityRequest,
     ExtractInlineRequest,
     FactHistoryRequest,
     FactsRequest,
     ForgetFactRequest,
     ForgetUserRequest,
+    GraphHealth,
+    HealthRequest,
+    HealthResponse,
     HistoryRequest,
     MemoryInstructionsRequest,
+    MergeEntitiesRequest,
     OkResponse,
     PingRequest,
     PongResponse,
@@ -37,15 +45,16 @@ from ..wire import (
     decode,
     encode,
 )
-from ..wire.errors import Internal, SidecarError
+from ..wire.errors import Disabled, Internal, SidecarError
 
 log = logging.getLogger("sidecar.dispatcher")
 
 
 class Dispatcher:
     def __init__(self, service: MemoryService, conversation: ConversationService, facts: FactService,
-                 companion: FactsCompanion):
+                 companion: FactsCompanion, graph: Any = None):
         self.service = service
+        self.graph = graph
         self.handlers: dict[type, Callable[[Any], BaseModel]] = {
             StoreRequest: service.store_messages,
             QueryRequest: service.query,
@@ -68,7 +77,25 @@ class Dispatcher:
             UpdateFactRequest: facts.update,
             ForgetFactRequest: facts.forget,
             ContextRequest: lambda req: conversation.context(req, facts.context),
+            HealthRequest: self._health,
         }
+        for kind, name in ((EntitiesRequest, "entities"), (EntityRequest, "entity"),
+                           (MergeEntitiesRequest, "merge_entities"), (ConsolidateRequest, "consolidate")):
+            self.handlers[kind] = getattr(graph, name) if graph is not None else self._graph_off
+
+    @staticmethod
+    def _graph_off(req: Any) -> BaseModel:
+        raise Disabled(f"graph memory is switched off (--graph false); `{req.type}` needs it")
+
+    def _health(self, _req: Any) -> HealthResponse:
+        g = self.graph.health() if self.graph is not None else {}
+        graph = GraphHealth(enabled=self.graph is not None, episodes=g.get("episodes", 0),
+                            entities=g.get("entities", 0), relations_current=g.get("relations_current", 0),
+                            relations_closed=g.get("relations_closed", 0), traces=g.get("traces", 0),
+                            queue=g.get("queue", 0), last_consolidation=g.get("last_consolidation"),
+                            ner={"loaded": False}, llm={"configured": False, "reachable": None})
+        return HealthResponse(status="ok", uptime_seconds=round(time.monotonic() - self.service.started, 3),
+                              memories=self.service.store.count(), graph=graph)
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:
         """Several queued lines, answered in order. Consecutive `store` requests are committed

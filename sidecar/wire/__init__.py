@@ -43,6 +43,22 @@ from .facts import (
     UpdateFactRequest,
     UserFacts,
 )
+from .graph import (
+    ConsolidatedResponse,
+    ConsolidateRequest,
+    EntitiesRequest,
+    EntitiesResponse,
+    EntityOut,
+    EntityRequest,
+    EntityResponse,
+    GraphHealth,
+    HealthRequest,
+    HealthResponse,
+    MergedResponse,
+    MergeEntitiesRequest,
+    RelationOut,
+    TraceOut,
+)
 from .messages import (
     CleanupRequest,
     DeleteRequest,
@@ -68,6 +84,20 @@ from .system import (
 )
 
 __all__ = [
+    "ConsolidatedResponse",
+    "ConsolidateRequest",
+    "EntitiesRequest",
+    "EntitiesResponse",
+    "EntityOut",
+    "EntityRequest",
+    "EntityResponse",
+    "GraphHealth",
+    "HealthRequest",
+    "HealthResponse",
+    "MergedResponse",
+    "MergeEntitiesRequest",
+    "RelationOut",
+    "TraceOut",
     "ChannelContextOptions",
     "ChannelContextRequest",
     "ChannelContextResponse",

@@ -37,6 +37,18 @@ from .facts import (
     ResolveRequest,
     UpdateFactRequest,
 )
+from .graph import (
+    ConsolidatedResponse,
+    ConsolidateRequest,
+    EntitiesRequest,
+    EntitiesResponse,
+    EntityRequest,
+    EntityResponse,
+    HealthRequest,
+    HealthResponse,
+    MergedResponse,
+    MergeEntitiesRequest,
+)
 from .messages import (
     CleanupRequest,
     DeleteRequest,
@@ -63,7 +75,8 @@ Request = Annotated[
     Union[StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
           PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest, ExtractInlineRequest,
           MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest, FactHistoryRequest,
-          UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest],
+          UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest, EntitiesRequest, EntityRequest,
+          MergeEntitiesRequest, ConsolidateRequest, HealthRequest],
     Field(discriminator="type"),
 ]
 
@@ -72,14 +85,16 @@ REQUEST_MODELS: dict[str, type[_Request]] = {
     for m in (StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
               PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest,
               ExtractInlineRequest, MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest,
-              FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest)
+              FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest,
+              EntitiesRequest, EntityRequest, MergeEntitiesRequest, ConsolidateRequest, HealthRequest)
 }
 
 
 Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ChannelContextResponse,
                  HistoryResponse, RememberedResponse, ExtractedResponse, InstructionsResponse, ResolvedResponse,
                  FactsResponse, RecallResponse, FactHistoryResponse, FactResponse, ContextResponse, SyncedResponse,
-                 ErrorResponse]
+                 EntitiesResponse, EntityResponse, MergedResponse, ConsolidatedResponse, HealthResponse, ErrorResponse]
+
 
 
 def _describe(err: ValidationError, type_name: str) -> str:

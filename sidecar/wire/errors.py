@@ -59,6 +59,12 @@ class Internal(SidecarError):
     code = "internal"
 
 
+class Disabled(SidecarError):
+    """A feature switched off by configuration (e.g. graph memory with --no-graph)."""
+
+    code = "disabled"
+
+
 class StartupFailed(SidecarError):
     """Sent once, instead of `ready`, when the model or the store cannot be opened; the process then exits 1."""
 
@@ -66,6 +72,6 @@ class StartupFailed(SidecarError):
 
 
 ERROR_CLASSES: tuple[type[SidecarError], ...] = (
-    InvalidJson, InvalidRequest, UnknownType, NotFound, TooLarge, Internal, StartupFailed,
+    InvalidJson, InvalidRequest, UnknownType, NotFound, TooLarge, Disabled, Internal, StartupFailed,
 )
 ERROR_CODES = tuple(c.code for c in ERROR_CLASSES)

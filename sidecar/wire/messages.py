@@ -120,6 +120,9 @@ class OkResponse(_Response):
     ids: list[str] | None = None
     deleted: int | None = None
     facts_deleted: int | None = Field(None, description="forget_user: facts deleted with the messages.")
+    graph_episodes_deleted: int | None = Field(None, description="forget_user: graph episodes deleted (with their "
+                                               "entities, relations and traces).")
+
 
 
 class MessageOut(_Model):

@@ -57,6 +57,9 @@ class StatsResponse(_Response):
     uptime_seconds: float
     data_dir: str
     versions: dict[str, str] = Field(description="Versions of the main libraries.")
+    graph: dict[str, int] | None = Field(None, description="Graph memory (unless switched off): episodes, "
+                                         "entities, relations_current, relations_closed, traces, queue.")
+
 
 
 class ReadyResponse(_Model):

@@ -1,0 +1,215 @@
+"""Building the graph from stored messages, in the background: each episode's quality, its
+mentions (the fast tier, with the user's own known entities as gazetteer), their resolution to
+entities, and the relations the user states about themself. One thread; the request path only
+queues (rows, vectors) and returns.
+
+Nothing acknowledged is lost by a crash: a message whose episode row was never written is built
+again at the next start (`catch_up`), and every write is keyed so that doing it twice is harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .mentions import Mention, find_mentions
+from .model import Entity, Episode, Relation, UserGraph
+from .quality import is_backchannel, novelty
+from .relations import find_relations
+
+log = logging.getLogger("sidecar.graph")
+
+RECENT = 10  # a user's recent episodes that novelty compares with
+QUEUE_MAX = 100_000  # rows waiting; past this new ones wait for the catch-up at the next start
+BATCH_DELAY = 1.0  # seconds a stored message may wait to be built with the ones after it
+BATCH_ROWS = 512
+
+
+class Changes:
+    """What one batch changed in one user's graph: the builder saves exactly this."""
+
+    def __init__(self) -> None:
+        self.episodes: list[Episode] = []
+        self.entities: dict[str, Entity] = {}
+        self.relations: dict[str, Relation] = {}
+
+
+def self_entity(g: UserGraph, username: str | None) -> Entity:
+    """The entity of the user themself (the subject of first-person relations)."""
+    entity, _new = g.resolve(username or "me", "person") if username else g.resolve("me", "person")
+    if username and "me" not in {a.casefold() for a in entity.aliases}:
+        entity.aliases.add("me")
+        g.index(entity)
+    return entity
+
+
+def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent: np.ndarray | None,
+                  changes: Changes, extra: Callable[[str], list[Mention]] | None = None) -> Episode:
+    """Add one message to the user's graph (pure in-memory work; `changes` collects what to save)."""
+    content = row["content"]
+    low = is_backchannel(content)
+    best = float(np.max(recent @ vector)) if recent is not None and len(recent) else None
+    episode = Episode(row["id"], float(row["timestamp"]), row.get("channel_id"), row.get("message_id"),
+                      row.get("reply_to"), 0.0, low)
+    new = 0
+    mentions: list[Mention] = []
+    if not low:
+        gazetteer = g.gazetteer()
+        mentions = find_mentions(content, gazetteer)
+        if extra is not None:
+            taken = [(m.start, m.end) for m in mentions]
+            mentions += [m for m in extra(content) if all(m.end <= s or m.start >= e for s, e in taken)]
+        for m in mentions:
+            if m.type == "date":
+                continue  # times are the episode's own; a date is not an entity of the graph
+            entity, created = g.resolve(m.text, m.type)
+            new += created
+            if entity.id not in episode.entity_ids:
+                episode.entity_ids.append(entity.id)
+                entity.episodes.append(episode.id)
+                changes.entities[entity.id] = entity
+    named = [m for m in mentions if m.type != "date"]
+    episode.quality = 0.0 if low else novelty(new, len(named), best)
+    g.episodes[episode.id] = episode
+    if episode.message_id:
+        g.by_message_id[episode.message_id] = episode.id
+    if not low and not row.get("is_bot"):
+        _relations(g, row, episode, changes)
+    changes.episodes.append(episode)
+    return episode
+
+
+def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Changes) -> None:
+    found = find_relations(row["content"])
+    if not found:
+        return
+    me = self_entity(g, row.get("username"))
+    changes.entities[me.id] = me
+    for r in found:
+        obj = None
+        if r.object_type in ("person", "place", "organisation", "other") and r.object[:1].isupper():
+            obj, _new = g.resolve(r.object, r.object_type)
+            if obj.type != r.object_type and len(obj.episodes) <= 1:
+                obj.type = r.object_type  # the relation says what it is better than capitals did
+            if episode.id not in obj.episodes:
+                obj.episodes.append(episode.id)
+                episode.entity_ids.append(obj.id)
+            changes.entities[obj.id] = obj
+        rel, closed = g.add_relation(me, r.predicate, r.single_valued, obj, r.object, episode, 0.6)
+        changes.relations[rel.id] = rel
+        for c in closed:
+            changes.relations[c.id] = c
+
+
+class Builder:
+    """The background thread. `graphs(user_id)` gives the user's graph under `lock`; `save(g, changes)`
+    persists a batch; `after_batch(n)` is told how many episodes were built (the consolidation
+    schedule)."""
+
+    def __init__(self, lock: threading.RLock, graphs: Callable[[str], UserGraph],
+                 save: Callable[[UserGraph, Changes], None], after_batch: Callable[[int], None],
+                 extra: Callable[[str], list[Mention]] | None = None):
+        self.lock = lock
+        self.graphs = graphs
+        self.save = save
+        self.after_batch = after_batch
+        self.extra = extra
+        self.queue: "queue.Queue[tuple[list[dict[str, Any]], np.ndarray] | None]" = queue.Queue()
+        self.pending = 0  # rows queued or being built
+        self.built = 0
+        self.failed = 0
+        self._count = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._idle = threading.Condition(self._count)
+        self.hurry = threading.Event()  # someone waits for the graph: build what is queued now
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="graph-builder", daemon=True)
+        self._thread.start()
+
+    def submit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        with self._count:
+            if self.pending > QUEUE_MAX:
+                log.warning("graph builder queue full: %d messages left for the catch-up at the next start", len(rows))
+                return
+            self.pending += len(rows)
+        self.queue.put((rows, vectors))
+
+    def wait_idle(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._count:
+            if self.pending:
+                self.hurry.set()
+            while self.pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def stop(self) -> None:
+        self.queue.put(None)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _next_batch(self) -> list[tuple[list[dict[str, Any]], np.ndarray]] | None:
+        """Queued work for one pass: what arrives within BATCH_DELAY of the first item (fewer commits
+        to the graph tables), less when a command waits for the graph (`hurry`). None: stop."""
+        item = self.queue.get()
+        if item is None:
+            return None
+        batch, rows = [item], len(item[0])
+        deadline = time.monotonic() + BATCH_DELAY
+        while rows < BATCH_ROWS and not self.hurry.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                nxt = self.queue.get(timeout=min(left, 0.05))
+            except queue.Empty:
+                continue
+            if nxt is None:
+                self.queue.put(None)
+                break
+            batch.append(nxt)
+            rows += len(nxt[0])
+        return batch
+
+    def _run(self) -> None:
+        while (batch := self._next_batch()) is not None:
+            rows = [r for rs, _ in batch for r in rs]
+            vectors = np.concatenate([v for _, v in batch])
+            try:
+                self.build(rows, vectors)
+            except Exception:  # noqa: BLE001 - the messages are safe; they are built again at the next start
+                log.exception("graph building failed for %d messages", len(rows))
+                self.failed += len(rows)
+            with self._count:
+                self.pending -= len(rows)
+                if not self.pending:
+                    self.hurry.clear()
+                self._idle.notify_all()
+
+    def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        by_user: dict[str, list[int]] = {}
+        for k, r in enumerate(rows):
+            by_user.setdefault(r["user_id"], []).append(k)
+        for user_id, idx in by_user.items():
+            idx.sort(key=lambda k: rows[k]["timestamp"])
+            with self.lock:
+                g = self.graphs(user_id)
+                changes = Changes()
+                for k in idx:
+                    if rows[k]["id"] in g.episodes:
+                        continue  # built before a crash
+                    recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
+                    build_episode(g, rows[k], vectors[k], recent, changes, self.extra)
+                    g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]
+                self.save(g, changes)
+            self.built += len(idx)
+            self.after_batch(len(idx))

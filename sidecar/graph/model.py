@@ -1,0 +1,230 @@
+"""One user's graph in memory: entities with their aliases and mentions, episodes, relations with
+their validity, traces and the links between them. Pure data and the rules that change it (entity
+resolution, relation validity, merging); the store loads and saves it, the builder feeds it.
+
+Derived state is never stored twice: an entity's mention count, first/last seen and salience come
+from its mentions; a relation's validity from its episodes' times.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+SALIENCE_STEP = 0.1  # each resolved mention raises salience by this, up to 1
+
+
+def fold(name: str) -> str:
+    """The key a name is matched by: case and diacritics folded, punctuation at the ends and repeated
+    spaces dropped ("Zoë  O'Neil." -> "zoe o'neil")."""
+    text = unicodedata.normalize("NFKD", name.casefold())
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return re.sub(r"\s+", " ", text).strip(" .,;:!?\"'’()[]{}")
+
+
+def stable_id(*parts: str) -> str:
+    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=12).hexdigest()
+
+
+@dataclass(slots=True)
+class Entity:
+    id: str
+    name: str
+    type: str
+    aliases: set[str] = field(default_factory=set)
+    activation: float = 0.5
+    episodes: list[str] = field(default_factory=list)  # mentioning episodes, in arrival order
+
+    def keys(self) -> set[str]:
+        return {fold(self.name), *(fold(a) for a in self.aliases)}
+
+
+@dataclass(slots=True)
+class Episode:
+    id: str  # the message id
+    ts: float
+    channel_id: str | None
+    message_id: str | None
+    reply_to: str | None
+    quality: float
+    low: bool  # a backchannel: kept and searchable, but makes no entities or traces
+    entity_ids: list[str] = field(default_factory=list)
+    trace_id: str | None = None
+
+
+@dataclass(slots=True)
+class Relation:
+    id: str
+    subject_id: str
+    predicate: str
+    object_id: str | None
+    object_value: str
+    valid_from: float
+    valid_to: float | None
+    episode_ids: list[str]
+    confidence: float
+    fact_id: str | None = None
+
+
+@dataclass(slots=True)
+class Trace:
+    id: str
+    summary: str
+    episode_ids: list[str]
+    entity_ids: list[str]
+    activation: float
+    start: float
+    end: float
+    created_at: float
+    updated_at: float
+    vector: object = None  # np.ndarray (float32, normalised), or None until computed
+
+
+@dataclass
+class UserGraph:
+    user_id: str
+    entities: dict[str, Entity] = field(default_factory=dict)
+    episodes: dict[str, Episode] = field(default_factory=dict)
+    relations: dict[str, Relation] = field(default_factory=dict)
+    traces: dict[str, Trace] = field(default_factory=dict)
+    links: dict[tuple[str, str], float] = field(default_factory=dict)  # trace <-> trace, a < b
+    by_key: dict[str, str] = field(default_factory=dict)  # folded name or alias -> entity id
+    by_message_id: dict[str, str] = field(default_factory=dict)  # platform message id -> episode id
+    recent: list = field(default_factory=list)  # vectors of the latest episodes built (not stored)
+
+    # ------------------------------------------------------------------ entities
+
+    def index(self, entity: Entity) -> None:
+        for key in entity.keys():
+            self.by_key.setdefault(key, entity.id)
+
+    def gazetteer(self) -> dict[str, str]:
+        """folded name or alias -> entity type, for the fast tier."""
+        return {key: self.entities[eid].type for key, eid in self.by_key.items() if eid in self.entities}
+
+    def resolve(self, name: str, type_: str) -> tuple[Entity, bool]:
+        """The entity a mention names, created when none matches; True when it is new.
+
+        Exact name, then alias (case and diacritics folded); for people, then a first name that
+        names exactly one known full name ("Alice" -> "Alice Smith"), or a full name whose first
+        name is exactly one known single-name person ("Alice Smith" -> "Alice", who is renamed and
+        keeps "Alice" as an alias). Otherwise a new entity."""
+        key = fold(name)
+        if key in self.by_key and self.by_key[key] in self.entities:
+            return self.entities[self.by_key[key]], False
+        if type_ == "person":
+            match = self._person_match(key)
+            if match is not None:
+                if len(key.split()) > len(fold(match.name).split()):
+                    match.aliases.add(match.name)
+                    match.name = name
+                else:
+                    match.aliases.add(name)
+                self.index(match)
+                return match, False
+        entity = Entity(stable_id(self.user_id, type_, key), name, type_)
+        while entity.id in self.entities:  # the same key once merged away: keep ids unique
+            entity.id = stable_id(entity.id, "again")
+        self.entities[entity.id] = entity
+        self.index(entity)
+        return entity, True
+
+    def _person_match(self, key: str) -> Entity | None:
+        tokens = key.split()
+        if not tokens:
+            return None
+        people = [e for e in self.entities.values() if e.type == "person"]
+        if len(tokens) == 1:
+            found = [e for e in people if len(fold(e.name).split()) > 1 and fold(e.name).split()[0] == tokens[0]]
+        else:
+            found = [e for e in people if fold(e.name) == tokens[0]]
+        return found[0] if len(found) == 1 else None
+
+    def salience(self, entity: Entity) -> float:
+        return min(1.0, SALIENCE_STEP * len(entity.episodes))
+
+    def seen(self, entity: Entity) -> tuple[float, float]:
+        times = [self.episodes[e].ts for e in entity.episodes if e in self.episodes]
+        return (min(times), max(times)) if times else (0.0, 0.0)
+
+    def find(self, name: str) -> Entity | None:
+        eid = self.by_key.get(fold(name))
+        return self.entities.get(eid) if eid else None
+
+    def merge(self, source: Entity, target: Entity) -> dict[str, int]:
+        """Move everything of `source` to `target` and drop `source`."""
+        moved = {"aliases": 0, "mentions": len(source.episodes), "relations": 0}
+        for alias in {source.name, *source.aliases} - {target.name} - target.aliases:
+            target.aliases.add(alias)
+            moved["aliases"] += 1
+        target.episodes = list(dict.fromkeys(target.episodes + source.episodes))
+        for ep_id in source.episodes:
+            ep = self.episodes.get(ep_id)
+            if ep is not None:
+                ep.entity_ids = list(dict.fromkeys(target.id if e == source.id else e for e in ep.entity_ids))
+        for rel in self.relations.values():
+            if source.id in (rel.subject_id, rel.object_id):
+                rel.subject_id = target.id if rel.subject_id == source.id else rel.subject_id
+                rel.object_id = target.id if rel.object_id == source.id else rel.object_id
+                moved["relations"] += 1
+        for trace in self.traces.values():
+            if source.id in trace.entity_ids:
+                trace.entity_ids = list(dict.fromkeys(target.id if e == source.id else e for e in trace.entity_ids))
+        del self.entities[source.id]
+        for key, eid in list(self.by_key.items()):
+            if eid == source.id:
+                self.by_key[key] = target.id
+        self.index(target)
+        return moved
+
+    # ------------------------------------------------------------------ relations
+
+    def add_relation(self, subject: Entity, predicate: str, single: bool, obj: Entity | None, value: str,
+                     episode: Episode, confidence: float) -> tuple[Relation, list[Relation]]:
+        """Record a stated relation (or one more episode stating a current one). For a single-valued
+        predicate, a current relation with another object is closed at this episode's time (not
+        deleted). Returns the relation and the ones it closed."""
+        target = obj.id if obj is not None else fold(value)
+        for rel in self.relations.values():
+            same = rel.object_id == target if obj is not None else fold(rel.object_value) == target
+            if rel.subject_id == subject.id and rel.predicate == predicate and rel.valid_to is None and same:
+                if episode.id not in rel.episode_ids:
+                    rel.episode_ids.append(episode.id)
+                return rel, []
+        closed = []
+        if single:
+            for rel in self.relations.values():
+                if (rel.subject_id == subject.id and rel.predicate == predicate and rel.valid_to is None
+                        and rel.valid_from <= episode.ts):
+                    rel.valid_to = episode.ts
+                    closed.append(rel)
+        rel = Relation(stable_id(self.user_id, subject.id, predicate, target, episode.id), subject.id, predicate,
+                       obj.id if obj is not None else None, obj.name if obj is not None else value, episode.ts, None,
+                       [episode.id], confidence)
+        self.relations[rel.id] = rel
+        return rel, closed
+
+    # ------------------------------------------------------------------ forgetting
+
+    def remove_episodes(self, ids: set[str]) -> set[str]:
+        """Drop episodes (deleted messages) from everything that refers to them. Returns the ids of the
+        traces that lost episodes (to consolidate again)."""
+        touched: set[str] = set()
+        for ep_id in ids & self.episodes.keys():
+            ep = self.episodes.pop(ep_id)
+            if ep.message_id and self.by_message_id.get(ep.message_id) == ep_id:
+                del self.by_message_id[ep.message_id]
+            if ep.trace_id:
+                touched.add(ep.trace_id)
+        for entity in list(self.entities.values()):
+            entity.episodes = [e for e in entity.episodes if e not in ids]
+        for rel_id, rel in list(self.relations.items()):
+            rel.episode_ids = [e for e in rel.episode_ids if e not in ids]
+            if not rel.episode_ids:
+                del self.relations[rel_id]
+        for trace_id in touched & self.traces.keys():
+            trace = self.traces[trace_id]
+            trace.episode_ids = [e for e in trace.episode_ids if e not in ids]
+        return touched

@@ -1,0 +1,94 @@
+"""The quality filter, pure: is a message a backchannel (a content-free reaction: "ok", "lol",
+"thanks!", "haha yes", emoji only), and how much new it brings (new entities, distance from the
+user's recent messages). Low-quality episodes stay stored and searchable; they make no entities or
+traces and weigh less in graph recall.
+
+The backchannel patterns follow the dialogue-act filter of the Bud memory service (its backchannel
+and greeting classes), extended for chat: laughter, emoji and emoticons, repeated letters, praise or
+thanks that names no topic, short greetings in several languages. Measured on the labelled sample
+tests/fixtures/backchannel.jsonl (`python scripts/bench.py graph-quality`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_REACTIONS = (
+    # agreement, acknowledgement
+    r"y(?:es|eah|ep|up|a|ea|ess+)|no(?:pe)?|nah|o+k(?:ay|ey)?|k+|kk|sure|right|correct|exactly|true|indeed|agreed|"
+    r"same|me too|totally|definitely|absolutely|of course|for sure|got it|gotcha|understood|copy(?: that)?|noted|"
+    r"i see|makes sense|fair(?: enough)?|i know|ikr|tru|word|bet|"
+    # thanks, praise without a topic
+    r"thanks?(?: (?:a lot|so much|you(?: so much)?|again|for that|man|mate))?|thank u|thx|ty|tysm|tyvm|cheers|"
+    r"merci(?: beaucoup)?|danke(?: schön| schon)?|gracias|grazie|obrigad[oa]|arigato|спасибо|"
+    r"cool|nice|great|awesome|perfect|sweet|neat|lovely|amazing|wonderful|fantastic|brilliant|excellent|"
+    r"good(?: job| one| point| stuff)?|well done|nice one|you rock|keep it up|love it|love that|so cool|"
+    r"(?:that'?s|thats|sounds|looks) (?:so |really |very )?(?:good|great|cool|nice|awesome|amazing|fun|"
+    r"interesting|perfect|lovely|fantastic|wonderful|exciting)|lgtm|"
+    # laughter, surprise, fillers
+    r"(?:ha|ah|he|hi|ja|ha)+h?|lo+l+|lmao+|lmfao|rofl|xd+|kek|mdr|jaja(?:ja)*|hehe+|"
+    r"w+o+w+|whoa+|woah+|omg+|oh(?: my god| wow| nice| cool| no| dear| man)?|ah+|oh+|uh+ huh|mhm+|m+|hm+|"
+    r"huh|hmm+|yay+|woo+(?:hoo+)?|aww+|ugh+|oops|damn|dang|yikes|geez|jeez|phew|meh|"
+    # greetings and goodbyes
+    r"h(?:i+|ey+|ello+|eya|owdy)|yo+|sup|wassup|what'?s up|how are you|hru|good (?:morning|afternoon|evening|"
+    r"night)|gm|gn|morning|night|bye+|goodbye|bye bye|later|laters|cya|see ya|see you|ttyl|brb|gtg|g2g|"
+    r"bonjour|salut|hola|hallo|ciao|tschüss|привет|"
+    r"you'?re welcome|np|no problem|no worries|anytime|my pleasure|sorry|my bad|oh well|welp|alright|all right|"
+    r"sounds good|looks good|works for me|fine|ok then|okay then|"
+    # phatic clauses of chat: wishes, sympathy, encouragement that names no topic
+    r"take care(?: of yourself)?|you too|same here|me too|same to you|talk (?:to you )?(?:later|soon)|chat soon|"
+    r"catch you (?:later|soon)|stay safe|see you (?:soon|later|around)|welcome back|congrats+|congratulations|"
+    r"gg|fr|afk|\+1|ayy+|sheesh|sure thing|that'?s the spirit|way to go|go for it|you got this|we got this|"
+    r"can'?t wait(?: too| either)?|glad (?:it helped(?: ya| you)?|you (?:liked|enjoyed) it|you had fun|to hear(?: it)?|"
+    r"to help)|i'?m (?:always )?here for you|(?:it|that) (?:was|is|'s) (?:so |really )?(?:great|fun|nice|cool|sad|"
+    r"awesome|amazing|important|exciting|lovely)|(?:that'?s|thats|how) (?:so |really |very )?(?:sad|important|"
+    r"exciting|cute|sweet|funny|crazy|wild|inspiring|impressive)|appreciate (?:it|that|the kind words|your support)|"
+    r"thanks for (?:the (?:support|compliment|kind words)|being there(?: for me)?)|enjoy(?: yourself| it)?|"
+    r"long time no see|nice to (?:hear from|see) you|good to see you|great chatting with you|"
+    r"everyone|mate|man|guys|all|dude|bro|too|(?:how'?s it going)|what'?s new(?: with you)?|anything new"
+)
+_REACTION = re.compile(rf"(?:{_REACTIONS})")
+_EMOTICON = re.compile(r"[:;=xX8][-']?[)(DPpOo3/\\|*]+|<3+|\^\^|\^_\^|[oO]_[oO]|-_-|T_T")
+_NAME = re.compile(r"[A-Z][\w'’-]*")
+
+
+def _is_symbolic(text: str) -> bool:
+    """Only emoji, emoticons, punctuation and spaces."""
+    rest = _EMOTICON.sub("", text)
+    return all(unicodedata.category(c)[0] in "SPZC" or c in "\u200d\ufe0f" for c in rest)
+
+
+def is_backchannel(text: str) -> bool:
+    """A content-free reaction. Each clause (split at , . ! ? and ;) must be a reaction, an emoji or
+    emoticon, or a name being addressed ("Thanks, Caroline!")."""
+    stripped = text.strip()
+    if not stripped or _is_symbolic(stripped):
+        return True
+    if len(stripped) > 80:
+        return False
+    clauses = [c.strip() for c in re.split(r"[,.!?;…~]+|\s+-\s+", stripped) if c.strip()]
+    for clause in clauses:
+        if _is_symbolic(clause):
+            continue
+        words = clause.split()
+        core = " ".join(w for w in words if not _is_symbolic(w))
+        low = re.sub(r"(\w)\1{2,}", r"\1\1", core.casefold())  # "sooo" -> "soo"
+        if _REACTION.fullmatch(low) or _REACTION.fullmatch(low.replace("soo ", "so ")):
+            continue
+        # "thanks Caroline", "bye Mel", "haha yes", "ok cool": a reaction then names or more reactions
+        if all(_REACTION.fullmatch(w.casefold()) or _NAME.fullmatch(w) and i > 0 for i, w in enumerate(core.split())):
+            continue
+        if len(core.split()) == 1 and _NAME.fullmatch(core) and len(clauses) > 1:
+            continue  # the addressed name in "Thanks, Caroline!"
+        return False
+    return True
+
+
+def novelty(new_entities: int, mentions: int, max_similarity: float | None) -> float:
+    """0..1: how much a message brings that the user's graph does not have yet. Half from its entities
+    (the share of its mentions that are new; none -> 0), half from its semantic distance to the user's
+    recent episodes (1 - the best cosine; no history -> 1)."""
+    entity_part = new_entities / mentions if mentions else 0.0
+    distance = 1.0 if max_similarity is None else max(0.0, min(1.0, 1.0 - max_similarity))
+    return 0.5 * entity_part + 0.5 * distance

@@ -1,0 +1,319 @@
+"""Domain rules of graph memory: the per-user graphs (loaded lazily, kept under an LRU budget), the
+background builder, consolidation into traces (on a schedule and on demand), and the commands
+`entities`, `entity`, `merge_entities`, `consolidate`, `health`.
+
+Activation decays with time since last use, computed when read (nothing is rewritten on a timer):
+a(t) = FLOOR + (a0 - FLOOR) * 2^(-(t - t_use) / HALF_LIFE); use (a mention, a recall) adds USE_BOOST.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable
+
+import numpy as np
+
+from ..wire import (
+    ConsolidatedResponse,
+    ConsolidateRequest,
+    EntitiesRequest,
+    EntitiesResponse,
+    EntityOut,
+    EntityRequest,
+    EntityResponse,
+    MergedResponse,
+    MergeEntitiesRequest,
+    RelationOut,
+    TraceOut,
+)
+from ..wire.errors import InvalidRequest, NotFound, TooLarge
+from . import consolidation as cons
+from .builder import Builder, Changes
+from .model import Entity, Trace, UserGraph, fold, stable_id
+from .store import GraphStore
+
+log = logging.getLogger("sidecar.graph")
+
+HALF_LIFE_DAYS = 7.0  # activation loses half of what it has above FLOOR in a week without use
+FLOOR = 0.1
+USE_BOOST = 0.1
+CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
+CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
+BATCH = 500  # episodes per consolidation pass of one user
+SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
+
+
+def decayed(activation: float, since: float, now: float) -> float:
+    days = max(0.0, now - since) / 86_400.0
+    return FLOOR + (activation - FLOOR) * math.pow(2.0, -days / HALF_LIFE_DAYS)
+
+
+def _size(g: UserGraph) -> int:
+    """Estimated bytes of a loaded graph (for the LRU budget)."""
+    return 600 + 350 * len(g.episodes) + 400 * len(g.entities) + 500 * len(g.relations) + 2200 * len(g.traces)
+
+
+class GraphService:
+    def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
+                 max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None):
+        self.store = store
+        self.reader = reader  # the messages domain's MessageReader
+        self.cut = cut  # the pyramid's word cut, for trace summaries
+        self.cache_bytes = cache_bytes
+        self.max_limit = max_limit
+        self.clock = clock
+        self.lock = threading.RLock()  # every graph read and change
+        self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
+        self._unconsolidated = 0
+        self._first_unconsolidated: float | None = None
+        self.last_consolidation: float | None = None
+        self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier)
+        self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
+
+    # ------------------------------------------------------------------ graphs
+
+    def graph(self, user_id: str) -> UserGraph:
+        """The user's graph, loaded on a miss; the least recently used ones leave past the budget."""
+        with self.lock:
+            g = self._cache.get(user_id)
+            if g is None:
+                g = self.store.load(user_id)
+                self._cache[user_id] = g
+            self._cache.move_to_end(user_id)
+            while len(self._cache) > 1 and sum(_size(x) for x in self._cache.values()) > self.cache_bytes:
+                self._cache.popitem(last=False)
+            return g
+
+    def _save(self, g: UserGraph, changes: Changes) -> None:
+        self.store.save(g, episodes=changes.episodes, entities=changes.entities.values(),
+                        relations=changes.relations.values())
+
+    def _built(self, n: int) -> None:
+        self._unconsolidated += n
+        if self._first_unconsolidated is None:
+            self._first_unconsolidated = time.monotonic()
+
+    def consolidation_due(self) -> bool:
+        if not self._unconsolidated:
+            return False
+        waited = time.monotonic() - (self._first_unconsolidated or time.monotonic())
+        return self._unconsolidated >= CONSOLIDATE_EVERY or waited >= CONSOLIDATE_INTERVAL
+
+    def catch_up(self) -> int:
+        """Queue every stored message the graph has no episode for (a crash, or a store made before
+        graph memory existed). Returns how many."""
+        try:
+            missing = self.reader.ids_missing(self.store.done_ids())
+            if missing:
+                log.warning("graph: building %d stored messages in the background", len(missing))
+            for start in range(0, len(missing), 256):
+                rows, vectors = self.reader.embedded(missing[start:start + 256])
+                if rows:
+                    self.builder.submit(rows, vectors)
+            return len(missing)
+        except Exception:  # noqa: BLE001 - the messages are safe; the next start tries again
+            log.exception("graph catch-up failed")
+            return 0
+        finally:
+            self.caught_up.set()
+
+    # ------------------------------------------------------------------ consolidation
+
+    def consolidate_all(self, user_id: str | None = None) -> dict[str, int]:
+        self._settled()
+        users = [user_id] if user_id is not None else self.store.users_with_unconsolidated()
+        self._unconsolidated, self._first_unconsolidated = 0, None
+        total = {"users": 0, "episodes": 0, "traces_created": 0, "traces_updated": 0, "links": 0}
+        for uid in users:
+            while True:
+                counts = self.consolidate_user(uid)
+                for k in counts:
+                    total[k] += counts[k]
+                if counts["episodes"] < BATCH:
+                    break
+            total["users"] += 1
+        self.last_consolidation = self.clock()
+        return total
+
+    def consolidate_user(self, user_id: str) -> dict[str, int]:
+        """One pass over at most BATCH of the user's unconsolidated episodes (idempotent: a second
+        pass finds nothing to do)."""
+        with self.lock:
+            g = self.graph(user_id)
+            ordered = sorted(g.episodes.values(), key=lambda e: (e.ts, e.id))
+            new = [e for e in ordered if e.trace_id is None and not e.low][:BATCH]
+            if not new:
+                return {"episodes": 0, "traces_created": 0, "traces_updated": 0, "links": 0}
+            first = ordered.index(new[0])
+            context = [e for e in ordered[max(0, first - cons.WINDOW):first] if e.trace_id]
+            window = sorted(context + new, key=lambda e: (e.ts, e.id))
+            rows, vectors = self.reader.embedded([e.id for e in window])
+            present = {r["id"] for r in rows}
+            window = [e for e in window if e.id in present]
+            hubs = self._hubs(g)
+            groups = cons.group(window, vectors, hubs, {e.id for e in new if e.id in present},
+                                {t.id: len(t.episode_ids) for t in g.traces.values()})
+            created, updated = self._apply(g, groups)
+            changed = created | updated
+            links = self._link(g, changed)
+            self.store.save(g, episodes=[e for e in window if e.id in present],
+                            traces=[g.traces[t] for t in changed], links=links)
+            return {"episodes": len(new), "traces_created": len(created), "traces_updated": len(updated),
+                    "links": len(links)}
+
+    def _hubs(self, g: UserGraph) -> set[str]:
+        n = max(1, len(g.episodes))
+        return {e.id for e in g.entities.values() if len(e.episodes) > cons.HUB_SHARE * n and len(e.episodes) > 3}
+
+    def _apply(self, g: UserGraph, groups: list[cons.Group]) -> tuple[set[str], set[str]]:
+        now = self.clock()
+        created: set[str] = set()
+        updated: set[str] = set()
+        for grp in groups:
+            if grp.trace_id and grp.trace_id in g.traces:
+                trace = g.traces[grp.trace_id]
+                trace.episode_ids = list(dict.fromkeys(trace.episode_ids + grp.episode_ids))
+                updated.add(trace.id)
+            else:
+                trace = Trace(stable_id(g.user_id, "trace", grp.episode_ids[0]), "", list(grp.episode_ids), [], 0.5,
+                              0.0, 0.0, now, now)
+                g.traces[trace.id] = trace
+                created.add(trace.id)
+            for ep_id in grp.episode_ids:
+                g.episodes[ep_id].trace_id = trace.id
+        for trace_id in created | updated:
+            self._refresh(g, g.traces[trace_id], now)
+        return created, updated - created
+
+    def _refresh(self, g: UserGraph, trace: Trace, now: float) -> None:
+        """Summary, vector, entities and time span from the trace's current episodes."""
+        rows, vectors = self.reader.embedded(trace.episode_ids)
+        if not rows:
+            return
+        trace.summary = cons.summarise([r["content"] for r in rows], vectors, self.cut)
+        trace.vector = cons.mean_vector(vectors)
+        eps = [g.episodes[r["id"]] for r in rows if r["id"] in g.episodes]
+        trace.entity_ids = list(dict.fromkeys(e for ep in eps for e in ep.entity_ids))
+        trace.start, trace.end = min(ep.ts for ep in eps), max(ep.ts for ep in eps)
+        trace.updated_at = now
+
+    def _link(self, g: UserGraph, changed: set[str]) -> list[tuple[str, str]]:
+        ids = [t.id for t in g.traces.values() if t.vector is not None and len(t.vector)]
+        if not ids or not changed:
+            return []
+        matrix = np.stack([g.traces[t].vector for t in ids]).astype(np.float32)
+        found = cons.links(ids, matrix, changed)
+        g.links.update(found)
+        return list(found)
+
+    # ------------------------------------------------------------------ companion hooks
+
+    def on_deleted(self, ids: list[str]) -> None:
+        """Deleted messages leave their users' graphs: episodes, mentions, relations they alone
+        stated, and traces (consolidated again without them, or dropped when empty)."""
+        gone = set(ids)
+        with self.lock:
+            for uid in self.store.users_of(ids):
+                g = self.graph(uid)
+                entities = [e for e in g.entities.values() if gone & set(e.episodes)]
+                before = set(g.relations)
+                touched = g.remove_episodes(gone)
+                empty = {t for t in touched if t in g.traces and not g.traces[t].episode_ids}
+                for t in empty:
+                    del g.traces[t]
+                    for key in [k for k in g.links if t in k]:
+                        del g.links[key]
+                now = self.clock()
+                for t in touched - empty:
+                    self._refresh(g, g.traces[t], now)
+                self.store.delete_rows(g, relations=before - set(g.relations), traces=empty, episodes=gone)
+                self.store.save(g, entities=entities, relations=g.relations.values(),
+                                traces=[g.traces[t] for t in touched - empty])
+
+    def forget_user(self, user_id: str) -> int:
+        with self.lock:
+            self._cache.pop(user_id, None)
+            return self.store.forget_user(user_id)
+
+    # ------------------------------------------------------------------ commands
+
+    def _entity_out(self, g: UserGraph, e: Entity) -> EntityOut:
+        first, last = g.seen(e)
+        return EntityOut(id=e.id, name=e.name, type=e.type, aliases=sorted(e.aliases), salience=round(g.salience(e), 3),
+                         mentions=len(e.episodes), first_seen=int(first), last_seen=int(last))
+
+    def _settled(self) -> None:
+        """Graph commands answer for every acknowledged store: wait for the builder (bounded)."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        self.caught_up.wait(SETTLE_SECONDS)
+        if not self.builder.wait_idle(max(0.0, deadline - time.monotonic())):
+            log.warning("graph builder still busy after %.0f s; answering with what is built", SETTLE_SECONDS)
+
+    def entities(self, req: EntitiesRequest) -> EntitiesResponse:
+        self._settled()
+        if req.limit > self.max_limit * 10:
+            raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit * 10}")
+        with self.lock:
+            g = self.graph(req.user_id)
+            prefix = fold(req.prefix) if req.prefix else None
+            found = [e for e in g.entities.values()
+                     if (req.entity_type is None or e.type == req.entity_type)
+                     and (prefix is None or any(k.startswith(prefix) for k in e.keys()))]
+            found.sort(key=lambda e: (-len(e.episodes), fold(e.name), e.id))
+            return EntitiesResponse(entities=[self._entity_out(g, e) for e in found[:req.limit]])
+
+    def entity(self, req: EntityRequest) -> EntityResponse:
+        self._settled()
+        with self.lock:
+            g = self.graph(req.user_id)
+            e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
+            if e is None:
+                raise NotFound(f"user {req.user_id!r} has no entity {req.id or req.name!r}")
+            rels = sorted((r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),
+                          key=lambda r: (r.valid_from, r.predicate, r.object_value, r.id))
+            traces = sorted((t for t in g.traces.values() if e.id in t.entity_ids), key=lambda t: (t.start, t.id))
+            now = self.clock()
+            return EntityResponse(entity=self._entity_out(g, e), relations=[self._relation_out(g, r) for r in rels],
+                                  traces=[self.trace_out(t, now) for t in traces])
+
+    def _relation_out(self, g: UserGraph, r: Any) -> RelationOut:
+        subject = g.entities.get(r.subject_id)
+        obj = g.entities.get(r.object_id) if r.object_id else None
+        return RelationOut(id=r.id, subject=subject.name if subject else r.subject_id, subject_id=r.subject_id,
+                           predicate=r.predicate, object=obj.name if obj else r.object_value, object_id=r.object_id,
+                           valid_from=int(r.valid_from), valid_to=None if r.valid_to is None else int(r.valid_to),
+                           episode_ids=r.episode_ids, confidence=round(r.confidence, 3), fact_id=r.fact_id)
+
+    def trace_out(self, t: Trace, now: float) -> TraceOut:
+        return TraceOut(id=t.id, summary=t.summary, strength=len(t.episode_ids),
+                        activation=round(decayed(t.activation, t.updated_at, now), 4), episode_ids=t.episode_ids,
+                        entity_ids=t.entity_ids, start=int(t.start), end=int(t.end))
+
+    def merge_entities(self, req: MergeEntitiesRequest) -> MergedResponse:
+        if req.source == req.target:
+            raise InvalidRequest("source and target are the same entity; nothing to merge")
+        self._settled()
+        with self.lock:
+            g = self.graph(req.user_id)
+            source, target = g.entities.get(req.source), g.entities.get(req.target)
+            for key, found in (("source", source), ("target", target)):
+                if found is None:
+                    raise NotFound(f"user {req.user_id!r} has no entity {getattr(req, key)!r} ({key})")
+            episodes = list(source.episodes)
+            moved = g.merge(source, target)
+            self.store.delete_rows(g, entities=[source.id])
+            self.store.replace_mentions(g, episodes)
+            self.store.save(g, entities=[target], relations=g.relations.values(),
+                            traces=[t for t in g.traces.values() if target.id in t.entity_ids])
+            return MergedResponse(entity=self._entity_out(g, target), moved=moved)
+
+    def consolidate(self, req: ConsolidateRequest) -> ConsolidatedResponse:
+        return ConsolidatedResponse(**self.consolidate_all(req.user_id))
+
+    def health(self) -> dict[str, Any]:
+        counts = self.store.counts()
+        return {**counts, "queue": self.builder.pending, "last_consolidation": self.last_consolidation}

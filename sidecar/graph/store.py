@@ -1,0 +1,241 @@
+"""The graph's tables in the data dir's LanceDB: episodes (per-message graph data: quality, trace;
+the text and vector stay in the messages table), entities, mentions, relations, traces and trace
+links. Loads one user's graph, saves what changed in one commit per table, deletes a user.
+
+Every row is keyed so that writing it twice is harmless (merge on `id`): the builder may redo an
+episode after a crash, and the result is the same. An episode row is written last: it marks the
+message as done, so a message without one is (re)built at the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+from datetime import timedelta
+from typing import Any, Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from ..storage import Database, sql_str
+from .model import Entity, Episode, Relation, Trace, UserGraph
+
+log = logging.getLogger("sidecar.graph")
+
+EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS = (
+    "graph_episodes", "graph_entities", "graph_mentions", "graph_relations", "graph_traces", "graph_links")
+_S, _F, _I = pa.string(), pa.float64(), pa.int32()
+
+
+def schemas(dim: int) -> dict[str, pa.Schema]:
+    def s(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
+        return pa.schema([pa.field(n, t, nullable=null) for n, t, null in fields])
+
+    return {
+        EPISODES: s(("id", _S, False), ("user_id", _S, False), ("ts", _F, False), ("channel_id", _S, True),
+                    ("message_id", _S, True), ("reply_to", _S, True), ("quality", pa.float32(), False),
+                    ("low", pa.bool_(), False), ("trace_id", _S, True)),
+        ENTITIES: s(("id", _S, False), ("user_id", _S, False), ("name", _S, False), ("type", _S, False),
+                    ("aliases", pa.list_(_S), False), ("activation", pa.float32(), False)),
+        MENTIONS: s(("id", _S, False), ("user_id", _S, False), ("episode_id", _S, False), ("entity_id", _S, False),
+                    ("seq", _I, False)),
+        RELATIONS: s(("id", _S, False), ("user_id", _S, False), ("subject_id", _S, False), ("predicate", _S, False),
+                     ("object_id", _S, True), ("object_value", _S, False), ("valid_from", _F, False),
+                     ("valid_to", _F, True), ("episode_ids", pa.list_(_S), False), ("confidence", pa.float32(), False),
+                     ("fact_id", _S, True)),
+        TRACES: s(("id", _S, False), ("user_id", _S, False), ("summary", _S, False),
+                  ("episode_ids", pa.list_(_S), False), ("entity_ids", pa.list_(_S), False),
+                  ("activation", pa.float32(), False), ("start", _F, False), ("end", _F, False),
+                  ("created_at", _F, False), ("updated_at", _F, False), ("vector", pa.list_(pa.float32(), dim), False)),
+        LINKS: s(("id", _S, False), ("user_id", _S, False), ("a", _S, False), ("b", _S, False),
+                 ("weight", pa.float32(), False)),
+    }
+
+
+class GraphStore:
+    def __init__(self, database: Database, lock: threading.RLock, on_write: Any = None):
+        self.dim = database.dim
+        self.lock = lock  # the message store's table lock: LanceDB work never interleaves
+        self._on_write = on_write or (lambda: None)
+        self._schemas = schemas(self.dim)
+        existing = database.tables()
+        self.tables: dict[str, Any] = {}
+        for name, schema in self._schemas.items():
+            table = None
+            if name in existing:
+                try:
+                    table = database.db.open_table(name)
+                except (ValueError, RuntimeError, OSError):
+                    log.warning("table %s was left half-created; creating it again", name)
+            self.tables[name] = table or database.db.create_table(name, schema=schema, mode="overwrite")
+        self._written = True
+        self._ensure_indexes()
+
+    def _ensure_indexes(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for table in self.tables.values():
+                if ("user_id",) not in {tuple(ix.columns) for ix in table.list_indices()}:
+                    table.create_scalar_index("user_id", index_type="BTREE")
+
+    # ------------------------------------------------------------------ reads
+
+    def _read(self, name: str, where: str) -> list[dict[str, Any]]:
+        return self.tables[name].search().where(where).limit(None).to_arrow().to_pylist()
+
+    def load(self, user_id: str) -> UserGraph:
+        """The user's whole graph (empty for a user with none)."""
+        where = f"user_id = {sql_str(user_id)}"
+        g = UserGraph(user_id)
+        with self.lock:
+            rows = {name: self._read(name, where) for name in self._schemas}
+        for r in rows[EPISODES]:
+            g.episodes[r["id"]] = Episode(r["id"], r["ts"], r["channel_id"], r["message_id"], r["reply_to"],
+                                          r["quality"], r["low"], [], r["trace_id"])
+            if r["message_id"]:
+                g.by_message_id[r["message_id"]] = r["id"]
+        for r in rows[ENTITIES]:
+            g.entities[r["id"]] = Entity(r["id"], r["name"], r["type"], set(r["aliases"]), r["activation"])
+        for r in sorted(rows[MENTIONS], key=lambda r: (g.episodes[r["episode_id"]].ts if r["episode_id"] in
+                                                        g.episodes else 0.0, r["seq"])):
+            entity, episode = g.entities.get(r["entity_id"]), g.episodes.get(r["episode_id"])
+            if entity is not None and episode is not None:
+                entity.episodes.append(episode.id)
+                episode.entity_ids.append(entity.id)
+        for entity in g.entities.values():
+            g.index(entity)
+        for r in rows[RELATIONS]:
+            g.relations[r["id"]] = Relation(r["id"], r["subject_id"], r["predicate"], r["object_id"],
+                                            r["object_value"], r["valid_from"], r["valid_to"], list(r["episode_ids"]),
+                                            r["confidence"], r["fact_id"])
+        for r in rows[TRACES]:
+            g.traces[r["id"]] = Trace(r["id"], r["summary"], list(r["episode_ids"]), list(r["entity_ids"]),
+                                      r["activation"], r["start"], r["end"], r["created_at"], r["updated_at"],
+                                      np.asarray(r["vector"], dtype=np.float32))
+        for r in rows[LINKS]:
+            g.links[(r["a"], r["b"])] = r["weight"]
+        return g
+
+    def done_ids(self) -> set[str]:
+        """Every message id the graph has an episode for."""
+        with self.lock:
+            return set(self.tables[EPISODES].search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
+
+    def users_of(self, episode_ids: list[str]) -> set[str]:
+        """The users whose graphs hold these episodes."""
+        users: set[str] = set()
+        with self.lock:
+            for start in range(0, len(episode_ids), 500):
+                chunk = ", ".join(sql_str(i) for i in episode_ids[start:start + 500])
+                users.update(self.tables[EPISODES].search().where(f"id IN ({chunk})").select(["user_id"])
+                             .limit(None).to_arrow().column("user_id").to_pylist())
+        return users
+
+    def users_with_unconsolidated(self) -> list[str]:
+        with self.lock:
+            col = (self.tables[EPISODES].search().where("trace_id IS NULL AND low = false").select(["user_id"])
+                   .limit(None).to_arrow().column("user_id"))
+        return sorted(set(col.to_pylist()))
+
+    def counts(self) -> dict[str, int]:
+        with self.lock:
+            rel = self.tables[RELATIONS]
+            current = rel.count_rows("valid_to IS NULL")
+            return {"episodes": self.tables[EPISODES].count_rows(), "entities": self.tables[ENTITIES].count_rows(),
+                    "relations_current": current, "relations_closed": rel.count_rows() - current,
+                    "traces": self.tables[TRACES].count_rows()}
+
+    # ------------------------------------------------------------------ writes
+
+    def _upsert(self, name: str, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        data = pa.Table.from_pylist(rows, schema=self._schemas[name])
+        self.tables[name].merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        self._written = True
+        self._on_write()
+
+    def _delete(self, name: str, where: str) -> None:
+        self.tables[name].delete(where)
+        self._written = True
+
+    def save(self, g: UserGraph, episodes: Iterable[Episode] = (), entities: Iterable[Entity] = (),
+             relations: Iterable[Relation] = (), traces: Iterable[Trace] = (),
+             links: Iterable[tuple[str, str]] = ()) -> None:
+        """Write what changed; episodes last (they mark their messages as done)."""
+        uid = g.user_id
+        episodes, entities = list(episodes), list(entities)
+        with self.lock:
+            self._upsert(ENTITIES, [{"id": e.id, "user_id": uid, "name": e.name, "type": e.type,
+                                     "aliases": sorted(e.aliases), "activation": e.activation} for e in entities])
+            self._upsert(MENTIONS, [{"id": f"{ep.id}:{i}", "user_id": uid, "episode_id": ep.id, "entity_id": eid,
+                                     "seq": i} for ep in episodes for i, eid in enumerate(ep.entity_ids)])
+            self._upsert(RELATIONS, [_relation_row(uid, r) for r in relations])
+            self._upsert(TRACES, [_trace_row(uid, t, self.dim) for t in traces])
+            self._upsert(LINKS, [{"id": f"{a}|{b}", "user_id": uid, "a": a, "b": b, "weight": g.links[(a, b)]}
+                                 for a, b in links if (a, b) in g.links])
+            self._upsert(EPISODES, [_episode_row(uid, ep) for ep in episodes])
+
+    def replace_mentions(self, g: UserGraph, episode_ids: Iterable[str]) -> None:
+        """Rewrite the mentions of these episodes (after a merge moved them to another entity)."""
+        ids = [e for e in episode_ids if e in g.episodes]
+        if not ids:
+            return
+        with self.lock:
+            for start in range(0, len(ids), 500):
+                chunk = ", ".join(sql_str(i) for i in ids[start:start + 500])
+                self._delete(MENTIONS, f"user_id = {sql_str(g.user_id)} AND episode_id IN ({chunk})")
+        self.save(g, episodes=[g.episodes[i] for i in ids])
+
+    def delete_rows(self, g: UserGraph, entities: Iterable[str] = (), relations: Iterable[str] = (),
+                    traces: Iterable[str] = (), episodes: Iterable[str] = ()) -> None:
+        user = f"user_id = {sql_str(g.user_id)}"
+        with self.lock:
+            for name, column, ids in ((ENTITIES, "id", entities), (RELATIONS, "id", relations),
+                                      (TRACES, "id", traces), (EPISODES, "id", episodes),
+                                      (MENTIONS, "episode_id", episodes), (LINKS, "a", traces), (LINKS, "b", traces)):
+                ids = list(ids)
+                for start in range(0, len(ids), 500):
+                    chunk = ", ".join(sql_str(i) for i in ids[start:start + 500])
+                    self._delete(name, f"{user} AND {column} IN ({chunk})")
+
+    def forget_user(self, user_id: str) -> int:
+        """Delete every graph row of the user; returns the episodes deleted."""
+        where = f"user_id = {sql_str(user_id)}"
+        with self.lock:
+            n = self.tables[EPISODES].count_rows(where)
+            for name in self._schemas:
+                self._delete(name, where)
+        return n
+
+    def compact(self, if_written: bool = False) -> None:
+        with self.lock:
+            if if_written and not self._written:
+                return
+            self._written = False
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for table in self.tables.values():
+                    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            log.info("compacted graph tables in %.0f ms", (time.perf_counter() - t0) * 1000)
+
+
+def _episode_row(uid: str, ep: Episode) -> dict[str, Any]:
+    return {"id": ep.id, "user_id": uid, "ts": ep.ts, "channel_id": ep.channel_id, "message_id": ep.message_id,
+            "reply_to": ep.reply_to, "quality": ep.quality, "low": ep.low, "trace_id": ep.trace_id}
+
+
+def _relation_row(uid: str, r: Relation) -> dict[str, Any]:
+    return {"id": r.id, "user_id": uid, "subject_id": r.subject_id, "predicate": r.predicate, "object_id": r.object_id,
+            "object_value": r.object_value, "valid_from": r.valid_from, "valid_to": r.valid_to,
+            "episode_ids": r.episode_ids, "confidence": r.confidence, "fact_id": r.fact_id}
+
+
+def _trace_row(uid: str, t: Trace, dim: int) -> dict[str, Any]:
+    vector = t.vector if t.vector is not None else np.zeros(dim, dtype=np.float32)
+    return {"id": t.id, "user_id": uid, "summary": t.summary, "episode_ids": t.episode_ids,
+            "entity_ids": t.entity_ids, "activation": t.activation, "start": t.start, "end": t.end,
+            "created_at": t.created_at, "updated_at": t.updated_at, "vector": np.asarray(vector, np.float32).tolist()}

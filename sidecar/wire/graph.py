@@ -1,0 +1,141 @@
+"""Wire models of graph memory: entities, one entity with its relations and traces, merging two
+entities, consolidation, and the health of the process and its graph tiers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictInt, StrictStr, model_validator
+
+from .base import Id, _Model, _Request, _Response
+
+EntityType = Literal["person", "place", "organisation", "thing", "event", "date", "other"]
+
+
+class EntitiesRequest(_Request):
+    """A user's entities, most salient first."""
+
+    type: Literal["entities"]
+    user_id: Id
+    entity_type: EntityType | None = Field(None, description="Only entities of this type.")
+    prefix: StrictStr | None = Field(None, description="Only names (or aliases) starting with this, any case.")
+    limit: StrictInt = Field(50, ge=1)
+
+
+class EntityRequest(_Request):
+    """One entity of a user, by `id` or by `name` (or alias, any case)."""
+
+    type: Literal["entity"]
+    user_id: Id
+    id: Id | None = None
+    name: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _one_key(self) -> "EntityRequest":
+        if (self.id is None) == (self.name is None):
+            raise ValueError("give either `id` or `name`")
+        return self
+
+
+class MergeEntitiesRequest(_Request):
+    """Merge entity `source` into entity `target` (aliases, mentions, relations and traces move)."""
+
+    type: Literal["merge_entities"]
+    user_id: Id
+    source: Id
+    target: Id
+
+
+class ConsolidateRequest(_Request):
+    """Group related episodes into traces now, for one user or (no user_id) every user."""
+
+    type: Literal["consolidate"]
+    user_id: Id | None = None
+
+
+class HealthRequest(_Request):
+    type: Literal["health"]
+
+
+class EntityOut(_Model):
+    id: str
+    name: str
+    type: str
+    aliases: list[str]
+    salience: float = Field(description="0..1: rises 0.1 with each mention, capped at 1.")
+    mentions: int
+    first_seen: int = Field(description="Unix seconds: the first episode that mentions it.")
+    last_seen: int = Field(description="Unix seconds: the latest episode that mentions it.")
+
+
+class RelationOut(_Model):
+    id: str
+    subject: str = Field(description="The subject entity's name.")
+    subject_id: str
+    predicate: str
+    object: str = Field(description="The object entity's name, or the value.")
+    object_id: str | None = Field(None, description="The object entity, when the object is one.")
+    valid_from: int = Field(description="Unix seconds: the time of the episode that stated it.")
+    valid_to: int | None = Field(None, description="Unix seconds: when a later episode contradicted it; null while current.")
+    episode_ids: list[str] = Field(description="The episodes (message ids) that state it.")
+    confidence: float
+    fact_id: str | None = Field(None, description="The user's fact that states the same, when there is one.")
+
+
+class TraceOut(_Model):
+    id: str
+    summary: str
+    strength: int = Field(description="Episodes in the trace.")
+    activation: float
+    episode_ids: list[str]
+    entity_ids: list[str]
+    start: int = Field(description="Unix seconds: the first episode.")
+    end: int = Field(description="Unix seconds: the last episode.")
+
+
+class EntitiesResponse(_Response):
+    type: Literal["entities"] = "entities"
+    entities: list[EntityOut]
+
+
+class EntityResponse(_Response):
+    type: Literal["entity"] = "entity"
+    entity: EntityOut
+    relations: list[RelationOut] = Field(description="Current and past relations where it is subject or object.")
+    traces: list[TraceOut]
+
+
+class MergedResponse(_Response):
+    type: Literal["merged"] = "merged"
+    entity: EntityOut = Field(description="The target after the merge.")
+    moved: dict[str, int] = Field(description="What moved from the source: aliases, mentions, relations.")
+
+
+class ConsolidatedResponse(_Response):
+    type: Literal["consolidated"] = "consolidated"
+    users: int
+    episodes: int = Field(description="Episodes considered.")
+    traces_created: int
+    traces_updated: int
+    links: int = Field(description="Trace-to-trace links made.")
+
+
+class GraphHealth(_Model):
+    enabled: bool
+    episodes: int
+    entities: int
+    relations_current: int
+    relations_closed: int
+    traces: int
+    queue: int = Field(description="Episodes waiting for the graph builder.")
+    last_consolidation: float | None = Field(None, description="Unix seconds of the last consolidation pass.")
+    ner: dict[str, str | bool] = Field(description="The middle (NER) tier: `loaded`, and its `model` when loaded.")
+    llm: dict[str, str | bool | None] = Field(description="The deep (LLM) tier: `configured`, `reachable` (null: not checked).")
+
+
+class HealthResponse(_Response):
+    type: Literal["health"] = "health"
+    status: Literal["ok", "degraded"]
+    uptime_seconds: float
+    memories: int
+    graph: GraphHealth

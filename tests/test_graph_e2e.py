@@ -1,0 +1,157 @@
+"""Graph memory end to end: the real sidecar, model and LanceDB directory, spoken to through pipes.
+Stored messages become episodes; entities and the user's own relations appear in `entities` and
+`entity`; a contradicting statement closes a relation; `consolidate` makes traces; merge, delete,
+forget and bad input behave; `--graph false` switches it all off."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from conftest import files_containing
+
+T0 = (int(time.time()) // 60 - 24 * 60) * 60  # a day ago (inside the default TTL): validity is checked to the second
+
+
+def _store_all(sc, user: str, lines: list[str], username: str = "Caroline", **extra) -> list[str]:
+    msgs = [{"user_id": user, "username": username, "content": c, "timestamp": T0 + 60 * i, "message_id": f"m{i}",
+             "channel_id": "general", **extra} for i, c in enumerate(lines)]
+    r = sc.request({"type": "store", "messages": msgs})
+    assert r["type"] == "ok", r
+    return r["ids"]
+
+
+STORY = [
+    "I moved to Lisbon last year and I work at Acme Robotics.",
+    "My sister Ana visited me in Lisbon with her dog Max.",
+    "lol ok",
+    "Ana loved the tram rides around Lisbon.",
+    "Now I live in Porto, the job at Acme Robotics is over.",
+]
+
+
+def test_entities_relations_and_validity(sidecar):
+    ids = _store_all(sidecar, "u1", STORY)
+    ents = sidecar.request({"type": "entities", "user_id": "u1"})["entities"]  # answers for every acknowledged store
+    by_name = {e["name"]: e for e in ents}
+    assert {"Lisbon", "Ana", "Porto", "Acme Robotics", "Caroline"} <= by_name.keys()
+    assert by_name["Lisbon"]["type"] == "place" and by_name["Lisbon"]["mentions"] == 3
+    assert by_name["Lisbon"]["salience"] == pytest.approx(0.3)
+    assert by_name["Acme Robotics"]["type"] == "organisation"
+    assert by_name["Lisbon"]["first_seen"] == T0 and by_name["Lisbon"]["last_seen"] == T0 + 180
+    assert ents[0]["name"] == "Lisbon"  # most mentioned first
+    places = sidecar.request({"type": "entities", "user_id": "u1", "entity_type": "place", "prefix": "LIS"})
+    assert [e["name"] for e in places["entities"]] == ["Lisbon"]
+    me = sidecar.request({"type": "entity", "user_id": "u1", "name": "caroline"})
+    rels = {(r["predicate"], r["object"]): r for r in me["relations"]}
+    lisbon, porto = rels[("lives_in", "Lisbon")], rels[("lives_in", "Porto")]
+    assert lisbon["valid_from"] == T0 and lisbon["valid_to"] == T0 + 240 and lisbon["episode_ids"] == [ids[0]]
+    assert porto["valid_from"] == T0 + 240 and "valid_to" not in porto  # current: null, left out
+    assert rels[("sister", "Ana")]["object_id"] == by_name["Ana"]["id"]
+    # the backchannel made no entity and the other user sees nothing of this graph
+    assert sidecar.request({"type": "entities", "user_id": "u2"})["entities"] == []
+    assert sidecar.request({"type": "entity", "user_id": "u2", "name": "Lisbon"})["code"] == "not_found"
+    st = sidecar.request({"type": "stats"})["graph"]
+    assert st["episodes"] == 5 and st["relations_current"] >= 3 and st["relations_closed"] == 1
+
+
+def test_consolidate_makes_traces_idempotently_and_delete_updates_them(sidecar):
+    ids = _store_all(sidecar, "u1", STORY)
+    r = sidecar.request({"type": "consolidate", "user_id": "u1"})
+    assert r["type"] == "consolidated" and r["episodes"] == 4 and r["traces_created"] >= 1  # the backchannel is left out
+    again = sidecar.request({"type": "consolidate"})
+    assert again["episodes"] == 0 and again["traces_created"] == 0  # nothing new: nothing done
+    ana = sidecar.request({"type": "entity", "user_id": "u1", "name": "Ana"})
+    assert ana["traces"] and ids[1] in ana["traces"][0]["episode_ids"]
+    trace = ana["traces"][0]
+    assert trace["summary"] and trace["strength"] == len(trace["episode_ids"]) and 0 < trace["activation"] <= 0.5
+    assert sidecar.request({"type": "delete", "id": ids[1]})["deleted"] == 1
+    ana = sidecar.request({"type": "entity", "user_id": "u1", "name": "Ana"})
+    assert all(ids[1] not in t["episode_ids"] for t in ana["traces"])
+    assert ana["entity"]["mentions"] == 1
+    sister = [r for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "Caroline"})["relations"]
+              if r["predicate"] == "sister"]
+    assert sister == []  # stated only by the deleted message
+
+
+def test_merge_entities(sidecar):
+    _store_all(sidecar, "u1", ["I think Bob fixed my bike.", "Then Robert said hi from Berlin."])
+    ents = {e["name"]: e["id"] for e in sidecar.request({"type": "entities", "user_id": "u1"})["entities"]}
+    r = sidecar.request({"type": "merge_entities", "user_id": "u1", "source": ents["Robert"], "target": ents["Bob"]})
+    assert r["type"] == "merged" and r["entity"]["name"] == "Bob" and "Robert" in r["entity"]["aliases"]
+    assert r["entity"]["mentions"] == 2 and r["moved"]["mentions"] == 1
+    assert sidecar.request({"type": "entity", "user_id": "u1", "name": "robert"})["entity"]["id"] == ents["Bob"]
+    assert sidecar.request({"type": "entity", "user_id": "u1", "id": ents["Robert"]})["code"] == "not_found"
+    same = sidecar.request({"type": "merge_entities", "user_id": "u1", "source": ents["Bob"], "target": ents["Bob"]})
+    assert same["code"] == "invalid_request"
+    gone = sidecar.request({"type": "merge_entities", "user_id": "u1", "source": "nope", "target": ents["Bob"]})
+    assert gone["code"] == "not_found"
+    other = sidecar.request({"type": "merge_entities", "user_id": "u2", "source": ents["Bob"], "target": "x"})
+    assert other["code"] == "not_found"  # another user's ids are unknown here
+    sidecar.shutdown()
+
+
+def test_graph_survives_a_restart_and_forget_user_leaves_nothing_on_disk(spawn, tmp_path):
+    marker = "Zanzibar" + uuid.uuid4().hex[:8].capitalize()
+    sc = spawn()
+    _store_all(sc, "victim", [f"I moved to {marker} in spring.", f"{marker} is lovely."])
+    sc.request({"type": "consolidate"})
+    assert sc.shutdown() == 0
+    sc = spawn()
+    e = sc.request({"type": "entity", "user_id": "victim", "name": marker})
+    assert e["entity"]["mentions"] == 2 and e["relations"][0]["predicate"] == "lives_in"
+    assert files_containing(sc.data_dir, marker.encode())
+    r = sc.request({"type": "forget_user", "user_id": "victim"})
+    assert r["deleted"] == 2 and r["graph_episodes_deleted"] == 2
+    assert files_containing(sc.data_dir, marker.encode()) == []
+    assert sc.request({"type": "entities", "user_id": "victim"})["entities"] == []
+    assert sc.shutdown() == 0
+
+
+def test_a_store_made_without_graph_is_built_at_the_next_start(spawn):
+    sc = spawn("--graph", "false")
+    _store_all(sc, "u1", ["My friend Jon lives near Oslo."])
+    off = sc.request({"type": "entities", "user_id": "u1"})
+    assert off["type"] == "error" and off["code"] == "disabled"
+    assert "graph" not in sc.request({"type": "stats"})
+    assert sc.request({"type": "health"})["graph"]["enabled"] is False
+    assert sc.shutdown() == 0
+    sc = spawn()  # the catch-up builds what was stored meanwhile
+    names = {e["name"] for e in sc.request({"type": "entities", "user_id": "u1"})["entities"]}
+    assert {"Jon", "Oslo"} <= names
+    h = sc.request({"type": "health"})
+    assert h["status"] == "ok" and h["graph"]["enabled"] and h["graph"]["episodes"] == 1 and h["graph"]["queue"] == 0
+    assert sc.shutdown() == 0
+
+
+HOSTILE = ["Zoë \"Quote\" O'Neil", "Ана", "שלום", "Ünïcødé 🎉", "x' OR '1'='1"]
+
+
+def test_hostile_names_and_bad_requests(sidecar):
+    for name in HOSTILE:
+        sidecar.store("h", f"I met {name} today\nand we talked.")
+    assert sidecar.request({"type": "entities", "user_id": "h", "limit": 100})["type"] == "entities"
+    assert sidecar.request({"type": "entity", "user_id": "h", "name": "x' OR '1'='1"})["code"] == "not_found"
+    for bad in ({"type": "entities"}, {"type": "entity", "user_id": "h"},
+                {"type": "entity", "user_id": "h", "id": "a", "name": "b"},
+                {"type": "entities", "user_id": "h", "limit": -1},
+                {"type": "entities", "user_id": "h", "entity_type": "spaceship"},
+                {"type": "merge_entities", "user_id": "h", "source": "a"}):
+        r = sidecar.request(bad)
+        assert r["type"] == "error" and r["code"] == "invalid_request", (bad, r)
+    assert sidecar.request({"type": "ping"})["type"] == "pong"
+
+
+def test_many_entities_for_one_user(sidecar):
+    names = [f"Person{chr(65 + i % 26)}{chr(65 + i // 26 % 26)}{i}" for i in range(600)]
+    msgs = [{"user_id": "big", "content": f"I met {n} and {names[(k + 1) % 600]} at the fair.",
+             "timestamp": T0 + k} for k, n in enumerate(names)]
+    for start in range(0, 600, 200):
+        assert sidecar.request({"type": "store", "messages": msgs[start:start + 200]})["type"] == "ok"
+    ents = sidecar.request({"type": "entities", "user_id": "big", "limit": 1000})["entities"]
+    assert len([e for e in ents if e["name"].startswith("Person")]) == 600
+    assert all(e["mentions"] == 2 for e in ents if e["name"].startswith("Person"))
+    r = sidecar.request({"type": "consolidate", "user_id": "big"})
+    assert r["episodes"] == 600
