@@ -101,3 +101,10 @@ def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[s
     order = {i: k for k, i in enumerate(ids)}
     perm = sorted(range(len(rows)), key=lambda k: order[rows[k]["id"]])
     return [rows[k] for k in perm], vectors[perm] if perm else vectors
+
+
+def ids_not_in(table: Any, have: set[str]) -> list[str]:
+    """The ids of the table's rows not in `have`, oldest first."""
+    data = table.search().select(["id", "timestamp"]).limit(None).to_arrow()
+    ids, times = data.column("id").to_pylist(), data.column("timestamp").to_pylist()
+    return [i for _, i in sorted((t, i) for i, t in zip(ids, times) if i not in have)]

@@ -315,9 +315,7 @@ class MessageStore:
     def ids_missing(self, have: set[str]) -> list[str]:
         """The ids of stored messages not in `have`, oldest first."""
         with self._reading():
-            table = self.table.search().select(["id", "timestamp"]).limit(None).to_arrow()
-        ids, times = table.column("id").to_pylist(), table.column("timestamp").to_pylist()
-        return [i for _, i in sorted((t, i) for i, t in zip(ids, times) if i not in have)]
+            return search.ids_not_in(self.table, have)
 
     def cache_stats(self) -> dict[str, int]:
         with self.lock:
