@@ -104,3 +104,18 @@ def migrate_2_to_3(db: Any, table: Any, dim: int) -> Any:
                           schema=schema, mode="overwrite")
     log.warning("migration to schema 3: %d memories rewritten; building the indexes", data.num_rows)
     return new
+
+
+def reembedded(db: Any, table: Any, dim: int, embed: Any) -> Any:
+    """The table rewritten with every message embedded again by `embed` (another model); returns it."""
+    data = table.to_arrow()
+    log.warning("re-embedding %d memories with the current model", data.num_rows)
+    contents = data.column("content").to_pylist()
+    vectors = np.empty((len(contents), dim), dtype=np.float32)
+    step = 1024
+    for start in range(0, len(contents), step):
+        vectors[start:start + step] = embed(contents[start:start + step])
+        log.warning("re-embedded %d/%d", min(start + step, len(contents)), len(contents))
+    data = data.set_column(data.schema.get_field_index("vector"), "vector",
+                           pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim))
+    return db.create_table(MESSAGES, data=data, schema=message_schema(dim), mode="overwrite")

@@ -24,34 +24,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
-import pyarrow as pa
 
-from ..storage import (
-    COMPACT_MAX_DUTY,
-    CompactionSchedule,
-    Database,
-    StoreError,
-    cosine_search,
-    sql_in,
-    sql_num,
-    sql_str,
-)
+from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, StoreError, cosine_search, sql_in, sql_num,
+    sql_str)
 from . import search
 from .commit_log import CommitLog
 from .ranking import POOL, fuse_hybrid
-from .schema import (
-    CONTEXT_MESSAGES,
-    FTS_COLUMNS,
-    MESSAGES,
-    RESULT_COLUMNS,
-    SCALAR_INDEXES,
-    Context,
-    link_rows,
-    message_schema,
-    migrate_2_to_3,
-    split,
-    to_arrow,
-)
+from .schema import (CONTEXT_MESSAGES, Context, FTS_COLUMNS, MESSAGES, RESULT_COLUMNS, SCALAR_INDEXES, link_rows,
+    message_schema, migrate_2_to_3, reembedded, split, to_arrow)
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
 
@@ -138,18 +118,7 @@ class MessageStore:
                         log.warning("built the full-text index on %s in %.1f s", column, time.perf_counter() - t0)
 
     def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
-        data = self.table.to_arrow()
-        log.warning("re-embedding %d memories with the current model", data.num_rows)
-        contents = data.column("content").to_pylist()
-        vectors = np.empty((len(contents), self.dim), dtype=np.float32)
-        step = 1024
-        for start in range(0, len(contents), step):
-            vectors[start:start + step] = embed(contents[start:start + step])
-            log.warning("re-embedded %d/%d", min(start + step, len(contents)), len(contents))
-        data = data.set_column(data.schema.get_field_index("vector"), "vector",
-                               pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim))
-        self.table = self.database.db.create_table(MESSAGES, data=data, schema=message_schema(self.dim),
-                                                   mode="overwrite")
+        self.table = reembedded(self.database.db, self.table, self.dim, embed)
         self.cache.clear()
         self.compact()
 
