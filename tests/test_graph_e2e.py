@@ -155,3 +155,11 @@ def test_many_entities_for_one_user(sidecar):
     assert all(e["mentions"] == 2 for e in ents if e["name"].startswith("Person"))
     r = sidecar.request({"type": "consolidate", "user_id": "big"})
     assert r["episodes"] == 600
+
+
+def test_a_relation_about_the_user_links_the_fact_that_states_it(sidecar):
+    fact = sidecar.request({"type": "remember", "user_id": "u1", "text": "Lives in Lisbon", "category": "answer"})
+    _store_all(sidecar, "u1", ["I moved to Lisbon last year.", "I adopted a cat named Luna"])
+    rels = {r["predicate"]: r for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "me"})["relations"]}
+    assert rels["lives_in"]["fact_id"] == fact["fact"]["id"]
+    assert "fact_id" not in rels["has_pet"]  # no fact says it: no link

@@ -101,6 +101,11 @@ class FactService:
         rows = self.facts.search(vector, f"user_id = {sql_str(user_id)} AND active = true", MAX_CANDIDATES)
         return [r for r in rows if r["similarity"] >= self.candidate_threshold]
 
+    def same_fact(self, user_id: str, text: str) -> str | None:
+        """The id of the user's active fact that states `text` (similarity at the duplicate threshold)."""
+        rows = self.facts.search(self.embedder.embed_one(text), f"user_id = {sql_str(user_id)} AND active = true", 1)
+        return rows[0]["id"] if rows and rows[0]["similarity"] >= self.duplicate_threshold else None
+
     @staticmethod
     def _event(fact: dict[str, Any], action: str, **extra: Any) -> dict[str, Any]:
         return {"id": str(uuid.uuid4()), "fact_id": fact["id"], "user_id": fact["user_id"], "action": action,

@@ -20,7 +20,7 @@ import numpy as np
 from .mentions import Mention, find_mentions
 from .model import Entity, Episode, Relation, UserGraph
 from .quality import is_backchannel, novelty
-from .relations import find_relations
+from .relations import AS_FACT, find_relations
 
 log = logging.getLogger("sidecar.graph")
 
@@ -49,7 +49,8 @@ def self_entity(g: UserGraph, username: str | None) -> Entity:
 
 
 def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent: np.ndarray | None,
-                  changes: Changes, extra: Callable[[str], list[Mention]] | None = None) -> Episode:
+                  changes: Changes, extra: Callable[[str], list[Mention]] | None = None,
+                  same_fact: Callable[[str, str], str | None] | None = None) -> Episode:
     """Add one message to the user's graph (pure in-memory work; `changes` collects what to save)."""
     content = row["content"]
     low = is_backchannel(content)
@@ -79,12 +80,13 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
     if episode.message_id:
         g.by_message_id[episode.message_id] = episode.id
     if not low and not row.get("is_bot"):
-        _relations(g, row, episode, changes)
+        _relations(g, row, episode, changes, same_fact)
     changes.episodes.append(episode)
     return episode
 
 
-def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Changes) -> None:
+def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Changes,
+               same_fact: Callable[[str, str], str | None] | None) -> None:
     found = find_relations(row["content"])
     if not found:
         return
@@ -101,6 +103,8 @@ def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Cha
                 episode.entity_ids.append(obj.id)
             changes.entities[obj.id] = obj
         rel, closed = g.add_relation(me, r.predicate, r.single_valued, obj, r.object, episode, 0.6)
+        if rel.fact_id is None and same_fact is not None:
+            rel.fact_id = same_fact(g.user_id, AS_FACT[r.predicate].format(rel.object_value))
         changes.relations[rel.id] = rel
         for c in closed:
             changes.relations[c.id] = c
@@ -113,8 +117,10 @@ class Builder:
 
     def __init__(self, lock: threading.RLock, graphs: Callable[[str], UserGraph],
                  save: Callable[[UserGraph, Changes], None], after_batch: Callable[[int], None],
-                 extra: Callable[[str], list[Mention]] | None = None):
+                 extra: Callable[[str], list[Mention]] | None = None,
+                 same_fact: Callable[[str, str], str | None] | None = None):
         self.lock = lock
+        self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
         self.graphs = graphs
         self.save = save
         self.after_batch = after_batch
@@ -208,7 +214,7 @@ class Builder:
                     if rows[k]["id"] in g.episodes:
                         continue  # built before a crash
                     recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
-                    build_episode(g, rows[k], vectors[k], recent, changes, self.extra)
+                    build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact)
                     g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]
                 self.save(g, changes)
             self.built += len(idx)

@@ -35,6 +35,14 @@ PREDICATES: dict[str, tuple[bool, str]] = {
 }
 
 
+# how a relation about the user reads as a fact (third person, no name), to find the same fact
+AS_FACT = {"lives_in": "Lives in {}", "works_at": "Works at {}", "job_title": "Works as a {}",
+           "studies_at": "Studies at {}", "partner": "Partner is {}", "sister": "Has a sister, {}",
+           "brother": "Has a brother, {}", "mother": "Mother is {}", "father": "Father is {}", "son": "Has a son, {}",
+           "daughter": "Has a daughter, {}", "friend": "Is friends with {}", "has_pet": "Has a pet named {}",
+           "likes": "Likes {}", "dislikes": "Dislikes {}", "born_in": "Was born in {}", "birthday": "Birthday is {}"}
+
+
 @dataclass(frozen=True)
 class FoundRelation:
     predicate: str

@@ -59,7 +59,8 @@ def _size(g: UserGraph) -> int:
 
 class GraphService:
     def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
-                 max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None):
+                 max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None,
+                 same_fact: Callable[[str, str], str | None] | None = None):
         self.store = store
         self.reader = reader  # the messages domain's MessageReader
         self.cut = cut  # the pyramid's word cut, for trace summaries
@@ -71,7 +72,7 @@ class GraphService:
         self._unconsolidated = 0
         self._first_unconsolidated: float | None = None
         self.last_consolidation: float | None = None
-        self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier)
+        self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier, same_fact)
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
 
     # ------------------------------------------------------------------ graphs
