@@ -198,3 +198,32 @@ def test_decay_curve():
     week = HALF_LIFE_DAYS * 86_400
     assert decayed(0.5, 0.0, week) == pytest.approx(FLOOR + 0.2)
     assert decayed(0.5, 0.0, 100 * week) == pytest.approx(FLOOR, abs=1e-6)
+
+
+def test_fast_tier_on_the_held_out_sample():
+    """A second sample, labelled the same way but never looked at while writing the tier: the honest
+    figure (measured span F1 0.932, typed 0.855 when it was labelled)."""
+    rows = _records("entities_locomo_heldout.jsonl")
+    assert len(rows) >= 200
+    tp = fp = fn = 0
+    for r in rows:
+        gold = {(e["start"], e["end"]) for e in r["entities"]}
+        got = {(m.start, m.end) for m in find_mentions(r["text"])}
+        tp, fp, fn = tp + len(gold & got), fp + len(got - gold), fn + len(gold - got)
+    assert 2 * tp / (2 * tp + fp + fn) >= 0.88
+
+
+def test_deep_tier_answer_validation():
+    from sidecar.graph.deep import parse
+    from sidecar.llm import LLMError
+
+    text = "my mentor zed taught me chess in Oslo"
+    ents, rels = parse({"entities": [{"name": "Zed", "type": "person"}, {"name": "Ghost", "type": "person"},
+                                     {"name": "Oslo", "type": "organization"}, {"name": "Oslo", "type": "planet"},
+                                     "junk", {"name": 5, "type": "person"}],
+                        "relations": [{"predicate": "Mentor Of", "object": "zed"}, {"predicate": "x", "object": "Mars"},
+                                      {"predicate": "likes"}]}, text)
+    assert ents == [("Zed", "person"), ("Oslo", "organisation")]  # invented names and bad types dropped
+    assert rels == [("mentor_of", "zed")]
+    with pytest.raises(LLMError):
+        parse({"facts": []}, text)

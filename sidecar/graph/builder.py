@@ -121,6 +121,7 @@ class Builder:
                  same_fact: Callable[[str, str], str | None] | None = None):
         self.lock = lock
         self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
+        self.on_built: Callable[[UserGraph, Episode, dict[str, Any]], None] | None = None
         self.graphs = graphs
         self.save = save
         self.after_batch = after_batch
@@ -214,7 +215,9 @@ class Builder:
                     if rows[k]["id"] in g.episodes:
                         continue  # built before a crash
                     recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
-                    build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact)
+                    ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact)
+                    if self.on_built is not None:
+                        self.on_built(g, ep, rows[k])
                     g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]
                 self.save(g, changes)
             self.built += len(idx)

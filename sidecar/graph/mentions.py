@@ -57,7 +57,7 @@ _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _URL = re.compile(r"\bhttps?://[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
 _AMOUNT = re.compile(r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|euros|pounds|"
                      r"bucks|usd|eur|gbp)\b)", re.IGNORECASE)
-_SENTENCE_START = re.compile(r"(?:^|[.!?…]\s+|\n\s*|[\"“(]\s*)$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?…:]\s+|\n\s*|[\"“(]\s*)$")
 # capitalised words that are not names on their own
 _NOT_NAMES = {
     "i", "i'm", "i've", "i'll", "i'd", "im", "ok", "okay", "yes", "yeah", "no", "nope", "hey", "hi", "hello", "thanks",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -33,7 +34,7 @@ from ..wire import (
 from ..wire.errors import InvalidRequest, NotFound, TooLarge
 from . import consolidation as cons
 from .builder import Builder, Changes
-from .model import Entity, Trace, UserGraph, fold, stable_id
+from .model import Entity, Episode, Trace, UserGraph, fold, stable_id
 from .store import GraphStore
 
 log = logging.getLogger("sidecar.graph")
@@ -44,7 +45,8 @@ USE_BOOST = 0.1
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
-SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
+SETTLE_SECONDS = 30.0
+FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")  # a graph command waits at most this long for queued messages to be built
 
 
 def decayed(activation: float, since: float, now: float) -> float:
@@ -60,7 +62,7 @@ def _size(g: UserGraph) -> int:
 class GraphService:
     def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
                  max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None,
-                 same_fact: Callable[[str, str], str | None] | None = None):
+                 same_fact: Callable[[str, str], str | None] | None = None, llm: Any = None):
         self.store = store
         self.reader = reader  # the messages domain's MessageReader
         self.cut = cut  # the pyramid's word cut, for trace summaries
@@ -74,6 +76,14 @@ class GraphService:
         self.last_consolidation: float | None = None
         self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier, same_fact)
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
+        self.llm = llm
+        self.deep = None
+        if llm is not None:
+            from .deep import DeepTier
+
+            self.deep = DeepTier(llm, self._apply_deep)
+            self.builder.on_built = self._to_deep_tier
+        self._reachable: tuple[float, bool | None] = (0.0, None)
 
     # ------------------------------------------------------------------ graphs
 
@@ -235,7 +245,57 @@ class GraphService:
                 self.store.save(g, entities=entities, relations=g.relations.values(),
                                 traces=[g.traces[t] for t in touched - empty])
 
+    # ------------------------------------------------------------------ the deep (LLM) tier
+
+    def _to_deep_tier(self, g: UserGraph, ep: Episode, row: dict[str, Any]) -> None:
+        """The pre-filter: an episode with a named mention or a first-person statement goes to the LLM."""
+        if self.deep is not None and not ep.low and not row.get("is_bot") and (
+                ep.entity_ids or FIRST_PERSON.search(row["content"])):
+            from .deep import DeepJob
+
+            self.deep.submit(DeepJob(g.user_id, ep.id, row["content"], row.get("username")))
+
+    def _apply_deep(self, job: Any, entities: list[tuple[str, str]], relations: list[tuple[str, str]]) -> None:
+        from .builder import self_entity
+        from .deep import LLM_CONFIDENCE, single_valued
+
+        with self.lock:
+            g = self.graph(job.user_id)
+            ep = g.episodes.get(job.episode_id)
+            if ep is None:
+                return  # deleted or forgotten meanwhile
+            changed: dict[str, Entity] = {}
+            for name, type_ in entities:
+                entity, _new = g.resolve(name, type_)
+                if entity.id not in ep.entity_ids:
+                    ep.entity_ids.append(entity.id)
+                    entity.episodes.append(ep.id)
+                changed[entity.id] = entity
+            rels = []
+            if relations:
+                me = self_entity(g, job.username)
+                changed[me.id] = me
+                for predicate, value in relations:
+                    obj = g.find(value)
+                    rel, closed = g.add_relation(me, predicate, single_valued(predicate), obj, value, ep, LLM_CONFIDENCE)
+                    rels += [rel, *closed]
+            self.store.save(g, entities=changed.values(), relations=rels)
+            self.store.replace_mentions(g, [ep.id])
+
+    def llm_health(self) -> dict[str, Any]:
+        """Whether the deep tier is on and (checked at most every 30 s) its server answers."""
+        if self.llm is None:
+            return {"configured": False, "reachable": None}
+        at, ok = self._reachable
+        if time.monotonic() - at > 30:
+            ok = self.llm.reachable()
+            self._reachable = (time.monotonic(), ok)
+        return {"configured": True, "reachable": ok, "pending": self.deep.pending(), "done": self.deep.done,
+                "failed": self.deep.failed, "dropped": self.deep.dropped}
+
     def forget_user(self, user_id: str) -> int:
+        if self.deep is not None:
+            self.deep.forget(user_id)
         with self.lock:
             self._cache.pop(user_id, None)
             return self.store.forget_user(user_id)

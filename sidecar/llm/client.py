@@ -143,3 +143,14 @@ class LLMClient:
         """One system + user prompt; the answer's JSON object through `parse` (which raises LLMError on
         anything unexpected), with retries (see `_with_retries`)."""
         return self._with_retries(what, lambda: parse(parse_json_object(self._post(system, user, timeout))), retries)
+
+    def reachable(self, timeout: float = 2.0) -> bool:
+        """Whether the server answers at all (GET <base>/models; any HTTP status counts as an answer)."""
+        req = urllib.request.Request(self.settings.base_url.rstrip("/") + "/models", method="GET")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout):  # noqa: S310 - URL from configuration
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            return False

@@ -28,17 +28,20 @@ class App:
             self.extractor.stop()
         if self.graph is not None:
             self.graph.builder.stop()
+            if self.graph.deep is not None:
+                self.graph.deep.stop()
         self.store.close()
 
 
-def _graph(cfg: Config, store: Any, facts: Any) -> Any:
+def _graph(cfg: Config, store: Any, facts: Any, llm: Any) -> Any:
     from ..conversation import cut_words
     from ..graph import GraphService, GraphStore
 
     graph_store = GraphStore(store.database, store.lock, store.schedule.note_write)
     store.also_compact.append(lambda exclusive: graph_store.compact(if_written=not exclusive))
     graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
-                         max_limit=cfg.max_limit, same_fact=facts.same_fact)
+                         max_limit=cfg.max_limit, same_fact=facts.same_fact,
+                         llm=llm if cfg.graph_llm else None)
     graph.builder.start()
     # messages stored without the graph (a crash, --graph false, a store from before graph memory)
     threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
@@ -86,7 +89,7 @@ def build(cfg: Config) -> App:
 
             extractor = ExtractionWorker(llm, cfg.fact_categories, facts.consolidate)
         companion = FactsCompanion(facts, extractor, extract_by_default=cfg.llm_extract)
-        graph = _graph(cfg, store, facts) if cfg.graph else None
+        graph = _graph(cfg, store, facts, llm) if cfg.graph else None
         companions = (companion,) if graph is None else (companion, GraphCompanion(graph))
         service = MemoryService(embedder, store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
                                 max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=companions)

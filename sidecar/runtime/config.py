@@ -169,6 +169,8 @@ OPTIONS: tuple[Option, ...] = (
            "(per request: `extract`)."),
     Option("graph", _bool, True, "Graph memory: build episodes, entities, relations and traces from stored messages "
            "in the background (MEMORY_SIDECAR_GRAPH=0 or --graph false: vector memory only)."),
+    Option("graph_llm", _bool, False, "With an LLM: also ask it, in the background, for the entities and relations of "
+           "episodes the rule tier flags (the graph's deep tier)."),
     Option("graph_cache_mb", _non_negative(int), 64, "Memory budget of the per-user graphs held in memory (least "
            "recently used users leave first)."),
 )
@@ -203,6 +205,7 @@ class Config:
     llm_api_key_env: str = "MEMORY_SIDECAR_LLM_API_KEY"
     llm_timeout: float = 30.0
     graph: bool = True
+    graph_llm: bool = False
     graph_cache_mb: int = 64
     llm_retries: int = 2
     llm_extract: bool = True
@@ -270,6 +273,8 @@ def resolve(argv: list[str] | None = None, environ: dict[str, str] | None = None
         values["threads"] = max(1, min(2, os.cpu_count() or 1))
     if values["llm_base_url"] and not values["llm_model"]:
         raise ConfigError("--llm-base-url needs --llm-model (MEMORY_SIDECAR_LLM_MODEL)")
+    if values.get("graph_llm") and not values.get("llm_base_url"):
+        raise ConfigError("--graph-llm needs an LLM: set --llm-base-url and --llm-model")
     if values["model_sha256"]:
         values["model_sha256"] = values["model_sha256"].strip().lower()
     return Config(**values)

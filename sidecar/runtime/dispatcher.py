@@ -93,7 +93,9 @@ class Dispatcher:
                             entities=g.get("entities", 0), relations_current=g.get("relations_current", 0),
                             relations_closed=g.get("relations_closed", 0), traces=g.get("traces", 0),
                             queue=g.get("queue", 0), last_consolidation=g.get("last_consolidation"),
-                            ner={"loaded": False}, llm={"configured": False, "reachable": None})
+                            ner={"loaded": False},
+                            llm=self.graph.llm_health() if self.graph is not None else {"configured": False,
+                                                                                        "reachable": None})
         return HealthResponse(status="ok", uptime_seconds=round(time.monotonic() - self.service.started, 3),
                               memories=self.service.store.count(), graph=graph)
 

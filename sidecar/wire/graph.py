@@ -130,7 +130,9 @@ class GraphHealth(_Model):
     queue: int = Field(description="Episodes waiting for the graph builder.")
     last_consolidation: float | None = Field(None, description="Unix seconds of the last consolidation pass.")
     ner: dict[str, str | bool] = Field(description="The middle (NER) tier: `loaded`, and its `model` when loaded.")
-    llm: dict[str, str | bool | None] = Field(description="The deep (LLM) tier: `configured`, `reachable` (null: not checked).")
+    llm: dict[str, bool | int | None] = Field(
+        description="The deep (LLM) tier: `configured`, `reachable` (null: not configured); when configured also "
+                    "`pending`, `done`, `failed`, `dropped` (jobs).")
 
 
 class HealthResponse(_Response):
