@@ -93,6 +93,7 @@ class UserGraph:
     by_key: dict[str, str] = field(default_factory=dict)  # folded name or alias -> entity id
     by_message_id: dict[str, str] = field(default_factory=dict)  # platform message id -> episode id
     recent: list = field(default_factory=list)  # vectors of the latest episodes built (not stored)
+    version: int = 0  # raised by every change of structure (recall caches its view of the graph by it)
 
     # ------------------------------------------------------------------ entities
 

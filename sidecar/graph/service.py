@@ -62,7 +62,8 @@ def _size(g: UserGraph) -> int:
 class GraphService:
     def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
                  max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None,
-                 same_fact: Callable[[str, str], str | None] | None = None, llm: Any = None):
+                 same_fact: Callable[[str, str], str | None] | None = None, llm: Any = None,
+                 embed: Callable[[str], np.ndarray] | None = None):
         self.store = store
         self.reader = reader  # the messages domain's MessageReader
         self.cut = cut  # the pyramid's word cut, for trace summaries
@@ -84,6 +85,9 @@ class GraphService:
             self.deep = DeepTier(llm, self._apply_deep)
             self.builder.on_built = self._to_deep_tier
         self._reachable: tuple[float, bool | None] = (0.0, None)
+        from .recaller import Recaller
+
+        self.recaller = Recaller(self, embed) if embed is not None else None
 
     # ------------------------------------------------------------------ graphs
 
@@ -100,6 +104,7 @@ class GraphService:
             return g
 
     def _save(self, g: UserGraph, changes: Changes) -> None:
+        g.version += 1
         self.store.save(g, episodes=changes.episodes, entities=changes.entities.values(),
                         relations=changes.relations.values())
 
@@ -135,7 +140,7 @@ class GraphService:
     # ------------------------------------------------------------------ consolidation
 
     def consolidate_all(self, user_id: str | None = None) -> dict[str, int]:
-        self._settled()
+        self.settled()
         users = [user_id] if user_id is not None else self.store.users_with_unconsolidated()
         self._unconsolidated, self._first_unconsolidated = 0, None
         total = {"users": 0, "episodes": 0, "traces_created": 0, "traces_updated": 0, "links": 0}
@@ -169,6 +174,7 @@ class GraphService:
             groups = cons.group(window, vectors, hubs, {e.id for e in new if e.id in present},
                                 {t.id: len(t.episode_ids) for t in g.traces.values()})
             created, updated = self._apply(g, groups)
+            g.version += 1
             changed = created | updated
             links = self._link(g, changed)
             self.store.save(g, episodes=[e for e in window if e.id in present],
@@ -233,6 +239,7 @@ class GraphService:
                 entities = [e for e in g.entities.values() if gone & set(e.episodes)]
                 before = set(g.relations)
                 touched = g.remove_episodes(gone)
+                g.version += 1
                 empty = {t for t in touched if t in g.traces and not g.traces[t].episode_ids}
                 for t in empty:
                     del g.traces[t]
@@ -244,6 +251,18 @@ class GraphService:
                 self.store.delete_rows(g, relations=before - set(g.relations), traces=empty, episodes=gone)
                 self.store.save(g, entities=entities, relations=g.relations.values(),
                                 traces=[g.traces[t] for t in touched - empty])
+
+    # ------------------------------------------------------------------ recall
+
+    def trace_activation(self, trace: Trace, now: float) -> float:
+        return decayed(trace.activation, trace.updated_at, now)
+
+    def graph_recall(self, req: Any) -> Any:
+        return self.recaller.graph_recall(req)
+
+    def search(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
+               until: float | None) -> list[dict[str, Any]]:
+        return self.recaller.search(user_id, text, vector, limit, since, until)
 
     # ------------------------------------------------------------------ the deep (LLM) tier
 
@@ -265,6 +284,7 @@ class GraphService:
             if ep is None:
                 return  # deleted or forgotten meanwhile
             changed: dict[str, Entity] = {}
+            g.version += 1
             for name, type_ in entities:
                 entity, _new = g.resolve(name, type_)
                 if entity.id not in ep.entity_ids:
@@ -307,7 +327,7 @@ class GraphService:
         return EntityOut(id=e.id, name=e.name, type=e.type, aliases=sorted(e.aliases), salience=round(g.salience(e), 3),
                          mentions=len(e.episodes), first_seen=int(first), last_seen=int(last))
 
-    def _settled(self) -> None:
+    def settled(self) -> None:
         """Graph commands answer for every acknowledged store: wait for the builder (bounded)."""
         deadline = time.monotonic() + SETTLE_SECONDS
         self.caught_up.wait(SETTLE_SECONDS)
@@ -315,7 +335,7 @@ class GraphService:
             log.warning("graph builder still busy after %.0f s; answering with what is built", SETTLE_SECONDS)
 
     def entities(self, req: EntitiesRequest) -> EntitiesResponse:
-        self._settled()
+        self.settled()
         if req.limit > self.max_limit * 10:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit * 10}")
         with self.lock:
@@ -328,7 +348,7 @@ class GraphService:
             return EntitiesResponse(entities=[self._entity_out(g, e) for e in found[:req.limit]])
 
     def entity(self, req: EntityRequest) -> EntityResponse:
-        self._settled()
+        self.settled()
         with self.lock:
             g = self.graph(req.user_id)
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
@@ -357,7 +377,7 @@ class GraphService:
     def merge_entities(self, req: MergeEntitiesRequest) -> MergedResponse:
         if req.source == req.target:
             raise InvalidRequest("source and target are the same entity; nothing to merge")
-        self._settled()
+        self.settled()
         with self.lock:
             g = self.graph(req.user_id)
             source, target = g.entities.get(req.source), g.entities.get(req.target)
@@ -366,6 +386,7 @@ class GraphService:
                     raise NotFound(f"user {req.user_id!r} has no entity {getattr(req, key)!r} ({key})")
             episodes = list(source.episodes)
             moved = g.merge(source, target)
+            g.version += 1
             self.store.delete_rows(g, entities=[source.id])
             self.store.replace_mentions(g, episodes)
             self.store.save(g, entities=[target], relations=g.relations.values(),

@@ -1,8 +1,8 @@
 """Messages: every stored message of every user, per-user search (semantic, keyword, hybrid), expiry
 and forgetting. The base domain: facts, conversation and graph stand on it through `interface.py`."""
 
-from .interface import Companion, MessageReader
+from .interface import Companion, GraphSearch, MessageReader
 from .service import MemoryService
 from .store import MessageStore
 
-__all__ = ["Companion", "MessageReader", "MemoryService", "MessageStore"]
+__all__ = ["Companion", "GraphSearch", "MessageReader", "MemoryService", "MessageStore"]

@@ -23,6 +23,10 @@ class MessageReader(Protocol):
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist, and their vectors (float32, row-aligned)."""
 
+    def search(self, vector: Any, user_id: str, limit: int, include_bot: bool = True, since: float | None = None,
+               until: float | None = None, text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:
+        """The user's best messages for a query (rows with `similarity`), best first."""
+
     def ids_missing(self, have: set[str]) -> list[str]:
         """The ids of stored messages not in `have`, oldest first."""
 
@@ -43,3 +47,9 @@ class Companion(Protocol):
 
     def stats(self) -> dict[str, Any]:
         """Fields added to the `stats` answer."""
+
+
+class GraphSearch(Protocol):
+    def __call__(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
+                 until: float | None) -> list[dict[str, Any]]:
+        """Message rows (with `similarity`) ranked by the graph's activation for the query."""

@@ -30,8 +30,8 @@ from ..wire import (
     StatsResponse,
     StoreRequest,
 )
-from ..wire.errors import InvalidRequest, NotFound, SidecarError, TooLarge
-from .interface import Companion
+from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge
+from .interface import Companion, GraphSearch
 from .store import MessageStore
 
 log = logging.getLogger("sidecar.service")
@@ -57,7 +57,8 @@ def _library_versions() -> dict[str, str]:
 class MemoryService:
     def __init__(self, embedder: Embedder, store: MessageStore, *, ttl_days: float = 30.0,
                  max_content_chars: int = 32_000, max_batch: int = 1_000, max_limit: int = 100,
-                 clock: Callable[[], float] = time.time, companions: tuple[Companion, ...] = ()):
+                 clock: Callable[[], float] = time.time, companions: tuple[Companion, ...] = (),
+                 graph_search: GraphSearch | None = None):
         self.embedder = embedder
         self.store = store
         self.ttl_days = ttl_days
@@ -67,6 +68,7 @@ class MemoryService:
         self.clock = clock
         self.started = time.monotonic()
         self.companions = companions  # other domains told of every store and forget (facts, graph)
+        self.graph_search = graph_search  # query mode "graph" (graph memory on)
 
     # ------------------------------------------------------------------ commands
 
@@ -140,10 +142,17 @@ class MemoryService:
         for companion in self.companions:
             companion.on_query(req.user_id, req.username)
         text = req.text
-        # the embedding is computed inside search, beside the full-text queries of keyword/hybrid mode
-        rows = self.store.search(lambda: self.embedder.embed_one(text), req.user_id, req.limit,
-                                 include_bot=req.include_bot, since=req.since, until=req.until, text=text,
-                                 mode=req.mode)
+        if req.mode == "graph":
+            if self.graph_search is None:
+                raise Disabled("query mode `graph` needs graph memory, which is switched off (--graph false)")
+            rows = self.graph_search(req.user_id, text, self.embedder.embed_one(text), req.limit, req.since,
+                                     req.until)
+            rows = [r for r in rows if req.include_bot or not r["is_bot"]]
+        else:
+            # the embedding is computed inside search, beside the full-text queries of keyword/hybrid mode
+            rows = self.store.search(lambda: self.embedder.embed_one(text), req.user_id, req.limit,
+                                     include_bot=req.include_bot, since=req.since, until=req.until, text=text,
+                                     mode=req.mode)
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:

@@ -33,7 +33,7 @@ class App:
         self.store.close()
 
 
-def _graph(cfg: Config, store: Any, facts: Any, llm: Any) -> Any:
+def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     from ..conversation import cut_words
     from ..graph import GraphService, GraphStore
 
@@ -41,7 +41,7 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any) -> Any:
     store.also_compact.append(lambda exclusive: graph_store.compact(if_written=not exclusive))
     graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
                          max_limit=cfg.max_limit, same_fact=facts.same_fact,
-                         llm=llm if cfg.graph_llm else None)
+                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_one)
     graph.builder.start()
     # messages stored without the graph (a crash, --graph false, a store from before graph memory)
     threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
@@ -89,10 +89,11 @@ def build(cfg: Config) -> App:
 
             extractor = ExtractionWorker(llm, cfg.fact_categories, facts.consolidate)
         companion = FactsCompanion(facts, extractor, extract_by_default=cfg.llm_extract)
-        graph = _graph(cfg, store, facts, llm) if cfg.graph else None
+        graph = _graph(cfg, store, facts, llm, embedder) if cfg.graph else None
         companions = (companion,) if graph is None else (companion, GraphCompanion(graph))
         service = MemoryService(embedder, store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
-                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=companions)
+                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=companions,
+                                graph_search=graph.search if graph is not None else None)
         conversation = ConversationService(store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
                                            max_content_chars=cfg.max_content_chars)
     except BaseException:

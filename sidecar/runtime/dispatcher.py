@@ -15,6 +15,7 @@ from ..wire import (
     ChannelContextRequest,
     CleanupRequest,
     ConsolidateRequest,
+    GraphRecallRequest,
     ContextRequest,
     DeleteRequest,
     EntitiesRequest,
@@ -80,7 +81,8 @@ class Dispatcher:
             HealthRequest: self._health,
         }
         for kind, name in ((EntitiesRequest, "entities"), (EntityRequest, "entity"),
-                           (MergeEntitiesRequest, "merge_entities"), (ConsolidateRequest, "consolidate")):
+                           (MergeEntitiesRequest, "merge_entities"), (ConsolidateRequest, "consolidate"),
+                           (GraphRecallRequest, "graph_recall")):
             self.handlers[kind] = getattr(graph, name) if graph is not None else self._graph_off
 
     @staticmethod

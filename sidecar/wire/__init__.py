@@ -44,6 +44,12 @@ from .facts import (
     UserFacts,
 )
 from .graph import (
+    GraphRecallRequest,
+    GraphRecallResponse,
+    RecalledEntity,
+    RecalledEpisode,
+    RecalledTrace,
+    RecallParams,
     ConsolidatedResponse,
     ConsolidateRequest,
     EntitiesRequest,
@@ -84,6 +90,12 @@ from .system import (
 )
 
 __all__ = [
+    "GraphRecallRequest",
+    "GraphRecallResponse",
+    "RecalledEntity",
+    "RecalledEpisode",
+    "RecalledTrace",
+    "RecallParams",
     "ConsolidatedResponse",
     "ConsolidateRequest",
     "EntitiesRequest",

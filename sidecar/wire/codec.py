@@ -38,6 +38,8 @@ from .facts import (
     UpdateFactRequest,
 )
 from .graph import (
+    GraphRecallRequest,
+    GraphRecallResponse,
     ConsolidatedResponse,
     ConsolidateRequest,
     EntitiesRequest,
@@ -76,7 +78,7 @@ Request = Annotated[
           PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest, ExtractInlineRequest,
           MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest, FactHistoryRequest,
           UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest, EntitiesRequest, EntityRequest,
-          MergeEntitiesRequest, ConsolidateRequest, HealthRequest],
+          MergeEntitiesRequest, ConsolidateRequest, HealthRequest, GraphRecallRequest],
     Field(discriminator="type"),
 ]
 
@@ -86,14 +88,16 @@ REQUEST_MODELS: dict[str, type[_Request]] = {
               PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest,
               ExtractInlineRequest, MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest,
               FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest,
-              EntitiesRequest, EntityRequest, MergeEntitiesRequest, ConsolidateRequest, HealthRequest)
+              EntitiesRequest, EntityRequest, MergeEntitiesRequest, ConsolidateRequest, HealthRequest,
+              GraphRecallRequest)
 }
 
 
 Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ChannelContextResponse,
                  HistoryResponse, RememberedResponse, ExtractedResponse, InstructionsResponse, ResolvedResponse,
                  FactsResponse, RecallResponse, FactHistoryResponse, FactResponse, ContextResponse, SyncedResponse,
-                 EntitiesResponse, EntityResponse, MergedResponse, ConsolidatedResponse, HealthResponse, ErrorResponse]
+                 EntitiesResponse, EntityResponse, MergedResponse, ConsolidatedResponse, HealthResponse,
+                 GraphRecallResponse, ErrorResponse]
 
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from .base import Id, _Model, _Request, _Response
+from .base import Fraction, Id, NonBlank, Number, Timestamp, _Model, _Request, _Response
 
 EntityType = Literal["person", "place", "organisation", "thing", "event", "date", "other"]
 
@@ -141,3 +141,67 @@ class HealthResponse(_Response):
     uptime_seconds: float
     memories: int
     graph: GraphHealth
+
+
+class RecallParams(_Model):
+    """Overrides of the recall parameters (docs/graph.md, "Recall"); each left out keeps its default."""
+
+    iterations: StrictInt | None = Field(None, ge=1, le=10)
+    spread: Fraction | None = None
+    retain: Fraction | None = None
+    seed_floor: Fraction | None = None
+    top_m: StrictInt | None = Field(None, ge=1, le=1000)
+    beta: Fraction | None = None
+    gamma: Number | None = Field(None, gt=0, le=100)
+    theta: Fraction | None = None
+    gate: Fraction | None = None
+
+
+class GraphRecallRequest(_Request):
+    """Associative recall: the user's traces most activated by the query, or `known: false`."""
+
+    type: Literal["graph_recall"]
+    user_id: Id
+    text: NonBlank
+    limit: StrictInt = Field(5, ge=1, description="Traces at most.")
+    episodes: StrictInt = Field(5, ge=1, le=50, description="Episodes per trace at most, most activated first.")
+    since: Timestamp | None = Field(None, description="Only episodes at or after this time (unix seconds).")
+    until: Timestamp | None = Field(None, description="Only episodes at or before this time (unix seconds).")
+    strengthen: StrictBool = Field(True, description="Returned traces gain activation (use strengthens memory).")
+    params: RecallParams | None = None
+
+
+class RecalledEpisode(_Model):
+    id: str
+    content: str
+    timestamp: int
+    is_bot: bool
+    username: str | None = None
+    message_id: str | None = None
+    channel_id: str | None = None
+    activation: float
+
+
+class RecalledEntity(_Model):
+    id: str
+    name: str
+    type: str
+
+
+class RecalledTrace(_Model):
+    id: str
+    summary: str
+    strength: int
+    activation: float = Field(description="Fired activation for this query (0..1).")
+    entities: list[RecalledEntity]
+    episodes: list[RecalledEpisode]
+    start: int
+    end: int
+
+
+class GraphRecallResponse(_Response):
+    type: Literal["graph_recall"] = "graph_recall"
+    known: bool = Field(description="False: the memory does not know (a name it never saw, or nothing activated "
+                                    "enough); then `traces` is empty.")
+    confidence: float = Field(description="The best fired activation (0..1).")
+    traces: list[RecalledTrace]

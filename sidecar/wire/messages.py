@@ -10,7 +10,6 @@ from .base import (
     MODE_DESCRIPTION,
     Id,
     Number,
-    SearchMode,
     Timestamp,
     _Model,
     _Request,
@@ -85,7 +84,9 @@ class QueryRequest(_Request):
     since: Timestamp | None = Field(None, description="Only memories with timestamp >= since.")
     until: Timestamp | None = Field(None, description="Only memories with timestamp <= until.")
     username: StrictStr | None = Field(None, description="Upserts the user's display name.")
-    mode: SearchMode = Field("hybrid", description=MODE_DESCRIPTION)
+    mode: Literal["semantic", "keyword", "hybrid", "graph"] = Field(
+        "hybrid", description=MODE_DESCRIPTION + " graph: episodes ranked by spreading activation over the user's "
+                                                 "memory graph (graph memory on).")
 
     @model_validator(mode="after")
     def _text_not_blank(self) -> "QueryRequest":

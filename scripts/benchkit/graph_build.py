@@ -1,0 +1,123 @@
+"""Graph memory, the building side: what it costs the request path, ingest and memory, and how fast
+consolidation runs. Every figure is measured twice in one run, graph on and `--graph false`, so the
+ratios hold on a noisy machine.
+
+  store      single-message `store` latency (one request at a time, --stores messages over 30 users),
+             graph on vs off: the added p50 (target <= 1 ms)
+  ingest     batch `store` of --ingest generated messages (batches of 200), graph on vs off: messages/s
+             (target: graph on >= 0.85 x off), then RSS (VmRSS and VmHWM) with every message built into
+             the graph (target: <= 50 MB added at 100k episodes; --ingest 100000 for that figure)
+  locomo     the LoCoMo conversations (one user each) stored, then one `consolidate` of every user:
+             seconds, episodes, traces, links (target: the ten conversations, about 5,900 turns, <= 60 s)
+
+    python scripts/bench.py graph-build                     # defaults: a few minutes
+    python scripts/bench.py graph-build --ingest 100000     # the 100k RSS figure (about 15 minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .client import Sidecar, add_sidecar_arguments
+from .locomo import DEFAULT_DIR, load, turns
+from .output import log, print_table, write_json
+from .timing import pct
+from .workload import fill, make_message, user_id
+
+SUMMARY = "graph memory: store cost, ingest, RSS, consolidation time (graph on vs off)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stores", type=int, default=300, help="single-message stores timed per configuration")
+    parser.add_argument("--ingest", type=int, default=10_000, help="messages batch-stored per configuration")
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_DIR, help="LoCoMo conversation files or folder")
+    parser.add_argument("--seed", type=int, default=7)
+    add_sidecar_arguments(parser, timeout=600.0)
+    parser.add_argument("--json", type=Path, help="write all results here")
+
+
+def _rss(sc: Sidecar) -> dict[str, float]:
+    st = sc.vm_status()
+    return {"rss_mib": st.get("VmRSS", 0) / 1024, "hwm_mib": st.get("VmHWM", 0) / 1024}
+
+
+def _settle(sc: Sidecar, graph: bool) -> None:
+    """Wait until the graph has built everything stored (a graph command waits for the builder)."""
+    if graph:
+        sc.request({"type": "entities", "user_id": user_id(0), "limit": 1}, "entities")
+
+
+def bench_config(args: argparse.Namespace, tmp: Path, graph: bool) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    name = "on" if graph else "off"
+    flags = [] if graph else ["--graph", "false"]
+    with Sidecar(tmp / f"data-{name}", flags, python=args.python, stderr=tmp / f"{name}.log",
+                 timeout=args.timeout) as sc:
+        sc.wait_ready()
+        times = []
+        for i in range(args.stores):
+            _, t = sc.timed({"type": "store", "user_id": user_id(i % 30), "content": make_message(rng, False)}, "ok")
+            times.append(t)
+        _settle(sc, graph)
+        log(f"graph {name}: {args.stores} single stores, p50 {pct(times)['p50_ms']:.2f} ms")
+        ingest = fill(sc, rng, args.ingest, 100, 200, quiet=True)
+        t0 = time.perf_counter()
+        _settle(sc, graph)
+        settle = time.perf_counter() - t0
+        log(f"graph {name}: ingest {ingest['msgs_per_s']:.0f} msg/s; graph caught up {settle:.1f} s after")
+        out = {"store": pct(times), "ingest": ingest, "settle_s": settle, **_rss(sc)}
+        if graph:
+            out["graph"] = sc.request({"type": "stats"}, "stats").get("graph")
+        sc.shutdown()
+    return out
+
+
+def bench_locomo(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    convs = load([args.locomo])
+    with Sidecar(tmp / "data-locomo", [], python=args.python, stderr=tmp / "locomo.log",
+                 timeout=args.timeout) as sc:
+        sc.wait_ready()
+        n = 0
+        for conv_name, conv in convs:
+            msgs = [{"user_id": conv_name, **m} for m in turns(conv)]
+            for start in range(0, len(msgs), 200):
+                sc.request({"type": "store", "messages": msgs[start:start + 200]}, "ok")
+            n += len(msgs)
+        sc.request({"type": "entities", "user_id": convs[0][0], "limit": 1}, "entities")  # built
+        r, t = sc.timed({"type": "consolidate"}, "consolidated")
+        again, t2 = sc.timed({"type": "consolidate"}, "consolidated")
+        out = {"conversations": len(convs), "turns": n, "consolidate_s": t, "result": r, "again_s": t2,
+               "again": again, **_rss(sc)}
+        sc.shutdown()
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
+        on = bench_config(args, Path(tmp), True)
+        off = bench_config(args, Path(tmp), False)
+        loc = bench_locomo(args, Path(tmp))
+    added = on["store"]["p50_ms"] - off["store"]["p50_ms"]
+    ratio = on["ingest"]["msgs_per_s"] / off["ingest"]["msgs_per_s"]
+    per_turn = loc["consolidate_s"] / max(1, loc["turns"])
+    rows = [
+        {"measurement": "single store p50 / p95 (ms), graph on", "value": f"{on['store']['p50_ms']:.2f} / {on['store']['p95_ms']:.2f}", "target": ""},
+        {"measurement": "single store p50 / p95 (ms), graph off", "value": f"{off['store']['p50_ms']:.2f} / {off['store']['p95_ms']:.2f}", "target": ""},
+        {"measurement": "store p50 added by the graph", "value": f"{added:+.2f} ms", "target": "<= 1 ms"},
+        {"measurement": f"batch ingest of {args.ingest} (msg/s), on / off", "value": f"{on['ingest']['msgs_per_s']:.0f} / {off['ingest']['msgs_per_s']:.0f} = {ratio:.2f}x", "target": ">= 0.85x"},
+        {"measurement": "graph caught up after the ingest", "value": f"{on['settle_s']:.1f} s", "target": ""},
+        {"measurement": f"RSS after ingest (MiB), on / off", "value": f"{on['rss_mib']:.0f} / {off['rss_mib']:.0f} (+{on['rss_mib'] - off['rss_mib']:.0f})", "target": "<= +50 at 100k"},
+        {"measurement": "peak RSS (MiB), on / off", "value": f"{on['hwm_mib']:.0f} / {off['hwm_mib']:.0f}", "target": ""},
+        {"measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns)", "value": f"{loc['consolidate_s']:.1f} s ({per_turn * 5900:.0f} s per 5,900 turns)", "target": "<= 60 s per 5,900"},
+        {"measurement": "traces / links made", "value": f"{loc['result']['traces_created']} / {loc['result']['links']}", "target": ""},
+        {"measurement": "consolidate again (idempotent)", "value": f"{loc['again_s']:.2f} s, {loc['again']['episodes']} episodes", "target": "0 episodes"},
+    ]
+    print_table(rows, "graph memory, building side")
+    if args.json:
+        write_json(args.json, {"on": on, "off": off, "locomo": loc})
+    return 0

@@ -1,0 +1,151 @@
+"""Associative recall over one user's graph, pure given the seeds: nodes are traces (`t:`), episodes
+(`e:`) and entities (`n:`); edges join an episode to its trace (1.0), to the entities it mentions (0.5)
+and to the previous and next episode of its channel within a session (0.5), and a trace to the
+traces it is linked to (their cosine). Activation spreads from the seeds (activation.py); traces are
+ranked by their fired activation, each with its episodes ranked the same way.
+
+Seeds (the dual trigger plus names):
+- semantic: episodes and traces with cosine >= MIN_SIMILARITY to the query, ranked by
+  0.7 x similarity + 0.3 x activation, the best SEMANTIC_SEEDS of each; a seed starts at its
+  similarity (so a closer memory starts higher; Bud's flat 0.5 let ties decide);
+- lexical: the episodes keyword search ranks first (the store's BM25), and traces whose summary
+  shares the query's words, LEXICAL_SEEDS each, starting at LEXICAL_START;
+- entities named in the query (the fast tier with the user's gazetteer): at most NAMED_ENTITIES, each
+  with its NAMED_TRACES latest traces, starting at ENTITY_START.
+The feeling of knowing: the query names someone or something the user's graph has never seen, or the
+best fired activation is below the gate: `known: false`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import activation as act
+from .consolidation import SESSION_GAP
+from .mentions import find_mentions
+from .model import UserGraph, fold
+
+MIN_SIMILARITY = 0.3
+SEMANTIC_SEEDS = 20
+LEXICAL_SEEDS = 20
+LEXICAL_START = 0.4
+NAMED_ENTITIES = 5
+NAMED_TRACES = 5
+ENTITY_START = 0.6
+GATE = 0.12
+_WORD = re.compile(r"[a-z0-9]{3,}")
+_STOP = frozenset("the and for are was were you your with what when where who why how did does that this have has "
+                  "had from about they them their there been will would could should which into over more most "
+                  "some than then also just like very much many any all not but can its our out get got".split())
+
+
+@dataclass
+class Seeds:
+    semantic_episodes: list[tuple[str, float]]  # (episode id, cosine) best first
+    keyword_episodes: list[str]  # episode ids, best first
+    query_vector: np.ndarray
+
+
+def words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP}
+
+
+class GraphView:
+    """Neighbours of a node, from the user's graph (built on first use, cached until it changes)."""
+
+    def __init__(self, g: UserGraph):
+        self.g = g
+        self.links: dict[str, dict[str, float]] = {}
+        for (a, b), w in g.links.items():
+            self.links.setdefault(a, {})[b] = w
+            self.links.setdefault(b, {})[a] = w
+        self.order: dict[str, tuple[str | None, str | None]] = {}
+        by_channel: dict[Any, list] = {}
+        for ep in sorted(g.episodes.values(), key=lambda e: (e.ts, e.id)):
+            by_channel.setdefault(ep.channel_id, []).append(ep)
+        for eps in by_channel.values():
+            for k, ep in enumerate(eps):
+                prev = eps[k - 1].id if k and ep.ts - eps[k - 1].ts <= SESSION_GAP else None
+                nxt = eps[k + 1].id if k + 1 < len(eps) and eps[k + 1].ts - ep.ts <= SESSION_GAP else None
+                self.order[ep.id] = (prev, nxt)
+        self.summary_words = {t.id: words(t.summary) for t in g.traces.values()}
+
+    def neighbours(self, node: str) -> dict[str, float]:
+        kind, _, nid = node.partition(":")
+        g, out = self.g, {}
+        if kind == "t" and nid in g.traces:
+            out = {f"e:{e}": 1.0 for e in g.traces[nid].episode_ids}
+            out.update({f"t:{o}": w for o, w in self.links.get(nid, {}).items()})
+        elif kind == "e" and nid in g.episodes:
+            ep = g.episodes[nid]
+            if ep.trace_id:
+                out[f"t:{ep.trace_id}"] = 1.0
+            out.update({f"n:{n}": 0.5 for n in ep.entity_ids})
+            for other in self.order.get(nid, (None, None)):
+                if other:
+                    out[f"e:{other}"] = 0.5
+        elif kind == "n" and nid in g.entities:
+            out = {f"e:{e}": 0.5 for e in g.entities[nid].episodes}
+        return out
+
+
+def unknown_names(g: UserGraph, query: str) -> list[str]:
+    """Names (people, places, organisations) the query uses that the user's graph has never seen."""
+    out = []
+    tokens = {w for key in g.by_key for w in key.split()}
+    for m in find_mentions(query, g.gazetteer()):
+        key = fold(m.text)
+        if m.type in ("person", "place", "organisation") and key not in g.by_key and not set(key.split()) <= tokens:
+            out.append(m.text)  # neither a known name nor part of one ("Bob" of "Bob Smith")
+    return out
+
+
+def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation) -> dict[str, float]:
+    seeds: dict[str, float] = {}
+
+    def put(node: str, a: float) -> None:
+        seeds[node] = max(seeds.get(node, 0.0), a)
+
+    eps = [(e, sim) for e, sim in s.semantic_episodes if sim >= MIN_SIMILARITY and e in g.episodes]
+    for e, sim in eps[:SEMANTIC_SEEDS]:
+        put(f"e:{e}", sim)
+    traces = [t for t in g.traces.values() if t.vector is not None and len(t.vector)]
+    if traces:
+        sims = np.stack([t.vector for t in traces]) @ s.query_vector
+        ranked = sorted(((0.7 * float(sim) + 0.3 * trace_activation(t), float(sim), t.id)
+                         for t, sim in zip(traces, sims) if sim >= MIN_SIMILARITY), reverse=True)
+        for _, sim, tid in ranked[:SEMANTIC_SEEDS]:
+            put(f"t:{tid}", sim)
+    for e in [e for e in s.keyword_episodes if e in g.episodes][:LEXICAL_SEEDS]:
+        put(f"e:{e}", LEXICAL_START)
+    qw = words(query)
+    if qw:
+        overlap = sorted(((len(qw & w), tid) for tid, w in view.summary_words.items() if qw & w), reverse=True)
+        for _, tid in overlap[:LEXICAL_SEEDS]:
+            put(f"t:{tid}", LEXICAL_START)
+    named = [g.by_key[fold(m.text)] for m in find_mentions(query, g.gazetteer()) if fold(m.text) in g.by_key]
+    for nid in list(dict.fromkeys(named))[:NAMED_ENTITIES]:
+        put(f"n:{nid}", ENTITY_START)
+        latest = sorted({g.episodes[e].trace_id for e in g.entities[nid].episodes
+                         if e in g.episodes and g.episodes[e].trace_id},
+                        key=lambda t: -g.traces[t].end if t in g.traces else 0)
+        for tid in latest[:NAMED_TRACES]:
+            put(f"t:{tid}", ENTITY_START)
+    return seeds
+
+
+def recall(g: UserGraph, view: GraphView, s: Seeds, query: str, params: act.Params, trace_activation,
+           gate: float = GATE) -> tuple[bool, float, dict[str, float]]:
+    """(known, confidence, fired activation by node)."""
+    if unknown_names(g, query):
+        return False, 0.0, {}
+    seeds = seed(g, view, s, query, trace_activation)
+    if not seeds:
+        return False, 0.0, {}
+    fired = act.spread_lazy(view.neighbours, seeds, params)
+    best = max(fired.values(), default=0.0)
+    return best >= gate, best, fired

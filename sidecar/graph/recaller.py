@@ -1,0 +1,142 @@
+"""`graph_recall` and query mode `graph`: seeds from the messages store (semantic and keyword search)
+and from the user's graph, spreading activation (recall.py), the answer shaped for the wire, and use
+strengthening the traces it returns."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..storage import sql_in
+from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, RecalledEpisode, RecalledTrace
+from ..wire.errors import TooLarge
+from . import activation as act
+from .model import UserGraph
+from .service import BATCH, decayed
+from .recall import GATE, SEMANTIC_SEEDS, GraphView, Seeds, recall
+
+USE_BOOST = 0.1
+
+
+class Recaller:
+    def __init__(self, service: Any, embed: Callable[[str], np.ndarray]):
+        self.service = service  # the GraphService: graphs, lock, store, reader
+        self.embed = embed
+        self._views: dict[str, tuple[int, GraphView]] = {}
+
+    def view(self, g: UserGraph) -> GraphView:
+        cached = self._views.get(g.user_id)
+        if cached is None or cached[0] != g.version:
+            cached = (g.version, GraphView(g))
+            self._views[g.user_id] = cached
+            while len(self._views) > 64:
+                self._views.pop(next(iter(self._views)))
+        return cached[1]
+
+    def _fired(self, user_id: str, text: str, vector: np.ndarray, since: float | None, until: float | None,
+               params: act.Params, gate: float) -> tuple[UserGraph, bool, float, dict[str, float]]:
+        svc = self.service
+        self.consolidate_pending(user_id)  # what was stored since the last pass takes part
+        reader = svc.reader
+        semantic = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=until, mode="semantic")
+        keyword = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=until, text=text, mode="keyword")
+        with svc.lock:
+            g = svc.graph(user_id)
+            seeds = Seeds([(r["id"], r["similarity"]) for r in semantic], [r["id"] for r in keyword], vector)
+            now = svc.clock()
+            known, best, fired = recall(g, self.view(g), seeds, text, params,
+                                        lambda t: svc.trace_activation(t, now), gate)
+        if since is not None or until is not None:
+            fired = {n: a for n, a in fired.items() if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
+        return g, known, best, fired
+
+    @staticmethod
+    def _inside(g: UserGraph, ep_id: str, since: float | None, until: float | None) -> bool:
+        ep = g.episodes.get(ep_id)
+        return ep is not None and (since is None or ep.ts >= since) and (until is None or ep.ts <= until)
+
+    def graph_recall(self, req: GraphRecallRequest) -> GraphRecallResponse:
+        svc = self.service
+        if req.limit > svc.max_limit:
+            raise TooLarge(f"limit {req.limit} is over the maximum of {svc.max_limit}")
+        o = req.params.model_dump(exclude_none=True) if req.params is not None else {}
+        gate = o.pop("gate", GATE)
+        params = act.Params(**o)
+        g, known, best, fired = self._fired(req.user_id, req.text, self.embed(req.text), req.since, req.until,
+                                            params, gate)
+        if not known:
+            return GraphRecallResponse(known=False, confidence=round(best, 4), traces=[])
+        ranked = self._traces(g, fired)
+        if req.since is not None or req.until is not None:
+            ranked = [(t, a) for t, a in ranked if any(self._inside(g, e, req.since, req.until)
+                                                       for e in g.traces[t].episode_ids)]
+        ranked = ranked[:req.limit]
+        traces = [self._trace_out(g, tid, a, fired, req.episodes, req.since, req.until) for tid, a in ranked]
+        traces = [t for t in traces if t.episodes]
+        if req.strengthen and traces:
+            self.strengthen(req.user_id, [t.id for t in traces], USE_BOOST)
+        return GraphRecallResponse(known=True, confidence=round(best, 4), traces=traces)
+
+    @staticmethod
+    def _traces(g: UserGraph, fired: dict[str, float]) -> list[tuple[str, float]]:
+        """Traces by fired activation; a trace reached only through its episodes counts their best."""
+        score: dict[str, float] = {}
+        for node, a in fired.items():
+            kind, _, nid = node.partition(":")
+            tid = nid if kind == "t" else g.episodes[nid].trace_id if kind == "e" and nid in g.episodes else None
+            if tid and tid in g.traces:
+                score[tid] = max(score.get(tid, 0.0), a)
+        return sorted(score.items(), key=lambda kv: (-kv[1], -g.traces[kv[0]].end, kv[0]))
+
+    def _trace_out(self, g: UserGraph, tid: str, a: float, fired: dict[str, float], n: int, since: float | None,
+                   until: float | None) -> RecalledTrace:
+        t = g.traces[tid]
+        inside = [e for e in t.episode_ids if self._inside(g, e, since, until)]
+        eps = sorted(inside, key=lambda e: (-fired.get(f"e:{e}", 0.0), g.episodes[e].ts if e in g.episodes
+                                                  else 0.0))[:n]
+        rows = {r["id"]: r for r in self.service.reader.rows(sql_in("id", eps))} if eps else {}
+        episodes = [RecalledEpisode(id=e, content=rows[e]["content"], timestamp=int(rows[e]["timestamp"]),
+                                    is_bot=rows[e]["is_bot"], username=rows[e].get("username"),
+                                    message_id=rows[e].get("message_id"), channel_id=rows[e].get("channel_id"),
+                                    activation=round(fired.get(f"e:{e}", 0.0), 4)) for e in eps if e in rows]
+        ents = [RecalledEntity(id=x, name=g.entities[x].name, type=g.entities[x].type) for x in t.entity_ids
+                if x in g.entities]
+        return RecalledTrace(id=t.id, summary=t.summary, strength=len(t.episode_ids), activation=round(a, 4),
+                             entities=ents, episodes=episodes, start=int(t.start), end=int(t.end))
+
+    def search(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
+               until: float | None) -> list[dict[str, Any]]:
+        """Query mode `graph`: episodes by fired activation (no gate), each with its cosine similarity."""
+        g, _known, _best, fired = self._fired(user_id, text, vector, since, until, act.Params(), 0.0)
+        eps = sorted(((a, n[2:]) for n, a in fired.items() if n.startswith("e:") and n[2:] in g.episodes),
+                     reverse=True)
+        ids = [e for _, e in eps[:limit]]
+        rows, vectors = self.service.reader.embedded(ids)
+        for r, v in zip(rows, vectors):
+            r["similarity"] = float(v @ vector)
+        by_id = {r["id"]: r for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def consolidate_pending(self, user_id: str) -> None:
+        """Consolidate what the user stored since the last pass (recall needs every episode in a trace)."""
+        svc = self.service
+        svc.settled()
+        with svc.lock:
+            g = svc.graph(user_id)
+            if not any(e.trace_id is None and not e.low for e in g.episodes.values()):
+                return
+        while svc.consolidate_user(user_id)["episodes"] >= BATCH:
+            pass
+
+    def strengthen(self, user_id: str, trace_ids: list[str], boost: float) -> None:
+        """Use strengthens memory: each trace gains `boost` (on its decayed value), capped at 1."""
+        svc = self.service
+        with svc.lock:
+            g = svc.graph(user_id)
+            now = svc.clock()
+            traces = [g.traces[t] for t in trace_ids if t in g.traces]
+            for t in traces:
+                t.activation = min(1.0, decayed(t.activation, t.updated_at, now) + boost)
+                t.updated_at = now
+            svc.store.save(g, traces=traces)

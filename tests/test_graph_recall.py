@@ -1,0 +1,98 @@
+"""graph_recall and query mode "graph" end to end (real sidecar, model and store): the right trace
+comes first, a question about someone the user never mentioned is answered `known: false`, time
+windows filter, use strengthens, and bad input gets a clear error or a correct empty answer."""
+
+from __future__ import annotations
+
+import time
+
+T0 = (int(time.time()) // 60 - 3 * 24 * 60) * 60  # three days ago: inside the default TTL
+DAY = 86_400
+
+STORY = [
+    (0, "I moved to Lisbon last year and I work at Acme Robotics."),
+    (60, "My sister Ana visited me in Lisbon with her dog Max."),
+    (DAY, "We went hiking in Sintra on Sunday, Ana loved the views."),
+    (DAY + 60, "The trail to the Moorish castle was steep but worth it."),
+    (2 * DAY, "Work is busy, the robot arm demo for Acme is next week."),
+    (2 * DAY + 60, "lol ok"),
+]
+
+
+def _store(sc, user="u1"):
+    msgs = [{"user_id": user, "username": "Caroline", "content": c, "timestamp": T0 + dt, "message_id": f"m{i}",
+             "channel_id": "general"} for i, (dt, c) in enumerate(STORY)]
+    r = sc.request({"type": "store", "messages": msgs})
+    assert r["type"] == "ok", r
+    return r["ids"]
+
+
+def test_recall_finds_the_trace_and_knows_what_it_does_not_know(sidecar):
+    ids = _store(sidecar)
+    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "Where did Ana go hiking?", "limit": 3})
+    assert r["type"] == "graph_recall" and r["known"] is True and 0 < r["confidence"] <= 1
+    top = r["traces"][0]
+    assert ids[2] in [e["id"] for e in top["episodes"]]  # the hiking message, in the first trace
+    assert {"Ana", "Sintra"} <= {e["name"] for e in top["entities"]}
+    assert all(set(e) >= {"id", "content", "timestamp", "activation"} for e in top["episodes"])
+    assert [t["activation"] for t in r["traces"]] == sorted((t["activation"] for t in r["traces"]), reverse=True)
+    # a name this user never mentioned: the memory does not know, and says so
+    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "Who is Gina married to?"})
+    assert r == {"type": "graph_recall", "known": False, "confidence": 0.0, "traces": []}
+    assert sidecar.request({"type": "graph_recall", "user_id": "stranger", "text": "hiking?"})["known"] is False
+    # query mode graph: episodes by activation
+    res = sidecar.request({"type": "query", "user_id": "u1", "text": "Where did Ana go hiking?", "mode": "graph",
+                           "limit": 2})
+    assert res["type"] == "results" and res["messages"][0]["id"] == ids[2]
+    assert all(-1 <= m["similarity"] <= 1 for m in res["messages"])
+
+
+def test_time_window_and_use_strengthens(sidecar):
+    ids = _store(sidecar)
+    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "Acme Robotics work",
+                         "since": T0 + 2 * DAY - 10, "strengthen": False})
+    episodes = [e["id"] for t in r["traces"] for e in t["episodes"]]
+    assert episodes and ids[0] not in episodes and ids[4] in episodes  # only the window's episodes
+    ana = lambda: sidecar.request({"type": "entity", "user_id": "u1", "name": "Ana"})["traces"]  # noqa: E731
+    before = {t["id"]: t["activation"] for t in ana()}
+    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "hiking with Ana"})
+    returned = {t["id"] for t in r["traces"]}
+    after = {t["id"]: t["activation"] for t in ana()}
+    assert any(after[t] > before[t] for t in returned & before.keys())
+
+
+def test_bad_input_and_edge_cases(sidecar):
+    _store(sidecar)
+    for text in ("🎉🎉🎉", "the and of it", "x" * 32_000):
+        r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": text})
+        assert r["type"] == "graph_recall" and (r["known"] or r["traces"] == []), r
+    for bad in ({"type": "graph_recall", "user_id": "u1", "text": "  "},
+                {"type": "graph_recall", "user_id": "u1", "text": "a", "limit": -1},
+                {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"gate": 1.5}},
+                {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"iterations": 0}},
+                {"type": "graph_recall", "text": "a"}):
+        r = sidecar.request(bad)
+        assert r["type"] == "error" and r["code"] == "invalid_request", (bad, r)
+    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "a", "limit": 10_000})
+    assert r["code"] == "too_large"
+    assert sidecar.request({"type": "ping"})["type"] == "pong"
+
+
+def test_one_giant_component(sidecar):
+    """Every message names the same people: one hub, one big connected graph; recall still answers."""
+    msgs = [{"user_id": "hub", "content": f"Met Bob and Alice at the cafe, topic {i}: the weather {i % 7}.",
+             "timestamp": T0 + 30 * i, "channel_id": "c"} for i in range(400)]
+    for start in range(0, 400, 200):
+        assert sidecar.request({"type": "store", "messages": msgs[start:start + 200]})["type"] == "ok"
+    t0 = time.monotonic()
+    r = sidecar.request({"type": "graph_recall", "user_id": "hub", "text": "what did Bob say about the weather 3?"})
+    assert r["type"] == "graph_recall" and r["known"] and r["traces"]
+    assert time.monotonic() - t0 < 30
+
+
+def test_query_mode_graph_needs_the_graph(spawn):
+    sc = spawn("--graph", "false")
+    r = sc.request({"type": "query", "user_id": "u", "text": "x", "mode": "graph"})
+    assert r["type"] == "error" and r["code"] == "disabled"
+    assert sc.request({"type": "graph_recall", "user_id": "u", "text": "x"})["code"] == "disabled"
+    assert sc.shutdown() == 0
