@@ -33,7 +33,7 @@ TYPES = sorted(t for t in REQUEST_MODELS if t != "shutdown")
 # Commands that cost an embedding or a compaction when valid (5-80 ms each on this 2-core VM) are
 # generated less often, so the stream stays mostly cheap; every type is still generated many times.
 WEIGHTS = {t: 1 for t in ("cleanup", "forget_user", "remember", "extract_inline", "context", "recall", "query",
-                          "facts", "history", "stats")}
+                          "facts", "history", "stats", "consolidate", "graph_recall", "health")}
 
 
 def segments(stream: bytes) -> list[bytes]:
@@ -272,6 +272,13 @@ TEMPLATES: list[dict] = [
     {"type": "context", "format": "markdown", "users": {"1": "alice"}, "text": "hello",
      "channel": {"channel_id": "c"}, "history": {"user_id": "1"}},
     {"type": "sync", "timeout": 0.01},
+    {"type": "entities", "user_id": "1", "entity_type": "person", "prefix": "a", "limit": 10},
+    {"type": "entity", "user_id": "1", "name": "Alice"},
+    {"type": "merge_entities", "user_id": "1", "source": "a", "target": "b"},
+    {"type": "consolidate", "user_id": "1"},
+    {"type": "health"},
+    {"type": "graph_recall", "user_id": "1", "text": "what did Alice say?", "limit": 3, "episodes": 2,
+     "since": 0, "strengthen": False, "params": {"spread": 0.8, "gate": 0.2}},
 ]
 assert {t["type"] for t in TEMPLATES} == set(TYPES)
 INSERTS = [b"\x00", b"\xff", b"\xc3", b"\r", b"\n", b"\r\n", b"\x1b", b"\"", b"\\", b"{", b"}", b"[", b"]", b",",
