@@ -227,3 +227,22 @@ def test_deep_tier_answer_validation():
     assert rels == [("mentor_of", "zed")]
     with pytest.raises(LLMError):
         parse({"facts": []}, text)
+
+
+def test_spreading_activation_inhibition_and_firing():
+    from sidecar.graph import activation as act
+
+    p = act.Params()
+    graph = {"a": {"b": 1.0}, "b": {"a": 1.0, "c": 1.0}, "c": {"b": 1.0}, "x": {}}
+    fired = act.spread(graph, {"a": 0.5}, p)
+    assert fired["a"] > fired["b"] > fired["c"] > 0  # activation fades with distance from the seed
+    assert "x" not in fired  # nothing reaches an unconnected node
+    assert act.fire({"n": p.theta}, p)["n"] == pytest.approx(0.5)  # the sigmoid's midpoint is theta
+    # lateral inhibition: the top M keep their value, a weak node under strong winners drops out,
+    # but a seed is never inhibited
+    many = {f"w{i}": 1.0 for i in range(p.top_m)} | {"weak": 0.2, "seed": 0.2}
+    kept = act.inhibit(many, p, exempt={"seed"})
+    assert all(kept[f"w{i}"] == 1.0 for i in range(p.top_m)) and "weak" not in kept and kept["seed"] == 0.2
+    # potentials are capped at 1, so a hub cannot flood the rest
+    hub = {"h": {f"e{i}": 1.0 for i in range(50)}} | {f"e{i}": {"h": 1.0} for i in range(50)}
+    assert max(act.spread(hub, {f"e{i}": 1.0 for i in range(50)}, p).values()) <= act.fire({"x": 1.0}, p)["x"]

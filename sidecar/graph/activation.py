@@ -2,7 +2,7 @@
 the Bud memory service). Nodes are strings (a trace, an episode, an entity id); the graph is an
 adjacency map node -> {neighbour: weight}; seeds are node -> starting activation.
 
-    for T iterations:   u_i <- RETAIN * a_i + sum_j SPREAD * w_ji * a_j / max(1, degree(j))
+    for T iterations:   u_i <- min(1, RETAIN * a_i + sum_j SPREAD * w_ji * a_j / max(1, degree(j)))
                         seeds never fall below SEED_FLOOR
     lateral inhibition: the TOP_M most active keep their value; every other node loses
                         BETA * sum over winners above it of (winner - itself); <= 0 drops out
@@ -43,16 +43,19 @@ def spread(adjacency: Mapping[str, Mapping[str, float]], seeds: Mapping[str, flo
                 nxt[other] = nxt.get(other, 0.0) + share * w
         for node in seeds:
             nxt[node] = max(nxt.get(node, 0.0), p.seed_floor)
-        active = nxt
-    return fire(inhibit(active, p), p)
+        active = {n: min(1.0, a) for n, a in nxt.items()}  # a potential is at most 1: no node floods the rest
+    return fire(inhibit(active, p, set(seeds)), p)
 
 
-def inhibit(active: Mapping[str, float], p: Params) -> dict[str, float]:
+def inhibit(active: Mapping[str, float], p: Params, exempt: set[str] = frozenset()) -> dict[str, float]:
+    """The TOP_M most active keep their value; every other node loses BETA x the sum of (winner - itself)
+    and drops out at or below 0. Seeds (`exempt`) are never inhibited: a memory that answers the
+    question directly is not suppressed by a strongly connected one (the paper's "cognitive tunneling")."""
     ranked = sorted(active.items(), key=lambda kv: (-kv[1], kv[0]))
     winners = [a for _, a in ranked[:p.top_m]]
     out = dict(ranked[:p.top_m])
     for node, a in ranked[p.top_m:]:
-        left = a - p.beta * sum(w - a for w in winners if w > a)
+        left = a if node in exempt else a - p.beta * sum(w - a for w in winners if w > a)
         if left > 0:
             out[node] = left
     return out

@@ -60,8 +60,8 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
     new = 0
     mentions: list[Mention] = []
     if not low:
-        gazetteer = g.gazetteer()
-        mentions = find_mentions(content, gazetteer)
+        gazetteer, pattern = g.gazetteer()
+        mentions = find_mentions(content, gazetteer, pattern)
         if extra is not None:
             taken = [(m.start, m.end) for m in mentions]
             mentions += [m for m in extra(content) if all(m.end <= s or m.start >= e for s, e in taken)]
@@ -111,17 +111,18 @@ def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Cha
 
 
 class Builder:
-    """The background thread. `graphs(user_id)` gives the user's graph under `lock`; `save(g, changes)`
+    """The background thread. `graphs(user_id)` gives the user's graph under `lock`; `save([(g, changes)])`
     persists a batch; `after_batch(n)` is told how many episodes were built (the consolidation
     schedule)."""
 
     def __init__(self, lock: threading.RLock, graphs: Callable[[str], UserGraph],
-                 save: Callable[[UserGraph, Changes], None], after_batch: Callable[[int], None],
+                 save: Callable[[list[tuple[UserGraph, Changes]]], None], after_batch: Callable[[int], None],
                  extra: Callable[[str], list[Mention]] | None = None,
                  same_fact: Callable[[str, str], str | None] | None = None):
         self.lock = lock
         self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
         self.on_built: Callable[[UserGraph, Episode, dict[str, Any]], None] | None = None
+        self.preload: Callable[[list[str]], None] | None = None  # load the batch's users' graphs together
         self.graphs = graphs
         self.save = save
         self.after_batch = after_batch
@@ -203,12 +204,16 @@ class Builder:
                 self._idle.notify_all()
 
     def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        """Build a batch of stored messages, every user's, and save them together (one commit per table)."""
         by_user: dict[str, list[int]] = {}
         for k, r in enumerate(rows):
             by_user.setdefault(r["user_id"], []).append(k)
-        for user_id, idx in by_user.items():
-            idx.sort(key=lambda k: rows[k]["timestamp"])
-            with self.lock:
+        done: list[tuple[UserGraph, Changes]] = []
+        with self.lock:
+            if self.preload is not None:
+                self.preload(list(by_user))
+            for user_id, idx in by_user.items():
+                idx.sort(key=lambda k: rows[k]["timestamp"])
                 g = self.graphs(user_id)
                 changes = Changes()
                 for k in idx:
@@ -219,6 +224,7 @@ class Builder:
                     if self.on_built is not None:
                         self.on_built(g, ep, rows[k])
                     g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]
-                self.save(g, changes)
-            self.built += len(idx)
-            self.after_batch(len(idx))
+                done.append((g, changes))
+            self.save(done)
+        self.built += len(rows)
+        self.after_batch(len(rows))

@@ -86,7 +86,8 @@ def _fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
 
 
-def _gazetteer_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+def gazetteer_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+    """One compiled pattern for a gazetteer's names (longest first); compile once, match often."""
     keys = sorted({_fold(n).strip() for n in names if n and n.strip()}, key=len, reverse=True)
     if not keys:
         return None
@@ -194,12 +195,12 @@ def _caps(text: str, taken: list[tuple[int, int]]) -> list[Mention]:
 
 
 def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None,
-                  gazetteer_pattern: re.Pattern[str] | None = None) -> list[Mention]:
+                  pattern: re.Pattern[str] | None = None) -> list[Mention]:
     """Mentions in `text`, in order, without overlaps. `gazetteer`: folded name or alias -> entity type
-    (the user's known entities); pass its compiled `gazetteer_pattern` when calling often."""
+    (the user's known entities); pass its compiled `pattern` (gazetteer_pattern) when calling often."""
     found: list[Mention] = []
     if gazetteer:
-        pattern = gazetteer_pattern or _gazetteer_pattern(gazetteer)
+        pattern = pattern or gazetteer_pattern(gazetteer)
         folded = _fold(text)
         if pattern is not None and len(folded) == len(text):  # offsets line up (no expanding characters)
             for m in pattern.finditer(folded):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import activation as act
-from .consolidation import SESSION_GAP
+from .consolidation import HUB_SHARE, SESSION_GAP
 from .mentions import find_mentions
 from .model import UserGraph, fold
 
@@ -59,6 +59,10 @@ class GraphView:
 
     def __init__(self, g: UserGraph):
         self.g = g
+        n = max(1, len(g.episodes))
+        # entities in more than HUB_SHARE of the episodes (the speakers of a conversation) join everything:
+        # they are left out of the spread, as out of consolidation
+        self.hubs = {e.id for e in g.entities.values() if len(e.episodes) > HUB_SHARE * n and len(e.episodes) > 3}
         self.links: dict[str, dict[str, float]] = {}
         for (a, b), w in g.links.items():
             self.links.setdefault(a, {})[b] = w
@@ -84,11 +88,11 @@ class GraphView:
             ep = g.episodes[nid]
             if ep.trace_id:
                 out[f"t:{ep.trace_id}"] = 1.0
-            out.update({f"n:{n}": 0.5 for n in ep.entity_ids})
+            out.update({f"n:{n}": 0.5 for n in ep.entity_ids if n not in self.hubs})
             for other in self.order.get(nid, (None, None)):
                 if other:
                     out[f"e:{other}"] = 0.5
-        elif kind == "n" and nid in g.entities:
+        elif kind == "n" and nid in g.entities and nid not in self.hubs:
             out = {f"e:{e}": 0.5 for e in g.entities[nid].episodes}
         return out
 
@@ -97,7 +101,7 @@ def unknown_names(g: UserGraph, query: str) -> list[str]:
     """Names (people, places, organisations) the query uses that the user's graph has never seen."""
     out = []
     tokens = {w for key in g.by_key for w in key.split()}
-    for m in find_mentions(query, g.gazetteer()):
+    for m in find_mentions(query, *g.gazetteer()):
         key = fold(m.text)
         if m.type in ("person", "place", "organisation") and key not in g.by_key and not set(key.split()) <= tokens:
             out.append(m.text)  # neither a known name nor part of one ("Bob" of "Bob Smith")
@@ -127,7 +131,7 @@ def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation) 
         overlap = sorted(((len(qw & w), tid) for tid, w in view.summary_words.items() if qw & w), reverse=True)
         for _, tid in overlap[:LEXICAL_SEEDS]:
             put(f"t:{tid}", LEXICAL_START)
-    named = [g.by_key[fold(m.text)] for m in find_mentions(query, g.gazetteer()) if fold(m.text) in g.by_key]
+    named = [g.by_key[fold(m.text)] for m in find_mentions(query, *g.gazetteer()) if fold(m.text) in g.by_key]
     for nid in list(dict.fromkeys(named))[:NAMED_ENTITIES]:
         put(f"n:{nid}", ENTITY_START)
         latest = sorted({g.episodes[e].trace_id for e in g.entities[nid].episodes
@@ -147,5 +151,6 @@ def recall(g: UserGraph, view: GraphView, s: Seeds, query: str, params: act.Para
     if not seeds:
         return False, 0.0, {}
     fired = act.spread_lazy(view.neighbours, seeds, params)
+    fired = {n: a for n, a in fired.items() if not n.startswith("n:")}  # entities carry activation, memories compete
     best = max(fired.values(), default=0.0)
     return best >= gate, best, fired

@@ -17,6 +17,7 @@ from .service import BATCH, decayed
 from .recall import GATE, SEMANTIC_SEEDS, GraphView, Seeds, recall
 
 USE_BOOST = 0.1
+SIMILARITY_WEIGHT = 0.6  # query mode graph: cosine vs fired activation in an episode's score
 
 
 class Recaller:
@@ -107,16 +108,17 @@ class Recaller:
 
     def search(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
                until: float | None) -> list[dict[str, Any]]:
-        """Query mode `graph`: episodes by fired activation (no gate), each with its cosine similarity."""
+        """Query mode `graph`: the activated episodes ranked by SIMILARITY_WEIGHT x cosine + (1 -
+        SIMILARITY_WEIGHT) x fired activation (the paper's fusion without its global prior; no gate)."""
         g, _known, _best, fired = self._fired(user_id, text, vector, since, until, act.Params(), 0.0)
-        eps = sorted(((a, n[2:]) for n, a in fired.items() if n.startswith("e:") and n[2:] in g.episodes),
-                     reverse=True)
-        ids = [e for _, e in eps[:limit]]
-        rows, vectors = self.service.reader.embedded(ids)
+        eps = [n[2:] for n in fired if n.startswith("e:") and n[2:] in g.episodes]
+        rows, vectors = self.service.reader.embedded(eps)
+        scored = []
         for r, v in zip(rows, vectors):
             r["similarity"] = float(v @ vector)
-        by_id = {r["id"]: r for r in rows}
-        return [by_id[i] for i in ids if i in by_id]
+            score = SIMILARITY_WEIGHT * r["similarity"] + (1 - SIMILARITY_WEIGHT) * fired[f"e:{r['id']}"]
+            scored.append((-score, r["id"], r))
+        return [r for _, _, r in sorted(scored)[:limit]]
 
     def consolidate_pending(self, user_id: str) -> None:
         """Consolidate what the user stored since the last pass (recall needs every episode in a trace)."""

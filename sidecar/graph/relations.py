@@ -94,6 +94,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 _SKIP = re.compile(r"\b(?:don't|do not|didn't|never|not|won't|wouldn't|if|maybe|might|would|wish|hope to|want to|"
                    r"going to|gonna|plan to|planning to)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\bI\b|\b(?i:my|our)\b")
 _VAGUE = {"it", "that", "this", "them", "you", "him", "her", "to", "the", "a", "an", "my", "your", "when", "how",
           "what", "so", "too", "there", "here", "lot", "all"}
 
@@ -105,6 +106,8 @@ def _clause_around(text: str, start: int) -> str:
 
 def find_relations(text: str) -> list[FoundRelation]:
     """First-person relations stated in `text`, in order of appearance."""
+    if not _FIRST_PERSON.search(text):
+        return []  # every pattern needs "I" or "my"/"our": most messages stop here
     out: list[FoundRelation] = []
     for kind, rx in _PATTERNS:
         for m in rx.finditer(text):

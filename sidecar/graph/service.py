@@ -76,6 +76,7 @@ class GraphService:
         self._first_unconsolidated: float | None = None
         self.last_consolidation: float | None = None
         self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier, same_fact)
+        self.builder.preload = self.preload
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
         self.llm = llm
         self.deep = None
@@ -91,6 +92,13 @@ class GraphService:
 
     # ------------------------------------------------------------------ graphs
 
+    def preload(self, user_ids: list[str]) -> None:
+        """Load the graphs of these users that are not in memory, together."""
+        with self.lock:
+            missing = [u for u in dict.fromkeys(user_ids) if u not in self._cache]
+            if missing:
+                self._cache.update(self.store.load_many(missing))
+
     def graph(self, user_id: str) -> UserGraph:
         """The user's graph, loaded on a miss; the least recently used ones leave past the budget."""
         with self.lock:
@@ -103,10 +111,11 @@ class GraphService:
                 self._cache.popitem(last=False)
             return g
 
-    def _save(self, g: UserGraph, changes: Changes) -> None:
-        g.version += 1
-        self.store.save(g, episodes=changes.episodes, entities=changes.entities.values(),
-                        relations=changes.relations.values())
+    def _save(self, built: list[tuple[UserGraph, Changes]]) -> None:
+        for g, _ in built:
+            g.version += 1
+        self.store.save_many([(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])
+                              for g, c in built], new_episodes=True)
 
     def _built(self, n: int) -> None:
         self._unconsolidated += n

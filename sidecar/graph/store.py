@@ -87,36 +87,24 @@ class GraphStore:
 
     def load(self, user_id: str) -> UserGraph:
         """The user's whole graph (empty for a user with none)."""
-        where = f"user_id = {sql_str(user_id)}"
-        g = UserGraph(user_id)
+        return self.load_many([user_id])[user_id]
+
+    def load_many(self, user_ids: list[str]) -> dict[str, UserGraph]:
+        """Several users' graphs with one read per table (a batch of new users costs 6 reads, not 6 each)."""
+        graphs = {uid: UserGraph(uid) for uid in user_ids}
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in self._schemas}
         with self.lock:
-            rows = {name: self._read(name, where) for name in self._schemas}
-        for r in rows[EPISODES]:
-            g.episodes[r["id"]] = Episode(r["id"], r["ts"], r["channel_id"], r["message_id"], r["reply_to"],
-                                          r["quality"], r["low"], [], r["trace_id"])
-            if r["message_id"]:
-                g.by_message_id[r["message_id"]] = r["id"]
-        for r in rows[ENTITIES]:
-            g.entities[r["id"]] = Entity(r["id"], r["name"], r["type"], set(r["aliases"]), r["activation"])
-        for r in sorted(rows[MENTIONS], key=lambda r: (g.episodes[r["episode_id"]].ts if r["episode_id"] in
-                                                        g.episodes else 0.0, r["seq"])):
-            entity, episode = g.entities.get(r["entity_id"]), g.episodes.get(r["episode_id"])
-            if entity is not None and episode is not None:
-                entity.episodes.append(episode.id)
-                episode.entity_ids.append(entity.id)
-        for entity in g.entities.values():
-            g.index(entity)
-        for r in rows[RELATIONS]:
-            g.relations[r["id"]] = Relation(r["id"], r["subject_id"], r["predicate"], r["object_id"],
-                                            r["object_value"], r["valid_from"], r["valid_to"], list(r["episode_ids"]),
-                                            r["confidence"], r["fact_id"])
-        for r in rows[TRACES]:
-            g.traces[r["id"]] = Trace(r["id"], r["summary"], list(r["episode_ids"]), list(r["entity_ids"]),
-                                      r["activation"], r["start"], r["end"], r["created_at"], r["updated_at"],
-                                      np.asarray(r["vector"], dtype=np.float32))
-        for r in rows[LINKS]:
-            g.links[(r["a"], r["b"])] = r["weight"]
-        return g
+            for start in range(0, len(user_ids), 200):
+                where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start:start + 200])})"
+                for name in self._schemas:
+                    rows[name] += self._read(name, where)
+        by_user: dict[str, dict[str, list]] = {uid: {name: [] for name in self._schemas} for uid in user_ids}
+        for name, table_rows in rows.items():
+            for r in table_rows:
+                by_user[r["user_id"]][name].append(r)
+        for uid, g in graphs.items():
+            _fill(g, by_user[uid])
+        return graphs
 
     def done_ids(self) -> set[str]:
         """Every message id the graph has an episode for."""
@@ -149,11 +137,16 @@ class GraphStore:
 
     # ------------------------------------------------------------------ writes
 
-    def _upsert(self, name: str, rows: list[dict[str, Any]]) -> None:
+    def _upsert(self, name: str, rows: list[dict[str, Any]], append: bool = False) -> None:
+        """One commit: merged on `id`, or appended (`append`: rows that cannot exist yet; cheaper, since
+        a merge joins against the whole table)."""
         if not rows:
             return
         data = pa.Table.from_pylist(rows, schema=self._schemas[name])
-        self.tables[name].merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        if append:
+            self.tables[name].add(data)
+        else:
+            self.tables[name].merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
         self._written = True
         self._on_write()
 
@@ -163,20 +156,30 @@ class GraphStore:
 
     def save(self, g: UserGraph, episodes: Iterable[Episode] = (), entities: Iterable[Entity] = (),
              relations: Iterable[Relation] = (), traces: Iterable[Trace] = (),
-             links: Iterable[tuple[str, str]] = ()) -> None:
-        """Write what changed; episodes last (they mark their messages as done)."""
-        uid = g.user_id
-        episodes, entities = list(episodes), list(entities)
+             links: Iterable[tuple[str, str]] = (), new_episodes: bool = False) -> None:
+        """Write what changed in one user's graph (see `save_many`)."""
+        self.save_many([(g, list(episodes), list(entities), list(relations), list(traces), list(links))],
+                       new_episodes)
+
+    def save_many(self, items: list[tuple[UserGraph, list, list, list, list, list]], new_episodes: bool = False) -> None:
+        """What changed in several users' graphs, in one commit per table; episodes last (they mark their
+        messages as done). new_episodes: the episodes (and their mentions) are new, so they are appended;
+        a crash between their mentions and them leaves mentions that `load` reads once."""
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in self._schemas}
+        for g, episodes, entities, relations, traces, links in items:
+            uid = g.user_id
+            rows[ENTITIES] += [{"id": e.id, "user_id": uid, "name": e.name, "type": e.type,
+                                "aliases": sorted(e.aliases), "activation": e.activation} for e in entities]
+            rows[MENTIONS] += [{"id": f"{ep.id}:{i}", "user_id": uid, "episode_id": ep.id, "entity_id": eid, "seq": i}
+                               for ep in episodes for i, eid in enumerate(ep.entity_ids)]
+            rows[RELATIONS] += [_relation_row(uid, r) for r in relations]
+            rows[TRACES] += [_trace_row(uid, t, self.dim) for t in traces]
+            rows[LINKS] += [{"id": f"{a}|{b}", "user_id": uid, "a": a, "b": b, "weight": g.links[(a, b)]}
+                            for a, b in links if (a, b) in g.links]
+            rows[EPISODES] += [_episode_row(uid, ep) for ep in episodes]
         with self.lock:
-            self._upsert(ENTITIES, [{"id": e.id, "user_id": uid, "name": e.name, "type": e.type,
-                                     "aliases": sorted(e.aliases), "activation": e.activation} for e in entities])
-            self._upsert(MENTIONS, [{"id": f"{ep.id}:{i}", "user_id": uid, "episode_id": ep.id, "entity_id": eid,
-                                     "seq": i} for ep in episodes for i, eid in enumerate(ep.entity_ids)])
-            self._upsert(RELATIONS, [_relation_row(uid, r) for r in relations])
-            self._upsert(TRACES, [_trace_row(uid, t, self.dim) for t in traces])
-            self._upsert(LINKS, [{"id": f"{a}|{b}", "user_id": uid, "a": a, "b": b, "weight": g.links[(a, b)]}
-                                 for a, b in links if (a, b) in g.links])
-            self._upsert(EPISODES, [_episode_row(uid, ep) for ep in episodes])
+            for name in (ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS, EPISODES):
+                self._upsert(name, _unique(rows[name]), append=new_episodes and name in (MENTIONS, EPISODES))
 
     def replace_mentions(self, g: UserGraph, episode_ids: Iterable[str]) -> None:
         """Rewrite the mentions of these episodes (after a merge moved them to another entity)."""
@@ -223,6 +226,11 @@ class GraphStore:
             log.info("compacted graph tables in %.0f ms", (time.perf_counter() - t0) * 1000)
 
 
+def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last row of each id (a merge takes each id once)."""
+    return list({r["id"]: r for r in rows}.values())
+
+
 def _episode_row(uid: str, ep: Episode) -> dict[str, Any]:
     return {"id": ep.id, "user_id": uid, "ts": ep.ts, "channel_id": ep.channel_id, "message_id": ep.message_id,
             "reply_to": ep.reply_to, "quality": ep.quality, "low": ep.low, "trace_id": ep.trace_id}
@@ -239,3 +247,33 @@ def _trace_row(uid: str, t: Trace, dim: int) -> dict[str, Any]:
     return {"id": t.id, "user_id": uid, "summary": t.summary, "episode_ids": t.episode_ids,
             "entity_ids": t.entity_ids, "activation": t.activation, "start": t.start, "end": t.end,
             "created_at": t.created_at, "updated_at": t.updated_at, "vector": np.asarray(vector, np.float32).tolist()}
+
+
+def _fill(g: UserGraph, rows: dict[str, list[dict[str, Any]]]) -> None:
+    """A user's graph from its table rows."""
+    for r in rows[EPISODES]:
+        g.episodes[r["id"]] = Episode(r["id"], r["ts"], r["channel_id"], r["message_id"], r["reply_to"],
+                                      r["quality"], r["low"], [], r["trace_id"])
+        if r["message_id"]:
+            g.by_message_id[r["message_id"]] = r["id"]
+    for r in rows[ENTITIES]:
+        g.entities[r["id"]] = Entity(r["id"], r["name"], r["type"], set(r["aliases"]), r["activation"])
+    order = sorted(rows[MENTIONS], key=lambda r: (g.episodes[r["episode_id"]].ts if r["episode_id"] in g.episodes
+                                                   else 0.0, r["episode_id"], r["seq"]))
+    for r in order:
+        entity, episode = g.entities.get(r["entity_id"]), g.episodes.get(r["episode_id"])
+        if entity is not None and episode is not None and entity.id not in episode.entity_ids:
+            entity.episodes.append(episode.id)
+            episode.entity_ids.append(entity.id)
+    for entity in g.entities.values():
+        g.index(entity)
+    for r in rows[RELATIONS]:
+        g.relations[r["id"]] = Relation(r["id"], r["subject_id"], r["predicate"], r["object_id"], r["object_value"],
+                                        r["valid_from"], r["valid_to"], list(r["episode_ids"]), r["confidence"],
+                                        r["fact_id"])
+    for r in rows[TRACES]:
+        g.traces[r["id"]] = Trace(r["id"], r["summary"], list(r["episode_ids"]), list(r["entity_ids"]), r["activation"],
+                                  r["start"], r["end"], r["created_at"], r["updated_at"],
+                                  np.asarray(r["vector"], dtype=np.float32))
+    for r in rows[LINKS]:
+        g.links[(r["a"], r["b"])] = r["weight"]
