@@ -96,3 +96,19 @@ def test_query_mode_graph_needs_the_graph(spawn):
     assert r["type"] == "error" and r["code"] == "disabled"
     assert sc.request({"type": "graph_recall", "user_id": "u", "text": "x"})["code"] == "disabled"
     assert sc.shutdown() == 0
+
+
+def test_context_can_add_related_memories(sidecar):
+    _store(sidecar)
+    base = {"type": "context", "user_id": "u1", "username": "Caroline", "text": "how was the hike with Ana?"}
+    plain = sidecar.request(base)
+    assert plain["type"] == "context" and "related_block" not in plain
+    r = sidecar.request({**base, "related": 2, "related_words": 40})
+    block = r["related_block"]
+    lines = block.splitlines()
+    assert lines[0] == "[related memories]" and 2 <= len(lines) <= 3
+    assert "Sintra" in block and all(line.startswith("- 20") for line in lines[1:])
+    assert sum(len(line.split()) - 2 for line in lines[1:]) <= 40 + 2  # the word budget, an ellipsis aside
+    assert sidecar.request({**base, "text": "who is Gina?", "related": 2}).get("related_block", "") == ""
+    opted = sidecar.request({**base, "text": "hike with Ana? 🚫", "related": 2})
+    assert opted["opted_out"] is True and not opted.get("related_block")

@@ -16,13 +16,12 @@ import logging
 import threading
 import time
 import warnings
-from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ..storage import Database, cosine_search, rrf
+from ..storage import Database, compact_tables, cosine_search, rrf
 
 log = logging.getLogger("sidecar.fact_store")
 
@@ -280,12 +279,7 @@ class FactStore:
             if if_written and not self._written:
                 return
             self._written = False
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for table in (self.facts, self.events, self.users):
-                    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-            log.info("compacted fact tables in %.0f ms", (time.perf_counter() - t0) * 1000)
+            compact_tables((self.facts, self.events, self.users), "the fact tables")
 
     def reembed(self, embed: Any) -> None:
         data = self.facts.to_arrow()

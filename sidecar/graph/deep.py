@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..llm import LLMClient, LLMError
+from ..llm.worker import JobQueue
 from .relations import PREDICATES
 
 log = logging.getLogger("sidecar.graph")
@@ -80,55 +79,24 @@ class DeepTier:
     def __init__(self, llm: LLMClient, apply: Callable[[DeepJob, list, list], None]):
         self.llm = llm
         self.apply = apply
-        self._jobs: deque[DeepJob] = deque()
-        self._cond = threading.Condition()
-        self._busy = False
-        self._stopping = False
-        self.done = self.failed = self.dropped = 0
-        self._thread = threading.Thread(target=self._run, name="graph-llm", daemon=True)
-        self._thread.start()
+        self.done = self.failed = 0
+        self.jobs = JobQueue(self._one, "graph-llm", DEEP_QUEUE_MAX, drop_oldest=True)
+
+    @property
+    def dropped(self) -> int:
+        return self.jobs.dropped
 
     def submit(self, job: DeepJob) -> None:
-        with self._cond:
-            if len(self._jobs) >= DEEP_QUEUE_MAX:
-                self._jobs.popleft()
-                self.dropped += 1
-            self._jobs.append(job)
-            self._cond.notify_all()
+        self.jobs.submit(job)
 
     def forget(self, user_id: str) -> None:
-        with self._cond:
-            self._jobs = deque(j for j in self._jobs if j.user_id != user_id)
+        self.jobs.forget(lambda j: j.user_id == user_id)
 
     def pending(self) -> int:
-        with self._cond:
-            return len(self._jobs) + self._busy
-
-    def wait_idle(self, timeout: float) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._jobs and not self._busy, timeout=timeout)
+        return self.jobs.pending()
 
     def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._jobs.clear()
-            self._cond.notify_all()
-        self._thread.join(5.0)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._jobs or self._stopping)
-                if self._stopping:
-                    return
-                job = self._jobs.popleft()
-                self._busy = True
-            try:
-                self._one(job)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+        self.jobs.stop()
 
     def _one(self, job: DeepJob) -> None:
         try:

@@ -4,6 +4,7 @@ strengthening the traces it returns."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -142,3 +143,22 @@ class Recaller:
                 t.activation = min(1.0, decayed(t.activation, t.updated_at, now) + boost)
                 t.updated_at = now
             svc.store.save(g, traces=traces)
+
+    def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
+        """`[related memories]` lines, one per recalled trace (date and summary), within `words` words
+        in all: the pyramid's cut shortens each summary to its share (the context's "related memories")."""
+        lines: list[tuple[float, str]] = []
+        vector = self.embed(text)
+        for uid in users:
+            g, known, _best, fired = self._fired(uid, text, vector, None, None, act.Params(), GATE)
+            if known:
+                lines += [(a, tid) for tid, a in self._traces(g, fired)[:per_user]]
+        if not lines:
+            return ""
+        share = max(4, words // len(lines))
+        out = ["[related memories]"]
+        for _a, tid in sorted(lines, reverse=True):
+            t = next(g.traces[tid] for g in (self.service.graph(u) for u in users) if tid in g.traces)
+            day = time.strftime("%Y-%m-%d", time.gmtime(t.end))
+            out.append(f"- {day}: {self.service.cut(t.summary, share)}")
+        return "\n".join(out)

@@ -269,6 +269,9 @@ class GraphService:
     def graph_recall(self, req: Any) -> Any:
         return self.recaller.graph_recall(req)
 
+    def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
+        return self.recaller.related_block(users, text, per_user, words)
+
     def search(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
                until: float | None) -> list[dict[str, Any]]:
         return self.recaller.search(user_id, text, vector, limit, since, until)

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import warnings
-from datetime import timedelta
 from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 
-from ..storage import Database, sql_str
+from ..storage import Database, compact_tables, sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
 
 log = logging.getLogger("sidecar.graph")
@@ -218,12 +216,7 @@ class GraphStore:
             if if_written and not self._written:
                 return
             self._written = False
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for table in self.tables.values():
-                    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-            log.info("compacted graph tables in %.0f ms", (time.perf_counter() - t0) * 1000)
+            compact_tables(self.tables.values(), "the graph tables")
 
 
 def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -77,13 +77,23 @@ class Dispatcher:
             FactHistoryRequest: facts.history,
             UpdateFactRequest: facts.update,
             ForgetFactRequest: facts.forget,
-            ContextRequest: lambda req: conversation.context(req, facts.context),
+            ContextRequest: lambda req: self._context(req, conversation, facts),
             HealthRequest: self._health,
         }
         for kind, name in ((EntitiesRequest, "entities"), (EntityRequest, "entity"),
                            (MergeEntitiesRequest, "merge_entities"), (ConsolidateRequest, "consolidate"),
                            (GraphRecallRequest, "graph_recall")):
             self.handlers[kind] = getattr(graph, name) if graph is not None else self._graph_off
+
+    def _context(self, req: ContextRequest, conversation: ConversationService, facts: FactService) -> BaseModel:
+        """The facts and conversation blocks, then (with `related`, `text` and graph memory) related memories."""
+        out = conversation.context(req, facts.context)
+        if req.related and req.text and not out.opted_out:
+            if self.graph is None:
+                raise Disabled("`related` needs graph memory, which is switched off (--graph false)")
+            out.related_block = self.graph.related_block(list(req.user_map()), req.text, req.related,
+                                                         req.related_words)
+        return out
 
     @staticmethod
     def _graph_off(req: Any) -> BaseModel:

@@ -2,7 +2,7 @@
 and migrations, the compaction schedule, safe filters, and search helpers. Imports no other part of
 the sidecar; each domain keeps its own tables (messages/store.py, facts/store.py, graph/store.py)."""
 
-from .compaction import COMPACT_MAX_DUTY, CompactionSchedule, compaction_due
+from .compaction import COMPACT_MAX_DUTY, CompactionSchedule, compact_tables, compaction_due
 from .database import (
                        LANCE_DIR,
                        LOCK_FILE,
@@ -18,6 +18,6 @@ from .database import (
 from .search import cosine_search, rrf
 from .sql import sql_in, sql_num, sql_str
 
-__all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
+__all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
            "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes",
            "write_json_atomic", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]

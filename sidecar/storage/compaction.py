@@ -3,8 +3,12 @@ every table of the data dir (messages, facts, graph), so one schedule serves the
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+import warnings
+from datetime import timedelta
+from typing import Any, Iterable
 
 # Background compaction takes at most this share of wall time by default (--compact-max-duty):
 # after one that took d seconds, the next waits at least d * (1 / share - 1). LanceDB's `optimize`
@@ -64,3 +68,14 @@ class CompactionSchedule:
             pause = took * (1 / self.max_duty - 1)
             self._not_before = time.monotonic() + pause
             return pause
+
+
+def compact_tables(tables: Iterable[Any], what: str) -> None:
+    """Compact small tables in full: merge fragments, fold rows into indexes, drop every old version
+    (the caller holds the lock that keeps writes out, since rows are updated in place)."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for table in tables:
+            table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+    logging.getLogger("sidecar.storage").info("compacted %s in %.0f ms", what, (time.perf_counter() - t0) * 1000)

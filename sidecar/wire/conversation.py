@@ -128,6 +128,9 @@ class ContextRequest(_Request):
     mode: SearchMode = Field("hybrid", description="How facts are ranked for `text`: " + MODE_DESCRIPTION)
     channel: "ChannelContextOptions | None" = Field(None, description="Also render the channel block "
                                                     "(the options of `channel_context`).")
+    related: StrictInt = Field(0, ge=0, le=20, description="With `text` and graph memory: also render a "
+                               "\"related memories\" block of this many traces per user recalled by the text.")
+    related_words: StrictInt = Field(120, ge=10, le=2000, description="Word budget of the related-memories block.")
     history: "HistoryOptions | None" = Field(None, description="Also render the history block "
                                              "(the options of `history`).")
 
@@ -167,4 +170,5 @@ class ContextResponse(_Response):
     facts: int = Field(description="How many facts the block shows.")
     channel_block: str | None = Field(None, description="With `channel`: the channel_context block.")
     history_block: str | None = Field(None, description="With `history`: the history block.")
+    related_block: str | None = Field(None, description="With `related`: traces recalled by `text`, compressed.")
     opted_out: bool = Field(False, description="The request's text carried the opt-out marker: every block is empty.")
