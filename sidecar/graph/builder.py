@@ -60,8 +60,7 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
     new = 0
     mentions: list[Mention] = []
     if not low:
-        gazetteer, pattern = g.gazetteer()
-        mentions = find_mentions(content, gazetteer, pattern)
+        mentions = find_mentions(content, *g.gazetteer())
         if extra is not None:
             taken = [(m.start, m.end) for m in mentions]
             mentions += [m for m in extra(content) if all(m.end <= s or m.start >= e for s, e in taken)]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping
 
 TYPES = ("person", "place", "organisation", "thing", "event", "date", "other")
 
@@ -86,12 +86,28 @@ def _fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
 
 
-def gazetteer_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
-    """One compiled pattern for a gazetteer's names (longest first); compile once, match often."""
-    keys = sorted({_fold(n).strip() for n in names if n and n.strip()}, key=len, reverse=True)
-    if not keys:
-        return None
-    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(k) for k in keys) + r")(?!\w)")
+_GZ_WORD = re.compile(r"\w+(?:['’.&-]\w+)*")
+
+
+def _gazetteer_hits(text: str, gazetteer: Mapping[str, str], max_words: int) -> list[Mention]:
+    """Known names in `text`: the longest run of up to `max_words` words whose folded form is a key
+    (a dictionary look-up per run: no pattern to compile, whatever the number of names)."""
+    folded = _fold(text)
+    if len(folded) != len(text):  # offsets would not line up (a character that folds to several)
+        return []
+    words = [(m.start(), m.end()) for m in _GZ_WORD.finditer(folded)]
+    hits, i = [], 0
+    while i < len(words):
+        for n in range(min(max_words, len(words) - i), 0, -1):
+            start, end = words[i][0], words[i + n - 1][1]
+            kind = gazetteer.get(re.sub(r"\s+", " ", folded[start:end]))
+            if kind is not None:
+                hits.append(Mention(text[start:end], start, end, kind))
+                i += n
+                break
+        else:
+            i += 1
+    return hits
 
 
 def _type_of_caps(text: str, span: str, start: int) -> str:
@@ -194,17 +210,14 @@ def _caps(text: str, taken: list[tuple[int, int]]) -> list[Mention]:
     return out
 
 
-def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None,
-                  pattern: re.Pattern[str] | None = None) -> list[Mention]:
+def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None) -> list[Mention]:
     """Mentions in `text`, in order, without overlaps. `gazetteer`: folded name or alias -> entity type
-    (the user's known entities); pass its compiled `pattern` (gazetteer_pattern) when calling often."""
+    (the user's known entities; anything with `get`), its longest key in words as `max_words`."""
     found: list[Mention] = []
     if gazetteer:
-        pattern = pattern or gazetteer_pattern(gazetteer)
-        folded = _fold(text)
-        if pattern is not None and len(folded) == len(text):  # offsets line up (no expanding characters)
-            for m in pattern.finditer(folded):
-                found.append(Mention(text[m.start():m.end()], m.start(), m.end(), gazetteer[m.group(0)]))
+        if max_words is None:
+            max_words = max(len(k.split()) for k in gazetteer)
+        found += _gazetteer_hits(text, gazetteer, max_words)
     for rx, kind in ((_MENTION, "person"), (_EMAIL, "other"), (_URL, "other"), (_AMOUNT, "other")):
         found += [Mention(m.group(0), m.start(), m.end(), kind) for m in rx.finditer(text)]
     for m in _DATE.finditer(text):

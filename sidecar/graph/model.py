@@ -94,25 +94,26 @@ class UserGraph:
     by_message_id: dict[str, str] = field(default_factory=dict)  # platform message id -> episode id
     recent: list = field(default_factory=list)  # vectors of the latest episodes built (not stored)
     version: int = 0  # raised by every change of structure (recall caches its view of the graph by it)
-    _gazetteer: tuple | None = None
+    max_words: int = 1  # the longest indexed name, in words
+    first_names: dict[str, set[str]] = field(default_factory=dict)  # a person's first name -> ids (full names)
+    single_names: dict[str, set[str]] = field(default_factory=dict)  # a one-word person name -> ids
 
     # ------------------------------------------------------------------ entities
 
     def index(self, entity: Entity) -> None:
         for key in entity.keys():
             self.by_key.setdefault(key, entity.id)
+            self.max_words = max(self.max_words, len(key.split()))
+        if entity.type == "person":
+            tokens = fold(entity.name).split()
+            if tokens:
+                bucket = self.first_names if len(tokens) > 1 else self.single_names
+                bucket.setdefault(tokens[0], set()).add(entity.id)
 
-    def gazetteer(self) -> tuple[dict[str, str], object]:
-        """(folded name or alias -> entity type, its compiled pattern) for the fast tier; rebuilt only
-        when a name, alias or type changed (compiling a pattern of a few hundred names costs
-        milliseconds, matching it microseconds)."""
-        from .mentions import gazetteer_pattern
-
-        key = (len(self.by_key), self.version)
-        if self._gazetteer is None or self._gazetteer[0] != key:
-            names = {k: self.entities[eid].type for k, eid in self.by_key.items() if eid in self.entities}
-            self._gazetteer = (key, names, gazetteer_pattern(names))
-        return self._gazetteer[1], self._gazetteer[2]
+    def gazetteer(self) -> tuple["_Types", int]:
+        """(folded name or alias -> entity type, the longest name in words) for the fast tier: a live view
+        of the index, so a new name costs nothing to add."""
+        return _Types(self), self.max_words
 
     def resolve(self, name: str, type_: str) -> tuple[Entity, bool]:
         """The entity a mention names, created when none matches; True when it is new.
@@ -145,11 +146,14 @@ class UserGraph:
         tokens = key.split()
         if not tokens:
             return None
-        people = [e for e in self.entities.values() if e.type == "person"]
-        if len(tokens) == 1:
-            found = [e for e in people if len(fold(e.name).split()) > 1 and fold(e.name).split()[0] == tokens[0]]
-        else:
-            found = [e for e in people if fold(e.name) == tokens[0]]
+        if len(tokens) == 1:  # a first name: the one known full name it starts
+            ids = self.first_names.get(tokens[0], ())
+            found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
+                     and len(fold(self.entities[i].name).split()) > 1 and fold(self.entities[i].name).split()[0] == tokens[0]]
+        else:  # a full name: the one known person of that single name
+            ids = self.single_names.get(tokens[0], ())
+            found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
+                     and fold(self.entities[i].name) == tokens[0]]
         return found[0] if len(found) == 1 else None
 
     def salience(self, entity: Entity) -> float:
@@ -238,3 +242,20 @@ class UserGraph:
             trace = self.traces[trace_id]
             trace.episode_ids = [e for e in trace.episode_ids if e not in ids]
         return touched
+
+
+class _Types:
+    """folded name -> entity type, read through a user's index (what the fast tier looks names up in)."""
+
+    def __init__(self, g: UserGraph):
+        self.g = g
+
+    def get(self, key: str) -> str | None:
+        entity = self.g.entities.get(self.g.by_key.get(key, ""))
+        return entity.type if entity is not None else None
+
+    def __bool__(self) -> bool:
+        return bool(self.g.by_key)
+
+    def __iter__(self):
+        return iter(self.g.by_key)
