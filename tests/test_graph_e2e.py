@@ -158,3 +158,11 @@ def test_ten_thousand_entities_for_one_user(sidecar):
     assert r["episodes"] == 5_000
     recall = sidecar.request({"type": "graph_recall", "user_id": "big", "text": f"when did I meet {names[4_242]}?"})
     assert recall["known"] and names[4_242] in recall["traces"][0]["episodes"][0]["content"]
+
+
+def test_a_relation_about_the_user_links_the_fact_that_states_it(sidecar):
+    fact = sidecar.request({"type": "remember", "user_id": "u1", "text": "Lives in Lisbon", "category": "answer"})
+    _store_all(sidecar, "u1", ["I moved to Lisbon last year.", "I adopted a cat named Luna"])
+    rels = {r["predicate"]: r for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "me"})["relations"]}
+    assert rels["lives_in"]["fact_id"] == fact["fact"]["id"]
+    assert "fact_id" not in rels["has_pet"]  # no fact says it: no link
