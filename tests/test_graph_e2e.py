@@ -166,3 +166,17 @@ def test_a_relation_about_the_user_links_the_fact_that_states_it(sidecar):
     rels = {r["predicate"]: r for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "me"})["relations"]}
     assert rels["lives_in"]["fact_id"] == fact["fact"]["id"]
     assert "fact_id" not in rels["has_pet"]  # no fact says it: no link
+
+
+def test_consolidation_runs_in_the_background_when_due(sidecar):
+    """200 new episodes make consolidation due (docs/graph.md): traces appear with no `consolidate`."""
+    msgs = [{"user_id": "bg", "content": f"Day {i}: I practised the cello scales with Marta for {i % 5 + 1} hours.",
+             "timestamp": T0 + 60 * i, "channel_id": "c"} for i in range(210)]
+    assert sidecar.request({"type": "store", "messages": msgs})["type"] == "ok"
+    deadline = time.monotonic() + 60
+    traces = 0
+    while time.monotonic() < deadline and not traces:
+        traces = sidecar.request({"type": "health"})["graph"]["traces"]
+        time.sleep(0.5)
+    assert traces > 0
+    assert sidecar.request({"type": "health"})["graph"]["last_consolidation"] is not None

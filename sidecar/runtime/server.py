@@ -140,7 +140,7 @@ class Server:
 
     def _maintain(self, service) -> None:
         """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due;
-        freed heap pages returned every few seconds."""
+        graph consolidation when due; freed heap pages returned every few seconds."""
         cfg = self.config
         next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
         next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
@@ -162,6 +162,8 @@ class Server:
                 elif service.store.compact_due():
                     service.store.compact(exclusive=False)
                     native_memory.trim()
+                elif self.app.graph is not None and self.app.graph.consolidation_due():
+                    self.app.graph.consolidate_all()  # 200 new episodes, or 5 min after the first
             except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
                 log.exception("background maintenance failed; will retry")
                 next_expiry = time.monotonic() + 60
