@@ -40,6 +40,9 @@ def test_recall_finds_the_trace_and_knows_what_it_does_not_know(sidecar):
     r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "Who is Gina married to?"})
     assert r == {"type": "graph_recall", "known": False, "confidence": 0.0, "traces": []}
     assert sidecar.request({"type": "graph_recall", "user_id": "stranger", "text": "hiking?"})["known"] is False
+    # query mode graph has no gate: an unknown name in the text still gets the closest memories
+    res = sidecar.request({"type": "query", "user_id": "u1", "text": "Did Gina go hiking with Ana?", "mode": "graph"})
+    assert ids[2] in [m["id"] for m in res["messages"]]
     # query mode graph: episodes by activation
     res = sidecar.request({"type": "query", "user_id": "u1", "text": "Where did Ana go hiking?", "mode": "graph",
                            "limit": 2})

@@ -234,7 +234,7 @@ def test_spreading_activation_inhibition_and_firing():
 
     p = act.Params()
     graph = {"a": {"b": 1.0}, "b": {"a": 1.0, "c": 1.0}, "c": {"b": 1.0}, "x": {}}
-    fired = act.spread(graph, {"a": 0.5}, p)
+    fired = act.spread(lambda n: graph.get(n, {}), {"a": 0.5}, p)
     assert fired["a"] > fired["c"] > 0 and fired["b"] > fired["c"]  # the farthest node gets the least
     assert "x" not in fired  # nothing reaches an unconnected node
     assert act.fire({"n": p.theta}, p)["n"] == pytest.approx(0.5)  # the sigmoid's midpoint is theta
@@ -245,4 +245,4 @@ def test_spreading_activation_inhibition_and_firing():
     assert all(kept[f"w{i}"] == 1.0 for i in range(p.top_m)) and "weak" not in kept and kept["seed"] == 0.2
     # potentials are capped at 1, so a hub cannot flood the rest
     hub = {"h": {f"e{i}": 1.0 for i in range(50)}} | {f"e{i}": {"h": 1.0} for i in range(50)}
-    assert max(act.spread(hub, {f"e{i}": 1.0 for i in range(50)}, p).values()) <= act.fire({"x": 1.0}, p)["x"]
+    assert max(act.spread(lambda n: hub.get(n, {}), {f"e{i}": 1.0 for i in range(50)}, p).values()) <= act.fire({"x": 1.0}, p)["x"]

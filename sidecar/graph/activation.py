@@ -1,6 +1,6 @@
 """Spreading activation with lateral inhibition, pure (after the Synapse paper, arXiv 2601.02744, and
 the Bud memory service). Nodes are strings (a trace, an episode, an entity id); the graph is an
-adjacency map node -> {neighbour: weight}; seeds are node -> starting activation.
+function node -> {neighbour: weight}; seeds are node -> starting activation.
 
     for T iterations:   u_i <- min(1, RETAIN * a_i + sum_j SPREAD * w_ji * a_j / max(1, degree(j)))
                         seeds never fall below SEED_FLOOR
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 
 @dataclass(frozen=True)
@@ -28,18 +28,24 @@ class Params:
     theta: float = 0.3
 
 
-def spread(adjacency: Mapping[str, Mapping[str, float]], seeds: Mapping[str, float],
+def spread(neighbours: Callable[[str], Mapping[str, float]], seeds: Mapping[str, float],
            p: Params = Params()) -> dict[str, float]:
-    """Fired activation (0..1) of every node reached, from the seeds."""
+    """Fired activation (0..1) of every node reached from the seeds; `neighbours(node)` gives a node's
+    {neighbour: weight} (asked once per node: a large graph is never built whole)."""
+    memo: dict[str, Mapping[str, float]] = {}
     active = dict(seeds)
     for _ in range(p.iterations):
         nxt: dict[str, float] = {n: p.retain * a for n, a in active.items()}
         for node, a in active.items():
-            neighbours = adjacency.get(node, {})
-            if not neighbours or a <= 0:
+            if a <= 0:
                 continue
-            share = p.spread * a / max(1, len(neighbours))
-            for other, w in neighbours.items():
+            if node not in memo:
+                memo[node] = neighbours(node)
+            out = memo[node]
+            if not out:
+                continue
+            share = p.spread * a / max(1, len(out))
+            for other, w in out.items():
                 nxt[other] = nxt.get(other, 0.0) + share * w
         for node in seeds:
             nxt[node] = max(nxt.get(node, 0.0), p.seed_floor)
@@ -64,15 +70,3 @@ def inhibit(active: Mapping[str, float], p: Params, exempt: set[str] = frozenset
 def fire(active: Mapping[str, float], p: Params) -> dict[str, float]:
     return {n: 1.0 / (1.0 + math.exp(-p.gamma * (u - p.theta))) for n, u in active.items()}
 
-
-def spread_lazy(neighbours, seeds: Mapping[str, float], p: Params = Params()) -> dict[str, float]:
-    """`spread` over a graph given as a function node -> {neighbour: weight} (called once per node)."""
-    memo: dict[str, Mapping[str, float]] = {}
-
-    class _Adjacency(dict):
-        def get(self, node, default=None):  # noqa: D401 - Mapping.get over the lazy function
-            if node not in memo:
-                memo[node] = neighbours(node)
-            return memo[node]
-
-    return spread(_Adjacency(), seeds, p)

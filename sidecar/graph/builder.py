@@ -41,7 +41,7 @@ class Changes:
 
 def self_entity(g: UserGraph, username: str | None) -> Entity:
     """The entity of the user themself (the subject of first-person relations)."""
-    entity, _new = g.resolve(username or "me", "person") if username else g.resolve("me", "person")
+    entity, _new = g.resolve(username or "me", "person")
     if username and "me" not in {a.casefold() for a in entity.aliases}:
         entity.aliases.add("me")
         g.index(entity)

@@ -77,6 +77,7 @@ class GraphView:
                 nxt = eps[k + 1].id if k + 1 < len(eps) and eps[k + 1].ts - ep.ts <= SESSION_GAP else None
                 self.order[ep.id] = (prev, nxt)
         self.summary_words = {t.id: words(t.summary) for t in g.traces.values()}
+        self.name_words = {w for key in g.by_key for w in key.split()}  # every word of a known name
 
     def neighbours(self, node: str) -> dict[str, float]:
         kind, _, nid = node.partition(":")
@@ -97,13 +98,12 @@ class GraphView:
         return out
 
 
-def unknown_names(g: UserGraph, query: str) -> list[str]:
+def unknown_names(g: UserGraph, view: GraphView, query: str) -> list[str]:
     """Names (people, places, organisations) the query uses that the user's graph has never seen."""
     out = []
-    tokens = {w for key in g.by_key for w in key.split()}
     for m in find_mentions(query, *g.gazetteer()):
         key = fold(m.text)
-        if m.type in ("person", "place", "organisation") and key not in g.by_key and not set(key.split()) <= tokens:
+        if m.type in ("person", "place", "organisation") and key not in g.by_key and not set(key.split()) <= view.name_words:
             out.append(m.text)  # neither a known name nor part of one ("Bob" of "Bob Smith")
     return out
 
@@ -144,13 +144,12 @@ def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation) 
 
 def recall(g: UserGraph, view: GraphView, s: Seeds, query: str, params: act.Params, trace_activation,
            gate: float = GATE) -> tuple[bool, float, dict[str, float]]:
-    """(known, confidence, fired activation by node)."""
-    if unknown_names(g, query):
-        return False, 0.0, {}
+    """(known, confidence, fired activation by node). The activation is computed either way: query mode
+    `graph` ranks by it with no gate."""
     seeds = seed(g, view, s, query, trace_activation)
-    if not seeds:
-        return False, 0.0, {}
-    fired = act.spread_lazy(view.neighbours, seeds, params)
+    fired = act.spread(view.neighbours, seeds, params) if seeds else {}
     fired = {n: a for n, a in fired.items() if not n.startswith("n:")}  # entities carry activation, memories compete
+    if unknown_names(g, view, query):
+        return False, 0.0, fired
     best = max(fired.values(), default=0.0)
     return best >= gate, best, fired
