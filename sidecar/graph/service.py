@@ -45,8 +45,8 @@ USE_BOOST = 0.1
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
-SETTLE_SECONDS = 30.0
-FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")  # a graph command waits at most this long for queued messages to be built
+SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
+FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
 
 def decayed(activation: float, since: float, now: float) -> float:
@@ -63,11 +63,12 @@ class GraphService:
     def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
                  max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None,
                  same_fact: Callable[[str, str], str | None] | None = None, llm: Any = None,
-                 embed: Callable[[str], np.ndarray] | None = None):
+                 embed: Callable[[str], np.ndarray] | None = None, consolidate_every: int = CONSOLIDATE_EVERY):
         self.store = store
         self.reader = reader  # the messages domain's MessageReader
         self.cut = cut  # the pyramid's word cut, for trace summaries
         self.cache_bytes = cache_bytes
+        self.consolidate_every = consolidate_every  # 0: only on demand (`consolidate`, recall)
         self.max_limit = max_limit
         self.clock = clock
         self.lock = threading.RLock()  # every graph read and change
@@ -123,10 +124,10 @@ class GraphService:
             self._first_unconsolidated = time.monotonic()
 
     def consolidation_due(self) -> bool:
-        if not self._unconsolidated:
+        if not self._unconsolidated or not self.consolidate_every:
             return False
         waited = time.monotonic() - (self._first_unconsolidated or time.monotonic())
-        return self._unconsolidated >= CONSOLIDATE_EVERY or waited >= CONSOLIDATE_INTERVAL
+        return self._unconsolidated >= self.consolidate_every or waited >= CONSOLIDATE_INTERVAL
 
     def catch_up(self) -> int:
         """Queue every stored message the graph has no episode for (a crash, or a store made before

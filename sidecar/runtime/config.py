@@ -171,6 +171,8 @@ OPTIONS: tuple[Option, ...] = (
            "in the background (MEMORY_SIDECAR_GRAPH=0 or --graph false: vector memory only)."),
     Option("graph_llm", _bool, False, "With an LLM: also ask it, in the background, for the entities and relations of "
            "episodes the rule tier flags (the graph's deep tier)."),
+    Option("graph_consolidate_every", _non_negative(int), 200, "Consolidate the graph in the background after this "
+           "many new episodes (or 5 minutes after the first); 0: only on demand (`consolidate`, `graph_recall`)."),
     Option("graph_cache_mb", _non_negative(int), 64, "Memory budget of the per-user graphs held in memory (least "
            "recently used users leave first)."),
 )
@@ -206,6 +208,7 @@ class Config:
     llm_timeout: float = 30.0
     graph: bool = True
     graph_llm: bool = False
+    graph_consolidate_every: int = 200
     graph_cache_mb: int = 64
     llm_retries: int = 2
     llm_extract: bool = True
