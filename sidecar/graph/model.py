@@ -12,8 +12,17 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
 SALIENCE_STEP = 0.1  # each resolved mention raises salience by this, up to 1
+# Resident bytes per item of a loaded graph (tracemalloc; see UserGraph.approx_bytes)
+EPISODE_BYTES = 400
+ENTITY_BYTES = 1_050
+RELATION_BYTES = 620
+TRACE_BYTES = 1_470
+LINK_BYTES = 125
+VIEW_EPISODE_BYTES = 400
+VIEW_TRACE_BYTES = 1_470
 
 
 def fold(name: str) -> str:
@@ -79,7 +88,7 @@ class Trace:
     end: float
     created_at: float
     updated_at: float
-    vector: object = None  # np.ndarray (float32, normalised), or None until computed
+    vector: object = None  # np.ndarray (float16 in memory, half the bytes; float32 on disk), None until computed
 
 
 @dataclass
@@ -97,6 +106,16 @@ class UserGraph:
     max_words: int = 1  # the longest indexed name, in words
     first_names: dict[str, set[str]] = field(default_factory=dict)  # a person's first name -> ids (full names)
     single_names: dict[str, set[str]] = field(default_factory=dict)  # a one-word person name -> ids
+    view: Any = None  # (version, recall's view of this graph): cached here so it leaves with the graph
+
+    def approx_bytes(self) -> int:
+        """Resident bytes of this graph and its recall view, for the LRU budget. The per-item figures are
+        tracemalloc's, on graphs loaded from the store (docs/graph.md, "Memory")."""
+        size = 4_000 + EPISODE_BYTES * len(self.episodes) + ENTITY_BYTES * len(self.entities)
+        size += RELATION_BYTES * len(self.relations) + TRACE_BYTES * len(self.traces) + LINK_BYTES * len(self.links)
+        if self.view is not None:
+            size += VIEW_EPISODE_BYTES * len(self.episodes) + VIEW_TRACE_BYTES * len(self.traces)
+        return size
 
     # ------------------------------------------------------------------ entities
 

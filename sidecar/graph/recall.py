@@ -19,6 +19,7 @@ best fired activation is below the gate: `known: false`.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +77,10 @@ class GraphView:
                 prev = eps[k - 1].id if k and ep.ts - eps[k - 1].ts <= SESSION_GAP else None
                 nxt = eps[k + 1].id if k + 1 < len(eps) and eps[k + 1].ts - ep.ts <= SESSION_GAP else None
                 self.order[ep.id] = (prev, nxt)
-        self.summary_words = {t.id: words(t.summary) for t in g.traces.values()}
+        self.summary_index: dict[str, list[str]] = {}  # a word of trace summaries -> the traces it is in
+        for t in g.traces.values():
+            for w in words(t.summary):
+                self.summary_index.setdefault(w, []).append(t.id)
         self.name_words = {w for key in g.by_key for w in key.split()}  # every word of a known name
 
     def neighbours(self, node: str) -> dict[str, float]:
@@ -128,7 +132,8 @@ def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation) 
         put(f"e:{e}", LEXICAL_START)
     qw = words(query)
     if qw:
-        overlap = sorted(((len(qw & w), tid) for tid, w in view.summary_words.items() if qw & w), reverse=True)
+        overlap = sorted(((n, tid) for tid, n in Counter(t for w in qw for t in view.summary_index.get(w, ())).items()),
+                         reverse=True)
         for _, tid in overlap[:LEXICAL_SEEDS]:
             put(f"t:{tid}", LEXICAL_START)
     named = [g.by_key[fold(m.text)] for m in find_mentions(query, *g.gazetteer()) if fold(m.text) in g.by_key]

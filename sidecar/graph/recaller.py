@@ -25,16 +25,14 @@ class Recaller:
     def __init__(self, service: Any, embed: Callable[[str], np.ndarray]):
         self.service = service  # the GraphService: graphs, lock, store, reader
         self.embed = embed
-        self._views: dict[str, tuple[int, GraphView]] = {}
 
-    def view(self, g: UserGraph) -> GraphView:
-        cached = self._views.get(g.user_id)
-        if cached is None or cached[0] != g.version:
-            cached = (g.version, GraphView(g))
-            self._views[g.user_id] = cached
-            while len(self._views) > 64:
-                self._views.pop(next(iter(self._views)))
-        return cached[1]
+    @staticmethod
+    def view(g: UserGraph) -> GraphView:
+        """Recall's view of the graph, kept on the graph (so the LRU budget counts it and it leaves with
+        the graph) until the graph changes."""
+        if g.view is None or g.view[0] != g.version:
+            g.view = (g.version, GraphView(g))
+        return g.view[1]
 
     def _fired(self, user_id: str, text: str, vector: np.ndarray, since: float | None, until: float | None,
                params: act.Params, gate: float) -> tuple[UserGraph, bool, float, dict[str, float]]:

@@ -54,11 +54,6 @@ def decayed(activation: float, since: float, now: float) -> float:
     return FLOOR + (activation - FLOOR) * math.pow(2.0, -days / HALF_LIFE_DAYS)
 
 
-def _size(g: UserGraph) -> int:
-    """Estimated bytes of a loaded graph (for the LRU budget)."""
-    return 600 + 350 * len(g.episodes) + 400 * len(g.entities) + 500 * len(g.relations) + 2200 * len(g.traces)
-
-
 class GraphService:
     def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
                  max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None,
@@ -108,7 +103,7 @@ class GraphService:
                 g = self.store.load(user_id)
                 self._cache[user_id] = g
             self._cache.move_to_end(user_id)
-            while len(self._cache) > 1 and sum(_size(x) for x in self._cache.values()) > self.cache_bytes:
+            while len(self._cache) > 1 and sum(x.approx_bytes() for x in self._cache.values()) > self.cache_bytes:
                 self._cache.popitem(last=False)
             return g
 
@@ -222,7 +217,7 @@ class GraphService:
         if not rows:
             return
         trace.summary = cons.summarise([r["content"] for r in rows], vectors, self.cut)
-        trace.vector = cons.mean_vector(vectors)
+        trace.vector = cons.mean_vector(vectors).astype(np.float16)
         eps = [g.episodes[r["id"]] for r in rows if r["id"] in g.episodes]
         trace.entity_ids = list(dict.fromkeys(e for ep in eps for e in ep.entity_ids))
         trace.start, trace.end = min(ep.ts for ep in eps), max(ep.ts for ep in eps)

@@ -260,13 +260,19 @@ def _fill(g: UserGraph, rows: dict[str, list[dict[str, Any]]]) -> None:
             episode.entity_ids.append(entity.id)
     for entity in g.entities.values():
         g.index(entity)
+    # one string object per id: the lists below reuse the episodes' and entities' own (a third of the bytes)
+    eps = {k: k for k in g.episodes}
+    ents = {k: k for k in g.entities}
     for r in rows[RELATIONS]:
         g.relations[r["id"]] = Relation(r["id"], r["subject_id"], r["predicate"], r["object_id"], r["object_value"],
-                                        r["valid_from"], r["valid_to"], list(r["episode_ids"]), r["confidence"],
-                                        r["fact_id"])
+                                        r["valid_from"], r["valid_to"], [eps.get(e, e) for e in r["episode_ids"]],
+                                        r["confidence"], r["fact_id"])
     for r in rows[TRACES]:
-        g.traces[r["id"]] = Trace(r["id"], r["summary"], list(r["episode_ids"]), list(r["entity_ids"]), r["activation"],
-                                  r["start"], r["end"], r["created_at"], r["updated_at"],
-                                  np.asarray(r["vector"], dtype=np.float32))
+        g.traces[r["id"]] = Trace(r["id"], r["summary"], [eps.get(e, e) for e in r["episode_ids"]],
+                                  [ents.get(e, e) for e in r["entity_ids"]], r["activation"], r["start"], r["end"],
+                                  r["created_at"], r["updated_at"], np.asarray(r["vector"], dtype=np.float16))
+    tids = {k: k for k in g.traces}
+    for ep in g.episodes.values():
+        ep.trace_id = tids.get(ep.trace_id, ep.trace_id)
     for r in rows[LINKS]:
-        g.links[(r["a"], r["b"])] = r["weight"]
+        g.links[(tids.get(r["a"], r["a"]), tids.get(r["b"], r["b"]))] = r["weight"]

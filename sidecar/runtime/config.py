@@ -173,7 +173,7 @@ OPTIONS: tuple[Option, ...] = (
            "episodes the rule tier flags (the graph's deep tier)."),
     Option("graph_consolidate_every", _non_negative(int), 200, "Consolidate the graph in the background after this "
            "many new episodes (or 5 minutes after the first); 0: only on demand (`consolidate`, `graph_recall`)."),
-    Option("graph_cache_mb", _non_negative(int), 64, "Memory budget of the per-user graphs held in memory (least "
+    Option("graph_cache_mb", _non_negative(int), 32, "Memory budget of the per-user graphs held in memory (least "
            "recently used users leave first)."),
 )
 
@@ -209,7 +209,7 @@ class Config:
     graph: bool = True
     graph_llm: bool = False
     graph_consolidate_every: int = 200
-    graph_cache_mb: int = 64
+    graph_cache_mb: int = 32
     llm_retries: int = 2
     llm_extract: bool = True
 
