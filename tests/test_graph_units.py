@@ -246,3 +246,41 @@ def test_spreading_activation_inhibition_and_firing():
     # potentials are capped at 1, so a hub cannot flood the rest
     hub = {"h": {f"e{i}": 1.0 for i in range(50)}} | {f"e{i}": {"h": 1.0} for i in range(50)}
     assert max(act.spread(lambda n: hub.get(n, {}), {f"e{i}": 1.0 for i in range(50)}, p).values()) <= act.fire({"x": 1.0}, p)["x"]
+
+
+def test_the_memory_budget_counts_what_a_graph_really_holds():
+    """The LRU budget (--graph-cache-mb) trusts approx_bytes: it must stay near what tracemalloc sees."""
+    import gc
+    import tracemalloc
+    import uuid
+
+    from sidecar.graph.builder import Changes, build_episode
+    from sidecar.graph.model import Trace
+    from sidecar.graph.recall import GraphView
+
+    texts = ["I met Ana and Bruno at the Lisbon fair.", "We hiked in Sintra with Carla.", "lol ok",
+             "My sister Dora moved to Porto for work at Acme.", "Work was long today, I am tired."]
+    rng = np.random.default_rng(3)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    g = UserGraph("u")
+    for i in range(2_000):
+        row = {"id": uuid.uuid4().hex, "timestamp": 1e9 + i * 60, "content": texts[i % 5] + f" ({i})",
+               "channel_id": "c", "message_id": None, "username": "Eve"}
+        build_episode(g, row, np.zeros(384, np.float32), None, Changes())
+    ids = list(g.episodes)
+    for k in range(0, len(ids), 2):
+        t = Trace(uuid.uuid4().hex, " ".join(texts) + str(k), ids[k:k + 2], [], 0.5, 0.0, 0.0, 0.0, 0.0,
+                  rng.standard_normal(384).astype(np.float16))
+        g.traces[t.id] = t
+        for e in t.episode_ids:
+            g.episodes[e].trace_id = t.id
+    traces = list(g.traces)
+    for a, b in zip(traces, traces[1:]):
+        g.links[(a, b)] = 0.9
+    g.view = (g.version, GraphView(g))
+    gc.collect()
+    real = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert 0.8 * real <= g.approx_bytes() <= 1.25 * real, (g.approx_bytes(), real)

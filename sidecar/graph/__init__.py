@@ -5,7 +5,8 @@ traces. Stands on the messages domain through its `Companion` and `MessageReader
 the conversation domain for the pyramid's word cut."""
 
 from .companion import GraphCompanion
+from .names import NameMatcher
 from .service import GraphService
 from .store import GraphStore
 
-__all__ = ["GraphCompanion", "GraphService", "GraphStore"]
+__all__ = ["GraphCompanion", "GraphService", "GraphStore", "NameMatcher"]

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .mentions import Mention, find_mentions
-from .model import Entity, Episode, Relation, UserGraph
+from .model import Entity, Episode, Relation, Similar, UserGraph
 from .quality import is_backchannel, novelty
 from .relations import AS_FACT, find_relations
 
@@ -50,7 +50,7 @@ def self_entity(g: UserGraph, username: str | None) -> Entity:
 
 def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent: np.ndarray | None,
                   changes: Changes, extra: Callable[[str], list[Mention]] | None = None,
-                  same_fact: Callable[[str, str], str | None] | None = None) -> Episode:
+                  same_fact: Callable[[str, str], str | None] | None = None, similar: Similar | None = None) -> Episode:
     """Add one message to the user's graph (pure in-memory work; `changes` collects what to save)."""
     content = row["content"]
     low = is_backchannel(content)
@@ -67,7 +67,7 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
         for m in mentions:
             if m.type == "date":
                 continue  # times are the episode's own; a date is not an entity of the graph
-            entity, created = g.resolve(m.text, m.type)
+            entity, created = g.resolve(m.text, m.type, similar)
             new += created
             if entity.id not in episode.entity_ids:
                 episode.entity_ids.append(entity.id)
@@ -79,13 +79,13 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
     if episode.message_id:
         g.by_message_id[episode.message_id] = episode.id
     if not low and not row.get("is_bot"):
-        _relations(g, row, episode, changes, same_fact)
+        _relations(g, row, episode, changes, same_fact, similar)
     changes.episodes.append(episode)
     return episode
 
 
 def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Changes,
-               same_fact: Callable[[str, str], str | None] | None) -> None:
+               same_fact: Callable[[str, str], str | None] | None, similar: Similar | None) -> None:
     found = find_relations(row["content"])
     if not found:
         return
@@ -94,7 +94,7 @@ def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Cha
     for r in found:
         obj = None
         if r.object_type in ("person", "place", "organisation", "other") and r.object[:1].isupper():
-            obj, _new = g.resolve(r.object, r.object_type)
+            obj, _new = g.resolve(r.object, r.object_type, similar)
             if obj.type != r.object_type and len(obj.episodes) <= 1:
                 obj.type = r.object_type  # the relation says what it is better than capitals did
             if episode.id not in obj.episodes:
@@ -117,8 +117,9 @@ class Builder:
     def __init__(self, lock: threading.RLock, graphs: Callable[[str], UserGraph],
                  save: Callable[[list[tuple[UserGraph, Changes]]], None], after_batch: Callable[[int], None],
                  extra: Callable[[str], list[Mention]] | None = None,
-                 same_fact: Callable[[str, str], str | None] | None = None):
+                 same_fact: Callable[[str, str], str | None] | None = None, similar: Similar | None = None):
         self.lock = lock
+        self.similar = similar  # resolution by meaning (names.NameMatcher), or None
         self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
         self.on_built: Callable[[UserGraph, Episode, dict[str, Any]], None] | None = None
         self.preload: Callable[[list[str]], None] | None = None  # load the batch's users' graphs together
@@ -219,7 +220,8 @@ class Builder:
                     if rows[k]["id"] in g.episodes:
                         continue  # built before a crash
                     recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
-                    ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact)
+                    ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact,
+                                       self.similar)
                     if self.on_built is not None:
                         self.on_built(g, ep, rows[k])
                     g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]

@@ -12,7 +12,7 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 SALIENCE_STEP = 0.1  # each resolved mention raises salience by this, up to 1
 # Resident bytes per item of a loaded graph (tracemalloc; see UserGraph.approx_bytes)
@@ -21,8 +21,9 @@ ENTITY_BYTES = 1_050
 RELATION_BYTES = 620
 TRACE_BYTES = 1_470
 LINK_BYTES = 125
-VIEW_EPISODE_BYTES = 400
-VIEW_TRACE_BYTES = 1_470
+VIEW_EPISODE_BYTES = 90
+VIEW_TRACE_BYTES = 300
+NAME_VECTOR_BYTES = 950  # float16, with its key
 
 
 def fold(name: str) -> str:
@@ -33,8 +34,17 @@ def fold(name: str) -> str:
     return re.sub(r"\s+", " ", text).strip(" .,;:!?\"'’()[]{}")
 
 
+def compact(key: str) -> str:
+    """A folded name with a leading "the", spaces and punctuation dropped: "the Grand Canyon",
+    "grand-canyon" and "Grand Canyon" are one name ("the" only when a name follows it)."""
+    return re.sub(r"[\W_]+", "", re.sub(r"^the\s+(?=\S)", "", key))
+
+
 def stable_id(*parts: str) -> str:
     return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=12).hexdigest()
+
+
+Similar = Callable[["UserGraph", str, str], "Entity | None"]  # (graph, folded name, type) -> a known entity
 
 
 @dataclass(slots=True)
@@ -100,6 +110,8 @@ class UserGraph:
     traces: dict[str, Trace] = field(default_factory=dict)
     links: dict[tuple[str, str], float] = field(default_factory=dict)  # trace <-> trace, a < b
     by_key: dict[str, str] = field(default_factory=dict)  # folded name or alias -> entity id
+    by_compact: dict[str, str] = field(default_factory=dict)  # compact(name or alias) -> entity id
+    name_vectors: dict[str, Any] = field(default_factory=dict)  # folded name -> its vector (resolution by meaning)
     by_message_id: dict[str, str] = field(default_factory=dict)  # platform message id -> episode id
     recent: list = field(default_factory=list)  # vectors of the latest episodes built (not stored)
     version: int = 0  # raised by every change of structure (recall caches its view of the graph by it)
@@ -113,6 +125,7 @@ class UserGraph:
         tracemalloc's, on graphs loaded from the store (docs/graph.md, "Memory")."""
         size = 4_000 + EPISODE_BYTES * len(self.episodes) + ENTITY_BYTES * len(self.entities)
         size += RELATION_BYTES * len(self.relations) + TRACE_BYTES * len(self.traces) + LINK_BYTES * len(self.links)
+        size += NAME_VECTOR_BYTES * len(self.name_vectors)
         if self.view is not None:
             size += VIEW_EPISODE_BYTES * len(self.episodes) + VIEW_TRACE_BYTES * len(self.traces)
         return size
@@ -123,6 +136,8 @@ class UserGraph:
         for key in entity.keys():
             self.by_key.setdefault(key, entity.id)
             self.max_words = max(self.max_words, len(key.split()))
+            if len(compact(key)) > 1:
+                self.by_compact.setdefault(compact(key), entity.id)
         if entity.type == "person":
             tokens = fold(entity.name).split()
             if tokens:
@@ -134,26 +149,31 @@ class UserGraph:
         of the index, so a new name costs nothing to add."""
         return _Types(self), self.max_words
 
-    def resolve(self, name: str, type_: str) -> tuple[Entity, bool]:
+    def resolve(self, name: str, type_: str, similar: Similar | None = None) -> tuple[Entity, bool]:
         """The entity a mention names, created when none matches; True when it is new.
 
-        Exact name, then alias (case and diacritics folded); for people, then a first name that
-        names exactly one known full name ("Alice" -> "Alice Smith"), or a full name whose first
-        name is exactly one known single-name person ("Alice Smith" -> "Alice", who is renamed and
-        keeps "Alice" as an alias). Otherwise a new entity."""
+        Exact name, then alias (case and diacritics folded), then the compact name ("the Grand
+        Canyon" = "Grand-Canyon"); for people, then a first name that names exactly one known full
+        name ("Alice" -> "Alice Smith"), or a full name whose first name is exactly one known
+        single-name person ("Alice Smith" -> "Alice", who is renamed and keeps "Alice" as an alias);
+        for anything else, `similar` (a known name of the same type close in meaning: "NYC" -> "New
+        York City"). Otherwise a new entity."""
         key = fold(name)
         if key in self.by_key and self.by_key[key] in self.entities:
             return self.entities[self.by_key[key]], False
-        if type_ == "person":
+        match = self.entities.get(self.by_compact.get(compact(key), ""))
+        if match is None and type_ == "person":
             match = self._person_match(key)
-            if match is not None:
-                if len(key.split()) > len(fold(match.name).split()):
-                    match.aliases.add(match.name)
-                    match.name = name
-                else:
-                    match.aliases.add(name)
-                self.index(match)
-                return match, False
+        elif match is None and similar is not None and key:
+            match = similar(self, key, type_)
+        if match is not None:
+            if match.type == "person" and len(key.split()) > len(fold(match.name).split()):
+                match.aliases.add(match.name)  # a person's full name is their name
+                match.name = name
+            else:
+                match.aliases.add(name)
+            self.index(match)
+            return match, False
         entity = Entity(stable_id(self.user_id, type_, key), name, type_)
         while entity.id in self.entities:  # the same key once merged away: keep ids unique
             entity.id = stable_id(entity.id, "again")
@@ -206,9 +226,10 @@ class UserGraph:
             if source.id in trace.entity_ids:
                 trace.entity_ids = list(dict.fromkeys(target.id if e == source.id else e for e in trace.entity_ids))
         del self.entities[source.id]
-        for key, eid in list(self.by_key.items()):
-            if eid == source.id:
-                self.by_key[key] = target.id
+        for index in (self.by_key, self.by_compact):
+            for key, eid in list(index.items()):
+                if eid == source.id:
+                    index[key] = target.id
         self.index(target)
         return moved
 

@@ -34,7 +34,7 @@ from ..wire import (
 from ..wire.errors import InvalidRequest, NotFound, TooLarge
 from . import consolidation as cons
 from .builder import Builder, Changes
-from .model import Entity, Episode, Trace, UserGraph, fold, stable_id
+from .model import Entity, Episode, Similar, Trace, UserGraph, fold, stable_id
 from .store import GraphStore
 
 log = logging.getLogger("sidecar.graph")
@@ -58,7 +58,8 @@ class GraphService:
     def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
                  max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None,
                  same_fact: Callable[[str, str], str | None] | None = None, llm: Any = None,
-                 embed: Callable[[str], np.ndarray] | None = None, consolidate_every: int = CONSOLIDATE_EVERY):
+                 embed: Callable[[str], np.ndarray] | None = None, consolidate_every: int = CONSOLIDATE_EVERY,
+                 similar: Similar | None = None):
         self.store = store
         self.reader = reader  # the messages domain's MessageReader
         self.cut = cut  # the pyramid's word cut, for trace summaries
@@ -71,7 +72,7 @@ class GraphService:
         self._unconsolidated = 0
         self._first_unconsolidated: float | None = None
         self.last_consolidation: float | None = None
-        self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier, same_fact)
+        self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier, same_fact, similar)
         self.builder.preload = self.preload
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
         self.llm = llm
@@ -294,7 +295,7 @@ class GraphService:
             changed: dict[str, Entity] = {}
             g.version += 1
             for name, type_ in entities:
-                entity, _new = g.resolve(name, type_)
+                entity, _new = g.resolve(name, type_, self.builder.similar)
                 if entity.id not in ep.entity_ids:
                     ep.entity_ids.append(entity.id)
                     entity.episodes.append(ep.id)

@@ -35,14 +35,15 @@ class App:
 
 def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     from ..conversation import cut_words
-    from ..graph import GraphService, GraphStore
+    from ..graph import GraphService, GraphStore, NameMatcher
 
     graph_store = GraphStore(store.database, store.lock, store.schedule.note_write)
     store.also_compact.append(lambda exclusive: graph_store.compact(if_written=not exclusive))
     graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
                          consolidate_every=cfg.graph_consolidate_every,
                          max_limit=cfg.max_limit, same_fact=facts.same_fact,
-                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_one)
+                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_one,
+                         similar=NameMatcher(embedder.embed))
     graph.builder.start()
     # messages stored without the graph (a crash, --graph false, a store from before graph memory)
     threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
