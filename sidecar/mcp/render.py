@@ -11,6 +11,10 @@ def when(ts: float | int) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _remember(r: Any, user: str) -> str:
     return f"Remembered for user {user!r} (memory id {r.id})."
 
@@ -18,7 +22,7 @@ def _remember(r: Any, user: str) -> str:
 def _search(r: Any, user: str) -> str:
     if not r.messages:
         return f"No memories found for user {user!r}."
-    lines = [f"{len(r.messages)} memories for user {user!r}, best first:"]
+    lines = [f"{count(len(r.messages), 'memory', 'memories')} for user {user!r}, best first:"]
     for i, m in enumerate(r.messages, 1):
         who = "assistant" if m.is_bot else (m.username or "user")
         lines.append(f"{i}. [{when(m.timestamp)}, {who}, similarity {m.similarity:.2f}, id {m.id}] {m.content}")
@@ -33,7 +37,7 @@ def _fact_line(f: Any) -> str:
 def _facts(r: Any, user: str) -> str:
     if not r.facts:
         return f"No facts known about user {user!r}."
-    return "\n".join([f"{len(r.facts)} facts about user {user!r}:", *(_fact_line(f) for f in r.facts)])
+    return "\n".join([f"{count(len(r.facts), 'fact')} about user {user!r}:", *(_fact_line(f) for f in r.facts)])
 
 
 def _remember_fact(r: Any, user: str) -> str:
@@ -48,9 +52,9 @@ def _remember_fact(r: Any, user: str) -> str:
 
 def _forget(r: Any, user: str) -> str:
     if r.facts_deleted is not None or r.graph_episodes_deleted is not None:
-        return (f"Forgot everything about user {user!r}: {r.deleted or 0} memories, {r.facts_deleted or 0} facts, "
-                f"{r.graph_episodes_deleted or 0} graph episodes.")
-    return f"Forgot {r.deleted or 0} item(s)."
+        return (f"Forgot everything about user {user!r}: {count(r.deleted or 0, 'memory', 'memories')}, "
+                f"{count(r.facts_deleted or 0, 'fact')}, {count(r.graph_episodes_deleted or 0, 'graph episode')}.")
+    return f"Forgot {count(r.deleted or 0, 'item')}."
 
 
 def _context(r: Any, user: str) -> str:
@@ -74,10 +78,10 @@ def _graph_recall(r: Any, user: str) -> str:
 def _entities(r: Any, user: str) -> str:
     if not r.entities:
         return f"No entities known for user {user!r} yet."
-    lines = [f"{len(r.entities)} entities for user {user!r}, most salient first:"]
+    lines = [f"{count(len(r.entities), 'entity', 'entities')} for user {user!r}, most salient first:"]
     for e in r.entities:
         aliases = f", also {', '.join(e.aliases)}" if e.aliases else ""
-        lines.append(f"- {e.name} ({e.type}, {e.mentions} mentions, last {when(e.last_seen)}{aliases}; id {e.id})")
+        lines.append(f"- {e.name} ({e.type}, {count(e.mentions, 'mention')}, last {when(e.last_seen)}{aliases}; id {e.id})")
     return "\n".join(lines)
 
 
