@@ -253,6 +253,39 @@ def test_sigterm_closes_the_store_and_exits_0(tmp_path):
     assert "spare key" in out.decode()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process state from /proc")
+def test_exits_when_the_parent_dies_even_if_stdin_stays_open(tmp_path):
+    pid_file = tmp_path / "server.pid"
+    wrapper = ("import subprocess, sys, time\n"
+               f"p = subprocess.Popen([sys.executable, '-m', 'sidecar', 'mcp', '--data-dir', {str(tmp_path / 'd')!r}])\n"
+               f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+               "time.sleep(600)\n")
+    # the wrapper's child inherits our stdin pipe, which we keep open: no EOF will come
+    parent = subprocess.Popen([sys.executable, "-c", wrapper], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=_env(), cwd=str(ROOT))
+    assert parent.stdin is not None and parent.stdout is not None
+    parent.stdin.write(INITIALIZE)
+    parent.stdin.flush()
+    assert json.loads(parent.stdout.readline())["id"] == 1  # serving
+    child = int(pid_file.read_text())
+    parent.kill()
+    parent.wait(10)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10:
+        try:  # gone, or a zombie waiting for its new parent to reap it
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    break
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, signal.SIGKILL)
+        raise AssertionError("MCP server still running 10 s after its parent died")
+    assert time.monotonic() - t0 < 2.0
+    parent.stdin.close()
+
+
 # ---------------------------------------------------------------- the command line
 
 
