@@ -1,5 +1,6 @@
 """The package layout is the architecture: imports flow one way (runtime -> wire + domains -> storage,
-embedding, llm), and a domain reaches another only through that package's public `__init__`.
+embedding, llm), and a domain reaches another only through that package's public `__init__`. A face
+other than NDJSON (mcp) stands beside the wire: it imports only `wire`, and only runtime starts it.
 Read from the source with `ast`, so a new import that breaks the rules fails here."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "sidecar"
 LOWER = {"wire", "storage", "embedding", "llm"}  # import no other part of the sidecar
 DOMAINS = {"messages", "facts", "conversation", "graph"}
+FACES = {"mcp"}  # protocols beside NDJSON: runtime hands them the dispatcher's request handler
 # which domain may stand on which (through its package interface only)
 DOMAIN_DEPS = {
     "messages": set(),
@@ -67,7 +69,7 @@ def violations() -> list[str]:
             target = name.split(".")
             other = target[1] if len(target) > 1 else ""
             where = f"{path.relative_to(ROOT)}:{line} imports {name}"
-            if other in ("", "__init__") or other == own or other == "assets":
+            if other in ("", "__init__", "__version__") or other == own or other == "assets":
                 continue
             if own == "":  # sidecar/__main__.py: the entry point
                 if other != "runtime":
@@ -76,6 +78,10 @@ def violations() -> list[str]:
                 found.append(f"{where}: nothing imports runtime (it wires everything together)")
             elif own in LOWER:
                 found.append(f"{where}: {own} imports no other part of the sidecar")
+            elif other in FACES and own != "runtime":
+                found.append(f"{where}: only runtime starts a face")
+            elif own in FACES and other != "wire":
+                found.append(f"{where}: face {own} imports only wire (runtime hands it the request handler)")
             elif own in DOMAINS and other in DOMAINS:
                 if other not in DOMAIN_DEPS[own]:
                     found.append(f"{where}: domain {own} may not depend on domain {other}")
@@ -92,10 +98,14 @@ def test_rules_catch_a_bad_import(tmp_path, monkeypatch):
     # the checker itself: a messages module importing facts, and facts reaching into messages' internals
     bad = PACKAGE / "messages" / "_probe_bad_import.py"
     bad.write_text("from ..facts.service import FactService\nfrom ..runtime import config\n")
+    face = PACKAGE / "mcp" / "_probe_bad_import.py"
+    face.write_text("from ..messages import MemoryService\n")
     try:
         found = violations()
     finally:
         bad.unlink()
+        face.unlink()
+    assert any("face mcp imports only wire" in v for v in found)
     assert any("domain messages may not depend on domain facts" in v for v in found)
     assert any("nothing imports runtime" in v for v in found)
 
@@ -115,5 +125,5 @@ def test_modules_and_functions_are_small():
 
 
 def test_every_domain_folder_is_a_package():
-    for name in LOWER | DOMAINS | {"runtime"}:
+    for name in LOWER | DOMAINS | FACES | {"runtime"}:
         assert (PACKAGE / name / "__init__.py").is_file(), name

@@ -201,6 +201,15 @@ def test_stdout_clean_utf8_with_debug_logging_and_warnings(spawn_frozen):
         assert raw.endswith(b"\n") and isinstance(orjson.loads(raw), dict), raw
 
 
+def test_mcp_face_is_left_out_and_says_how_to_get_it(frozen_binary, tmp_path):
+    """The MCP extra stays out of the binary (pyinstaller.spec); `mcp` exits 2 with the way to get it."""
+    out = subprocess.run([str(frozen_binary), "mcp", "--data-dir", str(tmp_path / "data")], capture_output=True,
+                         text=True, timeout=120, stdin=subprocess.DEVNULL, env=host_env(tmp_path))
+    assert out.returncode == 2 and out.stdout == ""
+    assert "pip install 'memory-sidecar[mcp]'" in out.stderr
+    assert not (tmp_path / "data").exists()
+
+
 HOST = textwrap.dedent("""
     import json, subprocess, sys, time
     child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)

@@ -1,4 +1,5 @@
-"""Command-line entry point: resolve the configuration, set up stderr logging, run the server."""
+"""Command-line entry point: resolve the configuration, set up stderr logging, run the server (the
+NDJSON one, or with the `mcp` subcommand the MCP one)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     # Everything the sidecar creates (data dir, meta.json, the lock, LanceDB's files) is the user's
     # only: 0700 directories, 0600 files. Memories are private conversation content.
     os.umask(0o077)
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["mcp"]:  # `memory-sidecar mcp ...`: the same memory as an MCP server
+        return _mcp(args[1:])
     try:
         config = resolve(argv)
     except ConfigError as exc:
@@ -42,3 +46,24 @@ def main(argv: list[str] | None = None) -> int:
     server = Server(config, parent_pid=PARENT_AT_START)
     code = server.run()
     exit_now(code, server.parent_pid)  # the store is closed and every response written
+
+
+def _mcp(argv: list[str]) -> int:
+    from .mcp_face import extra_missing, run
+
+    try:
+        config = resolve(argv, face="mcp")
+    except ConfigError as exc:
+        print(f"memory-sidecar mcp: configuration error: {exc}", file=sys.stderr)
+        return 2
+    missing = extra_missing()
+    if missing:
+        print(f"memory-sidecar mcp: {missing}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_level)
+    logging.getLogger("sidecar").debug("configuration: %s", config.describe())
+    from .frozen import exit_now
+
+    code = run(config, PARENT_AT_START)
+    exit_now(code, PARENT_AT_START)  # the store is closed and every response written
+    return code

@@ -178,6 +178,20 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+def _user_id(value: str) -> str:
+    v = value.strip()
+    if not v or len(v) > 512 or "\0" in v:
+        raise ValueError(f"must be a non-empty user id of at most 512 characters, got {value!r}")
+    return v
+
+
+# Options of one face only: `memory-sidecar mcp` serves one user's memory (each tool call may name another).
+FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
+    "mcp": (Option("user", _user_id, "default", "The user whose memory the tools use when a call gives no "
+                   "user_id."),),
+}
+
+
 @dataclass(frozen=True)
 class Config:
     data_dir: Path
@@ -212,6 +226,7 @@ class Config:
     graph_cache_mb: int = 32
     llm_retries: int = 2
     llm_extract: bool = True
+    user: str = "default"  # the MCP face's default user (--user)
 
     def describe(self) -> str:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
@@ -221,7 +236,17 @@ class ConfigError(ValueError):
     pass
 
 
-def build_parser() -> argparse.ArgumentParser:
+MCP_DESCRIPTION = (
+    "Serves the same memory as a Model Context Protocol server over stdio (tools: remember, search, facts, "
+    "remember_fact, forget, context, graph_recall, entities); needs pip install 'memory-sidecar[mcp]'. Logs on "
+    "stderr. Every option can also be set by the environment variable shown; flags win over the environment."
+)
+
+
+def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
+    if face == "mcp":
+        parser = argparse.ArgumentParser(prog="memory-sidecar mcp", description=MCP_DESCRIPTION)
+        return _add_options(parser, OPTIONS + FACE_OPTIONS["mcp"])
     parser = argparse.ArgumentParser(
         prog="memory-sidecar",
         description=(
@@ -232,11 +257,16 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             'Example: printf \'{"type":"store","user_id":"1","content":"I have a cat"}\\n'
-            '{"type":"query","user_id":"1","text":"pets","limit":1}\\n\' | memory-sidecar --data-dir /tmp/mem'
+            '{"type":"query","user_id":"1","text":"pets","limit":1}\\n\' | memory-sidecar --data-dir /tmp/mem. '
+            "The same memory as a Model Context Protocol server: memory-sidecar mcp --help."
         ),
     )
+    return _add_options(parser, OPTIONS)
+
+
+def _add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memory-sidecar {__version__}")
-    for opt in OPTIONS:
+    for opt in options:
         shown = ",".join(opt.default) if isinstance(opt.default, tuple) else opt.default
         default_txt = "" if opt.default is None else f" (default: {shown})"
         if opt.flag_only:
@@ -248,12 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> Config:
+def resolve(argv: list[str] | None = None, environ: dict[str, str] | None = None, face: str = "ndjson") -> Config:
     """Flags, then environment, then defaults. Raises ConfigError with a readable message."""
     env = os.environ if environ is None else environ
-    args = build_parser().parse_args(argv)
+    args = build_parser(face).parse_args(argv)
     values: dict[str, Any] = {}
-    for opt in OPTIONS:
+    for opt in OPTIONS + FACE_OPTIONS.get(face, ()):
         raw = getattr(args, opt.name)
         source = opt.flag
         if raw is None and opt.env in env:

@@ -143,20 +143,28 @@ class Dispatcher:
         except SidecarError as exc:  # answered in order, like any other request
             return exc
 
-    def _answer(self, request: Any) -> tuple[bytes, bool]:
-        if isinstance(request, SidecarError):
-            return encode(request.to_response()), False
+    def handle(self, request: Any) -> BaseModel:
+        """One typed request -> its response model, for every face (NDJSON here, MCP in sidecar/mcp).
+        Every failure comes out as a SidecarError carrying the request_id; unexpected ones as `internal`."""
         try:
             response = self.handlers[type(request)](request)
         except SidecarError as exc:
             if exc.request_id is None:
                 exc.request_id = request.request_id
-            return encode(exc.to_response()), False
+            raise
         except Exception as exc:  # noqa: BLE001 - a failed request must never take the process down
             log.exception("request failed")
-            err = Internal(f"internal error: {type(exc).__name__}: {exc}", request.request_id)
-            return encode(err.to_response()), False
+            raise Internal(f"internal error: {type(exc).__name__}: {exc}", request.request_id) from exc
         response.request_id = request.request_id
+        return response
+
+    def _answer(self, request: Any) -> tuple[bytes, bool]:
+        if isinstance(request, SidecarError):
+            return encode(request.to_response()), False
+        try:
+            response = self.handle(request)
+        except SidecarError as exc:
+            return encode(exc.to_response()), False
         return encode(response), isinstance(request, ShutdownRequest)
 
     def _store_group(self, run: list[StoreRequest]) -> list[tuple[bytes, bool]]:

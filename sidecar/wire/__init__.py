@@ -5,7 +5,7 @@ Request models live here, not beside their domain: protocol/schema.json is gener
 and a domain service takes typed requests without owning the wire."""
 
 from .base import MAX_ID_CHARS, MAX_TIMESTAMP, PROTOCOL_VERSION
-from .codec import REQUEST_MODELS, Request, Response, decode, encode, json_schema
+from .codec import REQUEST_MODELS, Request, Response, decode, encode, json_schema, validate_request
 from .conversation import (
     ChannelContextOptions,
     ChannelContextRequest,
@@ -171,4 +171,5 @@ __all__ = [
     "decode",
     "encode",
     "json_schema",
+    "validate_request",
 ]

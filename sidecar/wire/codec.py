@@ -124,6 +124,12 @@ def decode(line: bytes) -> _Request:
     except orjson.JSONDecodeError as exc:
         reason = "not valid UTF-8" if "utf-8" in str(exc).lower() else str(exc)
         raise InvalidJson(f"line is not valid JSON: {reason}") from None
+    return validate_request(obj)
+
+
+def validate_request(obj: Any) -> _Request:
+    """A parsed JSON value -> the typed request it is (every face feeds its requests through here);
+    raises a SidecarError carrying the request_id when it can be read."""
     if not isinstance(obj, dict):
         raise InvalidRequest(f"a request must be a JSON object, got {type(obj).__name__ if obj is not None else 'null'}")
     rid = obj.get("request_id")

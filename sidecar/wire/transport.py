@@ -67,6 +67,16 @@ def read_lines(stream: BinaryIO, max_line_bytes: int, out: "queue.Queue[Incoming
         out.put(Eof())
 
 
+def protect_stdout() -> int:
+    """The stdout guard: returns a duplicate of the real stdout for protocol writes and points fd 1
+    (and sys.stdout) at stderr, so nothing else can ever write to the protocol stream."""
+    sys.stdout.flush()
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)  # anything written to fd 1 from now on lands on stderr
+    sys.stdout = sys.stderr
+    return proto_fd
+
+
 class StdioTransport:
     """Owns fds 0 and 1 for the protocol. `send` is thread-safe; each call writes one whole line."""
 
@@ -75,13 +85,7 @@ class StdioTransport:
         self.incoming: "queue.Queue[Incoming]" = queue.Queue()
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
-        if guard_stdout:
-            sys.stdout.flush()
-            proto_fd = os.dup(1)
-            os.dup2(2, 1)  # anything written to fd 1 from now on lands on stderr
-            sys.stdout = sys.stderr
-        else:
-            proto_fd = os.dup(1)
+        proto_fd = protect_stdout() if guard_stdout else os.dup(1)
         self._out = os.fdopen(proto_fd, "wb", buffering=0)
         self._in = os.fdopen(os.dup(0), "rb", buffering=_CHUNK)
         self.closed = False

@@ -1,0 +1,44 @@
+"""Background maintenance of a running sidecar, whichever face serves it (NDJSON or MCP)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from . import native_memory
+from .config import Config
+
+log = logging.getLogger("sidecar.server")
+
+
+def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> None:
+    """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due;
+    graph consolidation when due; freed heap pages returned every few seconds."""
+    next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
+    next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
+    warm = True
+    while not stop.is_set():
+        try:
+            if time.monotonic() >= next_trim:
+                native_memory.trim()
+                next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
+            if time.monotonic() >= next_expiry:
+                service.expire(cfg.ttl_days, background=True)
+                next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600
+                               if cfg.cleanup_interval_hours > 0 else float("inf"))
+            elif warm:
+                warm = False
+                t0 = time.monotonic()
+                users = service.store.warm_cache()
+                log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
+            elif service.store.compact_due():
+                service.store.compact(exclusive=False)
+                native_memory.trim()
+            elif graph is not None and graph.consolidation_due():
+                graph.consolidate_all()  # 200 new episodes, or 5 min after the first
+        except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
+            log.exception("background maintenance failed; will retry")
+            next_expiry = time.monotonic() + 60
+        stop.wait(1.0)

@@ -1,0 +1,77 @@
+"""`memory-sidecar mcp`: the runtime's half of the MCP face. The stdout guard, the composition root,
+background maintenance and the one graceful exit are the NDJSON server's; the protocol is sidecar/mcp."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import signal
+import threading
+import time
+from importlib import metadata
+
+from ..wire import MemoryInstructionsRequest
+from ..wire.transport import protect_stdout
+from .config import Config
+from .maintenance import maintain
+
+log = logging.getLogger("sidecar.server")
+
+INSTALL = "pip install 'memory-sidecar[mcp]'"
+
+
+def extra_missing() -> str | None:
+    """Why the MCP face cannot run here (with the command that fixes it), or None."""
+    from .frozen import bundle_dir
+
+    if bundle_dir() is not None:
+        return ("the frozen binary has no MCP support (kept lean); install the Python package instead: "
+                f"{INSTALL}")
+    for module in ("mcp", "jsonschema"):
+        if importlib.util.find_spec(module) is None:
+            return f"the optional MCP extra is not installed (no `{module}` module); install it with: {INSTALL}"
+    version = metadata.version("mcp")
+    if not version.startswith("2."):
+        return f"the MCP face needs the mcp SDK 2.x (mcp>=2.3,<3), found mcp {version}; run: {INSTALL}"
+    return None
+
+
+def run(config: Config, parent_pid: int) -> int:
+    """Build the app, serve MCP until stdin ends (or SIGTERM/SIGINT, or the parent dies), then close
+    the store. Returns the exit code: 0, or 1 when start-up failed."""
+    proto_out = protect_stdout()  # from here on only the MCP server writes to the real stdout
+    proto_in = os.dup(0)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("received signal %d, shutting down", signum)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    t0 = time.monotonic()
+    try:
+        from .app import build
+
+        app = build(config)
+    except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
+        log.error("start-up failed: %s", exc if not isinstance(exc, ImportError) else f"missing dependency: {exc}")
+        return 1
+    log.info("MCP server ready in %d ms (data dir %s, default user %r)",
+             (time.monotonic() - t0) * 1000, config.data_dir, config.user)
+    maintenance = threading.Thread(target=maintain, args=(config, app.service, app.graph, stop),
+                                   name="maintenance", daemon=True)
+    maintenance.start()
+    try:
+        from ..mcp import Settings, serve
+
+        categories = app.dispatcher.handle(MemoryInstructionsRequest(type="memory_instructions")).categories
+        settings = Settings(user=config.user, categories=tuple(categories), max_limit=config.max_limit)
+        parent_gone = (lambda: parent_pid != 1 and os.getppid() != parent_pid)
+        serve(app.dispatcher.handle, settings, proto_in, proto_out, lambda: stop.is_set() or parent_gone())
+        return 0
+    finally:
+        stop.set()
+        maintenance.join(timeout=1.0)  # a compaction cut short is harmless: commits are atomic
+        app.close()
