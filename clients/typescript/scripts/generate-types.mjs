@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Generates src/protocol.gen.ts from ../../protocol/schema.json (the wire contract, itself
 // generated from the sidecar's pydantic models). `--check` writes nothing and exits 1 when the
-// committed file differs from what this script would write now (a stale file).
+// committed file differs from what this script would write now (a stale file); `--file PATH`
+// checks or writes another file instead (the tests use it to show that a stale file is caught).
 //
 // Two edits to the schema before it is compiled, both about how the wire really behaves:
 // - property titles ("Channel Id", ...) are dropped, so they do not become dozens of type aliases,
@@ -92,17 +93,20 @@ export async function generate() {
 }
 
 async function main() {
-  const check = process.argv.includes('--check');
+  const argv = process.argv.slice(2);
+  const check = argv.includes('--check');
+  const at = argv.indexOf('--file');
+  const target = at >= 0 && argv[at + 1] ? argv[at + 1] : OUTPUT_PATH;
   const fresh = await generate();
-  const rel = relative(process.cwd(), OUTPUT_PATH) || OUTPUT_PATH;
+  const rel = relative(process.cwd(), target) || target;
   if (!check) {
-    writeFileSync(OUTPUT_PATH, fresh);
+    writeFileSync(target, fresh);
     console.log(`wrote ${rel}`);
     return;
   }
   let committed = '';
   try {
-    committed = readFileSync(OUTPUT_PATH, 'utf8');
+    committed = readFileSync(target, 'utf8');
   } catch {
     console.error(`${rel} is missing: run \`npm run generate\``);
     process.exit(1);
