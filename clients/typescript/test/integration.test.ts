@@ -1,9 +1,10 @@
 // End to end against the REAL sidecar: `$SIDECAR_PYTHON -m sidecar` (default python3), the real
 // ONNX model and a real LanceDB data dir in a temp folder, over real pipes (NodeTransport).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
@@ -249,5 +250,25 @@ describe('real sidecar: failures', TIMEOUT, () => {
       assert.match(e.message, /could not start .*no-such-memory-sidecar: spawn .* ENOENT/);
       return true;
     });
+  });
+});
+
+describe('docs example', TIMEOUT, () => {
+  // examples/node.ts (shown in docs/hosts.md) runs `memory-sidecar` from PATH: the console script
+  // beside $SIDECAR_PYTHON when it is a virtualenv's python.
+  const bin = dirname(PYTHON);
+  const script = join(bin, 'memory-sidecar');
+  it('examples/node.ts runs against the real sidecar', { skip: !existsSync(script) && `no ${script}` }, () => {
+    const example = fileURLToPath(new URL('../examples/node.js', import.meta.url));
+    const result = spawnSync(process.execPath, [example], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`, TMPDIR: tempDir() },
+    });
+    assert.equal(result.status, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stdout, /my cat Miso hates the vacuum/);
+    assert.match(result.stdout, /- Has a cat named Miso/);
+    assert.match(result.stdout, /^not_found /m);
   });
 });
