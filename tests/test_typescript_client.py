@@ -78,7 +78,7 @@ def test_typescript_typechecks_including_the_docs_examples(npm: str):
 
 def test_npm_test_against_the_real_sidecar(npm: str):
     proc = run([npm, "test"], timeout=300, env={"SIDECAR_PYTHON": sys.executable})
-    summary = dict(re.findall(r"^# (tests|pass|fail) (\d+)$", proc.stdout, re.M))
+    summary = dict(re.findall(r"^(?:#|\u2139) (tests|pass|fail) (\d+)\s*$", proc.stdout, re.M))  # tap or spec reporter
     assert int(summary.get("tests", 0)) >= 40 and summary.get("fail") == "0", f"unexpected summary {summary}:\n{proc.stdout[-OUTPUT_TAIL:]}"
 
 

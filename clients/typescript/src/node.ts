@@ -57,8 +57,10 @@ export class NodeTransport implements Transport {
         spawned = true;
         resolve();
       });
-      child.once('error', (error) => {
-        if (!spawned) {
+      child.on('error', (error) => {
+        // Before 'spawn': the program could not be started. After it: a failed kill or similar,
+        // nothing to report (a listener must stay, or a second 'error' would be thrown).
+        if (!spawned && !exited) {
           exited = true;
           reject(new Error(`could not start ${this.command}: ${error.message}`, { cause: error }));
         }

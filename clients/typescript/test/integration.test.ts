@@ -173,6 +173,21 @@ describe('real sidecar: one session', TIMEOUT, () => {
     assert.equal((await sidecar.ping()).type, 'pong');
   });
 
+  it('an over-long line gets too_large without request_id; it goes to the right request among others in flight', async () => {
+    // The sidecar skips a line over --max-line-bytes (1 MiB) unread, so its error cannot echo the
+    // request_id: answers come in request order, so it belongs to the oldest unanswered request.
+    const before = sidecar.ping();
+    const huge = sidecar.store({ user_id: '1', content: 'x'.repeat(1_100_000) });
+    const afterwards = sidecar.query({ user_id: '456', text: 'dog', limit: 1 });
+    assert.equal((await before).type, 'pong');
+    await assert.rejects(huge, (e: unknown) => {
+      isCode('too_large')(e);
+      assert.equal((e as SidecarError).requestType, 'store');
+      return true;
+    });
+    assert.equal((await afterwards).messages[0]?.content, 'my dog Rex loves the beach');
+  });
+
   it('a request times out (process stopped with SIGSTOP), its late answer is dropped, and the next one works', async () => {
     process.kill(pid, 'SIGSTOP');
     try {
