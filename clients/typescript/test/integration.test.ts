@@ -20,7 +20,7 @@ import { NodeTransport, pythonTransport } from '../src/node.js';
 
 const PYTHON = process.env.SIDECAR_PYTHON || 'python3';
 const REPO = fileURLToPath(new URL('../../../..', import.meta.url)); // dist/test/ -> the repo root
-const TIMEOUT = { timeout: 90_000 };
+const TIMEOUT = { timeout: 180_000 }; // per suite; a busy 2-core machine starts the sidecar in seconds, not minutes
 const tempDirs: string[] = [];
 
 function tempDir(): string {
