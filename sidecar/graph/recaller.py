@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..messages import named_window
 from ..storage import sql_in
 from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, RecalledEpisode, RecalledTrace
 from ..wire.errors import TooLarge
@@ -18,6 +19,7 @@ from .service import BATCH, decayed
 from .recall import GATE, SEMANTIC_SEEDS, GraphView, Seeds, recall
 
 USE_BOOST = 0.1
+TIME_BOOST = 1.0  # an episode inside the time the query names (messages/timewords.py): activation x (1 + this)
 SIMILARITY_WEIGHT = 0.6  # query mode graph: cosine vs fired activation in an episode's score
 
 
@@ -49,6 +51,9 @@ class Recaller:
                                         lambda t: svc.trace_activation(t, now), gate)
         if since is not None or until is not None:
             fired = {n: a for n, a in fired.items() if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
+        elif (window := named_window(text, now)) is not None:  # the query names a time: episodes then rank up
+            fired = {n: min(1.0, a * (1 + TIME_BOOST)) if n.startswith("e:") and self._inside(g, n[2:], *window) else a
+                     for n, a in fired.items()}
         return g, known, best, fired
 
     @staticmethod

@@ -4,5 +4,6 @@ and forgetting. The base domain: facts, conversation and graph stand on it throu
 from .interface import Companion, GraphSearch, MessageReader
 from .service import MemoryService
 from .store import MessageStore
+from .timewords import named_window
 
-__all__ = ["Companion", "GraphSearch", "MessageReader", "MemoryService", "MessageStore"]
+__all__ = ["Companion", "GraphSearch", "MessageReader", "MemoryService", "MessageStore", "named_window"]

@@ -13,6 +13,9 @@ from ..storage import rrf
 POOL = 50  # fused with RRF_K = 10 (storage/search.py)
 HYBRID_WEIGHTS = {"semantic": 0.5, "content": 0.3, "search_text": 1.0}
 SPEAKER_BOOST = 1.0  # hybrid: rows by a speaker the query names get their fused score times 1 + this
+# hybrid, when the query names a time (messages/timewords.py): the ranking inside that window is fused with
+# the ranking over all time at this weight (the latter's is 1). Measured on LoCoMo: docs/performance.md.
+TIME_WEIGHT = 1.0
 
 
 def named_speakers(text: str, usernames: set[str]) -> set[str]:
@@ -35,4 +38,14 @@ def fuse_hybrid(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str,
             if row.get("username") in named:
                 scores[rid] *= 1.0 + SPEAKER_BOOST
     best = sorted((i for i in scores if i in by_id), key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
+    return [by_id[i] for i in best[:limit]]
+
+
+def fuse_window(everywhere: list[dict[str, Any]], inside: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The best `limit` rows of two rankings, over all time and inside the time the query names, fused
+    by reciprocal rank with the window's at TIME_WEIGHT."""
+    scores = rrf({"all": [r["id"] for r in everywhere], "window": [r["id"] for r in inside]},
+                 {"all": 1.0, "window": TIME_WEIGHT})
+    by_id = {r["id"]: r for r in inside + everywhere}
+    best = sorted(scores, key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
     return [by_id[i] for i in best[:limit]]

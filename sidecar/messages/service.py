@@ -32,7 +32,9 @@ from ..wire import (
 )
 from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge
 from .interface import Companion, GraphSearch
+from .ranking import POOL, fuse_window
 from .store import MessageStore
+from .timewords import named_window
 
 log = logging.getLogger("sidecar.service")
 
@@ -149,10 +151,7 @@ class MemoryService:
                                      req.until)
             rows = [r for r in rows if req.include_bot or not r["is_bot"]]
         else:
-            # the embedding is computed inside search, beside the full-text queries of keyword/hybrid mode
-            rows = self.store.search(lambda: self.embedder.embed_one(text), req.user_id, req.limit,
-                                     include_bot=req.include_bot, since=req.since, until=req.until, text=text,
-                                     mode=req.mode)
+            rows = self._search(req)
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:
@@ -161,6 +160,26 @@ class MemoryService:
             r["timestamp"] = _ts_out(r["timestamp"])
             out.append(MessageOut(**r))
         return ResultsResponse(messages=out)
+
+    def _search(self, req: QueryRequest) -> list[dict[str, Any]]:
+        text = req.text
+        vector: list[np.ndarray] = []
+
+        def embed() -> np.ndarray:  # computed inside search, beside the full-text queries; once
+            if not vector:
+                vector.append(self.embedder.embed_one(text))
+            return vector[0]
+
+        window = (named_window(text, self.clock()) if req.mode == "hybrid" and req.since is None and req.until is None
+                  else None)
+        limit = max(req.limit, POOL) if window else req.limit
+        rows = self.store.search(embed, req.user_id, limit, include_bot=req.include_bot, since=req.since,
+                                 until=req.until, text=text, mode=req.mode)
+        if window:  # the query names a time: what is inside it ranks up (messages/timewords.py)
+            inside = self.store.search(embed, req.user_id, POOL, include_bot=req.include_bot, since=window[0],
+                                       until=window[1], text=text, mode="hybrid")
+            rows = fuse_window(rows, inside, req.limit)
+        return rows
 
     def cleanup(self, req: CleanupRequest) -> OkResponse:
         ttl = req.ttl_days if req.ttl_days is not None else self.ttl_days
