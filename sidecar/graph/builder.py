@@ -28,6 +28,7 @@ RECENT = 10  # a user's recent episodes that novelty compares with
 QUEUE_MAX = 100_000  # rows waiting; past this new ones wait for the catch-up at the next start
 BATCH_DELAY = 1.0  # seconds a stored message may wait to be built with the ones after it
 BATCH_ROWS = 512
+USER_GROUP = 16  # users built (and their graphs loaded) together within a batch
 
 
 class Changes:
@@ -204,28 +205,33 @@ class Builder:
                 self._idle.notify_all()
 
     def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        """Build a batch of stored messages, every user's, and save them together (one commit per table)."""
+        """Build a batch of stored messages, every user's: USER_GROUP users at a time, loaded together and
+        saved together (one commit per table), so that a batch over many users never holds more of their
+        graphs than a group, whatever the memory budget lets stay."""
         by_user: dict[str, list[int]] = {}
         for k, r in enumerate(rows):
             by_user.setdefault(r["user_id"], []).append(k)
-        done: list[tuple[UserGraph, Changes]] = []
-        with self.lock:
-            if self.preload is not None:
-                self.preload(list(by_user))
-            for user_id, idx in by_user.items():
-                idx.sort(key=lambda k: rows[k]["timestamp"])
-                g = self.graphs(user_id)
-                changes = Changes()
-                for k in idx:
-                    if rows[k]["id"] in g.episodes:
-                        continue  # built before a crash
-                    recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
-                    ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact,
-                                       self.similar)
-                    if self.on_built is not None:
-                        self.on_built(g, ep, rows[k])
-                    g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]
-                done.append((g, changes))
-            self.save(done)
+        users = list(by_user)
+        for start in range(0, len(users), USER_GROUP):
+            group = users[start:start + USER_GROUP]
+            with self.lock:
+                if self.preload is not None:
+                    self.preload(group)
+                self.save([self._build_user(u, by_user[u], rows, vectors) for u in group])
         self.built += len(rows)
         self.after_batch(len(rows))
+
+    def _build_user(self, user_id: str, idx: list[int], rows: list[dict[str, Any]],
+                    vectors: np.ndarray) -> tuple[UserGraph, Changes]:
+        idx.sort(key=lambda k: rows[k]["timestamp"])
+        g = self.graphs(user_id)
+        changes = Changes()
+        for k in idx:
+            if rows[k]["id"] in g.episodes:
+                continue  # built before a crash
+            recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
+            ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact, self.similar)
+            if self.on_built is not None:
+                self.on_built(g, ep, rows[k])
+            g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]
+        return g, changes
