@@ -218,6 +218,9 @@ class Builder:
                 if self.preload is not None:
                     self.preload(group)
                 self.save([self._build_user(u, by_user[u], rows, vectors) for u in group])
+        if self.preload is not None:
+            with self.lock:
+                self.preload([])  # unpinned: the budget applies again
         self.built += len(rows)
         self.after_batch(len(rows))
 

@@ -69,6 +69,7 @@ class GraphService:
         self.clock = clock
         self.lock = threading.RLock()  # every graph read and change
         self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
+        self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
         self._unconsolidated = 0
         self._first_unconsolidated: float | None = None
         self.last_consolidation: float | None = None
@@ -90,8 +91,10 @@ class GraphService:
     # ------------------------------------------------------------------ graphs
 
     def preload(self, user_ids: list[str]) -> None:
-        """Load the graphs of these users that are not in memory, together."""
+        """Load these users' graphs together; they stay (whatever the budget) until the next preload."""
         with self.lock:
+            self._pinned = set(user_ids)
+            self._evict()
             missing = [u for u in dict.fromkeys(user_ids) if u not in self._cache]
             if missing:
                 self._cache.update(self.store.load_many(missing))
@@ -104,9 +107,16 @@ class GraphService:
                 g = self.store.load(user_id)
                 self._cache[user_id] = g
             self._cache.move_to_end(user_id)
-            while len(self._cache) > 1 and sum(x.approx_bytes() for x in self._cache.values()) > self.cache_bytes:
-                self._cache.popitem(last=False)
+            self._evict(keep=user_id)
             return g
+
+    def _evict(self, keep: str | None = None) -> None:
+        """The least recently used graphs leave until the rest fit the budget (pinned ones and `keep` stay)."""
+        size = sum(x.approx_bytes() for x in self._cache.values())
+        for uid in [u for u in self._cache if u != keep and u not in self._pinned]:  # oldest first
+            if size <= self.cache_bytes:
+                break
+            size -= self._cache.pop(uid).approx_bytes()
 
     def _save(self, built: list[tuple[UserGraph, Changes]]) -> None:
         for g, _ in built:

@@ -81,7 +81,16 @@ class GraphStore:
     # ------------------------------------------------------------------ reads
 
     def _read(self, name: str, where: str) -> list[dict[str, Any]]:
-        return self.tables[name].search().where(where).limit(None).to_arrow().to_pylist()
+        table = self.tables[name].search().where(where).limit(None).to_arrow()
+        if "vector" not in table.column_names or not table.num_rows:
+            return table.to_pylist()
+        # vectors through numpy (float16, one small array each): to_pylist made a Python float of every value
+        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = flat.reshape(table.num_rows, -1).astype(np.float16)
+        rows = table.drop_columns(["vector"]).to_pylist()
+        for row, vector in zip(rows, matrix):
+            row["vector"] = vector.copy()
+        return rows
 
     def load(self, user_id: str) -> UserGraph:
         """The user's whole graph (empty for a user with none)."""
