@@ -20,7 +20,7 @@ import orjson
 from ..facts import EVENT_COLUMNS, EVENTS, FACT_COLUMNS, FACTS, USERS
 from ..graph import GRAPH_TABLES, read_graphs
 from ..messages import MESSAGES, RESULT_COLUMNS, search_table
-from ..storage import LANCE_DIR, META_FILE, dir_bytes, import_lancedb, sql_str
+from ..storage import LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, sql_str
 
 MODES = ("hybrid", "semantic", "keyword")
 WAL_DIR = "wal"  # the sidecar's write-ahead log (messages/store.py), only listed here
@@ -41,6 +41,9 @@ class ReadOnlyData:
             self.meta = orjson.loads(meta.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
             raise InspectorError(f"{meta} is unreadable: {exc}") from None
+        if int(self.meta.get("schema_version", 0)) > SCHEMA_VERSION:
+            raise InspectorError(f"{data_dir} has schema version {self.meta.get('schema_version')}, newer than this "
+                                 f"inspector's {SCHEMA_VERSION}; upgrade memory-sidecar")
         stored = self.meta.get("model", {})
         self.model = model
         self.same_model = all(stored.get(k) == model.get(k) for k in ("name", "dim", "digest"))
