@@ -210,7 +210,7 @@ def screenshots(tmp_path_factory, request):
 
 
 def _shoot(driver, folder: Path, name: str) -> None:
-    height = driver.execute_script("return document.documentElement.scrollHeight")
+    height = driver.execute_script("return document.body.scrollHeight")
     driver.set_window_size(1280, min(max(int(height) + 40, 700), 2400))
     path = folder / f"inspector-{name}.png"
     assert driver.save_screenshot(str(path)), path

@@ -2,10 +2,10 @@
 
 Why not a JavaScript graph library: the page then needs no script at all, so its Content Security
 Policy forbids every script (a stored `<script>` could not run even if escaping failed), nothing is
-vendored or updated, and it works offline and in the frozen binary. Measured against the two usual
+vendored or updated, and it works offline. Measured against the two usual
 candidates (npm, November 2026): cytoscape 3.34.4's `cytoscape.min.js` is 435,649 bytes (136,822
-gzipped), vis-network 10.1.5's standalone `vis-network.min.js` 653,713 (155,195); this module is a
-few hundred lines of Python. What it gives up: dragging and zooming (the browser's own zoom works,
+gzipped), vis-network 10.1.5's standalone `vis-network.min.js` 653,713 (155,195); this module is about
+120 lines of Python. What it gives up: dragging and zooming (the browser's own zoom works,
 and every node links to its row in the tables below).
 """
 

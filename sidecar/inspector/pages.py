@@ -58,11 +58,12 @@ def page(title: str, body: str, data_dir: str) -> str:
             f'<span class="ro">read-only · {e(data_dir)}</span></header><main>{body}</main></body></html>')
 
 
-def table(head: Iterable[str], rows: Iterable[str], empty: str = "nothing yet") -> str:
+def table(head: Iterable[str] | None, rows: Iterable[str], empty: str = "nothing yet") -> str:
     body = "".join(rows)
     if not body:
         return f'<p class="muted">{e(empty)}</p>'
-    return "<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + f"</tr></thead><tbody>{body}</tbody></table>"
+    thead = "" if head is None else "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead>"
+    return f"<table>{thead}<tbody>{body}</tbody></table>"
 
 
 def user_nav(user_id: str, on: str) -> str:
@@ -122,8 +123,9 @@ def facts_page(user_id: str, facts: list[dict[str, Any]]) -> str:
     def events(f: dict[str, Any]) -> str:
         items = "".join(f'<li>{when(ev["at"])} <strong>{e(ev["action"])}</strong> {e(ev["text"])}'
                         + (f' <span class="muted">(was: {e(ev["previous_text"])})</span>' if ev["previous_text"] else "")
-                        + (f' <span class="muted">by {e(ev["decided_by"])}: {e(ev["reason"])}</span>'
-                           if ev["decided_by"] or ev["reason"] else "") + "</li>" for ev in f["events"])
+                        + (f' <span class="muted">by {e(ev["decided_by"])}</span>' if ev["decided_by"] else "")
+                        + (f' <span class="muted">({e(ev["reason"])})</span>' if ev["reason"] else "")
+                        + "</li>" for ev in f["events"])
         return f'<details><summary>{len(f["events"])} events</summary><ul class="events">{items}</ul></details>'
 
     rows = (f'<tr class="{"" if f["active"] else "inactive"}"><td class="content">{e(f["text"])}</td>'
@@ -182,10 +184,11 @@ def stats_page(s: dict[str, Any]) -> str:
                                  "committed are only here, and not shown)")]
     if s["graph"] is not None:
         g = s["graph"]
-        facts += [("graph episodes", g["episodes"]), ("episodes waiting for consolidation", g["unconsolidated"]),
+        facts += [("graph episodes", g["episodes"]), ("messages not in the graph yet", g["not_built"]),
+                  ("episodes waiting for consolidation", g["unconsolidated"]),
                   ("relations still valid", g["relations_current"])]
     out = ["<h1>stats &amp; health</h1>",
-           table(["", ""], (f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in facts))]
+           table(None, (f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in facts))]
     out.append("<h2>tables</h2>" + table(
         ["table", "rows", "version"],
         (f'<tr><td>{e(name)}</td><td class="num">{"" if t is None else t["rows"]}</td>'

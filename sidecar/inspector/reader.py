@@ -150,7 +150,9 @@ class ReadOnlyData:
         relations = self.table(GRAPH_TABLES[3])
         graph = None
         if episodes is not None and relations is not None:
-            graph = {"episodes": episodes.count_rows(), "unconsolidated": episodes.count_rows(
+            built = episodes.count_rows()
+            messages = (tables.get(MESSAGES) or {}).get("rows", 0)
+            graph = {"episodes": built, "not_built": max(0, messages - built), "unconsolidated": episodes.count_rows(
                 "trace_id IS NULL AND low = false"), "relations_current": relations.count_rows("valid_to IS NULL")}
         return {"tables": tables, "disk_bytes": dir_bytes(self.path / LANCE_DIR), "meta": self.meta,
                 "wal_files": len(wal), "wal_bytes": sum(p.stat().st_size for p in wal), "graph": graph,
