@@ -25,7 +25,7 @@ from conftest import ROOT, Sidecar
 
 from sidecar.inspector import pages
 from sidecar.inspector.drawing import HEIGHT, MARGIN, WIDTH, force_layout
-from sidecar.runtime.config import ConfigError, resolve
+from sidecar.runtime.config import FACE_OPTIONS, ConfigError, face_options, resolve
 
 BROWSER_PACKAGES = ("chromium", "chromium-driver")
 HOSTILE = "<script>window.pwned=1</script>"
@@ -71,6 +71,11 @@ def test_inspect_options():
             resolve(bad, environ={}, face="inspect")
     with pytest.raises(SystemExit):  # options that write (expiry, compaction, ...) are not the inspector's
         resolve(["--ttl-days", "1"], environ={}, face="inspect")
+    doc = (ROOT / "docs" / "inspector.md").read_text()
+    for opt in face_options("inspect"):
+        assert f"`{opt.flag}`" in doc, opt.flag
+    for opt in FACE_OPTIONS["inspect"]:
+        assert f"`{opt.env}`" in doc, opt.env
 
 
 # ---------------------------------------------------------------- the browser
@@ -289,7 +294,8 @@ def test_views_in_a_browser(live, browser, screenshots):
     assert browser.find_elements(By.CSS_SELECTOR, "svg.graph a.trace rect")
     labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "svg.graph a.entity text")]
     assert "O'Neil" in labels and "Miso" in labels, labels
-    assert "still valid" in browser.find_element(By.TAG_NAME, "body").text
+    text = browser.find_element(By.TAG_NAME, "body").text
+    assert "still valid" in text and QUOTED in text and HOSTILE in text  # the traces' summaries, as text
     assert browser.execute_script("return typeof window.pwned") == "undefined"
     _shoot(browser, screenshots, "graph")
 

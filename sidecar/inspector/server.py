@@ -48,6 +48,7 @@ class Handler(BaseHTTPRequestHandler):
     server: InspectorServer
     server_version = "memory-sidecar-inspector"
     sys_version = ""
+    timeout = 60  # seconds a connection may stay silent before its thread lets it go
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         log.debug("%s %s", self.address_string(), format % args)
