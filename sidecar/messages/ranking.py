@@ -30,7 +30,7 @@ def hybrid_scores(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[st
     named = named_speakers(text, speakers)
     if named and named != speakers:
         for rid, row in by_id.items():
-            if row.get("username") in named and rid in scores:
+            if row.get("username") in named:
                 scores[rid] *= 1.0 + SPEAKER_BOOST
     return scores
 
