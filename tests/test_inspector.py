@@ -306,6 +306,17 @@ def test_views_in_a_browser(live, browser, screenshots):
     assert sc.alive()
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
+def test_search_ranks_as_the_sidecar_does(live, mode):
+    sc, inspector = live
+    text = "where does my sister live"
+    answer = sc.request({"type": "query", "user_id": USER, "text": text, "limit": 5, "mode": mode})
+    status, html = inspector.get(f"/messages?user={USER}&q={text.replace(' ', '+')}&mode={mode}&limit=5")
+    assert status == 200
+    results = html.split("<h2>results", 1)[1].split("<h2>messages", 1)[0]
+    assert re.findall(r"<code>([0-9a-f-]{36})</code>", results) == [m["id"] for m in answer["messages"]]
+
+
 def test_sees_new_writes_of_the_running_sidecar(live):
     sc, inspector = live
     sc.store(USER, "I started learning the cello today.")
