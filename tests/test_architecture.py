@@ -1,7 +1,9 @@
 """The package layout is the architecture: imports flow one way (runtime -> wire + domains -> storage,
 embedding, llm), and a domain reaches another only through that package's public `__init__`. A face
 other than NDJSON (mcp) stands beside the wire: it imports only `wire`, and only runtime starts it.
-Read from the source with `ast`, so a new import that breaks the rules fails here."""
+A read-only view of a data dir (inspector) reads the domains' tables through their interfaces and
+storage, and only runtime starts it. Read from the source with `ast`, so a new import that breaks the
+rules fails here."""
 
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ PACKAGE = ROOT / "sidecar"
 LOWER = {"wire", "storage", "embedding", "llm"}  # import no other part of the sidecar
 DOMAINS = {"messages", "facts", "conversation", "graph"}
 FACES = {"mcp"}  # protocols beside NDJSON: runtime hands them the dispatcher's request handler
+# read-only views of a data dir beside a running sidecar (no dispatcher: that needs the writer's lock);
+# runtime hands them the embedder's function
+READERS = {"inspector"}
+READER_DEPS = DOMAINS | {"storage"}
 # which domain may stand on which (through its package interface only)
 DOMAIN_DEPS = {
     "messages": set(),
@@ -80,6 +86,12 @@ def violations() -> list[str]:
                 found.append(f"{where}: {own} imports no other part of the sidecar")
             elif other in FACES and own != "runtime":
                 found.append(f"{where}: only runtime starts a face")
+            elif other in READERS and own != "runtime":
+                found.append(f"{where}: only runtime starts a reader")
+            elif own in READERS and other not in READER_DEPS:
+                found.append(f"{where}: reader {own} imports only storage and the domains' interfaces")
+            elif own in READERS and other in DOMAINS and len(target) > 2:
+                found.append(f"{where}: use the {other} package's interface (sidecar.{other}), not its modules")
             elif own in FACES and other != "wire":
                 found.append(f"{where}: face {own} imports only wire (runtime hands it the request handler)")
             elif own in DOMAINS and other in DOMAINS:
@@ -100,12 +112,17 @@ def test_rules_catch_a_bad_import(tmp_path, monkeypatch):
     bad.write_text("from ..facts.service import FactService\nfrom ..runtime import config\n")
     face = PACKAGE / "mcp" / "_probe_bad_import.py"
     face.write_text("from ..messages import MemoryService\n")
+    reader = PACKAGE / "inspector" / "_probe_bad_import.py"
+    reader.write_text("from ..messages.store import MessageStore\nfrom ..wire import encode\n")
     try:
         found = violations()
     finally:
         bad.unlink()
         face.unlink()
+        reader.unlink()
     assert any("face mcp imports only wire" in v for v in found)
+    assert any("inspector/_probe_bad_import.py:1" in v and "interface" in v for v in found)
+    assert any("reader inspector imports only storage" in v for v in found)
     assert any("domain messages may not depend on domain facts" in v for v in found)
     assert any("nothing imports runtime" in v for v in found)
 
@@ -125,5 +142,5 @@ def test_modules_and_functions_are_small():
 
 
 def test_every_domain_folder_is_a_package():
-    for name in LOWER | DOMAINS | FACES | {"runtime"}:
+    for name in LOWER | DOMAINS | FACES | READERS | {"runtime"}:
         assert (PACKAGE / name / "__init__.py").is_file(), name

@@ -10,7 +10,7 @@ from .rules import (
            parse_categories,
 )
 from .service import FactService
-from .store import FactStore
+from .store import EVENT_COLUMNS, EVENTS, FACT_COLUMNS, FACTS, USERS, FactStore
 
 __all__ = ["FactsCompanion", "FactService", "FactStore", "CANDIDATE_THRESHOLD", "DEFAULT_CATEGORIES",
-           "DUPLICATE_THRESHOLD", "parse_categories"]
+           "DUPLICATE_THRESHOLD", "parse_categories", "FACTS", "EVENTS", "USERS", "FACT_COLUMNS", "EVENT_COLUMNS"]

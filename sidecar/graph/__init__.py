@@ -7,6 +7,7 @@ the conversation domain for the pyramid's word cut."""
 from .companion import GraphCompanion
 from .names import NameMatcher
 from .service import GraphService
-from .store import GraphStore
+from .store import TABLES as GRAPH_TABLES
+from .store import GraphStore, read_graphs
 
-__all__ = ["GraphCompanion", "GraphService", "GraphStore", "NameMatcher"]
+__all__ = ["GraphCompanion", "GraphService", "GraphStore", "NameMatcher", "GRAPH_TABLES", "read_graphs"]

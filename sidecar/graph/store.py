@@ -80,38 +80,14 @@ class GraphStore:
 
     # ------------------------------------------------------------------ reads
 
-    def _read(self, name: str, where: str) -> list[dict[str, Any]]:
-        table = self.tables[name].search().where(where).limit(None).to_arrow()
-        if "vector" not in table.column_names or not table.num_rows:
-            return table.to_pylist()
-        # vectors through numpy (float16, one small array each): to_pylist made a Python float of every value
-        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = flat.reshape(table.num_rows, -1).astype(np.float16)
-        rows = table.drop_columns(["vector"]).to_pylist()
-        for row, vector in zip(rows, matrix):
-            row["vector"] = vector.copy()
-        return rows
-
     def load(self, user_id: str) -> UserGraph:
         """The user's whole graph (empty for a user with none)."""
         return self.load_many([user_id])[user_id]
 
     def load_many(self, user_ids: list[str]) -> dict[str, UserGraph]:
         """Several users' graphs with one read per table (a batch of new users costs 6 reads, not 6 each)."""
-        graphs = {uid: UserGraph(uid) for uid in user_ids}
-        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in self._schemas}
         with self.lock:
-            for start in range(0, len(user_ids), 200):
-                where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start:start + 200])})"
-                for name in self._schemas:
-                    rows[name] += self._read(name, where)
-        by_user: dict[str, dict[str, list]] = {uid: {name: [] for name in self._schemas} for uid in user_ids}
-        for name, table_rows in rows.items():
-            for r in table_rows:
-                by_user[r["user_id"]][name].append(r)
-        for uid, g in graphs.items():
-            _fill(g, by_user[uid])
-        return graphs
+            return read_graphs(self.tables, user_ids)
 
     def done_ids(self) -> set[str]:
         """Every message id the graph has an episode for."""
@@ -226,6 +202,40 @@ class GraphStore:
                 return
             self._written = False
             compact_tables(self.tables.values(), "the graph tables")
+
+
+TABLES = (EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS)
+
+
+def _read(table: Any, where: str) -> list[dict[str, Any]]:
+    data = table.search().where(where).limit(None).to_arrow()
+    if "vector" not in data.column_names or not data.num_rows:
+        return data.to_pylist()
+    # vectors through numpy (float16, one small array each): to_pylist made a Python float of every value
+    flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    matrix = flat.reshape(data.num_rows, -1).astype(np.float16)
+    rows = data.drop_columns(["vector"]).to_pylist()
+    for row, vector in zip(rows, matrix):
+        row["vector"] = vector.copy()
+    return rows
+
+
+def read_graphs(tables: dict[str, Any], user_ids: list[str]) -> dict[str, UserGraph]:
+    """Several users' graphs read from the graph tables (name -> LanceDB table), one read per table per
+    200 users. Only reads: also used by the read-only inspector, beside a running sidecar."""
+    graphs = {uid: UserGraph(uid) for uid in user_ids}
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+    for start in range(0, len(user_ids), 200):
+        where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start:start + 200])})"
+        for name in TABLES:
+            rows[name] += _read(tables[name], where)
+    by_user: dict[str, dict[str, list]] = {uid: {name: [] for name in TABLES} for uid in user_ids}
+    for name, table_rows in rows.items():
+        for r in table_rows:
+            by_user[r["user_id"]][name].append(r)
+    for uid, g in graphs.items():
+        _fill(g, by_user[uid])
+    return graphs
 
 
 def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

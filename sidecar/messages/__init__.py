@@ -2,8 +2,11 @@
 and forgetting. The base domain: facts, conversation and graph stand on it through `interface.py`."""
 
 from .interface import Companion, GraphSearch, MessageReader
+from .schema import MESSAGES, RESULT_COLUMNS
+from .search import search_table
 from .service import MemoryService
 from .store import MessageStore
 from .timewords import named_window
 
-__all__ = ["Companion", "GraphSearch", "MessageReader", "MemoryService", "MessageStore", "named_window"]
+__all__ = ["Companion", "GraphSearch", "MessageReader", "MemoryService", "MessageStore", "MESSAGES", "RESULT_COLUMNS",
+           "named_window", "search_table"]

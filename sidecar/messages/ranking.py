@@ -25,10 +25,8 @@ def named_speakers(text: str, usernames: set[str]) -> set[str]:
             if u.strip() and re.search(r"(?<!\w)" + re.escape(u.strip().casefold()) + r"(?!\w)", lowered)}
 
 
-def fuse_hybrid(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]],
-                limit: int) -> list[dict[str, Any]]:
-    """The best `limit` rows of `by_id` by fused rank of the id lists (semantic, content, search_text);
-    ties broken by similarity, then id."""
+def hybrid_scores(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """id -> fused score of the id lists (semantic, content, search_text), speaker boost included."""
     scores = rrf(ids, HYBRID_WEIGHTS)
     # a query that names some (not all) of the speakers is about what they said
     speakers = {r["username"] for r in by_id.values() if r.get("username")}
@@ -37,6 +35,14 @@ def fuse_hybrid(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str,
         for rid, row in by_id.items():
             if row.get("username") in named:
                 scores[rid] *= 1.0 + SPEAKER_BOOST
+    return scores
+
+
+def fuse_hybrid(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]],
+                limit: int) -> list[dict[str, Any]]:
+    """The best `limit` rows of `by_id` by fused rank of the id lists (semantic, content, search_text);
+    ties broken by similarity, then id."""
+    scores = hybrid_scores(text, ids, by_id)
     best = sorted((i for i in scores if i in by_id), key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
     return [by_id[i] for i in best[:limit]]
 

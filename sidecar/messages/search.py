@@ -1,15 +1,17 @@
 """The table reads behind a message search: filters, the full-text queries (run together on LanceDB's
-own event loop), rows by id with their similarity, and what the cache warm-up reads."""
+own event loop), rows by id with their similarity, what the cache warm-up reads, and a whole search
+straight on a table (read-only, for the inspector)."""
 
 from __future__ import annotations
 
 import asyncio
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..storage import sql_in, sql_num, sql_str
+from ..storage import cosine_search, sql_in, sql_num, sql_str
+from .ranking import POOL, fuse_hybrid, hybrid_scores
 from .schema import RESULT_COLUMNS
 from .vector_cache import ROW_OVERHEAD
 
@@ -52,6 +54,8 @@ def keyword_ids(table: Any, text: str, columns: tuple[str, ...], where: str, lim
 
 def rows_by_ids(table: Any, ids: list[str], vector: np.ndarray, dim: int) -> list[dict[str, Any]]:
     """Result rows for ids (in that order) with their cosine similarity to `vector`, read from the table."""
+    if not ids:
+        return []
     result = (table.search().where(sql_in("id", ids)).select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
     vectors = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     sims = vectors.reshape(-1, dim) @ vector.astype(np.float32)
@@ -108,3 +112,39 @@ def ids_not_in(table: Any, have: set[str]) -> list[str]:
     data = table.search().select(["id", "timestamp"]).limit(None).to_arrow()
     ids, times = data.column("id").to_pylist(), data.column("timestamp").to_pylist()
     return [i for _, i in sorted((t, i) for i, t in zip(ids, times) if i not in have)]
+
+
+def search_table(table: Any, embed: Callable[[], np.ndarray], text: str, user_id: str, mode: str, limit: int,
+                 dim: int) -> list[dict[str, Any]]:
+    """One user's best messages for a query, read straight from a messages table: no store, no vector
+    cache, no commit of logged rows, nothing written (the inspector's search; the same lists and the
+    same fusion as `MessageStore.search`). Each row carries its cosine `similarity`, `ranks` (its place
+    in each list: semantic, content, search_text) and, in hybrid mode, the fused `score` that orders them."""
+    flt = where(user_id, True, None, None)
+    if mode == "semantic":
+        rows = cosine_search(table, embed(), flt, RESULT_COLUMNS, limit)
+        ids = {"semantic": [r["id"] for r in rows]}
+    else:
+        columns = ("content",) if mode == "keyword" else ("content", "search_text")
+        pending = keyword_ids(table, text, columns, flt, limit if mode == "keyword" else POOL)
+        try:
+            vector = embed()
+        finally:
+            found = pending.result()
+        if mode == "keyword":
+            ids = {"content": found[0]}
+            rows = rows_by_ids(table, found[0], vector, dim)
+        else:
+            semantic = cosine_search(table, vector, flt, RESULT_COLUMNS, POOL)
+            ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
+            seen = set(ids["semantic"])
+            extra = list(dict.fromkeys(i for i in found[0] + found[1] if i not in seen))
+            by_id = {r["id"]: r for r in semantic + rows_by_ids(table, extra, vector, dim)}
+            scores = hybrid_scores(text, ids, by_id)
+            rows = fuse_hybrid(text, ids, by_id, limit)
+            for r in rows:
+                r["score"] = scores[r["id"]]
+    places = {name: {rid: k for k, rid in enumerate(found_ids, 1)} for name, found_ids in ids.items()}
+    for r in rows:
+        r["ranks"] = {name: at[r["id"]] for name, at in places.items() if r["id"] in at}
+    return rows

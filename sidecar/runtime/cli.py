@@ -1,5 +1,5 @@
 """Command-line entry point: resolve the configuration, set up stderr logging, run the server (the
-NDJSON one, or with the `mcp` subcommand the MCP one)."""
+NDJSON one, with the `mcp` subcommand the MCP one, with `inspect` the read-only web page)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["mcp"]:  # `memory-sidecar mcp ...`: the same memory as an MCP server
         return _mcp(args[1:])
+    if args[:1] == ["inspect"]:  # `memory-sidecar inspect ...`: a read-only web page over a data dir
+        return _inspect(args[1:])
     try:
         config = resolve(argv)
     except ConfigError as exc:
@@ -67,3 +69,16 @@ def _mcp(argv: list[str]) -> int:
     code = run(config, PARENT_AT_START)
     exit_now(code, PARENT_AT_START)  # the store is closed and every response written
     return code
+
+
+def _inspect(argv: list[str]) -> int:
+    try:
+        config = resolve(argv, face="inspect")
+    except ConfigError as exc:
+        print(f"memory-sidecar inspect: configuration error: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_level)
+    logging.getLogger("sidecar").debug("configuration: %s", config.describe())
+    from .inspect_face import run
+
+    return run(config)

@@ -185,11 +185,36 @@ def _user_id(value: str) -> str:
     return v
 
 
-# Options of one face only: `memory-sidecar mcp` serves one user's memory (each tool call may name another).
+def _port(value: str) -> int:
+    v = int(value)
+    if not 0 <= v <= 65535:
+        raise ValueError(f"must be a TCP port (0 for a free one), got {value!r}")
+    return v
+
+
+def _token(value: str) -> str:
+    v = value.strip()
+    if not all(c.isascii() and (c.isalnum() or c in "-_") for c in v):
+        raise ValueError("may hold only letters, digits, '-' and '_' (it goes into a URL and a cookie)")
+    return v
+
+
+# Options of one face only: `memory-sidecar mcp` serves one user's memory (each tool call may name another);
+# `memory-sidecar inspect` serves a read-only web page.
 FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
     "mcp": (Option("user", _user_id, "default", "The user whose memory the tools use when a call gives no "
                    "user_id."),),
+    "inspect": (Option("port", _port, 0, "TCP port on 127.0.0.1 (0: a free one)."),
+                Option("token", _token, None, "The token the page's URL must carry (default: a new random one at "
+                       "each start; an empty value turns the check off)."),),
 }
+# The shared options the inspector reads (it writes nothing, so expiry, compaction, LLM ... do not apply).
+INSPECT_SHARED = ("data_dir", "model_dir", "model_sha256", "offline", "threads", "log_level")
+
+
+def face_options(face: str) -> tuple[Option, ...]:
+    shared = OPTIONS if face != "inspect" else tuple(o for o in OPTIONS if o.name in INSPECT_SHARED)
+    return shared + FACE_OPTIONS.get(face, ())
 
 
 @dataclass(frozen=True)
@@ -227,6 +252,8 @@ class Config:
     llm_retries: int = 2
     llm_extract: bool = True
     user: str = "default"  # the MCP face's default user (--user)
+    port: int = 0  # the inspector's port (--port)
+    token: str | None = None  # the inspector's URL token (--token); None: a random one
 
     def describe(self) -> str:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
@@ -243,10 +270,18 @@ MCP_DESCRIPTION = (
 )
 
 
+INSPECT_DESCRIPTION = (
+    "Serves a read-only web page on 127.0.0.1 over a data dir (users, messages and search, facts and their "
+    "history, the entity graph, stats and health), safe beside a running sidecar: it takes no lock and writes "
+    "nothing. Prints its URL on stderr. Every option can also be set by the environment variable shown."
+)
+
+
 def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
-    if face == "mcp":
-        parser = argparse.ArgumentParser(prog="memory-sidecar mcp", description=MCP_DESCRIPTION)
-        return _add_options(parser, OPTIONS + FACE_OPTIONS["mcp"])
+    if face in ("mcp", "inspect"):
+        parser = argparse.ArgumentParser(prog=f"memory-sidecar {face}",
+                                         description=MCP_DESCRIPTION if face == "mcp" else INSPECT_DESCRIPTION)
+        return _add_options(parser, face_options(face))
     parser = argparse.ArgumentParser(
         prog="memory-sidecar",
         description=(
@@ -258,7 +293,8 @@ def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
         epilog=(
             'Example: printf \'{"type":"store","user_id":"1","content":"I have a cat"}\\n'
             '{"type":"query","user_id":"1","text":"pets","limit":1}\\n\' | memory-sidecar --data-dir /tmp/mem. '
-            "The same memory as a Model Context Protocol server: memory-sidecar mcp --help."
+            "The same memory as a Model Context Protocol server: memory-sidecar mcp --help. A read-only web "
+            "page over a data dir: memory-sidecar inspect --help."
         ),
     )
     return _add_options(parser, OPTIONS)
@@ -282,8 +318,8 @@ def resolve(argv: list[str] | None = None, environ: dict[str, str] | None = None
     """Flags, then environment, then defaults. Raises ConfigError with a readable message."""
     env = os.environ if environ is None else environ
     args = build_parser(face).parse_args(argv)
-    values: dict[str, Any] = {}
-    for opt in OPTIONS + FACE_OPTIONS.get(face, ()):
+    values: dict[str, Any] = {opt.name: opt.default for opt in OPTIONS}  # the options a face does not take
+    for opt in face_options(face):
         raw = getattr(args, opt.name)
         source = opt.flag
         if raw is None and opt.env in env:

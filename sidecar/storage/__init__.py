@@ -15,9 +15,10 @@ from .database import (
                        dir_bytes,
                        write_json_atomic,
 )
+from .lancedb_import import import_lancedb
 from .search import cosine_search, rrf
 from .sql import sql_in, sql_num, sql_str
 
 __all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
            "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes",
-           "write_json_atomic", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]
+           "write_json_atomic", "import_lancedb", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]

@@ -1,0 +1,49 @@
+"""`memory-sidecar inspect`: the runtime's half of the read-only web page. Loads the embedding model
+(so that search scores are the sidecar's own), opens the data dir read-only (no lock, no writes), and
+serves on 127.0.0.1 until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import signal
+import sys
+import threading
+
+from .config import Config
+
+log = logging.getLogger("sidecar.inspector")
+
+
+def run(config: Config) -> int:
+    """Serve until a signal; returns the exit code (0, or 1 when the data dir or the model cannot be opened)."""
+    try:
+        from ..embedding.embedder import Embedder
+        from ..embedding.model import resolve_model
+        from ..inspector import InspectorError, InspectorServer, ReadOnlyData
+
+        files = resolve_model(config.model_dir, config.offline, config.model_sha256)
+        embedder = Embedder(files, threads=config.threads)
+        identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
+        data = ReadOnlyData(config.data_dir, embedder.embed_one, identity)
+        token = secrets.token_urlsafe(24) if config.token is None else config.token
+        server = InspectorServer(data, config.port, token)
+    except (InspectorError, OSError, RuntimeError) as exc:
+        print(f"memory-sidecar inspect: {exc}", file=sys.stderr)
+        return 1
+    if not data.same_model:
+        log.warning("%s was embedded by another model than %s: only keyword search is meaningful",
+                    config.data_dir, files.name)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("received signal %d, stopping", signum)
+        threading.Thread(target=server.shutdown, daemon=True).start()  # shutdown() waits for serve_forever
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    print(f"memory-sidecar inspect: serving {config.data_dir} read-only at {server.url}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+    return 0
