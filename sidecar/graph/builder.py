@@ -111,12 +111,13 @@ def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Cha
 
 
 class Builder:
-    """The background thread. `graphs(user_id)` gives the user's graph under `lock`; `save([(g, changes)])`
-    persists a batch; `after_batch(n)` is told how many episodes were built (the consolidation
-    schedule)."""
+    """The background thread. `graphs(user_id)` gives the user's graph under `lock`; `save` turns what a
+    group of users built into table rows and `commit` writes a batch's; `after_batch(n)` is told how
+    many episodes were built (the consolidation schedule)."""
 
     def __init__(self, lock: threading.RLock, graphs: Callable[[str], UserGraph],
-                 save: Callable[[list[tuple[UserGraph, Changes]]], None], after_batch: Callable[[int], None],
+                 save: Callable[[list[tuple[UserGraph, Changes]], Any], Any], commit: Callable[[Any], None],
+                 after_batch: Callable[[int], None],
                  extra: Callable[[str], list[Mention]] | None = None,
                  same_fact: Callable[[str, str], str | None] | None = None, similar: Similar | None = None):
         self.lock = lock
@@ -125,7 +126,8 @@ class Builder:
         self.on_built: Callable[[UserGraph, Episode, dict[str, Any]], None] | None = None
         self.preload: Callable[[list[str]], None] | None = None  # load the batch's users' graphs together
         self.graphs = graphs
-        self.save = save
+        self.save = save  # (built, rows so far) -> rows: what a group built, as table rows
+        self.commit = commit  # rows -> None: the batch written, one commit per table
         self.after_batch = after_batch
         self.extra = extra
         self.queue: "queue.Queue[tuple[list[dict[str, Any]], np.ndarray] | None]" = queue.Queue()
@@ -205,22 +207,24 @@ class Builder:
                 self._idle.notify_all()
 
     def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        """Build a batch of stored messages, every user's: USER_GROUP users at a time, loaded together and
-        saved together (one commit per table), so that a batch over many users never holds more of their
-        graphs than a group, whatever the memory budget lets stay."""
+        """Build a batch of stored messages, every user's, USER_GROUP users at a time (loaded together, so
+        that a batch over many users never holds more of their graphs than a group beyond the memory
+        budget), then write it all with one commit per table."""
         by_user: dict[str, list[int]] = {}
         for k, r in enumerate(rows):
             by_user.setdefault(r["user_id"], []).append(k)
         users = list(by_user)
+        written = None
         for start in range(0, len(users), USER_GROUP):
             group = users[start:start + USER_GROUP]
             with self.lock:
                 if self.preload is not None:
                     self.preload(group)
-                self.save([self._build_user(u, by_user[u], rows, vectors) for u in group])
-        if self.preload is not None:
-            with self.lock:
+                written = self.save([self._build_user(u, by_user[u], rows, vectors) for u in group], written)
+        with self.lock:
+            if self.preload is not None:
                 self.preload([])  # unpinned: the budget applies again
+            self.commit(written)
         self.built += len(rows)
         self.after_batch(len(rows))
 

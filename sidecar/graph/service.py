@@ -73,7 +73,8 @@ class GraphService:
         self._unconsolidated = 0
         self._first_unconsolidated: float | None = None
         self.last_consolidation: float | None = None
-        self.builder = Builder(self.lock, self.graph, self._save, self._built, extra_tier, same_fact, similar)
+        commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
+        self.builder = Builder(self.lock, self.graph, self._save, commit, self._built, extra_tier, same_fact, similar)
         self.builder.preload = self.preload
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
         self.llm = llm
@@ -118,11 +119,12 @@ class GraphService:
                 break
             size -= self._cache.pop(uid).approx_bytes()
 
-    def _save(self, built: list[tuple[UserGraph, Changes]]) -> None:
+    def _save(self, built: list[tuple[UserGraph, Changes]], rows: dict[str, list] | None) -> dict[str, list]:
+        """The builder's group: the rows of what it built (added to `rows`; the builder commits them)."""
         for g, _ in built:
             g.version += 1
-        self.store.save_many([(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])
-                              for g, c in built], new_episodes=True)
+        return self.store.rows([(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])
+                                for g, c in built], into=rows)
 
     def _built(self, n: int) -> None:
         self._unconsolidated += n
@@ -136,8 +138,7 @@ class GraphService:
         return self._unconsolidated >= self.consolidate_every or waited >= CONSOLIDATE_INTERVAL
 
     def catch_up(self) -> int:
-        """Queue every stored message the graph has no episode for (a crash, or a store made before
-        graph memory existed). Returns how many."""
+        """Queue every stored message with no episode (a crash, a store from before the graph); how many."""
         try:
             missing = self.reader.ids_missing(self.store.done_ids())
             if missing:
@@ -172,8 +173,7 @@ class GraphService:
         return total
 
     def consolidate_user(self, user_id: str) -> dict[str, int]:
-        """One pass over at most BATCH of the user's unconsolidated episodes (idempotent: a second
-        pass finds nothing to do)."""
+        """One pass over at most BATCH of the user's unconsolidated episodes (idempotent)."""
         with self.lock:
             g = self.graph(user_id)
             ordered = sorted(g.episodes.values(), key=lambda e: (e.ts, e.id))

@@ -145,10 +145,13 @@ class GraphStore:
                        new_episodes)
 
     def save_many(self, items: list[tuple[UserGraph, list, list, list, list, list]], new_episodes: bool = False) -> None:
-        """What changed in several users' graphs, in one commit per table; episodes last (they mark their
-        messages as done). new_episodes: the episodes (and their mentions) are new, so they are appended;
-        a crash between their mentions and them leaves mentions that `load` reads once."""
-        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in self._schemas}
+        """What changed in several users' graphs, in one commit per table (see `commit`)."""
+        self.commit(self.rows(items), new_episodes)
+
+    def rows(self, items: list[tuple[UserGraph, list, list, list, list, list]],
+             into: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """The table rows of what changed in these users' graphs (added to `into` when given)."""
+        rows = into if into is not None else {name: [] for name in self._schemas}
         for g, episodes, entities, relations, traces, links in items:
             uid = g.user_id
             rows[ENTITIES] += [{"id": e.id, "user_id": uid, "name": e.name, "type": e.type,
@@ -160,6 +163,12 @@ class GraphStore:
             rows[LINKS] += [{"id": f"{a}|{b}", "user_id": uid, "a": a, "b": b, "weight": g.links[(a, b)]}
                             for a, b in links if (a, b) in g.links]
             rows[EPISODES] += [_episode_row(uid, ep) for ep in episodes]
+        return rows
+
+    def commit(self, rows: dict[str, list[dict[str, Any]]], new_episodes: bool = False) -> None:
+        """Table rows written, one commit per table; episodes last (they mark their messages as done).
+        new_episodes: the episodes (and their mentions) are new, so they are appended; a crash between
+        their mentions and them leaves mentions that `load` reads once."""
         with self.lock:
             for name in (ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS, EPISODES):
                 self._upsert(name, _unique(rows[name]), append=new_episodes and name in (MENTIONS, EPISODES))
