@@ -12,7 +12,7 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "sidecar"
 LOWER = {"wire", "storage", "embedding", "llm"}  # import no other part of the sidecar
-DOMAINS = {"messages", "facts", "conversation", "graph"}
+DOMAINS = {"messages", "facts", "conversation", "graph", "portable"}
 FACES = {"mcp"}  # protocols beside NDJSON: runtime hands them the dispatcher's request handler
 # which domain may stand on which (through its package interface only)
 DOMAIN_DEPS = {
@@ -20,6 +20,7 @@ DOMAIN_DEPS = {
     "facts": {"messages"},
     "conversation": {"messages", "facts"},
     "graph": {"messages", "facts", "conversation"},
+    "portable": {"messages", "facts", "graph"},
 }
 MAX_MODULE_LINES = 420
 MAX_FUNCTION_LINES = 65

@@ -1,5 +1,5 @@
 """Command-line entry point: resolve the configuration, set up stderr logging, run the server (the
-NDJSON one, or with the `mcp` subcommand the MCP one)."""
+NDJSON one, or with the `mcp` subcommand the MCP one), or the `export` / `import` subcommands."""
 
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["mcp"]:  # `memory-sidecar mcp ...`: the same memory as an MCP server
         return _mcp(args[1:])
+    if args[:1] in (["export"], ["import"]):  # `memory-sidecar export|import ...`: portability from the shell
+        from .portable_face import run as portable
+
+        return portable(args[0], args[1:], setup_logging)
     try:
         config = resolve(argv)
     except ConfigError as exc:
