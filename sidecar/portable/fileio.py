@@ -32,6 +32,7 @@ class LineProblem:
     line: int
     message: str
     fatal: bool = False  # the rest of the file cannot be read (gzip cut short or corrupt)
+    record: bool = True  # a bad record (counted as invalid); False: the file as a whole (fatal, no `end`)
 
 
 class Writer:
@@ -114,7 +115,7 @@ class Reader:
                         yield n, line
         except (EOFError, OSError, zlib.error) as exc:
             what = "gzip stream is cut short" if isinstance(exc, EOFError) else f"file is corrupt ({exc})"
-            yield n + 1, LineProblem(n + 1, f"{what}; nothing after line {n} can be read", fatal=True)
+            yield n + 1, LineProblem(n + 1, f"{what}; nothing after line {n} can be read", fatal=True, record=False)
 
     def _read_header(self, line: bytes) -> None:
         try:
@@ -156,7 +157,8 @@ class Reader:
                 ended = True
             yield n, record
         if self.header is not None and not ended:
-            yield last + 1, LineProblem(last + 1, "the file ends without its `end` record: it was cut short")
+            yield last + 1, LineProblem(last + 1, "the file ends without its `end` record: it was cut short",
+                                        record=False)
 
     def _parse(self, n: int, line: bytes) -> Any:
         try:

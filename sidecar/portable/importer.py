@@ -85,7 +85,7 @@ class Importer:
         batch: list[tuple[int, Any]] = []
         for n, record in reader.records():
             if isinstance(record, LineProblem):
-                self.out.problem(n, record.message, record=not record.fatal and "`end`" not in record.message)
+                self.out.problem(n, record.message, record=record.record)
                 continue
             if batch and (_kind(batch[0][1]) != _kind(record) or len(batch) >= BATCH):
                 self._write(batch)
@@ -121,7 +121,7 @@ class Importer:
         pending: dict[str, dict[str, int]] = {}
         for n, record in reader.records():
             if isinstance(record, LineProblem):
-                if self.strict or record.fatal:
+                if self.strict:
                     raise Refused("bad_file", f"{reader.path}: line {n}: {record.message}; nothing was imported")
                 continue
             if self.strict and self.reuse and getattr(record, "vector", None) is not None:
