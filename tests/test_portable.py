@@ -312,3 +312,26 @@ def test_an_interrupted_import_finished_by_a_rerun_equals_one_clean_import(spawn
     assert (r["messages"], r["skipped"], r["invalid"]) == (4, 8, 0), r
     _same(want, _answers(resumed, facts))
     assert resumed.request({"type": "stats"})["memories"] == clean.request({"type": "stats"})["memories"] == 12
+
+
+def test_export_and_import_reject_bad_requests_and_keep_serving(sidecar, tmp_path):
+    (tmp_path / "adir").mkdir()
+    bad = [
+        ({"type": "export"}, "field `out` is required"),
+        ({"type": "export", "out": "  "}, "out"),
+        ({"type": "export", "out": 5}, "out"),
+        ({"type": "export", "out": "x.jsonl", "vectors": "yes"}, "vectors"),
+        ({"type": "export", "out": "x\u0000.jsonl"}, "NUL"),
+        ({"type": "export", "out": str(tmp_path / "adir")}, "directory"),
+        ({"type": "export", "out": "/proc/no-such-dir/x.jsonl"}, "cannot write"),
+        ({"type": "import"}, "field `path` is required"),
+        ({"type": "import", "path": "x.jsonl", "on_conflict": "sometimes"}, "on_conflict"),
+        ({"type": "import", "path": "x.jsonl", "strict": 1}, "strict"),
+    ]
+    for request, words in bad:
+        r = sidecar.request(request)
+        assert r["type"] == "error" and r["code"] == "invalid_request" and words in r["message"], (request, r)
+    r = sidecar.request({"type": "import", "path": str(tmp_path / "adir")})
+    assert r["code"] == "bad_file" and "cannot read" in r["message"], r
+    assert not list(tmp_path.glob("**/*.partial"))
+    assert sidecar.request({"type": "ping"})["type"] == "pong"

@@ -58,8 +58,7 @@ class Exporter:
         where = f"user_id = {sql_str(user_id)}" if user_id is not None else None
         s = self.stores
         graph = s.graph is not None and vectors
-        if s.graph is not None:
-            s.graph.builder.wait_idle(60.0)  # the graph of every stored message, as far as it is built
+        # graph rows as far as the builder has got: a message without its episode is built after the import
         writer = Writer(out)
         counts = {"messages": 0, "facts": 0, "fact_events": 0, "users": 0, "graph": 0}
         try:
