@@ -14,7 +14,7 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "sidecar"
 LOWER = {"wire", "storage", "embedding", "llm"}  # import no other part of the sidecar
-DOMAINS = {"messages", "facts", "conversation", "graph"}
+DOMAINS = {"messages", "facts", "conversation", "graph", "portable"}
 FACES = {"mcp"}  # protocols beside NDJSON: runtime hands them the dispatcher's request handler
 # read-only views of a data dir beside a running sidecar (no dispatcher: that needs the writer's lock);
 # runtime hands them the embedder's function
@@ -26,6 +26,7 @@ DOMAIN_DEPS = {
     "facts": {"messages"},
     "conversation": {"messages", "facts"},
     "graph": {"messages", "facts", "conversation"},
+    "portable": {"messages", "facts", "graph"},
 }
 MAX_MODULE_LINES = 420
 MAX_FUNCTION_LINES = 65

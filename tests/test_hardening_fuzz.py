@@ -29,7 +29,10 @@ FAR_FUTURE = time.time() + 20 * 365 * 86_400  # keepers never expire, whatever `
 KEEPERS = [(f"keeper-{uuid.uuid4().hex}", f"keeper memory {i}: the lighthouse keeper paints boats {uuid.uuid4().hex}")
            for i in range(5)]
 FUZZ_USERS = ["1", "u", "alice", "x' OR '1'='1", "bob\\", 'q"uote', "ünï🚀", "user_id = 'a'", "%", "*", 42]
-TYPES = sorted(t for t in REQUEST_MODELS if t != "shutdown")
+# export and import write and read the file a request names: random paths would write wherever the test's user
+# may (as root: anywhere). Their hostile input is tested in test_portable.py (bad requests, bad files).
+FILE_TYPES = ("export", "import")
+TYPES = sorted(t for t in REQUEST_MODELS if t != "shutdown" and t not in FILE_TYPES)
 # Commands that cost an embedding or a compaction when valid (5-80 ms each on this 2-core VM) are
 # generated less often, so the stream stays mostly cheap; every type is still generated many times.
 WEIGHTS = {t: 1 for t in ("cleanup", "forget_user", "remember", "extract_inline", "context", "recall", "query",

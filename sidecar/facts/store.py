@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..storage import Database, compact_tables, cosine_search, rrf
+from ..storage import Database, compact_tables, cosine_search, rrf, sql_in
 
 log = logging.getLogger("sidecar.fact_store")
 
@@ -263,6 +263,40 @@ class FactStore:
             self._names.pop(user_id, None)
             self.compact()
             return n
+
+    # ------------------------------------------------------------------ import (portable)
+
+    def existing(self, kind: str, ids: list[str]) -> set[str]:
+        """Which of these fact, fact_event or user (user_id) ids are stored."""
+        table, key = {"fact": (self.facts, "id"), "fact_event": (self.events, "id"),
+                      "user": (self.users, "user_id")}[kind]
+        with self.lock:
+            found = table.search().where(sql_in(key, ids)).select([key]).limit(None).to_arrow()
+        return set(found.column(key).to_pylist())
+
+    def _merge(self, table: Any, key: str, data: pa.Table, overwrite: bool) -> None:
+        merge = table.merge_insert(key)
+        (merge.when_matched_update_all() if overwrite else merge).when_not_matched_insert_all().execute(data)
+        self._on_write()
+
+    def restore_facts(self, rows: list[dict[str, Any]], vectors: np.ndarray, overwrite: bool) -> None:
+        """Facts as exported (ids kept): new ones inserted, stored ones kept or (overwrite) replaced."""
+        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in FACT_COLUMNS}
+        columns["vector"] = self._vectors(vectors)
+        with self.lock:
+            self._merge(self.facts, "id", pa.Table.from_pydict(columns, schema=fact_schema(self.dim)), overwrite)
+
+    def restore_events(self, rows: list[dict[str, Any]], overwrite: bool) -> None:
+        """History events as exported, their order (`seq`) kept; new events are numbered after them."""
+        with self.lock:
+            self._merge(self.events, "id", pa.Table.from_pylist([{c: r.get(c) for c in EVENT_COLUMNS} for r in rows],
+                                                                 schema=EVENT_SCHEMA), overwrite)
+            self._seq = itertools.count(self._max_seq() + 1)
+
+    def restore_users(self, rows: list[dict[str, Any]], overwrite: bool) -> None:
+        with self.lock:
+            self._merge(self.users, "user_id", pa.Table.from_pylist(rows, schema=USER_SCHEMA), overwrite)
+            self._names = {r["user_id"]: r["username"] for r in self.users.to_arrow().to_pylist()}
 
     # ------------------------------------------------------------------ maintenance
 

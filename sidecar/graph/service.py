@@ -332,6 +332,13 @@ class GraphService:
         return {"configured": True, "reachable": ok, "pending": self.deep.pending(), "done": self.deep.done,
                 "failed": self.deep.failed, "dropped": self.deep.dropped}
 
+    def reload(self, user_ids: list[str]) -> None:
+        """These users' graphs were written from outside (an import): read them again when next used."""
+        self.builder.wait_idle(60.0)
+        with self.lock:
+            for uid in user_ids:
+                self._cache.pop(uid, None)
+
     def forget_user(self, user_id: str) -> int:
         if self.deep is not None:
             self.deep.forget(user_id)

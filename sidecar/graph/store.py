@@ -173,6 +173,32 @@ class GraphStore:
             for name in (ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS, EPISODES):
                 self._upsert(name, _unique(rows[name]), append=new_episodes and name in (MENTIONS, EPISODES))
 
+    def restore(self, name: str, rows: list[tuple[int, dict[str, Any]]],
+                overwrite: bool) -> tuple[list[tuple[int, str]], int]:
+        """Rows of one table as exported (line number, row), merged on `id`: new ones inserted, stored ones
+        kept or (overwrite) replaced. Returns the rows that do not fit the table, (line, reason), and the
+        rows written."""
+        schema, bad, good = self._schemas[name], [], rows
+        try:
+            data = pa.Table.from_pylist([r for _, r in good], schema=schema)
+        except (pa.ArrowException, TypeError, ValueError):  # find the rows at fault, one by one
+            data, ok = None, []
+            for n, row in good:
+                try:
+                    pa.Table.from_pylist([row], schema=schema)
+                    ok.append(row)
+                except (pa.ArrowException, TypeError, ValueError) as exc:
+                    bad.append((n, f"{name} row does not fit the table: {exc}"))
+            data = pa.Table.from_pylist(ok, schema=schema)
+        if not data.num_rows:
+            return bad, 0
+        with self.lock:
+            merge = self.tables[name].merge_insert("id")
+            done = (merge.when_matched_update_all() if overwrite else merge).when_not_matched_insert_all().execute(data)
+            self._written = True
+            self._on_write()
+        return bad, done.num_inserted_rows + done.num_updated_rows
+
     def replace_mentions(self, g: UserGraph, episode_ids: Iterable[str]) -> None:
         """Rewrite the mentions of these episodes (after a merge moved them to another entity)."""
         ids = [e for e in episode_ids if e in g.episodes]

@@ -63,6 +63,9 @@ def link_rows(rows: list[dict[str, Any]]) -> None:
         key = (r["user_id"], r.get("channel_id"))
         given = r.pop("_prev", None) or []
         prev = (last[key] if key in last else given)[-CONTEXT_MESSAGES:]
+        if r.get("search_text") is not None:  # linked already (an imported row): kept as it is
+            last[key] = [*prev, (r["id"], r["content"])][-CONTEXT_MESSAGES:]
+            continue
         r["search_text"] = search_text(r["content"], [c for _, c in prev])
         r["prev_id"] = prev[-1][0] if prev else None
         r["prev2_id"] = prev[-2][0] if len(prev) > 1 else None

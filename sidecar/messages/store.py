@@ -133,6 +133,9 @@ class MessageStore:
             linked = [dict(r) for r in rows]
             for r in linked:
                 key = (r["user_id"], r.get("channel_id"))
+                if r.get("search_text") is not None:  # an imported row keeps its own links
+                    self._last.pop(key, None)  # and the next store of its channel reads the newest again
+                    continue
                 if key not in self._last:
                     self._last[key] = self._newest(*key)
                 r["_prev"] = self._last[key]
@@ -141,8 +144,9 @@ class MessageStore:
             self.cache.append(rows, vectors)
             for r in linked:
                 key = (r["user_id"], r.get("channel_id"))
-                self._last[key] = [*self._last[key], (r["id"], r["content"])][-CONTEXT_MESSAGES:]
-                self._last.move_to_end(key)
+                if key in self._last:
+                    self._last[key] = [*self._last[key], (r["id"], r["content"])][-CONTEXT_MESSAGES:]
+                    self._last.move_to_end(key)
             while len(self._last) > LAST_KEYS:
                 self._last.popitem(last=False)
 
@@ -165,6 +169,20 @@ class MessageStore:
             if user_id is None or self.pending.logged(user_id):
                 self.flush()
             yield
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """The table with every acknowledged row committed, and no compaction or delete until the block
+        ends (a long read, an export, sees files that stay); stores and queries keep flowing."""
+        with self._maintenance:
+            with self._reading():
+                table = self.table
+            yield table
+
+    def existing_ids(self, ids: list[str]) -> set[str]:
+        with self._reading():
+            found = self.table.search().where(sql_in("id", ids)).select(["id"]).limit(None).to_arrow()
+        return set(found.column("id").to_pylist())
 
     def _newest(self, user_id: str, channel_id: str | None) -> Context:
         """[(id, content)] of the user's newest stored messages in the channel, oldest first."""

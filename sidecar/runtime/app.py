@@ -22,6 +22,7 @@ class App:
     dispatcher: Dispatcher
     extractor: Any = None  # ExtractionWorker, with an LLM
     graph: Any = None  # GraphService, unless switched off
+    portable: Any = None  # PortableService: export and import
 
     def close(self) -> None:
         if self.extractor is not None:
@@ -98,7 +99,21 @@ def build(cfg: Config) -> App:
                                 graph_search=graph.search if graph is not None else None)
         conversation = ConversationService(store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
                                            max_content_chars=cfg.max_content_chars)
+        portable = _portable(cfg, store, fact_store, graph, embedder, facts, service, identity)
     except BaseException:
         store.close()
         raise
-    return App(service, store, Dispatcher(service, conversation, facts, companion, graph), extractor, graph)
+    return App(service, store, Dispatcher(service, conversation, facts, companion, graph, portable), extractor, graph,
+               portable)
+
+
+def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: Any, facts: Any, service: Any,
+              identity: dict[str, Any]) -> Any:
+    from ..portable import PortableService, Stores
+
+    def gone(ids: list[str]) -> None:
+        for companion in service.companions:
+            companion.on_deleted(ids)
+
+    stores = Stores(store, fact_store, graph, embedder.embed, facts.set_names, gone)
+    return PortableService(stores, identity, cfg.data_dir, ttl_days=cfg.ttl_days)

@@ -1,5 +1,6 @@
 """Command-line entry point: resolve the configuration, set up stderr logging, run the server (the
-NDJSON one, with the `mcp` subcommand the MCP one, with `inspect` the read-only web page)."""
+NDJSON one, with the `mcp` subcommand the MCP one, with `inspect` the read-only web page), or the
+`export` / `import` subcommands."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         return _mcp(args[1:])
     if args[:1] == ["inspect"]:  # `memory-sidecar inspect ...`: a read-only web page over a data dir
         return _inspect(args[1:])
+    if args[:1] in (["export"], ["import"]):  # `memory-sidecar export|import ...`: portability from the shell
+        from .portable_face import run as portable
+
+        return portable(args[0], args[1:], setup_logging)
     try:
         config = resolve(argv)
     except ConfigError as exc:

@@ -281,7 +281,7 @@ def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
     if face in ("mcp", "inspect"):
         parser = argparse.ArgumentParser(prog=f"memory-sidecar {face}",
                                          description=MCP_DESCRIPTION if face == "mcp" else INSPECT_DESCRIPTION)
-        return _add_options(parser, face_options(face))
+        return add_options(parser, face_options(face))
     parser = argparse.ArgumentParser(
         prog="memory-sidecar",
         description=(
@@ -294,13 +294,14 @@ def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
             'Example: printf \'{"type":"store","user_id":"1","content":"I have a cat"}\\n'
             '{"type":"query","user_id":"1","text":"pets","limit":1}\\n\' | memory-sidecar --data-dir /tmp/mem. '
             "The same memory as a Model Context Protocol server: memory-sidecar mcp --help. A read-only web "
-            "page over a data dir: memory-sidecar inspect --help."
+            "page over a data dir: memory-sidecar inspect --help. Export and import (another machine, a backup): "
+            "memory-sidecar export --help, memory-sidecar import --help."
         ),
     )
-    return _add_options(parser, OPTIONS)
+    return add_options(parser, OPTIONS)
 
 
-def _add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> argparse.ArgumentParser:
+def add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memory-sidecar {__version__}")
     for opt in options:
         shown = ",".join(opt.default) if isinstance(opt.default, tuple) else opt.default
@@ -316,8 +317,13 @@ def _add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -
 
 def resolve(argv: list[str] | None = None, environ: dict[str, str] | None = None, face: str = "ndjson") -> Config:
     """Flags, then environment, then defaults. Raises ConfigError with a readable message."""
+    return from_args(build_parser(face).parse_args(argv), environ, face)
+
+
+def from_args(args: argparse.Namespace, environ: dict[str, str] | None = None, face: str = "ndjson") -> Config:
+    """The configuration from parsed flags (a parser given the options by `add_options`), then environment,
+    then defaults."""
     env = os.environ if environ is None else environ
-    args = build_parser(face).parse_args(argv)
     values: dict[str, Any] = {opt.name: opt.default for opt in OPTIONS}  # the options a face does not take
     for opt in face_options(face):
         raw = getattr(args, opt.name)

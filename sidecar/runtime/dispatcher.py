@@ -20,6 +20,7 @@ from ..wire import (
     DeleteRequest,
     EntitiesRequest,
     EntityRequest,
+    ExportRequest,
     ExtractInlineRequest,
     FactHistoryRequest,
     FactsRequest,
@@ -29,6 +30,7 @@ from ..wire import (
     HealthRequest,
     HealthResponse,
     HistoryRequest,
+    ImportRequest,
     MemoryInstructionsRequest,
     MergeEntitiesRequest,
     OkResponse,
@@ -53,7 +55,7 @@ log = logging.getLogger("sidecar.dispatcher")
 
 class Dispatcher:
     def __init__(self, service: MemoryService, conversation: ConversationService, facts: FactService,
-                 companion: FactsCompanion, graph: Any = None):
+                 companion: FactsCompanion, graph: Any = None, portable: Any = None):
         self.service = service
         self.graph = graph
         self.handlers: dict[type, Callable[[Any], BaseModel]] = {
@@ -80,6 +82,9 @@ class Dispatcher:
             ContextRequest: lambda req: self._context(req, conversation, facts),
             HealthRequest: self._health,
         }
+        if portable is not None:
+            self.handlers[ExportRequest] = portable.export
+            self.handlers[ImportRequest] = portable.import_
         for kind, name in ((EntitiesRequest, "entities"), (EntityRequest, "entity"),
                            (MergeEntitiesRequest, "merge_entities"), (ConsolidateRequest, "consolidate"),
                            (GraphRecallRequest, "graph_recall")):

@@ -76,6 +76,7 @@ from .messages import (
     ResultsResponse,
     StoreRequest,
 )
+from .portable import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest, LineError, OnConflict
 from .system import (
     ErrorResponse,
     ModelInfo,
@@ -122,6 +123,12 @@ __all__ = [
     "DecisionOut",
     "DeleteRequest",
     "ErrorResponse",
+    "ExportRequest",
+    "ExportedResponse",
+    "ImportRequest",
+    "ImportedResponse",
+    "LineError",
+    "OnConflict",
     "ExtractInlineRequest",
     "ExtractedResponse",
     "FactEventOut",

@@ -17,6 +17,7 @@ from .conversation import (
     HistoryRequest,
     HistoryResponse,
 )
+from .portable import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest
 from .errors import InvalidJson, InvalidRequest, UnknownType
 from .facts import (
     ExtractedResponse,
@@ -78,7 +79,8 @@ Request = Annotated[
           PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest, ExtractInlineRequest,
           MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest, FactHistoryRequest,
           UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest, EntitiesRequest, EntityRequest,
-          MergeEntitiesRequest, ConsolidateRequest, HealthRequest, GraphRecallRequest],
+          MergeEntitiesRequest, ConsolidateRequest, HealthRequest, GraphRecallRequest, ExportRequest,
+          ImportRequest],
     Field(discriminator="type"),
 ]
 
@@ -89,7 +91,7 @@ REQUEST_MODELS: dict[str, type[_Request]] = {
               ExtractInlineRequest, MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest,
               FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest,
               EntitiesRequest, EntityRequest, MergeEntitiesRequest, ConsolidateRequest, HealthRequest,
-              GraphRecallRequest)
+              GraphRecallRequest, ExportRequest, ImportRequest)
 }
 
 
@@ -97,7 +99,7 @@ Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, Pong
                  HistoryResponse, RememberedResponse, ExtractedResponse, InstructionsResponse, ResolvedResponse,
                  FactsResponse, RecallResponse, FactHistoryResponse, FactResponse, ContextResponse, SyncedResponse,
                  EntitiesResponse, EntityResponse, MergedResponse, ConsolidatedResponse, HealthResponse,
-                 GraphRecallResponse, ErrorResponse]
+                 GraphRecallResponse, ExportedResponse, ImportedResponse, ErrorResponse]
 
 
 

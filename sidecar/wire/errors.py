@@ -53,6 +53,19 @@ class TooLarge(SidecarError):
     code = "too_large"
 
 
+class BadFile(SidecarError):
+    """`import` of a file that cannot be used: missing, unreadable, corrupt or cut short, a newer format
+    version, or (with `strict`) a bad record; nothing was written."""
+
+    code = "bad_file"
+
+
+class Conflict(SidecarError):
+    """`import` with on_conflict `fail` of a file holding an id that is already stored; nothing was written."""
+
+    code = "conflict"
+
+
 class Internal(SidecarError):
     """Unexpected failure while serving a request; the process keeps serving."""
 
@@ -72,6 +85,7 @@ class StartupFailed(SidecarError):
 
 
 ERROR_CLASSES: tuple[type[SidecarError], ...] = (
-    InvalidJson, InvalidRequest, UnknownType, NotFound, TooLarge, Disabled, Internal, StartupFailed,
+    InvalidJson, InvalidRequest, UnknownType, NotFound, TooLarge, Disabled, BadFile, Conflict, Internal,
+    StartupFailed,
 )
 ERROR_CODES = tuple(c.code for c in ERROR_CLASSES)

@@ -1,0 +1,258 @@
+"""Import: records read in batches of one kind, validated, checked against what is stored (the conflict
+policy), and written through each domain's own write path: messages through the message store's
+write-ahead log (durable before they count), facts, their events, names and graph rows merged on their
+keys. Ids are kept, so running an import again after a crash converges to the same state.
+
+With `strict` or on_conflict `fail`, a first pass reads the whole file and refuses it before anything is
+written; otherwise a bad record is reported with its line number and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .fileio import LineProblem, Reader
+from .records import KEYS, MessageRecord, decode_vector
+
+log = logging.getLogger("sidecar.portable")
+
+BATCH = 1000  # records written together (one embedding batch, one commit)
+MAX_ERRORS = 20  # line errors listed in the answer (all are counted and logged)
+GRAPH_QUEUE = 20_000  # messages waiting for the graph builder before the import waits for it
+
+
+class Refused(Exception):
+    """The import is refused before anything was written: code (bad_file, conflict) and a sentence."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Outcome:
+    messages: int = 0
+    facts: int = 0
+    fact_events: int = 0
+    users: int = 0
+    graph: int = 0
+    skipped: int = 0
+    overwritten: int = 0
+    invalid: int = 0
+    reembedded: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    graph_users: set[str] = field(default_factory=set)
+
+    def problem(self, line: int, message: str, record: bool = True) -> None:
+        self.invalid += record
+        log.warning("import: line %d: %s", line, message)
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append((line, message))
+
+
+def _kind(record: Any) -> str:
+    return f"graph:{record.table}" if record.kind == "graph" else record.kind
+
+
+class Importer:
+    def __init__(self, stores: Any, identity: dict[str, Any], on_conflict: str = "skip", strict: bool = False,
+                 progress: Callable[[str, int], None] | None = None):
+        self.s = stores  # portable.service.Stores
+        self.identity = identity
+        self.dim = int(identity["dim"])
+        self.on_conflict = on_conflict
+        self.strict = strict
+        self.progress = progress or (lambda _what, _n: None)
+        self.out = Outcome()
+        self.reuse = False  # the file's vectors are this model's
+        self.restore_graph = False  # the file's graph rows are used (else the graph is rebuilt)
+        self.plain = False  # plain JSON Lines (no header)
+        self.oldest = float("inf")  # timestamp of the oldest message written
+
+    def run(self, path: Path) -> Outcome:
+        reader = Reader(path)
+        self._plan(reader)
+        if self.strict or self.on_conflict == "fail":
+            self._check(reader)
+        batch: list[tuple[int, Any]] = []
+        for n, record in reader.records():
+            if isinstance(record, LineProblem):
+                self.out.problem(n, record.message, record=record.record)
+                continue
+            if batch and (_kind(batch[0][1]) != _kind(record) or len(batch) >= BATCH):
+                self._write(batch)
+                batch = []
+            if record.kind != "end":
+                batch.append((n, record))
+        if batch:
+            self._write(batch)
+        self._finish()
+        return self.out
+
+    def _plan(self, reader: Reader) -> None:
+        h = reader.header
+        if h is None:
+            self.plain = True
+            self.out.notes.append("plain JSON Lines: every message embedded, the graph built from them")
+            return
+        same = (h.model.name, h.model.dim, h.model.digest) == (self.identity["name"], self.dim, self.identity["digest"])
+        self.reuse = h.vectors and same
+        self.restore_graph = self.reuse and h.graph and self.s.graph is not None
+        if h.vectors and not same:
+            self.out.notes.append(
+                f"the file was made with model {h.model.name} (dim {h.model.dim}, sha256 {h.model.digest[:12]}...), "
+                f"this sidecar runs {self.identity['name']} (sha256 {self.identity['digest'][:12]}...): its vectors "
+                "are not used; messages and facts are re-embedded and the graph is rebuilt from the messages")
+        elif not h.vectors:
+            self.out.notes.append("the file has no vectors: messages and facts are re-embedded and the graph is "
+                                  "rebuilt from the messages")
+
+    # ------------------------------------------------------------------ the first pass (strict, fail)
+
+    def _check(self, reader: Reader) -> None:
+        pending: dict[str, dict[str, int]] = {}
+        for n, record in reader.records():
+            if isinstance(record, LineProblem):
+                if self.strict:
+                    raise Refused("bad_file", f"{reader.path}: line {n}: {record.message}; nothing was imported")
+                continue
+            if self.strict and self.reuse and getattr(record, "vector", None) is not None:
+                try:
+                    decode_vector(record.vector, self.dim)
+                except ValueError as exc:
+                    raise Refused("bad_file", f"{reader.path}: line {n}: {exc}; nothing was imported") from None
+            if self.on_conflict == "fail" and record.kind in KEYS:
+                ids = pending.setdefault(record.kind, {})
+                ids[str(getattr(record, KEYS[record.kind]))] = n
+                if len(ids) >= BATCH:
+                    self._conflicts(reader.path, record.kind, pending.pop(record.kind))
+        for kind, ids in pending.items():
+            self._conflicts(reader.path, kind, ids)
+
+    def _conflicts(self, path: Path, kind: str, ids: dict[str, int]) -> None:
+        found = self.s.existing(kind, list(ids))
+        if found:
+            first = min(found, key=lambda i: ids[i])
+            raise Refused("conflict", f"{path}: line {ids[first]}: {kind} {first!r} is already stored "
+                          f"({len(found)} in that part of the file); on_conflict is `fail`, nothing was imported")
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, batch: list[tuple[int, Any]]) -> None:
+        kind = _kind(batch[0][1])
+        if kind.startswith("graph:"):
+            if self.restore_graph:
+                self._graph(kind[6:], batch)
+            return
+        batch = self._policy(batch[0][1].kind, batch)
+        if not batch:
+            return
+        if kind == "message":
+            self._messages(batch)
+        elif kind == "fact":
+            self._facts(batch)
+        elif kind == "fact_event":
+            self.s.facts.restore_events([r.model_dump(exclude={"kind"}) for _, r in batch],
+                                        self.on_conflict == "overwrite")
+            self.out.fact_events += len(batch)
+        elif kind == "user":
+            self.s.facts.restore_users([r.model_dump(exclude={"kind"}) for _, r in batch],
+                                       self.on_conflict == "overwrite")
+            self.out.users += len(batch)
+
+    def _policy(self, kind: str, batch: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        """The batch without records repeated in it, and without stored ids (skip), or with the stored
+        ones counted as overwritten (overwrite; a message is deleted first)."""
+        key = KEYS[kind]
+        unique: dict[str, tuple[int, Any]] = {}
+        for n, r in batch:
+            unique.setdefault(str(getattr(r, key)), (n, r))
+        self.out.skipped += len(batch) - len(unique)
+        found = self.s.existing(kind, list(unique))
+        if not found:
+            return list(unique.values())
+        if self.on_conflict == "overwrite":
+            self.out.overwritten += len(found)
+            if kind == "message":
+                self.s.delete_messages(sorted(found))
+            return list(unique.values())
+        self.out.skipped += len(found)
+        return [v for k, v in unique.items() if k not in found]
+
+    def _vectors(self, batch: list[tuple[int, Any]], texts: list[str]) -> tuple[list[tuple[int, Any]], np.ndarray]:
+        """The records whose vector could be decoded (or all, re-embedded) and their vectors."""
+        if not self.reuse:
+            self.out.reembedded += len(batch)
+            return batch, np.asarray(self.s.embed(texts), dtype=np.float32).reshape(len(batch), self.dim)
+        kept, vectors, missing = [], [], []
+        for (n, r), text in zip(batch, texts):
+            try:
+                if r.vector is None:
+                    missing.append(len(kept))
+                    vectors.append(np.zeros(self.dim, dtype=np.float32))
+                else:
+                    vectors.append(decode_vector(r.vector, self.dim))
+                kept.append((n, r))
+            except ValueError as exc:
+                self.out.problem(n, str(exc))
+        out = np.stack(vectors) if vectors else np.empty((0, self.dim), dtype=np.float32)
+        if missing:  # a record without its vector in a file with vectors: embedded here
+            out[missing] = self.s.embed([texts[i] for i in missing])
+            self.out.reembedded += len(missing)
+        return kept, out
+
+    def _messages(self, batch: list[tuple[int, MessageRecord]]) -> None:
+        batch, vectors = self._vectors(batch, [r.content for _, r in batch])
+        if not batch:
+            return
+        rows = [r.model_dump(exclude={"kind", "vector"}) for _, r in batch]
+        for row in rows:
+            row["timestamp"] = float(row["timestamp"])
+            self.oldest = min(self.oldest, row["timestamp"])
+            if row["search_text"] is None:
+                for k in ("search_text", "prev_id", "prev2_id"):
+                    row.pop(k)
+        self.s.add_messages(rows, vectors, build_graph=not self.restore_graph, names=self.plain)
+        self.out.messages += len(rows)
+        self.progress("messages", self.out.messages)
+
+    def _facts(self, batch: list[tuple[int, Any]]) -> None:
+        batch, vectors = self._vectors(batch, [r.text for _, r in batch])
+        if batch:
+            self.s.facts.restore_facts([r.model_dump(exclude={"kind", "vector"}) for _, r in batch], vectors,
+                                       self.on_conflict == "overwrite")
+            self.out.facts += len(batch)
+
+    def _graph(self, table: str, batch: list[tuple[int, Any]]) -> None:
+        rows = []
+        for n, r in batch:
+            row = dict(r.row)
+            if table == "traces":
+                try:
+                    row["vector"] = decode_vector(str(row.get("vector")), self.dim).tolist()
+                except ValueError as exc:
+                    self.out.problem(n, f"trace {exc}")
+                    continue
+            rows.append((n, row))
+        bad, written = self.s.graph.store.restore("graph_" + table, rows, self.on_conflict == "overwrite")
+        for n, message in bad:
+            self.out.problem(n, message)
+        self.out.graph += written
+        self.out.skipped += len(rows) - len(bad) - written  # stored already (on_conflict skip)
+        self.out.graph_users.update(r.row["user_id"] for _, r in batch)
+
+    def _finish(self) -> None:
+        if self.s.graph is None:
+            return
+        if self.out.graph_users:
+            self.s.graph.reload(sorted(self.out.graph_users))
+        self.s.graph.catch_up()  # every imported message without an episode is built in the background
+

@@ -1,0 +1,110 @@
+"""The `export` and `import` commands: paths resolved (relative ones against the data dir), the exporter
+or importer run against the data dir's stores, and the outcome as a typed response or a clear error."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..storage import sql_in
+from ..wire import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest, LineError
+from ..wire.errors import BadFile, Conflict, InvalidRequest
+from .exporter import Exporter
+from .fileio import FileProblem
+from .importer import GRAPH_QUEUE, Importer, Refused
+
+log = logging.getLogger("sidecar.portable")
+
+DAY = 86_400.0
+
+
+@dataclass
+class Stores:
+    """What export and import reach in the data dir, handed over by the composition root."""
+
+    messages: Any  # messages.MessageStore
+    facts: Any  # facts.FactStore
+    graph: Any  # graph.GraphService, or None (graph memory off)
+    embed: Callable[[list[str]], np.ndarray]
+    names: Callable[[dict[str, str]], None]  # display names heard from stored messages
+    gone: Callable[[list[str]], None]  # tells the other domains of deleted messages
+
+    def existing(self, kind: str, ids: list[str]) -> set[str]:
+        """The ids (user ids for `user`) among these that are already stored."""
+        if kind == "message":
+            return self.messages.existing_ids(ids)
+        return self.facts.existing(kind, ids)
+
+    def delete_messages(self, ids: list[str]) -> None:
+        self.messages.delete(sql_in("id", ids), exclusive=False, on_gone=self.gone)
+
+    def add_messages(self, rows: list[dict[str, Any]], vectors: np.ndarray, build_graph: bool, names: bool) -> None:
+        """Durable (write-ahead log) before it returns, like a `store`; the graph builder hears of them unless
+        the file's graph rows are restored instead. names: the display names come from the messages (plain
+        files; an export file carries its own `user` records)."""
+        self.messages.add(rows, vectors)
+        if names:
+            self.names({r["user_id"]: r["username"] for r in rows if r.get("username")})
+        if build_graph and self.graph is not None:
+            self.graph.builder.submit(rows, vectors)
+            if self.graph.builder.pending > GRAPH_QUEUE:
+                self.graph.builder.wait_idle(600.0)
+
+
+def resolve_path(data_dir: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else data_dir / p
+
+
+class PortableService:
+    def __init__(self, stores: Stores, identity: dict[str, Any], data_dir: Path, ttl_days: float = 0.0,
+                 clock: Callable[[], float] = time.time):
+        self.stores = stores
+        self.identity = identity
+        self.data_dir = data_dir
+        self.ttl_days = ttl_days
+        self.clock = clock
+
+    def export(self, req: ExportRequest, progress: Callable[[str, int], None] | None = None) -> ExportedResponse:
+        out = resolve_path(self.data_dir, req.out)
+        if out.is_dir():
+            raise InvalidRequest(f"`out` names a directory ({out}); give a file name, e.g. memory.jsonl.gz")
+        t0 = time.monotonic()
+        try:
+            counts = Exporter(self.stores, self.identity, progress).run(out, req.user_id, req.vectors)
+        except OSError as exc:
+            raise InvalidRequest(f"cannot write {out}: {exc.strerror or exc}") from None
+        log.info("exported %s to %s", counts, out)
+        return ExportedResponse(path=str(out), bytes=counts["bytes"], messages=counts["messages"],
+                                facts=counts["facts"], fact_events=counts["fact_events"], users=counts["users"],
+                                graph=counts["graph"], vectors=req.vectors,
+                                seconds=round(time.monotonic() - t0, 3))
+
+    def import_(self, req: ImportRequest, progress: Callable[[str, int], None] | None = None) -> ImportedResponse:
+        path = resolve_path(self.data_dir, req.path)
+        t0 = time.monotonic()
+        importer = Importer(self.stores, self.identity, req.on_conflict, req.strict, progress)
+        try:
+            out = importer.run(path)
+        except FileProblem as exc:
+            raise BadFile(str(exc)) from None
+        except Refused as exc:
+            raise (Conflict if exc.code == "conflict" else BadFile)(exc.message) from None
+        if self.ttl_days > 0 and out.messages and importer.oldest < self.clock() - self.ttl_days * DAY:
+            out.notes.append(f"some imported messages are older than --ttl-days {self.ttl_days:g}: the next "
+                             "automatic expiry deletes them (start with --ttl-days 0 to keep them)")
+        log.info("imported %s: %d messages, %d facts, %d skipped, %d invalid", path, out.messages, out.facts,
+                 out.skipped, out.invalid)
+        return ImportedResponse(
+            path=str(path), format="plain" if importer.plain else "export", messages=out.messages, facts=out.facts,
+            fact_events=out.fact_events, users=out.users, graph=out.graph, skipped=out.skipped,
+            overwritten=out.overwritten, invalid=out.invalid, reembedded=out.reembedded,
+            vectors="reused" if importer.reuse else "reembedded",
+            graph_source="restored" if importer.restore_graph else "rebuilt",
+            errors=[LineError(line=n, message=m) for n, m in out.errors], notes=out.notes,
+            seconds=round(time.monotonic() - t0, 3))

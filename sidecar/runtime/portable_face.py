@@ -1,0 +1,123 @@
+"""`memory-sidecar export` and `memory-sidecar import`: the portability commands from the shell, against a
+data dir no sidecar holds (its lock makes a second opener fail with a clear message). Progress on stderr;
+the outcome, the same object the protocol command answers, as one JSON line on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..wire import ExportRequest, ImportRequest, encode
+from ..wire.errors import SidecarError
+from .config import OPTIONS, ConfigError, add_options, from_args
+
+log = logging.getLogger("sidecar.portable")
+
+COMMON = ("The options after the command's own are memory-sidecar's (the data dir, the model, graph memory). Never "
+          "run it against a data dir a live sidecar holds: the lock refuses it. Exit code 0: done; 1: refused or "
+          "failed (the message says why); 2: bad arguments.")
+
+
+def parser(command: str) -> argparse.ArgumentParser:
+    if command == "export":
+        p = argparse.ArgumentParser(prog="memory-sidecar export", epilog=COMMON, description=(
+            "Write one user's memory, or everyone's, to a portable JSON Lines file (gzip when FILE ends in .gz): "
+            "messages, facts with their history, display names, graph memory; vectors marked with the model digest."))
+        p.add_argument("--out", required=True, metavar="FILE", help="The file to write (replaced atomically).")
+        p.add_argument("--user", metavar="ID", help="Export only this user (default: every user).")
+        p.add_argument("--no-vectors", action="store_true",
+                       help="Leave the vectors out (a smaller file; the import re-embeds).")
+        return add_options(p, OPTIONS)
+    p = argparse.ArgumentParser(prog="memory-sidecar import", epilog=COMMON, description=(
+        "Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...} records, into the data dir. "
+        "Vectors are reused when the file's model digest is this sidecar's; otherwise everything is re-embedded."))
+    p.add_argument("file", metavar="FILE", help="The export file (or plain JSON Lines; .gz: gzip).")
+    p.add_argument("--on-conflict", choices=("skip", "overwrite", "fail"), default="skip",
+                   help="An id already stored: keep it (skip, the default), overwrite it, or fail before writing.")
+    p.add_argument("--strict", action="store_true",
+                   help="A bad record fails the whole import before anything is written (default: reported and skipped).")
+    return add_options(p, OPTIONS)
+
+
+class Progress:
+    """One stderr line at most every 2 s: what has been done so far, and the rate."""
+
+    def __init__(self, command: str):
+        self.command = command
+        self.t0 = self.last = time.monotonic()
+
+    def __call__(self, what: str, n: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= 2.0:
+            self.last = now
+            print(f"memory-sidecar {self.command}: {n} {what} ({n / (now - self.t0):.0f}/s)", file=sys.stderr, flush=True)
+
+
+def run(command: str, argv: list[str], setup_logging: Callable[[str], None]) -> int:
+    args = parser(command).parse_args(argv)
+    try:
+        config = from_args(args)
+    except ConfigError as exc:
+        print(f"memory-sidecar {command}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_level)
+    try:
+        if command == "export":
+            request: Any = ExportRequest.model_validate({"type": "export", "out": str(Path(args.out).resolve()),
+                                                         "user_id": args.user, "vectors": not args.no_vectors})
+        else:
+            request = ImportRequest.model_validate({"type": "import", "path": str(Path(args.file).resolve()),
+                                                    "on_conflict": args.on_conflict, "strict": args.strict})
+    except ValueError as exc:
+        print(f"memory-sidecar {command}: {exc}", file=sys.stderr)
+        return 2
+    from .app import build
+
+    try:
+        app = build(config)
+    except Exception as exc:  # noqa: BLE001 - the lock, the model, the data dir: one clear line
+        print(f"memory-sidecar {command}: cannot open the data dir: {exc}", file=sys.stderr)
+        return 1
+    try:
+        return _run(app, command, request)
+    finally:
+        app.close()
+
+
+def _run(app: Any, command: str, request: Any) -> int:
+    progress = Progress(command)
+    try:
+        if command == "export":
+            response = app.portable.export(request, progress)
+        else:
+            response = app.portable.import_(request, progress)
+            _settle_graph(app, response.graph_source == "rebuilt")
+    except SidecarError as exc:
+        print(f"memory-sidecar {command}: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    if command == "import":
+        for line in response.errors:
+            print(f"memory-sidecar import: line {line.line}: {line.message}", file=sys.stderr)
+        for note in response.notes:
+            print(f"memory-sidecar import: note: {note}", file=sys.stderr)
+    sys.stdout.buffer.write(encode(response))
+    sys.stdout.flush()
+    return 0
+
+
+def _settle_graph(app: Any, rebuilt: bool) -> None:
+    """Wait for the graph builder to take in the imported messages (and consolidate a rebuilt graph), so the
+    data dir is complete when the command ends."""
+    graph = app.graph
+    if graph is None:
+        return
+    t0 = time.monotonic()
+    while not graph.builder.wait_idle(2.0):
+        print(f"memory-sidecar import: building the graph, {graph.builder.pending} messages to go "
+              f"({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True)
+    if rebuilt:
+        graph.consolidate_all()

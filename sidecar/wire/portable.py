@@ -1,0 +1,79 @@
+"""Wire models of portability: `export` (one user's memory, or everyone's, to a file the sidecar writes
+itself) and `import` (that file, or plain JSON Lines of messages, read back). The file format has its
+own schema, protocol/export.schema.json (sidecar/portable/records.py)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr
+
+from .base import Id, NonBlank, _Model, _Request, _Response
+
+OnConflict = Literal["skip", "overwrite", "fail"]
+
+
+class ExportRequest(_Request):
+    """Write memory to a JSON Lines file (gzip when `out` ends in `.gz`); answers with counts."""
+
+    type: Literal["export"]
+    out: NonBlank = Field(description="Path of the file to write (replaced atomically); a relative path is "
+                          "relative to the data dir.")
+    user_id: Id | None = Field(None, description="Export only this user; default: every user.")
+    vectors: StrictBool = Field(True, description="Include the vectors (marked with the model digest); false: "
+                                "a smaller file, re-embedded on import.")
+
+
+class ImportRequest(_Request):
+    """Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...}, into this data dir."""
+
+    type: Literal["import"]
+    path: NonBlank = Field(description="Path of the file to read (.gz: gzip); a relative path is relative to "
+                           "the data dir.")
+    on_conflict: OnConflict = Field("skip", description="An id already stored: skip (keep the stored one), "
+                                    "overwrite it, or fail (checked before anything is written).")
+    strict: StrictBool = Field(False, description="A bad record fails the whole import before anything is "
+                               "written; default: it is reported with its line number and skipped.")
+
+
+class ExportedResponse(_Response):
+    type: Literal["exported"] = "exported"
+    path: str = Field(description="The file written (absolute).")
+    bytes: int
+    messages: int
+    facts: int
+    fact_events: int
+    users: int = Field(description="Display names.")
+    graph: int = Field(description="Graph rows (episodes, entities, mentions, relations, traces, links); 0 "
+                       "without vectors: the graph is rebuilt from the messages on import.")
+    vectors: bool
+    seconds: float
+
+
+class LineError(_Model):
+    line: StrictInt
+    message: StrictStr
+
+
+class ImportedResponse(_Response):
+    type: Literal["imported"] = "imported"
+    path: str
+    format: Literal["export", "plain"] = Field(description="export: a memory-sidecar export file; plain: "
+                                               "JSON Lines of messages.")
+    messages: int = Field(description="Messages written (new or overwritten).")
+    facts: int
+    fact_events: int
+    users: int
+    graph: int = Field(description="Graph rows restored (0 when the graph is rebuilt from the messages).")
+    skipped: int = Field(description="Records whose id was already stored (on_conflict skip).")
+    overwritten: int = Field(description="Records that replaced a stored one (on_conflict overwrite).")
+    invalid: int = Field(description="Bad records reported and skipped (see `errors`).")
+    reembedded: int = Field(description="Messages and facts embedded again (no vectors in the file, or "
+                            "another model's).")
+    vectors: Literal["reused", "reembedded"] = Field(description="What happened to the file's vectors.")
+    graph_source: Literal["restored", "rebuilt"] = Field(description="restored: the file's graph rows; "
+                                                         "rebuilt: built in the background from the messages.")
+    errors: list[LineError] = Field(default_factory=list, description="The first bad records (line, reason).")
+    notes: list[StrictStr] = Field(default_factory=list, description="What the caller should know (e.g. "
+                                   "another model's file was re-embedded).")
+    seconds: float
