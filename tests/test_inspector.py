@@ -118,6 +118,7 @@ def browser():
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     driver.set_page_load_timeout(60)
+    driver.implicitly_wait(20)  # a click's page load may still be on its way on a busy machine
     yield driver
     driver.quit()
 

@@ -1,8 +1,6 @@
 """Domain rules of graph memory: the per-user graphs (loaded lazily, kept under an LRU budget), the
 background builder, consolidation into traces (on a schedule and on demand), and the commands
-`entities`, `entity`, `merge_entities`, `consolidate`, `health`.
-
-Activation decays with time since last use, computed when read (nothing is rewritten on a timer):
+`entities`, `entity`, `merge_entities`, `consolidate`, `health`. Activation decays with time since last use, computed when read (nothing is rewritten on a timer):
 a(t) = FLOOR + (a0 - FLOOR) * 2^(-(t - t_use) / HALF_LIFE); use (a mention, a recall) adds USE_BOOST.
 """
 
@@ -70,15 +68,13 @@ class GraphService:
         self.lock = threading.RLock()  # every graph read and change
         self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
-        self._unconsolidated = 0
-        self._first_unconsolidated: float | None = None
+        self._unconsolidated, self._first_unconsolidated = 0, None  # episodes built since the last pass, and when
         self.last_consolidation: float | None = None
         commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
         self.builder = Builder(self.lock, self.graph, self._save, commit, self._built, extra_tier, same_fact, similar)
         self.builder.preload = self.preload
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
-        self.llm = llm
-        self.deep = None
+        self.llm, self.deep = llm, None
         if llm is not None:
             from .deep import DeepTier
 
@@ -86,7 +82,6 @@ class GraphService:
             self.builder.on_built = self._to_deep_tier
         self._reachable: tuple[float, bool | None] = (0.0, None)
         from .recaller import Recaller
-
         self.recaller = Recaller(self, embed) if embed is not None else None
 
     # ------------------------------------------------------------------ graphs
@@ -128,8 +123,7 @@ class GraphService:
 
     def _built(self, n: int) -> None:
         self._unconsolidated += n
-        if self._first_unconsolidated is None:
-            self._first_unconsolidated = time.monotonic()
+        self._first_unconsolidated = self._first_unconsolidated or time.monotonic()
 
     def consolidation_due(self) -> bool:
         if not self._unconsolidated or not self.consolidate_every:
@@ -336,8 +330,7 @@ class GraphService:
         """These users' graphs were written from outside (an import): read them again when next used."""
         self.builder.wait_idle(60.0)
         with self.lock:
-            for uid in user_ids:
-                self._cache.pop(uid, None)
+            self._cache = OrderedDict((u, g) for u, g in self._cache.items() if u not in set(user_ids))
 
     def forget_user(self, user_id: str) -> int:
         if self.deep is not None:
