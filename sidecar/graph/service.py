@@ -1,6 +1,7 @@
 """Domain rules of graph memory: the per-user graphs (loaded lazily, kept under an LRU budget), the
 background builder, consolidation into traces (on a schedule and on demand), and the commands
-`entities`, `entity`, `merge_entities`, `consolidate`, `health`. Activation decays with time since last use, computed when read (nothing is rewritten on a timer):
+`entities`, `entity`, `merge_entities`, `consolidate`, `health`. Activation decays with time since
+last use, computed when read (nothing is rewritten on a timer):
 a(t) = FLOOR + (a0 - FLOOR) * 2^(-(t - t_use) / HALF_LIFE); use (a mention, a recall) adds USE_BOOST.
 """
 
@@ -63,8 +64,7 @@ class GraphService:
         self.cut = cut  # the pyramid's word cut, for trace summaries
         self.cache_bytes = cache_bytes
         self.consolidate_every = consolidate_every  # 0: only on demand (`consolidate`, recall)
-        self.max_limit = max_limit
-        self.clock = clock
+        self.max_limit, self.clock = max_limit, clock
         self.lock = threading.RLock()  # every graph read and change
         self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
@@ -80,7 +80,7 @@ class GraphService:
 
             self.deep = DeepTier(llm, self._apply_deep)
             self.builder.on_built = self._to_deep_tier
-        self._reachable: tuple[float, bool | None] = (0.0, None)
+        self._reachable: tuple[float, bool | None] = (0.0, None)  # (when checked, whether the LLM answered)
         from .recaller import Recaller
         self.recaller = Recaller(self, embed) if embed is not None else None
 
