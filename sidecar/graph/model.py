@@ -9,12 +9,15 @@ from its mentions; a relation's validity from its episodes' times.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 SALIENCE_STEP = 0.1  # each resolved mention raises salience by this, up to 1
+HALF_LIFE_DAYS = 7.0  # activation loses half of what it has above FLOOR in a week without use
+FLOOR = 0.1
 # Resident bytes per item of a loaded graph (tracemalloc; see UserGraph.approx_bytes)
 EPISODE_BYTES = 400
 ENTITY_BYTES = 1_050
@@ -32,6 +35,11 @@ def fold(name: str) -> str:
     text = unicodedata.normalize("NFKD", name.casefold())
     text = "".join(c for c in text if not unicodedata.combining(c))
     return re.sub(r"\s+", " ", text).strip(" .,;:!?\"'’()[]{}")
+
+
+def decayed(activation: float, since: float, now: float) -> float:
+    days = max(0.0, now - since) / 86_400.0
+    return FLOOR + (activation - FLOOR) * math.pow(2.0, -days / HALF_LIFE_DAYS)
 
 
 def compact(key: str) -> str:

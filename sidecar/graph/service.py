@@ -8,7 +8,6 @@ a(t) = FLOOR + (a0 - FLOOR) * 2^(-(t - t_use) / HALF_LIFE); use (a mention, a re
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 import time
@@ -33,24 +32,17 @@ from ..wire import (
 from ..wire.errors import InvalidRequest, NotFound, TooLarge
 from . import consolidation as cons
 from .builder import Builder, Changes
-from .model import Entity, Episode, Similar, Trace, UserGraph, fold, stable_id
+from .model import (FLOOR, HALF_LIFE_DAYS, Entity, Episode, Similar, Trace, UserGraph, decayed,  # noqa: F401
+                    fold, stable_id)
 from .store import GraphStore
 
 log = logging.getLogger("sidecar.graph")
 
-HALF_LIFE_DAYS = 7.0  # activation loses half of what it has above FLOOR in a week without use
-FLOOR = 0.1
-USE_BOOST = 0.1
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
-
-
-def decayed(activation: float, since: float, now: float) -> float:
-    days = max(0.0, now - since) / 86_400.0
-    return FLOOR + (activation - FLOOR) * math.pow(2.0, -days / HALF_LIFE_DAYS)
 
 
 class GraphService:
@@ -150,12 +142,19 @@ class GraphService:
 
     # ------------------------------------------------------------------ consolidation
 
-    def consolidate_all(self, user_id: str | None = None) -> dict[str, int]:
-        self.settled()
+    def consolidate_all(self, user_id: str | None = None, budget: float | None = None) -> dict[str, int]:
+        """budget (the background pass): seconds, then it stops between users (the rest stays due), and it
+        does not hurry the builder: a pass over every user once held the builder back past its queue."""
+        if budget is None:
+            self.settled()
         users = [user_id] if user_id is not None else self.store.users_with_unconsolidated()
         self._unconsolidated, self._first_unconsolidated = 0, None
         total = {"users": 0, "episodes": 0, "traces_created": 0, "traces_updated": 0, "links": 0}
+        ends = time.monotonic() + (budget if budget is not None else float("inf"))
         for uid in users:
+            if time.monotonic() > ends:
+                self._unconsolidated += self.consolidate_every  # still due: the next tick goes on
+                break
             while True:
                 counts = self.consolidate_user(uid)
                 for k in counts:
@@ -273,9 +272,8 @@ class GraphService:
     def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
         return self.recaller.related_block(users, text, per_user, words)
 
-    def search(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
-               until: float | None) -> list[dict[str, Any]]:
-        return self.recaller.search(user_id, text, vector, limit, since, until)
+    def search(self, *args: Any) -> list[dict[str, Any]]:  # (user_id, text, vector, limit, since, until)
+        return self.recaller.search(*args)
 
     # ------------------------------------------------------------------ the deep (LLM) tier
 

@@ -10,6 +10,8 @@ from typing import Any
 from . import native_memory
 from .config import Config
 
+CONSOLIDATE_BUDGET = 0.5  # seconds of graph consolidation per maintenance tick (a tick is 1 s apart)
+
 log = logging.getLogger("sidecar.server")
 
 
@@ -37,7 +39,7 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
                 service.store.compact(exclusive=False)
                 native_memory.trim()
             elif graph is not None and graph.consolidation_due():
-                graph.consolidate_all()  # 200 new episodes, or 5 min after the first
+                graph.consolidate_all(budget=CONSOLIDATE_BUDGET)  # 200 new episodes, or 5 min after the first
         except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
             log.exception("background maintenance failed; will retry")
             next_expiry = time.monotonic() + 60
