@@ -392,4 +392,12 @@ export class MemorySidecar {
   graphRecall(params: Params<'graph_recall'>, options?: RequestOptions) {
     return this.send('graph_recall', params, options);
   }
+  /** Writes the memory (one user's, or everyone's) to a portable file the sidecar creates (docs/portability.md). */
+  exportMemory(params: Params<'export'>, options?: RequestOptions) {
+    return this.send('export', params, options);
+  }
+  /** Reads a portable file (or plain JSON Lines) into the memory; large files: prefer the CLI. */
+  importMemory(params: Params<'import'>, options?: RequestOptions) {
+    return this.send('import', params, options);
+  }
 }

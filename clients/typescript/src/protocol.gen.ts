@@ -29,7 +29,9 @@ export type Request =
   | MergeEntitiesRequest
   | ConsolidateRequest
   | HealthRequest
-  | GraphRecallRequest;
+  | GraphRecallRequest
+  | ExportRequest
+  | ImportRequest;
 export type Response =
   | ReadyResponse
   | OkResponse
@@ -54,6 +56,8 @@ export type Response =
   | ConsolidatedResponse
   | HealthResponse
   | GraphRecallResponse
+  | ExportedResponse
+  | ImportedResponse
   | ErrorResponse;
 
 /**
@@ -875,6 +879,56 @@ export interface RecallParams {
   top_m?: number | null;
 }
 /**
+ * Write memory to a JSON Lines file (gzip when `out` ends in `.gz`); answers with counts.
+ *
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "ExportRequest".
+ */
+export interface ExportRequest {
+  /**
+   * Path of the file to write (replaced atomically); a relative path is relative to the data dir.
+   */
+  out: string;
+  /**
+   * Echoed on the response.
+   */
+  request_id?: string | number | null;
+  type: 'export';
+  /**
+   * Export only this user; default: every user.
+   */
+  user_id?: (string | number) | null;
+  /**
+   * Include the vectors (marked with the model digest); false: a smaller file, re-embedded on import.
+   */
+  vectors?: boolean;
+}
+/**
+ * Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...}, into this data dir.
+ *
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "ImportRequest".
+ */
+export interface ImportRequest {
+  /**
+   * An id already stored: skip (keep the stored one), overwrite it, or fail (checked before anything is written).
+   */
+  on_conflict?: 'skip' | 'overwrite' | 'fail';
+  /**
+   * Path of the file to read (.gz: gzip); a relative path is relative to the data dir.
+   */
+  path: string;
+  /**
+   * Echoed on the response.
+   */
+  request_id?: string | number | null;
+  /**
+   * A bad record fails the whole import before anything is written; default: it is reported with its line number and skipped.
+   */
+  strict?: boolean;
+  type: 'import';
+}
+/**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
  * via the `definition` "ReadyResponse".
  */
@@ -1573,6 +1627,97 @@ export interface RecalledEpisode {
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "ExportedResponse".
+ */
+export interface ExportedResponse {
+  bytes: number;
+  fact_events: number;
+  facts: number;
+  /**
+   * Graph rows (episodes, entities, mentions, relations, traces, links); 0 without vectors: the graph is rebuilt from the messages on import.
+   */
+  graph: number;
+  messages: number;
+  /**
+   * The file written (absolute).
+   */
+  path: string;
+  request_id?: string | number | null;
+  seconds: number;
+  type: 'exported';
+  /**
+   * Display names.
+   */
+  users: number;
+  vectors: boolean;
+}
+/**
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "ImportedResponse".
+ */
+export interface ImportedResponse {
+  /**
+   * The first bad records (line, reason).
+   */
+  errors?: LineError[];
+  fact_events: number;
+  facts: number;
+  /**
+   * export: a memory-sidecar export file; plain: JSON Lines of messages.
+   */
+  format: 'export' | 'plain';
+  /**
+   * Graph rows restored (0 when the graph is rebuilt from the messages).
+   */
+  graph: number;
+  /**
+   * restored: the file's graph rows; rebuilt: built in the background from the messages.
+   */
+  graph_source: 'restored' | 'rebuilt';
+  /**
+   * Bad records reported and skipped (see `errors`).
+   */
+  invalid: number;
+  /**
+   * Messages written (new or overwritten).
+   */
+  messages: number;
+  /**
+   * What the caller should know (e.g. another model's file was re-embedded).
+   */
+  notes?: string[];
+  /**
+   * Records that replaced a stored one (on_conflict overwrite).
+   */
+  overwritten: number;
+  path: string;
+  /**
+   * Messages and facts embedded again (no vectors in the file, or another model's).
+   */
+  reembedded: number;
+  request_id?: string | number | null;
+  seconds: number;
+  /**
+   * Records whose id was already stored (on_conflict skip).
+   */
+  skipped: number;
+  type: 'imported';
+  users: number;
+  /**
+   * What happened to the file's vectors.
+   */
+  vectors: 'reused' | 'reembedded';
+}
+/**
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "LineError".
+ */
+export interface LineError {
+  line: number;
+  message: string;
+}
+/**
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
  * via the `definition` "ErrorResponse".
  */
 export interface ErrorResponse {
@@ -1589,7 +1734,7 @@ export interface ErrorResponse {
 export const PROTOCOL_VERSION = 1;
 
 /** Every request `type`, in schema order. */
-export const REQUEST_TYPES = ['store', 'query', 'cleanup', 'delete', 'forget_user', 'stats', 'ping', 'shutdown', 'channel_context', 'history', 'remember', 'extract_inline', 'memory_instructions', 'resolve', 'facts', 'recall', 'fact_history', 'update_fact', 'forget_fact', 'context', 'sync', 'entities', 'entity', 'merge_entities', 'consolidate', 'health', 'graph_recall'] as const;
+export const REQUEST_TYPES = ['store', 'query', 'cleanup', 'delete', 'forget_user', 'stats', 'ping', 'shutdown', 'channel_context', 'history', 'remember', 'extract_inline', 'memory_instructions', 'resolve', 'facts', 'recall', 'fact_history', 'update_fact', 'forget_fact', 'context', 'sync', 'entities', 'entity', 'merge_entities', 'consolidate', 'health', 'graph_recall', 'export', 'import'] as const;
 
 /** Every response `type`, in schema order. */
-export const RESPONSE_TYPES = ['ready', 'ok', 'results', 'stats', 'pong', 'channel_context', 'history', 'remembered', 'extracted', 'instructions', 'resolved', 'facts', 'recall', 'fact_history', 'fact', 'context', 'synced', 'entities', 'entity', 'merged', 'consolidated', 'health', 'graph_recall', 'error'] as const;
+export const RESPONSE_TYPES = ['ready', 'ok', 'results', 'stats', 'pong', 'channel_context', 'history', 'remembered', 'extracted', 'instructions', 'resolved', 'facts', 'recall', 'fact_history', 'fact', 'context', 'synced', 'entities', 'entity', 'merged', 'consolidated', 'health', 'graph_recall', 'exported', 'imported', 'error'] as const;

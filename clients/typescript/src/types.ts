@@ -39,6 +39,8 @@ export const RESPONSE_TYPE_OF = {
   consolidate: 'consolidated',
   health: 'health',
   graph_recall: 'graph_recall',
+  export: 'exported',
+  import: 'imported',
 } as const satisfies Record<RequestType, Exclude<Response['type'], 'error' | 'ready'>>;
 
 /** The successful answer to a request of `type` T. */
