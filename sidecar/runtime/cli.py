@@ -9,7 +9,7 @@ import os
 import sys
 
 from . import native_memory
-from .config import ConfigError, resolve
+from .config import Config, ConfigError, resolve
 
 native_memory.configure()  # before onnxruntime and LanceDB start their threads
 
@@ -40,13 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         from .portable_face import run as portable
 
         return portable(args[0], args[1:], setup_logging)
-    try:
-        config = resolve(argv)
-    except ConfigError as exc:
-        print(f"memory-sidecar: configuration error: {exc}", file=sys.stderr)
+    config = _configured(argv, "ndjson")
+    if config is None:
         return 2
-    setup_logging(config.log_level)
-    logging.getLogger("sidecar").debug("configuration: %s", config.describe())
     from .frozen import exit_now
     from .server import Server
 
@@ -55,20 +51,30 @@ def main(argv: list[str] | None = None) -> int:
     exit_now(code, server.parent_pid)  # the store is closed and every response written
 
 
+def _configured(argv: list[str] | None, face: str, logging_too: bool = True) -> Config | None:
+    """The face's configuration with stderr logging set up, or None after saying what is wrong."""
+    try:
+        config = resolve(argv, face=face)
+    except ConfigError as exc:
+        name = "memory-sidecar" if face == "ndjson" else f"memory-sidecar {face}"
+        print(f"{name}: configuration error: {exc}", file=sys.stderr)
+        return None
+    if logging_too:
+        setup_logging(config.log_level)
+        logging.getLogger("sidecar").debug("configuration: %s", config.describe())
+    return config
+
+
 def _mcp(argv: list[str]) -> int:
     from .mcp_face import extra_missing, run
 
-    try:
-        config = resolve(argv, face="mcp")
-    except ConfigError as exc:
-        print(f"memory-sidecar mcp: configuration error: {exc}", file=sys.stderr)
-        return 2
     missing = extra_missing()
+    config = _configured(argv, "mcp", logging_too=not missing)
+    if config is None:
+        return 2
     if missing:
         print(f"memory-sidecar mcp: {missing}", file=sys.stderr)
         return 2
-    setup_logging(config.log_level)
-    logging.getLogger("sidecar").debug("configuration: %s", config.describe())
     from .frozen import exit_now
 
     code = run(config, PARENT_AT_START)
@@ -77,13 +83,9 @@ def _mcp(argv: list[str]) -> int:
 
 
 def _inspect(argv: list[str]) -> int:
-    try:
-        config = resolve(argv, face="inspect")
-    except ConfigError as exc:
-        print(f"memory-sidecar inspect: configuration error: {exc}", file=sys.stderr)
+    config = _configured(argv, "inspect")
+    if config is None:
         return 2
-    setup_logging(config.log_level)
-    logging.getLogger("sidecar").debug("configuration: %s", config.describe())
     from .inspect_face import run
 
     return run(config)
