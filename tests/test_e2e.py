@@ -87,7 +87,10 @@ def test_batch_store_one_commit_ids_in_order(sidecar):
     assert (top["message_id"], top["channel_id"], top["username"], top["reply_to"]) == ("m7", "c1", "Bee", "m6")
 
 
-def test_ttl_cleanup_deletes_only_old(sidecar):
+def test_ttl_cleanup_deletes_only_old(spawn):
+    # Automatic expiry off: with it on (the default 30 days), the background sweep may delete some of
+    # these 40-day-old memories before the explicit cleanup runs, and the count below would race it.
+    sidecar = spawn("--ttl-days", "0")
     now = int(time.time())
     old = [sidecar.store("t", f"old memory {i}", timestamp=now - 40 * DAY) for i in range(3)]
     sidecar.store("t", "fresh memory", timestamp=now - DAY)
