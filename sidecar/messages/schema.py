@@ -40,6 +40,7 @@ SCALAR_INDEXES = ("user_id", "channel_id", "message_id")
 
 RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                   "username"]
+CACHE_COLUMNS = [*RESULT_COLUMNS, "prev_id", "prev2_id"]  # what the vector cache is loaded with
 
 # Full-text (BM25) indexes, LanceDB's native ones (English stemming, stop words removed). Rows added
 # after an index was built are searched too (LanceDB scans the unindexed fragments), and compaction
@@ -83,10 +84,10 @@ def to_arrow(rows: list[dict[str, Any]], vectors: np.ndarray, dim: int) -> pa.Ta
 
 
 def split(table: pa.Table, dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """Arrow rows -> (row dicts without the vector, float16 vectors)."""
+    """Arrow rows (CACHE_COLUMNS and the vector) -> (row dicts without the vector, float16 vectors)."""
     vec = table.column("vector").combine_chunks()
     vectors = vec.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float16)
-    return table.select(RESULT_COLUMNS).to_pylist(), vectors
+    return table.select(CACHE_COLUMNS).to_pylist(), vectors
 
 
 def migrate_2_to_3(db: Any, table: Any, dim: int) -> Any:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..storage import cosine_search, sql_in, sql_num, sql_str
 from .ranking import POOL, fuse_hybrid, hybrid_scores
-from .schema import RESULT_COLUMNS
+from .schema import CACHE_COLUMNS, RESULT_COLUMNS, split
 from .vector_cache import ROW_OVERHEAD
 
 
@@ -61,6 +61,11 @@ def rows_by_ids(table: Any, ids: list[str], vector: np.ndarray, dim: int) -> lis
     sims = vectors.reshape(-1, dim) @ vector.astype(np.float32)
     rows = {r["id"]: {**r, "similarity": float(sim)} for r, sim in zip(result.select(RESULT_COLUMNS).to_pylist(), sims)}
     return [rows[i] for i in ids if i in rows]
+
+
+def cache_rows(table: Any, where: str, dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The rows matching `where` as the vector cache holds them: row dicts and float16 vectors."""
+    return split(table.search().where(where).select([*CACHE_COLUMNS, "vector"]).limit(None).to_arrow(), dim)
 
 
 def newest_timestamps(table: Any, where: str, limit: int) -> list[float]:

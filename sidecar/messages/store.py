@@ -31,7 +31,7 @@ from . import search
 from .commit_log import CommitLog
 from .ranking import POOL, fuse_hybrid
 from .schema import (CONTEXT_MESSAGES, Context, FTS_COLUMNS, MESSAGES, RESULT_COLUMNS, SCALAR_INDEXES, link_rows,
-    message_schema, migrate_2_to_3, reembedded, split, to_arrow)
+    message_schema, migrate_2_to_3, reembedded, to_arrow)
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
 
@@ -141,7 +141,7 @@ class MessageStore:
                 r["_prev"] = self._last[key]
             link_rows(linked)
             self.pending.append(linked, vectors)
-            self.cache.append(rows, vectors)
+            self.cache.append(linked, vectors)
             for r in linked:
                 key = (r["user_id"], r.get("channel_id"))
                 if key in self._last:
@@ -231,30 +231,42 @@ class MessageStore:
         search_text (the previous two messages of the same user and channel, then this one), fused by
         weighted reciprocal rank, with rows by a speaker the query names (username) ranked up.
 
-        `vector` may be a function that computes it: then it runs while the full-text queries do
-        (they need only the text), which hides most of the embedding time."""
+        With the vector cache on, every list comes from the user's cache entry (BM25 in process:
+        keywords.py), without a table read once the user is loaded; with it off (`--cache-mb 0`), from
+        LanceDB (its full-text indexes). `vector` may be a function that computes it (outside the lock)."""
+        vector = vector() if callable(vector) else vector
         if mode == "semantic":
-            return self._semantic(vector() if callable(vector) else vector, user_id, limit, include_bot, since, until)
+            return self._semantic(vector, user_id, limit, include_bot, since, until)
         if text is None:
             raise ValueError(f"{mode} search needs the query text")
-        where = search.where(user_id, include_bot, since, until)
-        columns = ("content",) if mode == "keyword" else ("content", "search_text")
-        with self._reading(user_id):  # the user's logged rows committed first; held until the full-text queries are done
-            pending = search.keyword_ids(self.table, text, columns, where, limit if mode == "keyword" else POOL)
-            try:
-                if callable(vector):
-                    vector = vector()
-            finally:
-                found = pending.result()
+        fields = ("content",) if mode == "keyword" else ("content", "search_text")
+        pool = limit if mode == "keyword" else POOL
+        flt = (include_bot, since, until)
+        with self.lock:
+            entry = self.cache.get(user_id) if self.cache.enabled else None
+            if entry is not None:  # the cache has every acknowledged row: no commit needed
+                found = self.cache.keyword_ids(user_id, entry, text, fields, pool, *flt)
+                return self._ranked(text, found, entry, vector, limit, flt)
+        with self._reading(user_id):  # the user's logged rows committed first
             entry = self._entry(user_id)
-            if mode == "keyword":
-                return self._rows_by_ids(found[0], entry, vector)
-            semantic = (entry.search(vector, POOL, include_bot, since, until) if entry is not None
-                        else cosine_search(self.table, vector, where, RESULT_COLUMNS, POOL))
-            ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
-            seen = {r["id"] for r in semantic}
-            extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
-            by_id = {r["id"]: r for r in semantic + self._rows_by_ids(extra, entry, vector)}
+            if entry is not None:
+                found = self.cache.keyword_ids(user_id, entry, text, fields, pool, *flt)
+            else:
+                found = search.keyword_ids(self.table, text, fields, search.where(user_id, *flt), pool).result()
+            return self._ranked(text, found, entry, vector, limit, flt, user_id)
+
+    def _ranked(self, text: str, found: list[list[str]], entry: Any, vector: np.ndarray, limit: int,
+                flt: tuple[bool, float | None, float | None], user_id: str | None = None) -> list[dict[str, Any]]:
+        """The keyword lists (one: keyword mode; two: hybrid, fused with the semantic list) as result
+        rows. Caller holds `lock`; user_id is needed only without a cache entry (a table read)."""
+        if len(found) == 1:
+            return self._rows_by_ids(found[0], entry, vector)
+        semantic = (entry.search(vector, POOL, *flt) if entry is not None
+                    else cosine_search(self.table, vector, search.where(user_id, *flt), RESULT_COLUMNS, POOL))
+        ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
+        seen = {r["id"] for r in semantic}
+        extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
+        by_id = {r["id"]: r for r in semantic + self._rows_by_ids(extra, entry, vector)}
         return fuse_hybrid(text, ids, by_id, limit)
 
     def _entry(self, user_id: str) -> Any:
@@ -290,9 +302,7 @@ class MessageStore:
         return search.rows_by_ids(self.table, ids, vector, self.dim)
 
     def _user_rows(self, user_id: str) -> tuple[list[dict[str, Any]], np.ndarray]:
-        table = (self.table.search().where(f"user_id = {sql_str(user_id)}")
-                 .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
-        return split(table, self.dim)
+        return search.cache_rows(self.table, f"user_id = {sql_str(user_id)}", self.dim)
 
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist (in that order) and their float32 vectors."""
@@ -318,9 +328,7 @@ class MessageStore:
         chosen = search.fitting(sizes, self.cache.budget)
         for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
             with self._reading():
-                table = (self.table.search().where(sql_in("user_id", chosen[start:start + 20]))
-                         .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
-                rows, vectors = split(table, self.dim)
+                rows, vectors = search.cache_rows(self.table, sql_in("user_id", chosen[start:start + 20]), self.dim)
                 per_user: dict[str, list[int]] = {}
                 for i, r in enumerate(rows):
                     per_user.setdefault(r["user_id"], []).append(i)

@@ -16,10 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from .keywords import KeywordIndex
+
 # Bytes per row for the Python objects beside the vector and the content's characters: the row
 # tuple (128), its id string (85), a timestamp float (24), the content string's header (49) and the
-# id -> position dict entry (about 40), rounded up; user ids are interned, so one string per user.
-ROW_OVERHEAD = 340
+# id -> position dict entry (about 40), rounded up, and the positions of its two linked rows (8);
+# user ids are interned, so one string per user. The keyword index, once built, counts its own.
+ROW_OVERHEAD = 348
 META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                "username")
 
@@ -37,6 +40,8 @@ class UserRows:
         self._is_bot = [np.empty(0, dtype=bool)]
         self.rows: list[tuple] = []
         self._pos: dict[str, int] = {}  # row id -> index (rows found by keyword search)
+        self._links: list[np.ndarray] = []  # per row: the positions of the rows its search_text borrows from
+        self.keywords: KeywordIndex | None = None  # built on the first keyword search
         self.nbytes = 0
 
     def __len__(self) -> int:
@@ -52,7 +57,42 @@ class UserRows:
         self.rows.extend(tuple(sys.intern(v) if f == "user_id" else v for f, v in ((f, r.get(f)) for f in META_FIELDS))
                          for r in rows)
         self._pos.update((self.rows[i][0], i) for i in range(start, len(self.rows)))
+        links = np.array([[self._pos.get(r.get("prev_id"), -1), self._pos.get(r.get("prev2_id"), -1)] for r in rows],
+                         np.int32)
+        self._links.append(links)
         self.nbytes += len(rows) * (self.dim * 2 + 9 + ROW_OVERHEAD) + sum(len(r["content"]) for r in rows)
+        if self.keywords is not None:
+            self._index(start, links)
+
+    def _index(self, start: int, links: np.ndarray) -> None:
+        before = self.keywords.nbytes
+        self.keywords.extend([r[2] for r in self.rows[start:]], links[:, 0].tolist(), links[:, 1].tolist())
+        self.nbytes += self.keywords.nbytes - before
+
+    def keyword_ids(self, text: str, fields: tuple[str, ...], limit: int, include_bot: bool = True,
+                    since: float | None = None, until: float | None = None) -> list[list[str]]:
+        """Per field ("content", "search_text"): the ids of the best `limit` rows by BM25, best first
+        (messages/keywords.py), filtered before ranking. Builds the user's keyword index on first use."""
+        if self.keywords is None:
+            self.keywords = KeywordIndex()
+            if self.rows:
+                self._index(0, np.concatenate(self._links))
+        mask = self._mask(include_bot, since, until)
+        return [[self.rows[i][0] for i in self.keywords.search(text, f, mask, limit)] for f in fields]
+
+    def _mask(self, include_bot: bool, since: float | None, until: float | None) -> np.ndarray | None:
+        """The rows a filter keeps (None: all)."""
+        if include_bot and since is None and until is None:
+            return None
+        _, timestamps, is_bot = self._joined()
+        mask = np.ones(len(self.rows), dtype=bool)
+        if not include_bot:
+            mask &= ~is_bot
+        if since is not None:
+            mask &= timestamps >= since
+        if until is not None:
+            mask &= timestamps <= until
+        return mask
 
     def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if len(self._vectors) > 1:
@@ -65,18 +105,12 @@ class UserRows:
                until: float | None = None) -> list[dict[str, Any]]:
         if not self.rows:
             return []
-        vectors, timestamps, is_bot = self._joined()
-        if include_bot and since is None and until is None:  # no filter: no gathered copy of the vectors
+        vectors, _, _ = self._joined()
+        mask = self._mask(include_bot, since, until)
+        if mask is None:  # no filter: no gathered copy of the vectors
             candidates = np.arange(len(self.rows))
             scores = vectors.astype(np.float32) @ query.astype(np.float32)
         else:
-            mask = np.ones(len(self.rows), dtype=bool)
-            if not include_bot:
-                mask &= ~is_bot
-            if since is not None:
-                mask &= timestamps >= since
-            if until is not None:
-                mask &= timestamps <= until
             candidates = np.flatnonzero(mask)
             if not len(candidates):
                 return []
@@ -151,6 +185,15 @@ class VectorCache:
             entry.extend([rows[i] for i in idx], vectors[idx])
             self.nbytes += entry.nbytes - before
         self._evict()
+
+    def keyword_ids(self, user_id: str, entry: UserRows, *args: Any, **kwargs: Any) -> list[list[str]]:
+        """`entry.keyword_ids(...)`, with the bytes of a keyword index it builds counted in the budget."""
+        before = entry.nbytes
+        found = entry.keyword_ids(*args, **kwargs)
+        if entry.nbytes != before and self._users.get(user_id) is entry:
+            self.nbytes += entry.nbytes - before
+            self._evict()
+        return found
 
     def discard(self, user_id: str) -> None:
         entry = self._users.pop(user_id, None)
