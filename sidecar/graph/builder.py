@@ -151,6 +151,13 @@ class Builder:
             self.pending += len(rows)
         self.queue.put((rows, vectors))
 
+    def wait_room(self, ahead: int) -> None:
+        """Block while `ahead` rows or more are queued or being built (while the builder runs): the
+        catch-up's backpressure, so that a backlog is read from the table only as fast as it is built."""
+        with self._count:
+            while self.pending >= ahead and self._thread is not None and self._thread.is_alive():
+                self._idle.wait(1.0)
+
     def wait_idle(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         with self._count:
