@@ -284,3 +284,43 @@ def test_the_memory_budget_counts_what_a_graph_really_holds():
     real = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     assert 0.8 * real <= g.approx_bytes() <= 1.25 * real, (g.approx_bytes(), real)
+
+
+def test_builder_queue_is_bounded_and_what_it_left_out_is_caught_up(monkeypatch):
+    """Past QUEUE_MAX queued rows, stored messages are not held in memory: once the queue drains, the
+    catch-up (here: handing back what was left out, as the table would) builds them, and the builder
+    is not idle (graph commands do not answer) before that is done."""
+    import threading
+
+    from sidecar.graph import builder as builder_mod
+
+    monkeypatch.setattr(builder_mod, "QUEUE_MAX", 10)
+    monkeypatch.setattr(builder_mod, "BATCH_DELAY", 0.01)
+    gate, built, left_out, calls = threading.Event(), [], [], []
+    b = builder_mod.Builder(threading.RLock(), None, None, None, lambda n: None)
+
+    def build(rows, vectors):
+        gate.wait(10)
+        built.extend(r["id"] for r in rows)
+
+    def catch_up():
+        calls.append(len(left_out))
+        rows, left_out[:] = list(left_out), []
+        b.wait_room(4)
+        b.submit(rows, np.zeros((len(rows), 2), np.float32))
+
+    b.build, b.on_overflow = build, catch_up
+    b.start()
+    for k in range(6):
+        rows = [{"id": f"{k}-{i}"} for i in range(4)]
+        before = b.pending
+        b.submit(rows, np.zeros((4, 2), np.float32))
+        if b.pending == before:  # not queued: the table still has them
+            left_out.extend(rows)
+    assert b.overflowed and len(left_out) == 12 and b.pending == 12
+    assert not b.wait_idle(0.2)
+    gate.set()
+    assert b.wait_idle(10)
+    assert sorted(built) == sorted(f"{k}-{i}" for k in range(6) for i in range(4))
+    assert calls == [12] and not b.overflowed and b.pending == 0
+    b.stop()

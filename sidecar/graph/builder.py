@@ -5,6 +5,9 @@ queues (rows, vectors) and returns.
 
 Nothing acknowledged is lost by a crash: a message whose episode row was never written is built
 again at the next start (`catch_up`), and every write is keyed so that doing it twice is harmless.
+The queue is bounded: past QUEUE_MAX rows, stored messages are not queued but read back from the
+table by a catch-up once the queue has drained (`on_overflow`), so a burst of stores never holds
+more than QUEUE_MAX rows and their vectors in memory.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from .relations import AS_FACT, find_relations
 log = logging.getLogger("sidecar.graph")
 
 RECENT = 10  # a user's recent episodes that novelty compares with
-QUEUE_MAX = 100_000  # rows waiting; past this new ones wait for the catch-up at the next start
+QUEUE_MAX = 4_096  # rows waiting (about 2 KB each with the vector); past this, new ones wait for a catch-up
 BATCH_DELAY = 1.0  # seconds a stored message may wait to be built with the ones after it
 BATCH_ROWS = 512
 USER_GROUP = 16  # users built (and their graphs loaded) together within a batch
@@ -138,6 +141,8 @@ class Builder:
         self._thread: threading.Thread | None = None
         self._idle = threading.Condition(self._count)
         self.hurry = threading.Event()  # someone waits for the graph: build what is queued now
+        self.overflowed = False  # rows were left out of the queue since the last catch-up started
+        self.on_overflow: Callable[[], Any] | None = None  # the catch-up, run in a thread of its own after an overflow
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="graph-builder", daemon=True)
@@ -146,7 +151,9 @@ class Builder:
     def submit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         with self._count:
             if self.pending > QUEUE_MAX:
-                log.warning("graph builder queue full: %d messages left for the catch-up at the next start", len(rows))
+                if not self.overflowed:
+                    log.info("graph builder queue full: stored messages are built from the table once it drains")
+                self.overflowed = True
                 return
             self.pending += len(rows)
         self.queue.put((rows, vectors))
@@ -209,9 +216,29 @@ class Builder:
                 self.failed += len(rows)
             with self._count:
                 self.pending -= len(rows)
-                if not self.pending:
+                catch_up = self.overflowed and not self.pending and self.on_overflow is not None
+                if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done
+                    self.overflowed, self.pending = False, 1
+                elif not self.pending:
                     self.hurry.clear()
                 self._idle.notify_all()
+            if catch_up:
+                threading.Thread(target=self._catch_up, name="graph-catch-up", daemon=True).start()
+
+    def _catch_up(self) -> None:
+        while True:
+            try:
+                self.on_overflow()
+            finally:
+                with self._count:
+                    again, self.overflowed = self.overflowed, False  # more left out meanwhile: once more
+                    if not again:
+                        self.pending -= 1
+                        if not self.pending:
+                            self.hurry.clear()
+                        self._idle.notify_all()
+            if not again:
+                return
 
     def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """Build a batch of stored messages, every user's, USER_GROUP users at a time (loaded together, so

@@ -57,6 +57,7 @@ class GraphService:
         commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
         self.builder = Builder(self.lock, self.graph, self._save, commit, self._built, extra_tier, same_fact, similar)
         self.builder.preload = self.preload
+        self.builder.on_overflow = self.catch_up
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
         self._catching = threading.Lock()  # one catch-up at a time
         self.llm, self.deep = llm, None
