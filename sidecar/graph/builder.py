@@ -32,6 +32,10 @@ QUEUE_MAX = 4_096  # rows waiting (about 2 KB each with the vector); past this, 
 BATCH_DELAY = 1.0  # seconds a stored message may wait to be built with the ones after it
 BATCH_ROWS = 512
 USER_GROUP = 16  # users built (and their graphs loaded) together within a batch
+# The builder steps aside while requests are in hand (`busy`): before each group it waits, YIELD_STEP at a
+# time, up to YIELD_MAX, so a bulk import runs at nearly its graph-off speed and the graph follows in the
+# pauses; under requests that never pause it still builds a group every YIELD_MAX.
+YIELD_STEP, YIELD_MAX = 0.01, 2.0
 
 
 class Changes:
@@ -141,6 +145,7 @@ class Builder:
         self._thread: threading.Thread | None = None
         self._idle = threading.Condition(self._count)
         self.hurry = threading.Event()  # someone waits for the graph: build what is queued now
+        self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic)
         self.overflowed = False  # rows were left out of the queue since the last catch-up started
         self.on_overflow: Callable[[], Any] | None = None  # the catch-up, run in a thread of its own after an overflow
 
@@ -251,6 +256,7 @@ class Builder:
         written = None
         for start in range(0, len(users), USER_GROUP):
             group = users[start:start + USER_GROUP]
+            self._step_aside()
             with self.lock:
                 if self.preload is not None:
                     self.preload(group)
@@ -261,6 +267,12 @@ class Builder:
             self.commit(written)
         self.built += len(rows)
         self.after_batch(len(rows))
+
+    def _step_aside(self) -> None:
+        waited = 0.0
+        while self.busy is not None and waited < YIELD_MAX and not self.hurry.is_set() and self.busy():
+            time.sleep(YIELD_STEP)
+            waited += YIELD_STEP
 
     def _build_user(self, user_id: str, idx: list[int], rows: list[dict[str, Any]],
                     vectors: np.ndarray) -> tuple[UserGraph, Changes]:

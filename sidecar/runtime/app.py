@@ -6,13 +6,40 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
 from typing import Any
 
 from .config import Config
 from .dispatcher import Dispatcher
 
 log = logging.getLogger("sidecar.server")
+
+
+class Activity:
+    """Whether requests are in hand: background work (the graph builder) steps aside for them. A request
+    counts from its start until QUIET seconds after its answer (the next one of a pipelining host is on
+    its way)."""
+
+    QUIET = 0.05
+
+    def __init__(self) -> None:
+        self.in_hand = 0
+        self.last = 0.0
+
+    @contextmanager
+    def handling(self) -> Iterator[None]:
+        self.in_hand += 1
+        try:
+            yield
+        finally:
+            self.in_hand -= 1
+            self.last = time.monotonic()
+
+    def busy(self) -> bool:
+        return self.in_hand > 0 or time.monotonic() - self.last < self.QUIET
 
 
 @dataclass
@@ -23,6 +50,7 @@ class App:
     extractor: Any = None  # ExtractionWorker, with an LLM
     graph: Any = None  # GraphService, unless switched off
     portable: Any = None  # PortableService: export and import
+    activity: Activity = field(default_factory=Activity)  # requests in hand, for background work to step aside
 
     def close(self) -> None:
         if self.extractor is not None:
@@ -103,8 +131,11 @@ def build(cfg: Config) -> App:
     except BaseException:
         store.close()
         raise
-    return App(service, store, Dispatcher(service, conversation, facts, companion, graph, portable), extractor, graph,
-               portable)
+    app = App(service, store, Dispatcher(service, conversation, facts, companion, graph, portable), extractor, graph,
+              portable)
+    if graph is not None:
+        graph.builder.busy = app.activity.busy
+    return app
 
 
 def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: Any, facts: Any, service: Any,

@@ -127,7 +127,8 @@ class Server:
                 results = [(encode(err.to_response()), False)]
             else:
                 lines = self._drain(item.data, backlog)
-                results = dispatcher.handle_lines(lines) if len(lines) > 1 else [dispatcher.handle_line(lines[0])]
+                with self.app.activity.handling():
+                    results = dispatcher.handle_lines(lines) if len(lines) > 1 else [dispatcher.handle_line(lines[0])]
             for line, shutdown in results:
                 if not self.transport.send(line):
                     log.warning("stdout is closed, shutting down")
