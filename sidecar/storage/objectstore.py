@@ -119,9 +119,11 @@ class S3Client:
         self.settings, self.bucket, self.timeout = settings, bucket, timeout
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-    def _headers(self, method: str, path: str, query: str, body: bytes, extra: dict[str, str]) -> dict[str, str]:
+    def sign(self, method: str, path: str, query: str, body: bytes, extra: dict[str, str],
+             now: dt.datetime | None = None) -> dict[str, str]:
+        """The request's headers with its AWS Signature Version 4 `authorization` (path and query already encoded)."""
         s = self.settings
-        now = dt.datetime.now(dt.timezone.utc)
+        now = now or dt.datetime.now(dt.timezone.utc)
         amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
         host = urllib.parse.urlsplit(s.base_url).netloc
         headers = {"host": host, "x-amz-content-sha256": hashlib.sha256(body).hexdigest(), "x-amz-date": amz_date}
@@ -146,7 +148,7 @@ class S3Client:
         q = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
                      for k, v in sorted((query or {}).items()))
         req = urllib.request.Request(self.settings.base_url + path + ("?" + q if q else ""), data=body or None,
-                                     method=method, headers=self._headers(method, path, q, body, headers or {}))
+                                     method=method, headers=self.sign(method, path, q, body, headers or {}))
         try:
             with self._opener.open(req, timeout=self.timeout) as resp:
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
