@@ -298,3 +298,58 @@ def test_wrong_credentials_fail_clearly_and_touch_nothing(shared, s3):
     assert c.ready["memories"] == 1
     assert _texts(c, "u1", "safe") == ["keep me safe"]
     assert c.shutdown() == 0
+
+
+# ---------------------------------------------------------------- the lease and the version check, in-process
+
+
+def test_lease_is_held_by_one_taken_over_after_silence_and_released(s3):
+    from sidecar.storage.lease import Lease
+
+    client = S3Client(ObjectStoreSettings(s3, "us-east-1", "test", "test"), _bucket(s3))
+    a, b = Lease(client, "p/lease.json", ttl=1.0), Lease(client, "p/lease.json", ttl=1.0)
+    assert a.step() and a.held()
+    renewed = time.monotonic()
+    assert not b.step() and not b.held() and b.holder_name == a.name
+    t0 = time.monotonic()
+    while not b.step():  # a stops renewing (as if killed): b waits out the ttl on its own clock
+        time.sleep(0.2)
+        if time.monotonic() - renewed > 0.8:
+            assert not a.held()  # a lapsed by itself, before b could take over
+        assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 >= 1.0 and b.held()
+    assert not a.step() and not a.held()  # a sees b's token: a does not write the lease back
+    b.release()
+    assert client.get("p/lease.json") is None and not b.held()
+    assert a.step()  # a free lease is taken at once
+
+
+def test_lease_holder_keeps_it_while_renewing(s3):
+    from sidecar.storage.lease import Lease
+
+    client = S3Client(ObjectStoreSettings(s3, "us-east-1", "test", "test"), _bucket(s3))
+    a, b = Lease(client, "lease.json", ttl=1.0), Lease(client, "lease.json", ttl=1.0)
+    assert a.step()
+    for _ in range(8):  # 2.4 s: well past the ttl, but a renews every 0.3 s
+        time.sleep(0.3)
+        assert a.step() and not b.step()
+
+
+def test_version_check_drops_caches_only_for_versions_made_elsewhere():
+    from sidecar.messages.freshness import Freshness
+
+    version = [5]
+    dropped = []
+    f = Freshness(lambda: version[0], 0.0, lambda: dropped.append(version[0]))
+    assert not f.check()  # first look: the caches reflect version 5
+    f.own(6)
+    f.own(7)  # this process's own commits
+    version[0] = 7
+    assert not f.check() and dropped == []
+    f.own(9)  # someone committed 8 meanwhile
+    assert dropped == [7]
+    version[0] = 10  # another sidecar's commit
+    assert f.check() and dropped == [7, 10]
+    local = Freshness(lambda: 1 / 0, None, lambda: dropped.append("never"))
+    local.own(3)
+    assert not local.check() and not local.enabled
