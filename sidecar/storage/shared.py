@@ -72,6 +72,8 @@ class SharedAccess:
         except ObjectStoreError as exc:
             raise SharedStoreError(access_problem(exc, self.location, store.settings)) from None
         self.lease.start()
+        if (reason := self.read_only_reason()) is not None:
+            log.warning("%s", reason)
 
     def maintains(self) -> bool:
         """Whether this sidecar runs compaction, cleanup and expiry now (it holds the lease)."""
