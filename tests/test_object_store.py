@@ -139,6 +139,38 @@ def test_request_signature_matches_botocore(monkeypatch):
     assert ours["authorization"] == request.headers["Authorization"]
 
 
+def test_start_up_problems_are_told_apart_and_the_probe_reads_a_store_that_ignores_conditions():
+    from sidecar.storage.objectstore import ObjectStoreError, PreconditionFailed, access_problem, conditional_put_works
+
+    loc, settings = ObjectLocation.parse("s3://bucket-x/p"), ObjectStoreSettings("http://h:1", "eu-west-1", "k", "s")
+    told = {name: access_problem(exc, loc, settings) for name, exc in {
+        "down": ObjectStoreError("GET http://h:1/bucket-x: [Errno 111] Connection refused"),
+        "bucket": ObjectStoreError("GET", 404, "NoSuchBucket"),
+        "key": ObjectStoreError("GET", 403, "InvalidAccessKeyId"),
+        "secret": ObjectStoreError("GET", 403, "SignatureDoesNotMatch"),
+        "region": ObjectStoreError("GET", 301, "PermanentRedirect")}.items()}
+    assert "cannot reach" in told["down"] and "--s3-endpoint" in told["down"]
+    assert "does not exist" in told["bucket"] and "aws s3 mb s3://bucket-x" in told["bucket"]
+    assert all("refused the credentials" in told[k] and "AWS_SECRET_ACCESS_KEY" in told[k] for k in ("key", "secret"))
+    assert "another region than eu-west-1" in told["region"]
+
+    class Store:  # honours If-None-Match, or ignores it as some gateways do
+        def __init__(self, honours: bool):
+            self.honours, self.keys = honours, set()
+
+        def put(self, key, body, if_none_match=False, if_match=None):
+            if self.honours and if_none_match and key in self.keys:
+                raise PreconditionFailed("PUT", 412, "PreconditionFailed")
+            self.keys.add(key)
+
+        def delete(self, key):
+            self.keys.discard(key)
+
+    for honours in (True, False):
+        store = Store(honours)
+        assert conditional_put_works(store, loc, "t") is honours and store.keys == set()
+
+
 # ---------------------------------------------------------------- two sidecars, one bucket
 
 
