@@ -41,6 +41,7 @@ log = logging.getLogger("sidecar.store")
 
 WAL_DIR = "wal"
 LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for search_text
+HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
 
 class MessageStore:
     def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
@@ -56,6 +57,7 @@ class MessageStore:
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
         self._last: "OrderedDict[tuple[str, str | None], Context]" = OrderedDict()  # (user, channel) -> newest
         self.on_stale: list[Callable[[], None]] = []  # told when other sidecars changed the table (object store)
+        self._heard = 0.0  # the last background version check (object store, lease holder)
 
         self.database = db = Database(data_dir, model, allow_reembed=reembed is not None)
         self.fresh = Freshness(lambda: self.table.version, db.refresh_seconds, self._stale)
@@ -358,7 +360,8 @@ class MessageStore:
     # ------------------------------------------------------------------ maintenance
 
     def compact_due(self) -> bool:
-        if self.fresh.enabled:  # the lease holder hears of the other sidecars' writes here
+        if self.fresh.enabled and self.database.maintains() and time.monotonic() - self._heard > HEAR_SECONDS:
+            self._heard = time.monotonic()  # the lease holder hears of the other sidecars' writes here
             with self.lock:
                 self.fresh.check()
         return not self._maintenance.locked() and self.schedule.due() and self.database.maintains()
