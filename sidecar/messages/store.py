@@ -52,8 +52,8 @@ class MessageStore:
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)
         self.lock = threading.RLock()
         self.cache = VectorCache(self.dim, cache_bytes)
-        # other domains' tables in the same data dir, compacted with this one: f(exclusive)
-        self.also_compact: list[Callable[[bool], None]] = []
+        # other domains' tables in the same data dir, compacted with this one
+        self.also_compact: list[Callable[[bool, timedelta | None], None]] = []  # f(exclusive, keep_versions)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
         self._last: "OrderedDict[tuple[str, str | None], Context]" = OrderedDict()  # (user, channel) -> newest
         self.on_stale: list[Callable[[], None]] = []  # told when other sidecars changed the table (object store)

@@ -1,0 +1,2 @@
+from ..messages.store import MessageStore
+from ..wire import encode

@@ -1,0 +1,1 @@
+from ..messages import MemoryService

@@ -1,0 +1,2 @@
+from ..facts.service import FactService
+from ..runtime import config
