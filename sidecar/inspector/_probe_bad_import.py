@@ -1,2 +1,0 @@
-from ..messages.store import MessageStore
-from ..wire import encode

@@ -1,2 +1,0 @@
-from ..facts.service import FactService
-from ..runtime import config
