@@ -3,7 +3,7 @@ meta.json as an object, the lease, and whether this sidecar may write.
 
 Writers: LanceDB commits a version by writing its manifest with `If-None-Match: *`; a store that
 honours it refuses the second of two concurrent commits, and LanceDB retries that one on top of the
-first (measured on moto: two processes, 2 x 40 concurrent single-row adds, 80 rows, none lost). So
+first (measured on moto: two connections, 2 x 40 concurrent single-row adds, 80 rows, none lost). So
 `writers=auto` probes the store once at start-up: when it refuses a second conditional write, every
 sidecar writes; when it does not, only the lease holder writes and the others serve read-only.
 """
