@@ -304,7 +304,7 @@ class FactStore:
         self._written = True
         self._on_write_cb()
 
-    def compact(self, if_written: bool = False) -> None:
+    def compact(self, if_written: bool = False, keep: Any = None) -> None:
         """Compact the three tables (requests wait: facts are updated in place, and an update must
         not race a rewrite of its fragment). if_written: only when they were written since the last
         time, so that the frequent background compactions of the messages table do not hold the
@@ -313,7 +313,7 @@ class FactStore:
             if if_written and not self._written:
                 return
             self._written = False
-            compact_tables((self.facts, self.events, self.users), "the fact tables")
+            compact_tables((self.facts, self.events, self.users), "the fact tables", keep)
 
     def reembed(self, embed: Any) -> None:
         data = self.facts.to_arrow()

@@ -52,6 +52,7 @@ class GraphService:
         self.lock = threading.RLock()  # every graph read and change
         self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
+        self._stale = False  # drop_cached() was called
         self._unconsolidated, self._first_unconsolidated = 0, None  # episodes built since the last pass, and when
         self.last_consolidation: float | None = None
         commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
@@ -84,6 +85,8 @@ class GraphService:
     def graph(self, user_id: str) -> UserGraph:
         """The user's graph, loaded on a miss; the least recently used ones leave past the budget."""
         with self.lock:
+            if self._stale:
+                self._evict()
             g = self._cache.get(user_id)
             if g is None:
                 g = self.store.load(user_id)
@@ -93,7 +96,11 @@ class GraphService:
             return g
 
     def _evict(self, keep: str | None = None) -> None:
-        """The least recently used graphs leave until the rest fit the budget (pinned ones and `keep` stay)."""
+        """The least recently used graphs leave until the rest fit the budget (pinned ones and `keep` stay);
+        every unpinned one after drop_cached()."""
+        if self._stale:
+            self._stale = False
+            self._cache = OrderedDict((u, g) for u, g in self._cache.items() if u in self._pinned or u == keep)
         size = sum(x.approx_bytes() for x in self._cache.values())
         for uid in [u for u in self._cache if u != keep and u not in self._pinned]:  # oldest first
             if size <= self.cache_bytes:
@@ -326,6 +333,11 @@ class GraphService:
         self.builder.wait_idle(60.0)
         with self.lock:
             self._cache = OrderedDict((u, g) for u, g in self._cache.items() if u not in set(user_ids))
+
+    def drop_cached(self) -> None:
+        """Another sidecar changed the tables: every graph is read again when next used (takes no lock: the
+        caller holds the message store's)."""
+        self._stale = True
 
     def forget_user(self, user_id: str) -> int:
         if self.deep is not None:

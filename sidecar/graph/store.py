@@ -231,12 +231,12 @@ class GraphStore:
                 self._delete(name, where)
         return n
 
-    def compact(self, if_written: bool = False) -> None:
+    def compact(self, if_written: bool = False, keep: Any = None) -> None:
         with self.lock:
             if if_written and not self._written:
                 return
             self._written = False
-            compact_tables(self.tables.values(), "the graph tables")
+            compact_tables(self.tables.values(), "the graph tables", keep)
 
 
 TABLES = (EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS)

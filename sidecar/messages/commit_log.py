@@ -158,3 +158,51 @@ class CommitLog:
         except StoreError as exc:
             log.error("%s; they are committed at the next start", exc)
         self.wal.close()
+
+
+class DirectCommit:
+    """Object-store mode: a `store` is committed to LanceDB before it is acknowledged.
+
+    A local write-ahead log would not do: the log of a machine that is killed cannot be replayed by
+    the sidecar that survives it on another machine. So every acknowledged memory is in the table
+    (in the bucket) when the answer goes out; consecutive stores queued together still share one
+    commit (the server's group commit). The cost is the commit's round trips on every store
+    (docs/performance.md, Object store). Same interface as CommitLog, with nothing ever pending.
+    `guard` says why this sidecar may not write now (a store without conditional writes, and
+    another sidecar holds the lease), or None."""
+
+    def __init__(self, commit: Callable[[list[dict[str, Any]], np.ndarray], None], guard: Callable[[], str | None]):
+        self._commit = commit
+        self._guard = guard
+        self.flush_lock = threading.RLock()
+
+    def start(self) -> None:
+        pass
+
+    def append(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        reason = self._guard()
+        if reason is not None:
+            raise StoreError(reason)
+        with self.flush_lock:
+            try:
+                self._commit(rows, vectors)
+            except Exception as exc:  # noqa: BLE001 - nothing was stored; the request fails
+                raise StoreError(f"cannot commit {len(rows)} memories to the object store ({exc}); nothing was "
+                                 "stored") from exc
+
+    def flush(self) -> None:
+        pass
+
+    def logged(self, user_id: str) -> bool:
+        return False
+
+    @contextmanager
+    def frozen(self) -> Iterator[list[Batch]]:
+        with self.flush_lock:
+            yield []
+
+    def replay(self, table: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

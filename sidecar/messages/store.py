@@ -25,13 +25,15 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, StoreError, cosine_search, sql_in, sql_num,
-    sql_str)
+from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, cosine_search, sql_in,
+    sql_num, sql_str)
 from . import search
-from .commit_log import CommitLog
+from .commit_log import CommitLog, DirectCommit
+from .freshness import Freshness, latest_version
 from .ranking import POOL, fuse_hybrid
-from .schema import (CONTEXT_MESSAGES, Context, FTS_COLUMNS, MESSAGES, RESULT_COLUMNS, SCALAR_INDEXES, link_rows,
-    message_schema, migrate_2_to_3, reembedded, to_arrow)
+from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
+    to_arrow)
+from .tables import complete_new, ensure_indexes
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
 
@@ -39,9 +41,10 @@ log = logging.getLogger("sidecar.store")
 
 WAL_DIR = "wal"
 LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for search_text
+HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
 
 class MessageStore:
-    def __init__(self, data_dir: Path, model: dict[str, Any], compact_every_writes: int = 200,
+    def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
                  compact_interval_seconds: float = 60.0, reembed: Callable[[list[str]], np.ndarray] | None = None,
                  cache_bytes: int = 128 << 20, compact_max_duty: float = COMPACT_MAX_DUTY):
         self.data_dir = data_dir
@@ -49,14 +52,18 @@ class MessageStore:
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)
         self.lock = threading.RLock()
         self.cache = VectorCache(self.dim, cache_bytes)
-        # other domains' tables in the same data dir, compacted with this one: f(exclusive)
-        self.also_compact: list[Callable[[bool], None]] = []
+        # other domains' tables in the same data dir, compacted with this one
+        self.also_compact: list[Callable[[bool, timedelta | None], None]] = []  # f(exclusive, keep_versions)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
         self._last: "OrderedDict[tuple[str, str | None], Context]" = OrderedDict()  # (user, channel) -> newest
+        self.on_stale: list[Callable[[], None]] = []  # told when other sidecars changed the table (object store)
+        self._heard = 0.0  # the last background version check (object store, lease holder)
 
-        self.database = Database(data_dir, model, allow_reembed=reembed is not None)
+        self.database = db = Database(data_dir, model, allow_reembed=reembed is not None)
+        self.fresh = Freshness(lambda: latest_version(self.table), db.refresh_seconds, self._stale)
         try:
-            self.pending = CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit)
+            self.pending = (CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit) if db.shared is None
+                            else DirectCommit(self._commit, db.read_only_reason))
             self._open(reembed)
         except OSError as exc:
             self.database.close()
@@ -71,7 +78,7 @@ class MessageStore:
     def _open(self, reembed: Callable[[list[str]], np.ndarray] | None) -> None:
         db = self.database
         if db.is_new:
-            self.table = self._complete_new()
+            self.table = complete_new(db.db, self.dim, self.data_dir)
             db.commit_meta()
         else:
             self.table = db.db.open_table(MESSAGES)
@@ -79,43 +86,10 @@ class MessageStore:
             self.pending.replay(self.table)
             if db.model_changed and reembed is not None:
                 self._reembed(reembed)  # meta.json is updated once every domain has re-embedded
-        self._ensure_indexes()
-
-    def _complete_new(self) -> Any:
-        try:
-            table = self.database.db.open_table(MESSAGES) if MESSAGES in self.database.tables() else None
-        except ValueError:  # its folder but no version yet: the kill came inside create_table
-            table = None
-        if table is None:
-            return self.database.db.create_table(MESSAGES, schema=message_schema(self.dim), mode="overwrite")
-        if table.count_rows():
-            raise StoreError(f"{self.data_dir} has a messages table but no meta.json; refusing to guess "
-                             "which model made it")
-        # an empty table and no meta.json: the first start-up was killed before it wrote
-        # meta.json (the last step), so finish creating the data dir
-        log.warning("%s: completing a data dir whose first start-up was interrupted", self.data_dir)
-        return table
+        ensure_indexes(self.table)
 
     def _migrate_2_to_3(self) -> None:
         self.table = migrate_2_to_3(self.database.db, self.table, self.dim)
-
-    def _ensure_indexes(self) -> None:
-        """BTREE scalar indexes on the filter columns and full-text indexes on the text columns; also
-        builds any missing one on an existing data dir."""
-        from lancedb.index import FTS
-
-        names = {tuple(ix.columns): ix.index_type for ix in self.table.list_indices()}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for column in SCALAR_INDEXES:
-                if (column,) not in names:
-                    self.table.create_scalar_index(column, index_type="BTREE")
-            for column in FTS_COLUMNS:
-                if (column,) not in names:
-                    t0 = time.perf_counter()
-                    self.table.create_index(column, config=FTS())
-                    if self.table.count_rows():
-                        log.warning("built the full-text index on %s in %.1f s", column, time.perf_counter() - t0)
 
     def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
         self.table = reembedded(self.database.db, self.table, self.dim, embed)
@@ -130,6 +104,7 @@ class MessageStore:
         StoreError (nothing stored) otherwise."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         with self.lock:
+            self.fresh.check()
             linked = [dict(r) for r in rows]
             for r in linked:
                 key = (r["user_id"], r.get("channel_id"))
@@ -152,8 +127,17 @@ class MessageStore:
 
     def _commit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """One LanceDB commit for all (linked) rows."""
-        self.table.add(to_arrow(rows, vectors, self.dim))
+        self.fresh.own(self.table.add(to_arrow(rows, vectors, self.dim)).version)
         self.schedule.note_write()
+
+    def _stale(self, foreign: bool = True) -> None:
+        """Another sidecar changed the table (object store): drop what memory holds of it."""
+        self.cache.clear()
+        self._last.clear()
+        if foreign:
+            self.schedule.note_write()  # the lease holder compacts what the others wrote
+        for hook in self.on_stale:
+            hook()
 
     def flush(self) -> None:
         """Commit every logged row to LanceDB. Called by the flusher after each write, and by every
@@ -166,6 +150,7 @@ class MessageStore:
         A read of one user's rows only (user_id) commits only when that user has logged rows: it
         neither waits for nor makes a commit of other users' rows (new rows need `lock`, held here)."""
         with self.lock:
+            self.fresh.check()
             if user_id is None or self.pending.logged(user_id):
                 self.flush()
             yield
@@ -211,6 +196,7 @@ class MessageStore:
                     ids = ", ".join(sql_str(i) for i in gone[start:start + 500])
                     self.table.update(where=f"prev_id IN ({ids}) OR prev2_id IN ({ids})",
                                       values_sql={"search_text": "content", "prev_id": "NULL", "prev2_id": "NULL"})
+                self.fresh.reset()
         if n and on_gone is not None:
             on_gone(gone)
         if n:
@@ -225,15 +211,11 @@ class MessageStore:
     def search(self, vector: np.ndarray | Callable[[], np.ndarray], user_id: str, limit: int,
                include_bot: bool = True, since: float | None = None, until: float | None = None,
                text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:
-        """One user's best memories for a query, best first, each with its cosine `similarity`.
-
-        semantic: nearest vectors; keyword: BM25 over the message text; hybrid: both, plus BM25 over
-        search_text (the previous two messages of the same user and channel, then this one), fused by
-        weighted reciprocal rank, with rows by a speaker the query names (username) ranked up.
-
-        With the vector cache on, every list comes from the user's cache entry (BM25 in process:
-        keywords.py), without a table read once the user is loaded; with it off (`--cache-mb 0`), from
-        LanceDB (its full-text indexes). `vector` may be a function that computes it (outside the lock)."""
+        """One user's best memories for a query, best first, each with its cosine `similarity`. semantic:
+        nearest vectors; keyword: BM25 over the message text; hybrid: both, plus BM25 over search_text (the
+        previous two messages of the user in the channel, then this one), fused by weighted reciprocal rank,
+        rows by a speaker the query names ranked up. Every list comes from the user's cache entry (BM25 in
+        process: keywords.py); with `--cache-mb 0`, from LanceDB. `vector` may be a function computing it."""
         vector = vector() if callable(vector) else vector
         if mode == "semantic":
             return self._semantic(vector, user_id, limit, include_bot, since, until)
@@ -243,6 +225,7 @@ class MessageStore:
         pool = limit if mode == "keyword" else POOL
         flt = (include_bot, since, until)
         with self.lock:
+            self.fresh.check()
             entry = self.cache.get(user_id) if self.cache.enabled else None
             if entry is not None:  # the cache has every acknowledged row: no commit needed
                 found = self.cache.keyword_ids(user_id, entry, text, fields, pool, *flt)
@@ -282,6 +265,7 @@ class MessageStore:
     def _semantic(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
                   since: float | None, until: float | None) -> list[dict[str, Any]]:
         with self.lock:
+            self.fresh.check()
             entry = self.cache.get(user_id) if self.cache.enabled else None
             if entry is not None:  # the cache has every acknowledged row: no commit needed
                 return entry.search(vector, limit, include_bot, since, until)
@@ -381,7 +365,17 @@ class MessageStore:
     # ------------------------------------------------------------------ maintenance
 
     def compact_due(self) -> bool:
-        return not self._maintenance.locked() and self.schedule.due()
+        if self.fresh.enabled and self.database.maintains() and time.monotonic() - self._heard > HEAR_SECONDS:
+            self._heard = time.monotonic()  # the lease holder hears of the other sidecars' writes here
+            with self.lock:
+                self.fresh.check()
+        return not self._maintenance.locked() and self.schedule.due() and self.database.maintains()
+
+    @property
+    def keep_versions(self) -> timedelta | None:
+        """Object store: versions younger than this stay (other sidecars may be reading them, and their
+        commits in flight have files no version names yet); None: a local dir, nothing else reads it."""
+        return None if self.fresh.interval is None else timedelta(seconds=max(60.0, 10 * self.fresh.interval))
 
     def compact(self, exclusive: bool = True) -> None:
         """Merge small fragments, fold new rows into the indexes and drop old versions.
@@ -393,20 +387,27 @@ class MessageStore:
         compactions, none lost, add p50 3 ms); versions younger than a minute are left for the next
         round, since a request may still be reading them.
         """
+        if not self.database.maintains():  # object store: the lease holder compacts (it hears of these writes)
+            return
         with self._maintenance:
             t0 = time.perf_counter()
             self.flush()
             pending = self.schedule.pending()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if exclusive:  # no commit may run meanwhile: holding `lock` stops new log entries
+                if self.keep_versions is not None:  # never delete_unverified: another sidecar's commit in flight
+                    self.table.optimize(cleanup_older_than=self.keep_versions)
+                    with self.lock:
+                        self._stale(foreign=False)  # a compaction's versions look like anyone's: reload
+                        self.fresh.reset()
+                elif exclusive:  # no commit may run meanwhile: holding `lock` stops new log entries
                     with self.lock, self.pending.flush_lock:
                         self.flush()
                         self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
                 else:
                     self.table.optimize(cleanup_older_than=timedelta(minutes=1))
             for other in self.also_compact:  # small tables: briefly exclusive in both modes
-                other(exclusive)
+                other(exclusive, self.keep_versions)
             took = time.perf_counter() - t0
             pause = self.schedule.done(pending, took)
             log.info("compacted %s in %.0f ms%s; the next background compaction in %.0f s at the earliest",

@@ -9,6 +9,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterator
 from typing import Any
 
@@ -67,15 +68,18 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     from ..graph import GraphService, GraphStore, NameMatcher
 
     graph_store = GraphStore(store.database, store.lock, store.schedule.note_write)
-    store.also_compact.append(lambda exclusive: graph_store.compact(if_written=not exclusive))
+    store.also_compact.append(lambda exclusive, keep: graph_store.compact(if_written=not exclusive, keep=keep))
     graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
                          consolidate_every=cfg.graph_consolidate_every,
                          max_limit=cfg.max_limit, same_fact=facts.same_fact,
                          llm=llm if cfg.graph_llm else None, embed=embedder.embed_one,
                          similar=NameMatcher(embedder.embed))
     graph.builder.start()
-    # messages stored without the graph (a crash, --graph false, a store from before graph memory)
-    threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
+    store.on_stale.append(graph.drop_cached)  # another sidecar wrote or forgot (object store)
+    # messages stored without the graph (a crash, --graph false, a store from before graph memory); on an
+    # object store only the sidecar that maintains it (the others' stores are built by themselves)
+    if store.database.maintains():
+        threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
     return graph
 
 
@@ -88,6 +92,20 @@ def _llm(cfg: Config) -> Any:
                                 timeout=cfg.llm_timeout, retries=cfg.llm_retries))
     log.info("LLM endpoint %s, model %s", llm.url, cfg.llm_model)
     return llm
+
+
+def location(cfg: Config) -> Any:
+    """The data dir to open: a local directory, or an object-store location with its settings."""
+    if not cfg.shared:
+        return cfg.data_dir
+    from ..storage import ObjectLocation, ObjectStoreSettings, SharedStore
+
+    settings = ObjectStoreSettings.resolve(os.environ, cfg.s3_endpoint, cfg.s3_region, cfg.s3_access_key_id,
+                                           cfg.s3_secret_access_key_env)
+    log.info("object store %s (%s), refresh %.1f s, lease %.0f s, writers %s", cfg.data_dir, settings.describe(),
+             cfg.refresh_seconds, cfg.lease_seconds, cfg.s3_writers)
+    return SharedStore(ObjectLocation.parse(str(cfg.data_dir)), settings, cfg.refresh_seconds, cfg.lease_seconds,
+                       cfg.s3_writers)
 
 
 def build(cfg: Config) -> App:
@@ -103,11 +121,11 @@ def build(cfg: Config) -> App:
     embedder = Embedder(files, threads=cfg.threads)
     identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
     reembed = embedder.embed if cfg.reembed else None
-    store = MessageStore(cfg.data_dir, identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
+    store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
                          compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20)
     try:
         fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write, reembed)
-        store.also_compact.append(lambda exclusive: fact_store.compact(if_written=not exclusive))
+        store.also_compact.append(lambda exclusive, keep: fact_store.compact(if_written=not exclusive, keep=keep))
         if store.database.model_changed:
             store.database.commit_meta()  # every domain has re-embedded
         llm = _llm(cfg)
@@ -131,8 +149,9 @@ def build(cfg: Config) -> App:
     except BaseException:
         store.close()
         raise
-    app = App(service, store, Dispatcher(service, conversation, facts, companion, graph, portable), extractor, graph,
-              portable)
+    dispatcher = Dispatcher(service, conversation, facts, companion, graph, portable,
+                            read_only=store.database.read_only_reason)
+    app = App(service, store, dispatcher, extractor, graph, portable)
     if graph is not None:
         graph.builder.busy = app.activity.busy
     return app
@@ -147,4 +166,5 @@ def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: An
             companion.on_deleted(ids)
 
     stores = Stores(store, fact_store, graph, embedder.embed, facts.set_names, gone)
-    return PortableService(stores, identity, cfg.data_dir, ttl_days=cfg.ttl_days)
+    # relative export/import paths: under a local data dir, else the working directory
+    return PortableService(stores, identity, cfg.data_dir if not cfg.shared else Path.cwd(), ttl_days=cfg.ttl_days)

@@ -94,6 +94,14 @@ def _env_name(value: str) -> str:
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+WRITER_MODES = ("auto", "many", "one")
+
+
+def _writers(value: str) -> str:
+    v = value.strip().lower()
+    if v not in WRITER_MODES:
+        raise ValueError(f"must be one of {', '.join(WRITER_MODES)}, got {value!r}")
+    return v
 
 
 def _log_level(value: str) -> str:
@@ -121,7 +129,8 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("data_dir", str, None, "Directory holding the LanceDB tables, the lock file and meta.json. "
+    Option("data_dir", str, None, "Directory holding the LanceDB tables, the lock file and meta.json, or an "
+           "object-store location s3://bucket/prefix that several sidecars may share (docs/portability.md, Scale out). "
            "Default: the per-user app-data directory (platformdirs)."),
     Option("model_dir", str, None, "Directory with model.onnx and tokenizer.json; tried before every other model source."),
     Option("model_sha256", str, None, "Require the ONNX file to have this sha256 (hex); start-up fails otherwise."),
@@ -175,6 +184,19 @@ OPTIONS: tuple[Option, ...] = (
            "many new episodes (or 5 minutes after the first); 0: only on demand (`consolidate`, `graph_recall`)."),
     Option("graph_cache_mb", _non_negative(int), 32, "Memory budget of the per-user graphs held in memory (least "
            "recently used users leave first)."),
+    Option("s3_endpoint", _url, None, "Object store: the S3 API endpoint (MinIO, Ceph, R2, ...). Unset: "
+           "AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then AWS S3 in the region."),
+    Option("s3_region", str, None, "Object store: the region. Unset: AWS_REGION, then AWS_DEFAULT_REGION, then us-east-1."),
+    Option("s3_access_key_id", str, None, "Object store: the access key id. Unset: AWS_ACCESS_KEY_ID."),
+    Option("s3_secret_access_key_env", _env_name, "AWS_SECRET_ACCESS_KEY", "Object store: the name of the environment "
+           "variable holding the secret access key (the secret itself is never a flag)."),
+    Option("refresh_seconds", _positive_float, 2.0, "Object store: a write acknowledged by another sidecar of the "
+           "same location is seen by this one's queries within this many seconds (deletes and forgets too)."),
+    Option("lease_seconds", _positive_float, 15.0, "Object store: the maintenance lease's time to live: the sidecar "
+           "holding it compacts and expires; another takes it over when it has not been renewed for this long."),
+    Option("s3_writers", _writers, "auto", "Object store: which sidecars write. auto: all of them when the store "
+           "refuses a second conditional write (If-None-Match), as LanceDB's safe commits need, else only the lease "
+           "holder; many: all; one: only the lease holder (the others answer writes with `disabled`)."),
 )
 
 
@@ -212,6 +234,20 @@ FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
 INSPECT_SHARED = ("data_dir", "model_dir", "model_sha256", "offline", "threads", "log_level")
 
 
+def _data_dir(value: str | None) -> Path | str:
+    from ..storage import ObjectLocation, is_object_uri
+
+    if value and is_object_uri(value):
+        try:
+            return ObjectLocation.parse(value.strip()).uri
+        except ValueError as exc:
+            raise ConfigError(f"--data-dir: {exc}") from None
+    if value and "://" in value:
+        raise ConfigError(f"--data-dir: {value!r}: the only object store scheme is s3:// (S3 and S3-compatible "
+                          "servers); a local directory is a plain path")
+    return Path(value or _default_data_dir()).expanduser()
+
+
 def face_options(face: str) -> tuple[Option, ...]:
     shared = OPTIONS if face != "inspect" else tuple(o for o in OPTIONS if o.name in INSPECT_SHARED)
     return shared + FACE_OPTIONS.get(face, ())
@@ -219,7 +255,7 @@ def face_options(face: str) -> tuple[Option, ...]:
 
 @dataclass(frozen=True)
 class Config:
-    data_dir: Path
+    data_dir: Path | str  # str: an object-store location (s3://bucket/prefix)
     model_dir: Path | None
     model_sha256: str | None
     offline: bool
@@ -254,6 +290,18 @@ class Config:
     user: str = "default"  # the MCP face's default user (--user)
     port: int = 0  # the inspector's port (--port)
     token: str | None = None  # the inspector's URL token (--token); None: a random one
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key_env: str = "AWS_SECRET_ACCESS_KEY"
+    refresh_seconds: float = 2.0
+    lease_seconds: float = 15.0
+    s3_writers: str = "auto"
+
+    @property
+    def shared(self) -> bool:
+        """The data dir is an object-store location."""
+        return isinstance(self.data_dir, str)
 
     def describe(self) -> str:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
@@ -342,7 +390,7 @@ def from_args(args: argparse.Namespace, environ: dict[str, str] | None = None, f
             raise ConfigError(f"{source}: {exc}") from None
     if not values["offline"] and env.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         values["offline"] = True
-    values["data_dir"] = Path(values["data_dir"] or _default_data_dir()).expanduser()
+    values["data_dir"] = _data_dir(values["data_dir"])
     values["model_dir"] = Path(values["model_dir"]).expanduser() if values["model_dir"] else None
     if values["threads"] is None:
         values["threads"] = max(1, min(2, os.cpu_count() or 1))

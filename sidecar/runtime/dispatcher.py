@@ -53,11 +53,19 @@ from ..wire.errors import Disabled, Internal, SidecarError
 log = logging.getLogger("sidecar.dispatcher")
 
 
+# Requests that write: refused with `disabled` by a sidecar that serves an object store read-only
+WRITES = (StoreRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, SyncRequest, RememberRequest,
+          ExtractInlineRequest, ResolveRequest, UpdateFactRequest, ForgetFactRequest, ImportRequest,
+          MergeEntitiesRequest, ConsolidateRequest)
+
+
 class Dispatcher:
     def __init__(self, service: MemoryService, conversation: ConversationService, facts: FactService,
-                 companion: FactsCompanion, graph: Any = None, portable: Any = None):
+                 companion: FactsCompanion, graph: Any = None, portable: Any = None,
+                 read_only: Callable[[], str | None] = lambda: None):
         self.service = service
         self.graph = graph
+        self.read_only = read_only  # why this sidecar may not write now, or None
         self.handlers: dict[type, Callable[[Any], BaseModel]] = {
             StoreRequest: service.store_messages,
             QueryRequest: service.query,
@@ -152,6 +160,8 @@ class Dispatcher:
         """One typed request -> its response model, for every face (NDJSON here, MCP in sidecar/mcp).
         Every failure comes out as a SidecarError carrying the request_id; unexpected ones as `internal`."""
         try:
+            if isinstance(request, WRITES) and (reason := self.read_only()) is not None:
+                raise Disabled(reason)
             response = self.handlers[type(request)](request)
         except SidecarError as exc:
             if exc.request_id is None:
@@ -174,7 +184,11 @@ class Dispatcher:
 
     def _store_group(self, run: list[StoreRequest]) -> list[tuple[bytes, bool]]:
         try:
+            if (reason := self.read_only()) is not None:
+                raise Disabled(reason)
             results = self.service.store_group(run)
+        except Disabled as exc:
+            results = [Disabled(str(exc)) for _ in run]
         except Exception as exc:  # noqa: BLE001 - the commit failed: every request in it failed
             log.exception("group store failed")
             results = [Internal(f"internal error: {type(exc).__name__}: {exc}") for _ in run]

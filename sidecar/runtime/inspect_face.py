@@ -17,6 +17,10 @@ log = logging.getLogger("sidecar.inspector")
 
 def run(config: Config) -> int:
     """Serve until a signal; returns the exit code (0, or 1 when the data dir or the model cannot be opened)."""
+    if config.shared:
+        print(f"memory-sidecar inspect: {config.data_dir} is an object-store location; the inspector reads local "
+              "data dirs only (export it with `memory-sidecar export` and import it into a local one)", file=sys.stderr)
+        return 1
     try:
         from ..embedding.embedder import Embedder
         from ..embedding.model import resolve_model

@@ -17,7 +17,10 @@ log = logging.getLogger("sidecar.server")
 
 def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> None:
     """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due;
-    graph consolidation when due; freed heap pages returned every few seconds."""
+    graph consolidation when due; freed heap pages returned every few seconds. On an object store shared
+    by several sidecars, expiry and compaction run only on the lease holder, and graph consolidation only
+    on a sidecar that may write."""
+    database = service.store.database
     next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
     next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
     warm = True
@@ -26,7 +29,7 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
             if time.monotonic() >= next_trim:
                 native_memory.trim()
                 next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
-            if time.monotonic() >= next_expiry:
+            if time.monotonic() >= next_expiry and database.maintains():
                 service.expire(cfg.ttl_days, background=True)
                 next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600
                                if cfg.cleanup_interval_hours > 0 else float("inf"))
@@ -38,7 +41,7 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
             elif service.store.compact_due():
                 service.store.compact(exclusive=False)
                 native_memory.trim()
-            elif graph is not None and graph.consolidation_due():
+            elif graph is not None and database.read_only_reason() is None and graph.consolidation_due():
                 graph.consolidate_all(budget=CONSOLIDATE_BUDGET)  # 200 new episodes, or 5 min after the first
         except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
             log.exception("background maintenance failed; will retry")

@@ -16,9 +16,12 @@ from .database import (
                        write_json_atomic,
 )
 from .lancedb_import import import_lancedb
+from .objectstore import ObjectLocation, ObjectStoreSettings, is_object_uri
+from .shared import WRITER_MODES, SharedStore
 from .search import cosine_search, rrf
 from .sql import sql_in, sql_num, sql_str
 
 __all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
            "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes",
-           "write_json_atomic", "import_lancedb", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]
+           "write_json_atomic", "import_lancedb",
+           "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "WRITER_MODES", "SharedStore", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]

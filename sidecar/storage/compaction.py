@@ -70,12 +70,17 @@ class CompactionSchedule:
             return pause
 
 
-def compact_tables(tables: Iterable[Any], what: str) -> None:
+def compact_tables(tables: Iterable[Any], what: str, keep: timedelta | None = None) -> None:
     """Compact small tables in full: merge fragments, fold rows into indexes, drop every old version
-    (the caller holds the lock that keeps writes out, since rows are updated in place)."""
+    (the caller holds the lock that keeps writes out, since rows are updated in place). keep (an
+    object store shared with other sidecars): versions younger than this stay, and files no version
+    names yet (another sidecar's commit in flight) are never deleted."""
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for table in tables:
-            table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            if keep is None:
+                table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+            else:
+                table.optimize(cleanup_older_than=keep)
     logging.getLogger("sidecar.storage").info("compacted %s in %.0f ms", what, (time.perf_counter() - t0) * 1000)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
 import orjson
 
 from .lancedb_import import import_lancedb
+from .shared import SharedAccess, SharedStore, SharedStoreError
 
 log = logging.getLogger("sidecar.storage")
 
@@ -72,15 +74,22 @@ def _identity(model: dict[str, Any]) -> tuple[Any, Any, Any]:
 
 
 class Database:
-    """An open, locked data dir. `meta` is None for a new one until `commit_meta()` writes it (the
-    last step of creating a data dir, so an interrupted first start-up is completed next time)."""
+    """An open data dir: a locked local directory, or an object-store location shared with other
+    sidecars (`SharedStore`: no lock file; meta.json an object; the lease decides who maintains, and
+    on a store without conditional writes who writes). `meta` is None for a new one until
+    `commit_meta()` writes it (the last step of creating a data dir, so an interrupted first start-up
+    is completed next time)."""
 
-    def __init__(self, data_dir: Path, model: dict[str, Any], allow_reembed: bool = False):
-        from filelock import FileLock, Timeout
-
+    def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], allow_reembed: bool = False):
         self.path = data_dir
         self.model = model
         self.dim = int(model["dim"])
+        self.shared: SharedAccess | None = None
+        if isinstance(data_dir, SharedStore):
+            self._open_shared(data_dir, allow_reembed)
+            return
+        from filelock import FileLock, Timeout
+
         try:
             data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
@@ -97,15 +106,58 @@ class Database:
         try:
             self.meta = self._read_meta()
             self._check(allow_reembed)
-            lancedb = import_lancedb()
-            session = lancedb.Session(index_cache_size_bytes=LANCE_INDEX_CACHE_BYTES,
-                                      metadata_cache_size_bytes=LANCE_METADATA_CACHE_BYTES)
-            self.db = lancedb.connect(str(data_dir / LANCE_DIR), session=session)
+            self.db = self._connect(str(data_dir / LANCE_DIR))
         except BaseException:
             self._file_lock.release()
             raise
 
+    @staticmethod
+    def _connect(uri: str, **kwargs: Any) -> Any:
+        lancedb = import_lancedb()
+        session = lancedb.Session(index_cache_size_bytes=LANCE_INDEX_CACHE_BYTES,
+                                  metadata_cache_size_bytes=LANCE_METADATA_CACHE_BYTES)
+        return lancedb.connect(uri, session=session, **kwargs)
+
+    def _open_shared(self, store: SharedStore, allow_reembed: bool) -> None:
+        try:
+            self.shared = SharedAccess(store)
+        except SharedStoreError as exc:
+            raise StoreError(str(exc)) from None
+        try:
+            self.meta = self.shared.read_meta()
+            self._check(allow_reembed)
+            if (self.meta is None or self.schema_version < SCHEMA_VERSION or self.model_changed) \
+                    and not self.shared.maintains():
+                raise StoreError(f"{store} is being created, migrated or re-embedded, which only the lease holder "
+                                 f"does ({self.shared.lease.holder_name}): start this sidecar again once that one "
+                                 "is ready")
+            # LanceDB looks for a newer version at most every half refresh interval, and the message store
+            # checks the version as often: a write acknowledged elsewhere is seen within the interval
+            self.db = self._connect(store.location.child_uri(LANCE_DIR),
+                                    storage_options=store.settings.lance_options(),
+                                    read_consistency_interval=timedelta(seconds=store.refresh_seconds / 2))
+        except SharedStoreError as exc:
+            self.shared.close()
+            raise StoreError(str(exc)) from None
+        except BaseException:
+            self.shared.close()
+            raise
+
+    @property
+    def refresh_seconds(self) -> float | None:
+        """How often a shared store is checked for other sidecars' commits; None for a local dir."""
+        return None if self.shared is None else self.shared.store.refresh_seconds
+
+    def maintains(self) -> bool:
+        """Whether this sidecar runs compaction, cleanup and expiry (always, for a local dir)."""
+        return self.shared is None or self.shared.maintains()
+
+    def read_only_reason(self) -> str | None:
+        return None if self.shared is None else self.shared.read_only_reason()
+
     def _read_meta(self) -> dict[str, Any] | None:
+        if self.shared is not None:
+            return self.shared.read_meta()
         path = self.path / META_FILE
         if not path.exists():
             return None
@@ -160,16 +212,30 @@ class Database:
                 step()
             version += 1
             self.meta["schema_version"] = version
-            write_json_atomic(self.path / META_FILE, self.meta)
+            self._write_meta()
 
     def commit_meta(self) -> None:
         """Record the current schema version and model: a new data dir is complete, or a re-embedding done."""
         self.meta = {**(self.meta or {"created_at": time.time()}), "schema_version": SCHEMA_VERSION,
                      "model": self.model}
-        write_json_atomic(self.path / META_FILE, self.meta)
+        self._write_meta()
+
+    def _write_meta(self) -> None:
+        if self.shared is not None:
+            try:
+                self.shared.write_meta(self.meta)
+            except SharedStoreError as exc:
+                raise StoreError(str(exc)) from None
+        else:
+            write_json_atomic(self.path / META_FILE, self.meta)
 
     def disk_bytes(self) -> int:
+        if self.shared is not None:
+            return self.shared.total_bytes(LANCE_DIR)
         return dir_bytes(self.path / LANCE_DIR)
 
     def close(self) -> None:
-        self._file_lock.release()
+        if self.shared is not None:
+            self.shared.close()
+        else:
+            self._file_lock.release()

@@ -73,7 +73,8 @@ class Internal(SidecarError):
 
 
 class Disabled(SidecarError):
-    """A feature switched off by configuration (e.g. graph memory with --no-graph)."""
+    """A feature switched off by configuration (e.g. graph memory with --no-graph), or a write on a sidecar that
+    serves an object store read-only (another sidecar holds the writer lease)."""
 
     code = "disabled"
 
