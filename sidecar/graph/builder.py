@@ -36,6 +36,7 @@ USER_GROUP = 16  # users built (and their graphs loaded) together within a batch
 # time, up to YIELD_MAX, so a bulk import runs at nearly its graph-off speed and the graph follows in the
 # pauses; under requests that never pause it still builds a group every YIELD_MAX.
 YIELD_STEP, YIELD_MAX = 0.01, 2.0
+CATCH_UP_AHEAD = 1024  # the catch-up queues more stored messages only while fewer wait (docs/graph.md)
 
 
 class Changes:
@@ -147,6 +148,7 @@ class Builder:
         self.hurry = threading.Event()  # someone waits for the graph: build what is queued now
         self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic)
         self.overflowed = False  # rows were left out of the queue since the last catch-up started
+        self._catching = threading.Lock()  # one catch-up at a time
         self.on_overflow: Callable[[], Any] | None = None  # the catch-up, run in a thread of its own after an overflow
 
     def start(self) -> None:
@@ -162,6 +164,25 @@ class Builder:
                 return
             self.pending += len(rows)
         self.queue.put((rows, vectors))
+
+    def catch_up(self, missing: Callable[[], list[str]],
+                 embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
+        """Queue the stored messages `missing()` names (read by `embedded`, 256 at a time) only as fast as
+        they are built; how many. Blocks."""
+        try:
+            with self._catching:
+                ids = missing()
+                if ids:
+                    log.warning("graph: building %d stored messages in the background", len(ids))
+                for start in range(0, len(ids), 256):
+                    self.wait_room(CATCH_UP_AHEAD)
+                    rows, vectors = embedded(ids[start:start + 256])
+                    if rows:
+                        self.submit(rows, vectors)
+                return len(ids)
+        except Exception:  # noqa: BLE001 - the messages are safe; the next start tries again
+            log.exception("graph catch-up failed")
+            return 0
 
     def wait_room(self, ahead: int) -> None:
         """Block while `ahead` rows or more are queued or being built (while the builder runs): the

@@ -31,9 +31,6 @@ CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
-# the catch-up queues the next stored messages (with their vectors) only while fewer than this wait: a
-# backlog of 100k took 250 MB while all of it sat in the queue (bench.py realuse, 100k over 1,000 users)
-CATCH_UP_AHEAD = 1024
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
 
@@ -60,7 +57,6 @@ class GraphService:
         self.builder.preload = self.preload
         self.builder.on_overflow = self.catch_up
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
-        self._catching = threading.Lock()  # one catch-up at a time
         self.llm, self.deep = llm, None
         if llm is not None:
             from .deep import DeepTier
@@ -128,19 +124,7 @@ class GraphService:
         """Queue every stored message with no episode (a crash, a store from before the graph, an import),
         as fast as the builder builds them; how many. Blocks: runs in a thread of its own."""
         try:
-            with self._catching:
-                missing = self.reader.ids_missing(self.store.done_ids())
-                if missing:
-                    log.warning("graph: building %d stored messages in the background", len(missing))
-                for start in range(0, len(missing), 256):
-                    self.builder.wait_room(CATCH_UP_AHEAD)
-                    rows, vectors = self.reader.embedded(missing[start:start + 256])
-                    if rows:
-                        self.builder.submit(rows, vectors)
-                return len(missing)
-        except Exception:  # noqa: BLE001 - the messages are safe; the next start tries again
-            log.exception("graph catch-up failed")
-            return 0
+            return self.builder.catch_up(lambda: self.reader.ids_missing(self.store.done_ids()), self.reader.embedded)
         finally:
             self.caught_up.set()
 
@@ -335,8 +319,7 @@ class GraphService:
             self._cache = OrderedDict((u, g) for u, g in self._cache.items() if u not in set(user_ids))
 
     def drop_cached(self) -> None:
-        """Another sidecar changed the tables: every graph is read again when next used (takes no lock: the
-        caller holds the message store's)."""
+        """Another sidecar changed the tables: every graph is read again when next used (takes no lock)."""
         self._stale = True
 
     def forget_user(self, user_id: str) -> int:
