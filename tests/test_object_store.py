@@ -241,6 +241,10 @@ def test_sigkill_of_a_writer_loses_nothing_and_the_lease_passes(shared):
     _eventually(lambda: "now holds the maintenance lease" in b.stderr() or "now holds the maintenance lease"
                 in c.stderr(), LEASE * 3 + 5, "a survivor takes the lease")
     assert not ("now holds the maintenance lease" in b.stderr() and "now holds the maintenance lease" in c.stderr())
+    # the killed writer had not built the graph of its last stores (built a second after them): the new
+    # holder's catch-up does
+    holder = b if "now holds the maintenance lease" in b.stderr() else c
+    _eventually(lambda: holder.request({"type": "stats"})["graph"]["episodes"] == 18, 60, "every episode built")
     assert b.shutdown() == 0 and c.shutdown() == 0
 
 
@@ -259,6 +263,11 @@ def test_one_writer_store_serves_the_others_read_only_until_the_lease_passes(sha
     b.send({"type": "store", "user_id": "u1", "content": "one"})
     b.send({"type": "store", "user_id": "u1", "content": "two"})  # a group: every request refused
     assert [b.recv()["code"], b.recv()["code"]] == ["disabled", "disabled"]
+    # graph recall is served, but a read-only sidecar's recall consolidates nothing (no trace written)
+    _eventually(lambda: b.request({"type": "stats"})["graph"]["episodes"] == 1, REFRESH + 30, "a's episode")
+    r = b.request({"type": "graph_recall", "user_id": "u1", "text": "Where do I live?"})
+    assert r["type"] != "error", r
+    assert b.request({"type": "stats"})["graph"]["traces"] == 0
 
     a.proc.kill()
     a.proc.wait(10)

@@ -125,8 +125,11 @@ class Recaller:
         return [r for _, _, r in sorted(scored)[:limit]]
 
     def consolidate_pending(self, user_id: str) -> None:
-        """Consolidate what the user stored since the last pass (recall needs every episode in a trace)."""
+        """Consolidate what the user stored since the last pass (recall needs every episode in a trace);
+        not on a read-only sidecar (the sidecar that writes consolidates)."""
         svc = self.service
+        if not svc.writable():
+            return
         svc.settled()
         with svc.lock:
             g = svc.graph(user_id)
@@ -136,8 +139,11 @@ class Recaller:
             pass
 
     def strengthen(self, user_id: str, trace_ids: list[str], boost: float) -> None:
-        """Use strengthens memory: each trace gains `boost` (on its decayed value), capped at 1."""
+        """Use strengthens memory: each trace gains `boost` (on its decayed value), capped at 1 (not on a
+        read-only sidecar: it writes nothing)."""
         svc = self.service
+        if not svc.writable():
+            return
         with svc.lock:
             g = svc.graph(user_id)
             now = svc.clock()

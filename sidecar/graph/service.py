@@ -50,6 +50,7 @@ class GraphService:
         self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
         self._stale = False  # drop_cached() was called
+        self.writable: Callable[[], bool] = lambda: True  # False on a read-only sidecar: recall writes nothing
         self._unconsolidated, self._first_unconsolidated = 0, None  # episodes built since the last pass, and when
         self.last_consolidation: float | None = None
         commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731

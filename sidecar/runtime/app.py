@@ -76,6 +76,7 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
                          similar=NameMatcher(embedder.embed))
     graph.builder.start()
     store.on_stale.append(graph.drop_cached)  # another sidecar wrote or forgot (object store)
+    graph.writable = lambda: store.database.read_only_reason() is None
     # messages stored without the graph (a crash, --graph false, a store from before graph memory); on an
     # object store only the sidecar that maintains it (the others' stores are built by themselves)
     if store.database.maintains():

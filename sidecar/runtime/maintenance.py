@@ -24,8 +24,13 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
     next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
     next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
     warm = True
+    held = database.maintains()
     while not stop.is_set():
         try:
+            if graph is not None and not held and database.maintains():
+                # the lease passed to this sidecar: build what the last holder stored but did not build
+                threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
+            held = database.maintains()
             if time.monotonic() >= next_trim:
                 native_memory.trim()
                 next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
