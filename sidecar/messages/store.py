@@ -25,10 +25,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, StoreError, cosine_search, sql_in, sql_num,
-    sql_str)
+from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, StoreError, sql_in, sql_num, sql_str)
 from . import search
 from .commit_log import CommitLog
+from .long_memories import LongMemories
 from .ranking import POOL, fuse_hybrid
 from .schema import (CONTEXT_MESSAGES, Context, FTS_COLUMNS, MESSAGES, RESULT_COLUMNS, SCALAR_INDEXES, link_rows,
     message_schema, migrate_2_to_3, reembedded, split, to_arrow)
@@ -40,7 +40,7 @@ log = logging.getLogger("sidecar.store")
 WAL_DIR = "wal"
 LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for search_text
 
-class MessageStore:
+class MessageStore(LongMemories):
     def __init__(self, data_dir: Path, model: dict[str, Any], compact_every_writes: int = 200,
                  compact_interval_seconds: float = 60.0, reembed: Callable[[list[str]], np.ndarray] | None = None,
                  cache_bytes: int = 128 << 20, compact_max_duty: float = COMPACT_MAX_DUTY):
@@ -57,6 +57,7 @@ class MessageStore:
         self.database = Database(data_dir, model, allow_reembed=reembed is not None)
         try:
             self.pending = CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit)
+            self._open_chunks()
             self._open(reembed)
         except OSError as exc:
             self.database.close()
@@ -75,7 +76,7 @@ class MessageStore:
             db.commit_meta()
         else:
             self.table = db.db.open_table(MESSAGES)
-            db.migrate({2: self._migrate_2_to_3})
+            db.migrate({2: self._migrate_2_to_3, 4: self._migrate_4_to_5})
             self.pending.replay(self.table)
             if db.model_changed and reembed is not None:
                 self._reembed(reembed)  # meta.json is updated once every domain has re-embedded
@@ -119,15 +120,17 @@ class MessageStore:
 
     def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
         self.table = reembedded(self.database.db, self.table, self.dim, embed)
+        self._reset_chunks()
         self.cache.clear()
         self.compact()
 
     # ------------------------------------------------------------------ writes
 
-    def add(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+    def add(self, rows: list[dict[str, Any]], vectors: np.ndarray, long: list[bool] | None = None) -> None:
         """Link the rows for keyword search, log them (one write call) and make them visible to
         queries; the flusher commits them to LanceDB. Returns once they are durable; raises
-        StoreError (nothing stored) otherwise."""
+        StoreError (nothing stored) otherwise. Rows that may run past the model's window (`long`, from
+        the embedder; by length when None) are queued for chunked embedding (long_memories.py)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         with self.lock:
             linked = [dict(r) for r in rows]
@@ -140,6 +143,7 @@ class MessageStore:
                     self._last[key] = self._newest(*key)
                 r["_prev"] = self._last[key]
             link_rows(linked)
+            self._queue_long(rows, long)
             self.pending.append(linked, vectors)
             self.cache.append(rows, vectors)
             for r in linked:
@@ -203,6 +207,7 @@ class MessageStore:
             gone = self.table.search().where(where).select(["id"]).limit(None).to_arrow().column("id").to_pylist()
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
             if n:
+                self._drop_chunks(gone)
                 self.cache.clear()
                 self._last.clear()
                 # rows that borrowed a deleted row's text for keyword search get their own text back,
@@ -250,7 +255,7 @@ class MessageStore:
             if mode == "keyword":
                 return self._rows_by_ids(found[0], entry, vector)
             semantic = (entry.search(vector, POOL, include_bot, since, until) if entry is not None
-                        else cosine_search(self.table, vector, where, RESULT_COLUMNS, POOL))
+                        else self._semantic_uncached(vector, where, POOL))
             ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
             seen = {r["id"] for r in semantic}
             extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
@@ -264,7 +269,7 @@ class MessageStore:
         entry = self.cache.get(user_id)
         if entry is None:
             rows, vectors = self._user_rows(user_id)
-            entry = self.cache.put(user_id, rows, vectors)
+            entry = self.cache.put(user_id, rows, vectors, self.chunks.of_users([user_id]).get(user_id))
         return entry
 
     def _semantic(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
@@ -277,8 +282,7 @@ class MessageStore:
             entry = self._entry(user_id)
             if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
-            return cosine_search(self.table, vector, search.where(user_id, include_bot, since, until),
-                                 RESULT_COLUMNS, limit)
+            return self._semantic_uncached(vector, search.where(user_id, include_bot, since, until), limit)
 
     def _rows_by_ids(self, ids: list[str], entry: Any, vector: np.ndarray) -> list[dict[str, Any]]:
         """Result rows for ids (in that order) with their cosine similarity: from the cache entry, else
@@ -310,25 +314,7 @@ class MessageStore:
 
     def warm_cache(self) -> int:
         """Load as many users as the cache budget holds (largest first). Returns the users loaded."""
-        if not self.cache.enabled:
-            return 0
-        with self._reading():
-            sizes = search.user_sizes(self.table, self.dim)
-        loaded = 0
-        chosen = search.fitting(sizes, self.cache.budget)
-        for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
-            with self._reading():
-                table = (self.table.search().where(sql_in("user_id", chosen[start:start + 20]))
-                         .select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
-                rows, vectors = split(table, self.dim)
-                per_user: dict[str, list[int]] = {}
-                for i, r in enumerate(rows):
-                    per_user.setdefault(r["user_id"], []).append(i)
-                for uid, idx in per_user.items():
-                    if self.cache.get(uid) is None:  # a query may have loaded it meanwhile
-                        self.cache.put(uid, [rows[i] for i in idx], vectors[idx])
-                        loaded += 1
-        return loaded
+        return search.warm_cache(self) if self.cache.enabled else 0
 
     def latest(self, where: str, limit: int, user_id: str | None = None) -> list[dict[str, Any]]:
         """Rows matching `where`, newest first by timestamp: the `limit` newest, plus every other row
@@ -406,6 +392,7 @@ class MessageStore:
 
     def close(self) -> None:
         """Commit what the log holds (it is replayed at the next start if that fails) and unlock."""
+        self._close_chunks()
         self.pending.close()
         with self.lock:
             self.database.close()
