@@ -5,14 +5,13 @@ A memory of at most 254 tokens has no chunks: its row's vector covers it, so sho
 here. A longer one keeps its row (the first window's vector, keyword search over the whole text) and gets
 one chunk per window of CHUNK_TOKENS tokens, CHUNK_OVERLAP shared with the next, each with its character
 span. Chunks are derived data: they are embedded in the background (`chunker.py`) after the memory is
-acknowledged, and the pending list (`chunks.pending`, fsynced before the acknowledgement) says which
-memories still need them after a restart.
+acknowledged, and the pending list (`chunks.pending`, handed to the operating system before the
+acknowledgement, like the write-ahead log) says which memories still need them after a restart.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import warnings
 from collections import OrderedDict
@@ -136,7 +135,9 @@ class ChunkTable:
 
 class PendingChunks:
     """The ids of memories waiting for their chunks, in order: an append-only file of JSON lines
-    (["+", id] queued, ["-", id] done), fsynced on every append, rewritten once nothing is pending."""
+    (["+", id] queued, ["-", id] done), emptied once nothing is pending. Like the write-ahead log, each
+    append is handed to the operating system before the store is acknowledged (it survives the process
+    being killed), without an fsync."""
 
     def __init__(self, data_dir: Path):
         self.path = data_dir / PENDING_FILE
@@ -155,16 +156,16 @@ class PendingChunks:
         self._file = open(self.path, "ab")
 
     def add(self, ids: list[str]) -> None:
-        """Durable when this returns (OSError otherwise)."""
+        """In the operating system's hands when this returns (OSError otherwise)."""
         if not ids:
             return
         with self.lock:
-            self._write(b"".join(orjson.dumps(["+", i]) + b"\n" for i in ids), sync=True)
+            self._write(b"".join(orjson.dumps(["+", i]) + b"\n" for i in ids))
             for i in ids:
                 self.ids[i] = None
 
     def done(self, ids: list[str]) -> None:
-        """Not fsynced: a done mark lost in a crash only makes the job run again (harmlessly)."""
+        """A done mark lost in a crash only makes the job run again (harmlessly)."""
         with self.lock:
             ids = [i for i in ids if i in self.ids]
             if not ids:
@@ -172,16 +173,14 @@ class PendingChunks:
             for i in ids:
                 del self.ids[i]
             if self.ids:
-                self._write(b"".join(orjson.dumps(["-", i]) + b"\n" for i in ids), sync=False)
+                self._write(b"".join(orjson.dumps(["-", i]) + b"\n" for i in ids))
             else:  # nothing pending: start the file afresh
                 self._file.truncate(0)
                 self._file.flush()
 
-    def _write(self, data: bytes, sync: bool) -> None:
+    def _write(self, data: bytes) -> None:
         self._file.write(data)
         self._file.flush()
-        if sync:
-            os.fsync(self._file.fileno())
 
     def __len__(self) -> int:
         return len(self.ids)
