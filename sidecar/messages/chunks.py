@@ -58,6 +58,12 @@ class ChunkTable:
             self.table = db.open_table(CHUNKS)
         else:
             self.table = db.create_table(CHUNKS, schema=chunk_schema(dim), mode="overwrite")
+        indexed = {tuple(ix.columns) for ix in self.table.list_indices()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for column in ("user_id", "message_id"):  # a cache load reads one user's, a delete some memories'
+                if (column,) not in indexed:
+                    self.table.create_scalar_index(column, index_type="BTREE")
         self.write_lock = threading.Lock()  # an add is never cut by an exclusive compaction
         self._written = False
         col = self.table.search().select(["user_id"]).limit(None).to_arrow().column("user_id")
