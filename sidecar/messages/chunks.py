@@ -17,7 +17,7 @@ import warnings
 from collections import OrderedDict
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import orjson
@@ -51,9 +51,10 @@ def chunk_schema(dim: int) -> pa.Schema:
 class ChunkTable:
     """The chunks table. `users`: the users that have chunks (a cache load of anyone else reads none)."""
 
-    def __init__(self, db: Any, dim: int):
+    def __init__(self, db: Any, dim: int, note_write: Callable[[], None]):
         self.dim = dim
         self.db = db
+        self._note_write = note_write  # each commit counts towards the compaction schedule (one fragment each)
         if CHUNKS in set(db.list_tables().tables):
             self.table = db.open_table(CHUNKS)
         else:
@@ -80,6 +81,7 @@ class ChunkTable:
             self.table.add(data)
             self._written = True
         self.users.add(row["user_id"])
+        self._note_write()
 
     def having(self, ids: list[str]) -> set[str]:
         """The ids among these that have chunks."""

@@ -30,9 +30,10 @@ class LongMemories:
     data_dir: Any
     database: Any
     also_compact: list[Callable[[bool], None]]
+    schedule: Any
 
     def _open_chunks(self) -> None:
-        self.chunks = ChunkTable(self.database.db, self.dim)
+        self.chunks = ChunkTable(self.database.db, self.dim, self.schedule.note_write)
         self.pending_chunks = PendingChunks(self.data_dir)
         self.chunker: Chunker | None = None
         self.also_compact.append(self.chunks.compact)
