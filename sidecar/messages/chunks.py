@@ -12,6 +12,7 @@ acknowledgement, like the write-ahead log) says which memories still need them a
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import warnings
 from collections import OrderedDict
@@ -143,9 +144,10 @@ class ChunkTable:
 
 class PendingChunks:
     """The ids of memories waiting for their chunks, in order: an append-only file of JSON lines
-    (["+", id] queued, ["-", id] done), emptied once nothing is pending. Like the write-ahead log, each
-    append is handed to the operating system before the store is acknowledged (it survives the process
-    being killed), without an fsync."""
+    (["+", id] queued, ["-", id] done), emptied once nothing is pending and rewritten with only the
+    pending ids at every start (a line cut by a crash must not swallow the next append) and when the done
+    marks pile up. Like the write-ahead log, each append is handed to the operating system before the
+    store is acknowledged (it survives the process being killed), without an fsync."""
 
     def __init__(self, data_dir: Path):
         self.path = data_dir / PENDING_FILE
@@ -162,6 +164,8 @@ class PendingChunks:
                 else:
                     self.ids.pop(rid, None)
         self._file = open(self.path, "ab")
+        self._lines = 0
+        self._rewrite()
 
     def add(self, ids: list[str]) -> None:
         """In the operating system's hands when this returns (OSError otherwise)."""
@@ -180,15 +184,24 @@ class PendingChunks:
                 return
             for i in ids:
                 del self.ids[i]
-            if self.ids:
+            if not self.ids or self._lines + len(ids) > 4 * len(self.ids) + 1024:
+                self._rewrite()  # nothing pending (the file is emptied), or the done marks piled up
+            else:
                 self._write(b"".join(orjson.dumps(["-", i]) + b"\n" for i in ids))
-            else:  # nothing pending: start the file afresh
-                self._file.truncate(0)
-                self._file.flush()
 
     def _write(self, data: bytes) -> None:
         self._file.write(data)
         self._file.flush()
+        self._lines += data.count(b"\n")
+
+    def _rewrite(self) -> None:
+        """The file replaced by one holding only the pending ids (atomically: a crash leaves one or the other)."""
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_bytes(b"".join(orjson.dumps(["+", i]) + b"\n" for i in self.ids))
+        os.replace(tmp, self.path)
+        self._file.close()
+        self._file = open(self.path, "ab")
+        self._lines = len(self.ids)
 
     def __len__(self) -> int:
         return len(self.ids)
