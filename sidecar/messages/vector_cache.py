@@ -21,9 +21,20 @@ import numpy as np
 # tuple (128), its id string (85), a timestamp float (24), the content string's header (49) and the
 # id -> position dict entry (about 40), rounded up; user ids are interned, so one string per user.
 ROW_OVERHEAD = 340
+BLOCK_ROWS = 1024  # chunk vectors scored per matrix product (see blockwise_scores)
 CHUNK_BYTES = 12  # per chunk beside its vector: its row index and span
 META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                "username")
+
+
+def blockwise_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """vectors @ query in float32, BLOCK_ROWS rows at a time: past about 1,100 rows OpenBLAS splits the
+    product over threads, which took it from 0.02 to 3.4 ms here (1,200 x 384) with the cores busy."""
+    q = query.astype(np.float32)
+    if len(vectors) <= BLOCK_ROWS:
+        return vectors.astype(np.float32) @ q
+    return np.concatenate([vectors[i:i + BLOCK_ROWS].astype(np.float32) @ q
+                           for i in range(0, len(vectors), BLOCK_ROWS)])
 
 
 class UserRows:
@@ -77,7 +88,7 @@ class UserRows:
         if len(self._chunks) > 1:
             self._chunks = [tuple(np.concatenate(part) for part in zip(*self._chunks))]  # type: ignore[misc]
         vectors, rows, _spans = self._chunks[0]
-        scores = vectors.astype(np.float32) @ query.astype(np.float32)
+        scores = blockwise_scores(vectors, query)
         order = np.lexsort((-scores, rows))  # by row, best chunk first
         owners, first = np.unique(rows[order], return_index=True)
         best = np.full(len(self.rows), -np.inf, dtype=np.float32)
