@@ -19,7 +19,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]  # this tree's `sidecar` package, t
 from benchkit.client import BenchError  # noqa: E402
 
 SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
-               "fact-thresholds", "graph-build", "graph", "portable", "realuse", "object-store")
+               "fact-thresholds", "graph-build", "graph", "portable", "realuse", "object-store", "long-memories")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

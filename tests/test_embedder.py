@@ -52,3 +52,27 @@ def test_truncates_at_256_tokens_not_128(embedder):
 def test_similar_texts_score_higher(embedder):
     q, cat, hike = embedder.embed(["my pet", "I have a cat", "I went hiking"])
     assert q @ cat > q @ hike
+
+
+def test_windows_cover_a_long_text_with_overlap_and_exact_spans(embedder):
+    vocab = "the cat sat on a mat while my old dog ran to the park and back home again".split()
+    words = [vocab[(i * 7) % len(vocab)] for i in range(3000)]  # whole-word tokens: a span is its tokens
+    text = " ".join(words)
+    spans, windows = embedder.windows(text, 200, 50)
+    assert len(spans) == len(windows) > 10
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
+        assert s0 < s1 < e0 < e1  # each window starts inside the previous one: they overlap
+    assert all(len(w) <= 202 for w in windows) and windows[0][0] == 101 and windows[0][-1] == 102  # [CLS] .. [SEP]
+    # a window is the same tokens as its text: embedding it equals embedding text[start:end]
+    direct = embedder.embed([text[s:e] for s, e in spans[:3]])
+    by_ids = np.concatenate(list(embedder.embed_ids(windows[:3])))
+    assert np.allclose(direct, by_ids, atol=1e-4)
+    assert embedder.windows("short text " * 20, 200, 50) == ([], [])  # within the window: no chunks
+
+
+def test_a_long_text_is_embedded_from_its_head_and_flagged(embedder):
+    text = "the cat sat on the mat " * 5000  # 115,000 characters
+    vectors, long = embedder.embed_flagged([text, "short"])
+    assert long == [True, False]
+    assert np.allclose(vectors[0], embedder.embed([text[:2000]])[0], atol=1e-4)  # both are the first 256 tokens

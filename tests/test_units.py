@@ -245,3 +245,27 @@ def test_frozen_bundle_model_is_found_first(tmp_path, monkeypatch):
     files = modelmod.resolve_model(None, offline=True)
     assert files.source == "files bundled in the frozen binary"
     assert files.onnx.parent == bundle / "model" and files.config_dir == bundle / "model"
+
+
+def test_pending_chunks_survive_a_cut_line_and_stay_small(tmp_path):
+    from sidecar.messages.chunks import PENDING_FILE, PendingChunks
+
+    p = PendingChunks(tmp_path)
+    p.add(["a", "b"])
+    p.done(["a"])
+    p.close()
+    with open(tmp_path / PENDING_FILE, "ab") as f:
+        f.write(b'["+","cu')  # a crash in the middle of an append (never acknowledged)
+    p = PendingChunks(tmp_path)
+    assert list(p.ids) == ["b"]
+    p.add(["c"])  # not swallowed by the cut line: the file was rewritten at start
+    p.close()
+    p = PendingChunks(tmp_path)
+    assert list(p.ids) == ["b", "c"]
+    for i in range(3000):  # a steady flow with something always pending: the file stays bounded
+        p.add([f"x{i}"])
+        p.done([f"x{i}"])
+    assert len((tmp_path / PENDING_FILE).read_bytes().splitlines()) < 1100 and list(p.ids) == ["b", "c"]
+    p.done(["b", "c"])
+    assert (tmp_path / PENDING_FILE).read_bytes() == b""
+    p.close()

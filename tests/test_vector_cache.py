@@ -105,3 +105,31 @@ def test_cache_is_warmed_at_start_up_and_bounded_by_its_budget(spawn, tmp_path):
     assert off.request({"type": "query", "user_id": "w1", "text": "note 3", "limit": 1})["messages"]
     assert off.request({"type": "stats"})["cache"] == {"users": 0, "bytes": 0, "budget_bytes": 0}
     assert off.shutdown() == 0
+
+
+def test_a_row_with_chunks_scores_as_its_best_chunk_and_carries_its_span():
+    cache = VectorCache(8, 1 << 20)
+    rows, vecs = _rows("u", 10, bot_every=4)
+    entry = cache.put("u", rows, vecs)
+    rng = np.random.default_rng(7)
+    q = rng.normal(size=8).astype(np.float32)
+    q /= np.linalg.norm(q)
+    chunks = rng.normal(size=(3, 8)).astype(np.float32)
+    chunks /= np.linalg.norm(chunks, axis=1, keepdims=True)
+    chunks[1] = q  # u-5's middle chunk is the query itself
+    before = cache.nbytes
+    cache.add_chunks("u", ["u-5"] * 3, np.array([[0, 100], [80, 180], [160, 240]]), chunks)
+    assert cache.nbytes > before
+    got = entry.search(q, 3)
+    assert got[0]["id"] == "u-5" and got[0]["span"] == [80, 180] and abs(got[0]["similarity"] - 1.0) < 2e-3
+    assert [r["id"] for r in got].count("u-5") == 1 and all("span" not in r for r in got[1:])
+    assert entry.search(q, 3, since=-1.0) == got  # the filtered path agrees
+    assert entry.by_ids(["u-5", "u-0"], q)[0]["span"] == [80, 180]
+    # chunks of a memory already held are not added twice; chunks of unknown rows are ignored
+    cache.add_chunks("u", ["u-5", "nope"], np.array([[0, 1], [0, 1]]), chunks[:2])
+    assert entry.search(q, 1)[0]["span"] == [80, 180]
+    # when its chunks all score low, a row with chunks ranks by them, not by its own (first-window) vector
+    far = -np.tile(q, (2, 1))
+    cache.add_chunks("u", ["u-2", "u-2"], np.array([[0, 5], [5, 9]]), far)
+    entry_q = vecs[2] / np.linalg.norm(vecs[2])
+    assert entry.search(entry_q, 10)[-1]["id"] == "u-2"

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from ..messages import MessageReader
+from ..messages import MessageReader, content_over_limit
 from ..storage import sql_num, sql_str
 from ..wire import (
     ChannelContextOptions,
@@ -46,10 +46,11 @@ class HistoryBlock:
 
 class ConversationService:
     def __init__(self, store: MessageReader, *, opt_out_marker: str | None = conv.DEFAULT_OPT_OUT_MARKER,
-                 max_window: int = 1_000, max_content_chars: int = 32_000):
+                 max_window: int = 1_000, max_content_bytes: int = 1_000_000, max_content_chars: int | None = None):
         self.store = store
         self.opt_out_marker = opt_out_marker
         self.max_window = max_window
+        self.max_content_bytes = max_content_bytes
         self.max_content_chars = max_content_chars
 
     # ------------------------------------------------------------------ commands
@@ -132,9 +133,9 @@ class ConversationService:
                 raise TooLarge(f"{len(opts.messages)} inline messages are over the maximum window of "
                                f"{self.max_window} (--max-window)")
             for i, m in enumerate(opts.messages):
-                if len(m.content) > self.max_content_chars:
-                    raise TooLarge(f"messages[{i}]: content has {len(m.content)} characters, over the limit of "
-                                   f"{self.max_content_chars}")
+                over = content_over_limit(m.content, self.max_content_bytes, self.max_content_chars)
+                if over is not None:
+                    raise TooLarge(f"messages[{i}]: {over}")
 
     def _stored_window(self, scope: str, limit: int, opts: ConversationSource) -> list[conv.Msg]:
         """The last `limit` stored messages matching `scope` (and `before`, `before_message_id`),

@@ -9,7 +9,9 @@ own longest text.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+import threading
+import time
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -23,6 +25,13 @@ BATCH_SIZE = 32
 # budget of 2048 (8 per run), 53-66 MB with 1024 (4 per run) and 0-8 MB with 512, at the same
 # throughput within noise; 1024 still runs short chat messages (about 25 tokens) 32 at a time.
 TOKEN_BUDGET = 1024
+# A text is cut to its first HEAD_CHARS characters (at a space) before tokenizing: the window keeps at most
+# 256 tokens, and tokenizing a 1 MB text only to throw all but the first 256 away took about 0.3 s.
+HEAD_CHARS = 16_384
+# Long texts are tokenized for chunking in pieces of about this many characters, cut at whitespace (where
+# the pre-tokenizer splits anyway), so no single call holds the GIL or builds a huge offset list.
+PIECE_CHARS = 16_384
+PREEMPTED_MAX = 1  # background runs stopped in a row by requests before one runs unstoppable
 
 
 class Embedder:
@@ -37,6 +46,16 @@ class Embedder:
         tok.no_padding()
         tok.enable_truncation(max_length=self.max_length)
         self._tokenizer = tok
+        self._full = Tokenizer.from_file(str(files.tokenizer))  # no window: chunking sees every token
+        self._full.no_padding()
+        self._full.no_truncation()
+        self._cls, self._sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+        # Background work (chunks of long memories) runs one small batch at a time, never while a request's
+        # embedding runs (see `embed_ids`); one background caller at a time.
+        self._run_lock = threading.Lock()
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
+        self._background: object | None = None  # the RunOptions of the background run in progress
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
@@ -56,36 +75,119 @@ class Embedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, unit-length rows, in the order given."""
-        n = len(texts)
+        return self.embed_flagged(texts)[0]
+
+    def embed_flagged(self, texts: Sequence[str]) -> tuple[np.ndarray, list[bool]]:
+        """The vectors of `embed`, and for each text whether it may run past the window (it filled the
+        window, or was cut to its head): those are the ones worth chunking."""
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32), []
+        heads = [_head(t) for t in texts]
+        encodings = self._tokenizer.encode_batch(heads)
+        ids = [e.ids for e in encodings]
+        full = [len(i) >= self.max_length or len(h) < len(t) for i, h, t in zip(ids, heads, texts)]
+        with self._waiting_lock:  # background work steps aside meanwhile (`embed_ids`)
+            self._waiting += 1
+            if self._background is not None:
+                self._background.terminate = True
+        try:  # requests (and the graph's and facts' own work) still run side by side, as they always did
+            return self._embed_ids(ids, TOKEN_BUDGET), full
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
+    def _embed_ids(self, encodings: list[list[int]], budget: int, options: object = None) -> np.ndarray:
+        """Vectors of token id lists (special tokens included), length-sorted batches within `budget`."""
+        n = len(encodings)
         out = np.empty((n, self.dim), dtype=np.float32)
-        if n == 0:
-            return out
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(n), key=lambda i: len(encodings[i].ids))
-        for idx in self._batches(order, [len(e.ids) for e in encodings]):
-            width = max(len(encodings[i].ids) for i in idx)
+        order = sorted(range(n), key=lambda i: len(encodings[i]))
+        for idx in self._batches(order, [len(e) for e in encodings], budget):
+            width = max(len(encodings[i]) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, i in enumerate(idx):
-                e = encodings[i].ids
+                e = encodings[i]
                 ids[row, : len(e)] = e
                 mask[row, : len(e)] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run([self._output], feeds)[0]
+            hidden = self._session.run([self._output], feeds, options)[0]
             m = mask[:, :, None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[idx] = pooled / np.clip(norms, 1e-12, None)
         return out
 
+    def windows(self, text: str, size: int, overlap: int) -> tuple[list[tuple[int, int]], list[list[int]]]:
+        """The text as overlapping windows of `size` tokens (the next starts `size - overlap` tokens on):
+        each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included.
+        A text of at most max_length - 2 tokens gives no window (its own vector covers it)."""
+        ids, offsets = self._tokens(text)
+        if len(ids) <= self.max_length - 2:
+            return [], []
+        spans, windows = [], []
+        step = max(1, size - overlap)
+        for start in range(0, len(ids), step):
+            stop = min(start + size, len(ids))
+            spans.append((offsets[start][0], offsets[stop - 1][1]))
+            windows.append([self._cls, *ids[start:stop], self._sep])
+            if stop == len(ids):
+                break
+        return spans, windows
+
+    def _tokens(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Every token of the text (no special tokens) and its character offsets, tokenized piece by piece
+        (encode_batch releases the GIL)."""
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        for at, piece in _pieces(text, PIECE_CHARS):
+            [enc] = self._full.encode_batch([piece], add_special_tokens=False)
+            ids.extend(enc.ids)
+            offsets.extend((a + at, b + at) for a, b in enc.offsets)
+        return ids, offsets
+
+    def embed_ids(self, windows: list[list[int]], per_run: int = 1) -> Iterator[np.ndarray]:
+        """Background embedding of token windows, `per_run` at a time, yielding each run's vectors. A request's
+        embedding does not wait behind one: it stops the run in progress (onnxruntime's terminate flag), which
+        is then run again. After PREEMPTED_MAX stopped runs in a row, one window runs unstoppable, so
+        background work still progresses under a steady stream of requests (a request then runs beside that
+        one window, 30 ms for 200 tokens here, sharing the CPU with it; it never waits for a lock). Measured with a request every
+        100 ms, two windows per run were stopped nearly every time and 162 windows took 104 s."""
+        import onnxruntime as ort
+
+        start, stopped = 0, 0
+        while start < len(windows):
+            while self._waiting:
+                time.sleep(0.002)
+            with self._run_lock:
+                options = ort.RunOptions()
+                with self._waiting_lock:
+                    if self._waiting:
+                        continue
+                    if stopped < PREEMPTED_MAX:
+                        self._background = options
+                take = per_run if stopped < PREEMPTED_MAX else 1
+                try:
+                    vectors = self._embed_ids(windows[start:start + take], 1 << 30, options)
+                except Exception:
+                    if not options.terminate:
+                        raise
+                    stopped += 1
+                    continue
+                finally:
+                    with self._waiting_lock:
+                        self._background = None
+            stopped = 0
+            start += take
+            yield vectors
+
     @staticmethod
-    def _batches(order: list[int], lengths: list[int]):
-        """Consecutive runs of the length-sorted order, each within BATCH_SIZE and TOKEN_BUDGET."""
+    def _batches(order: list[int], lengths: list[int], budget: int = TOKEN_BUDGET):
+        """Consecutive runs of the length-sorted order, each within BATCH_SIZE and the token budget."""
         batch: list[int] = []
         for i in order:
-            if batch and (len(batch) == BATCH_SIZE or (len(batch) + 1) * lengths[i] > TOKEN_BUDGET):
+            if batch and (len(batch) == BATCH_SIZE or (len(batch) + 1) * lengths[i] > budget):
                 yield batch
                 batch = []
             batch.append(i)
@@ -94,3 +196,23 @@ class Embedder:
 
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+
+def _head(text: str) -> str:
+    """The text, or its first HEAD_CHARS characters cut at the last space (more than the window holds)."""
+    if len(text) <= HEAD_CHARS:
+        return text
+    cut = text.rfind(" ", HEAD_CHARS // 2, HEAD_CHARS)
+    return text[:cut if cut > 0 else HEAD_CHARS]
+
+
+def _pieces(text: str, size: int) -> Iterator[tuple[int, str]]:
+    """(offset, piece) covering the text, each piece about `size` characters, cut after whitespace."""
+    at = 0
+    while at < len(text):
+        end = min(at + size, len(text))
+        if end < len(text):
+            cut = max(text.rfind(c, at + size // 2, end) for c in " \n\t")
+            end = cut + 1 if cut > 0 else end
+        yield at, text[at:end]
+        at = end

@@ -4,9 +4,9 @@ and forgetting. The base domain: facts, conversation and graph stand on it throu
 from .interface import Companion, GraphSearch, MessageReader
 from .schema import MESSAGES, RESULT_COLUMNS
 from .search import search_table
-from .service import MemoryService
+from .service import MemoryService, content_over_limit
 from .store import MessageStore
 from .timewords import named_window
 
 __all__ = ["Companion", "GraphSearch", "MessageReader", "MemoryService", "MessageStore", "MESSAGES", "RESULT_COLUMNS",
-           "named_window", "search_table"]
+           "content_over_limit", "named_window", "search_table"]

@@ -96,6 +96,27 @@ def fitting(sizes: dict[str, int], budget: int) -> list[str]:
     return chosen
 
 
+def warm_cache(store: Any) -> int:
+    """Load as many users into the store's vector cache as its budget holds (largest first), with their
+    chunks. Returns the users loaded."""
+    with store._reading():
+        sizes = user_sizes(store.table, store.dim)
+    loaded = 0
+    chosen = fitting(sizes, store.cache.budget)
+    for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
+        with store._reading():
+            rows, vectors = cache_rows(store.table, sql_in("user_id", chosen[start:start + 20]), store.dim)
+            chunks = store.chunks.of_users(chosen[start:start + 20])
+            per_user: dict[str, list[int]] = {}
+            for i, r in enumerate(rows):
+                per_user.setdefault(r["user_id"], []).append(i)
+            for uid, idx in per_user.items():
+                if store.cache.get(uid) is None:  # a query may have loaded it meanwhile
+                    store.cache.put(uid, [rows[i] for i in idx], vectors[idx], chunks.get(uid))
+                    loaded += 1
+    return loaded
+
+
 def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
     """The rows of these ids that exist (in that order) and their float32 vectors."""
     rows: list[dict[str, Any]] = []

@@ -41,6 +41,19 @@ log = logging.getLogger("sidecar.service")
 DAY = 86_400.0
 
 
+def content_over_limit(content: str, max_bytes: int, max_chars: int | None = None) -> str | None:
+    """Why a memory's content is too large (a sentence naming the limit), or None. The limit is in UTF-8
+    bytes (--max-content-bytes): what the request line, the write-ahead log and the disk hold;
+    --max-content-chars, when set, caps the characters as well."""
+    if max_chars is not None and len(content) > max_chars:
+        return f"content has {len(content)} characters, over the limit of {max_chars} (--max-content-chars)"
+    if len(content) * 4 > max_bytes:  # a character takes at most 4 bytes: only then count them
+        size = len(content.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            return f"content has {size} bytes (UTF-8), over the limit of {max_bytes} bytes (--max-content-bytes)"
+    return None
+
+
 def _ts_out(value: float) -> int:
     return int(value)  # timestamps are >= 0 (validated), so this is the floor
 
@@ -58,12 +71,14 @@ def _library_versions() -> dict[str, str]:
 
 class MemoryService:
     def __init__(self, embedder: Embedder, store: MessageStore, *, ttl_days: float = 30.0,
-                 max_content_chars: int = 32_000, max_batch: int = 1_000, max_limit: int = 100,
+                 max_content_bytes: int = 1_000_000, max_content_chars: int | None = None, max_batch: int = 1_000,
+                 max_limit: int = 100,
                  clock: Callable[[], float] = time.time, companions: tuple[Companion, ...] = (),
                  graph_search: GraphSearch | None = None):
         self.embedder = embedder
         self.store = store
         self.ttl_days = ttl_days
+        self.max_content_bytes = max_content_bytes
         self.max_content_chars = max_content_chars
         self.max_batch = max_batch
         self.max_limit = max_limit
@@ -106,9 +121,9 @@ class MemoryService:
         rows: list[dict[str, Any]] = []
         for n, m in enumerate(items):
             where = f"messages[{n}]: " if req.messages is not None else ""
-            if len(m.content) > self.max_content_chars:
-                raise TooLarge(f"{where}content has {len(m.content)} characters, over the limit of "
-                               f"{self.max_content_chars}")
+            over = content_over_limit(m.content, self.max_content_bytes, self.max_content_chars)
+            if over is not None:
+                raise TooLarge(where + over)
             rows.append({
                 "id": str(uuid.uuid4()),
                 "user_id": m.user_id,
@@ -126,8 +141,8 @@ class MemoryService:
         """Embed and store the rows; returns their vectors."""
         if not rows:
             return np.empty((0, self.store.dim), dtype=np.float32)
-        vectors = self.embedder.embed([r["content"] for r in rows])
-        self.store.add(rows, vectors)
+        vectors, long = self.embedder.embed_flagged([r["content"] for r in rows])
+        self.store.add(rows, vectors, long)  # the long ones are chunked in the background
         return vectors
 
     def _stored(self, req: StoreRequest, rows: list[dict[str, Any]], vectors: np.ndarray) -> OkResponse:
@@ -227,6 +242,7 @@ class MemoryService:
             memories=self.store.count(),
             users=self.store.users(),
             cache=self.store.cache_stats(),
+            chunks=self.store.chunk_stats(),
             disk_bytes=self.store.disk_bytes(),
             model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source),
             version=__version__,

@@ -25,11 +25,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, cosine_search, sql_in,
-    sql_num, sql_str)
+from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, sql_in, sql_num,
+    sql_str)
 from . import search
 from .commit_log import CommitLog, DirectCommit
 from .freshness import Freshness, latest_version
+from .long_memories import LongMemories
 from .ranking import POOL, fuse_hybrid
 from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
     to_arrow)
@@ -42,8 +43,9 @@ log = logging.getLogger("sidecar.store")
 WAL_DIR = "wal"
 LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for search_text
 HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
+TEXT_PER_WRITE = 4096  # characters committed that count as one more commit towards compaction
 
-class MessageStore:
+class MessageStore(LongMemories):
     def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
                  compact_interval_seconds: float = 60.0, reembed: Callable[[list[str]], np.ndarray] | None = None,
                  cache_bytes: int = 128 << 20, compact_max_duty: float = COMPACT_MAX_DUTY):
@@ -64,6 +66,7 @@ class MessageStore:
         try:
             self.pending = (CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit) if db.shared is None
                             else DirectCommit(self._commit, db.read_only_reason))
+            self._open_chunks()
             self._open(reembed)
         except OSError as exc:
             self.database.close()
@@ -82,7 +85,7 @@ class MessageStore:
             db.commit_meta()
         else:
             self.table = db.db.open_table(MESSAGES)
-            db.migrate({2: self._migrate_2_to_3})
+            db.migrate({2: self._migrate_2_to_3, 4: self._migrate_4_to_5})
             self.pending.replay(self.table)
             if db.model_changed and reembed is not None:
                 self._reembed(reembed)  # meta.json is updated once every domain has re-embedded
@@ -93,15 +96,17 @@ class MessageStore:
 
     def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
         self.table = reembedded(self.database.db, self.table, self.dim, embed)
+        self._reset_chunks()
         self.cache.clear()
         self.compact()
 
     # ------------------------------------------------------------------ writes
 
-    def add(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+    def add(self, rows: list[dict[str, Any]], vectors: np.ndarray, long: list[bool] | None = None) -> None:
         """Link the rows for keyword search, log them (one write call) and make them visible to
         queries; the flusher commits them to LanceDB. Returns once they are durable; raises
-        StoreError (nothing stored) otherwise."""
+        StoreError (nothing stored) otherwise. Rows that may run past the model's window (`long`, from
+        the embedder; by length when None) are queued for chunked embedding (long_memories.py)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         with self.lock:
             self.fresh.check()
@@ -115,6 +120,7 @@ class MessageStore:
                     self._last[key] = self._newest(*key)
                 r["_prev"] = self._last[key]
             link_rows(linked)
+            self._queue_long(rows, long)
             self.pending.append(linked, vectors)
             self.cache.append(linked, vectors)
             for r in linked:
@@ -128,7 +134,9 @@ class MessageStore:
     def _commit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """One LanceDB commit for all (linked) rows."""
         self.fresh.own(self.table.add(to_arrow(rows, vectors, self.dim)).version)
-        self.schedule.note_write()
+        # keyword search scans text not yet in the full-text index on every query (measured: a 1 MB memory
+        # not yet compacted took keyword queries of other users from 8 to 185 ms), so text hurries compaction
+        self.schedule.note_write(1 + sum(len(r["content"]) for r in rows) // TEXT_PER_WRITE)
 
     def _stale(self, foreign: bool = True) -> None:
         """Another sidecar changed the table (object store): drop what memory holds of it."""
@@ -188,6 +196,7 @@ class MessageStore:
             gone = self.table.search().where(where).select(["id"]).limit(None).to_arrow().column("id").to_pylist()
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
             if n:
+                self._drop_chunks(gone)
                 self.cache.clear()
                 self._last.clear()
                 # rows that borrowed a deleted row's text for keyword search get their own text back,
@@ -245,7 +254,7 @@ class MessageStore:
         if len(found) == 1:
             return self._rows_by_ids(found[0], entry, vector)
         semantic = (entry.search(vector, POOL, *flt) if entry is not None
-                    else cosine_search(self.table, vector, search.where(user_id, *flt), RESULT_COLUMNS, POOL))
+                    else self._semantic_uncached(vector, search.where(user_id, *flt), POOL))
         ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
         seen = {r["id"] for r in semantic}
         extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
@@ -259,7 +268,7 @@ class MessageStore:
         entry = self.cache.get(user_id)
         if entry is None:
             rows, vectors = self._user_rows(user_id)
-            entry = self.cache.put(user_id, rows, vectors)
+            entry = self.cache.put(user_id, rows, vectors, self.chunks.of_users([user_id]).get(user_id))
         return entry
 
     def _semantic(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
@@ -273,8 +282,7 @@ class MessageStore:
             entry = self._entry(user_id)
             if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
-            return cosine_search(self.table, vector, search.where(user_id, include_bot, since, until),
-                                 RESULT_COLUMNS, limit)
+            return self._semantic_uncached(vector, search.where(user_id, include_bot, since, until), limit)
 
     def _rows_by_ids(self, ids: list[str], entry: Any, vector: np.ndarray) -> list[dict[str, Any]]:
         """Result rows for ids (in that order) with their cosine similarity: from the cache entry, else
@@ -304,23 +312,7 @@ class MessageStore:
 
     def warm_cache(self) -> int:
         """Load as many users as the cache budget holds (largest first). Returns the users loaded."""
-        if not self.cache.enabled:
-            return 0
-        with self._reading():
-            sizes = search.user_sizes(self.table, self.dim)
-        loaded = 0
-        chosen = search.fitting(sizes, self.cache.budget)
-        for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
-            with self._reading():
-                rows, vectors = search.cache_rows(self.table, sql_in("user_id", chosen[start:start + 20]), self.dim)
-                per_user: dict[str, list[int]] = {}
-                for i, r in enumerate(rows):
-                    per_user.setdefault(r["user_id"], []).append(i)
-                for uid, idx in per_user.items():
-                    if self.cache.get(uid) is None:  # a query may have loaded it meanwhile
-                        self.cache.put(uid, [rows[i] for i in idx], vectors[idx])
-                        loaded += 1
-        return loaded
+        return search.warm_cache(self) if self.cache.enabled else 0
 
     def latest(self, where: str, limit: int, user_id: str | None = None) -> list[dict[str, Any]]:
         """Rows matching `where`, newest first by timestamp: the `limit` newest, plus every other row
@@ -415,6 +407,7 @@ class MessageStore:
 
     def close(self) -> None:
         """Commit what the log holds (it is replayed at the next start if that fails) and unlock."""
+        self._close_chunks()
         self.pending.close()
         with self.lock:
             self.database.close()

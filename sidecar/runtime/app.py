@@ -125,6 +125,7 @@ def build(cfg: Config) -> App:
     store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
                          compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20)
     try:
+        store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
         fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write, reembed)
         store.also_compact.append(lambda exclusive, keep: fact_store.compact(if_written=not exclusive, keep=keep))
         if store.database.model_changed:
@@ -141,10 +142,11 @@ def build(cfg: Config) -> App:
         companion = FactsCompanion(facts, extractor, extract_by_default=cfg.llm_extract)
         graph = _graph(cfg, store, facts, llm, embedder) if cfg.graph else None
         companions = (companion,) if graph is None else (companion, GraphCompanion(graph))
-        service = MemoryService(embedder, store, ttl_days=cfg.ttl_days, max_content_chars=cfg.max_content_chars,
-                                max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=companions,
+        service = MemoryService(embedder, store, ttl_days=cfg.ttl_days, max_content_bytes=cfg.max_content_bytes,
+                                max_content_chars=cfg.max_content_chars, max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=companions,
                                 graph_search=graph.search if graph is not None else None)
         conversation = ConversationService(store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
+                                           max_content_bytes=cfg.max_content_bytes,
                                            max_content_chars=cfg.max_content_chars)
         portable = _portable(cfg, store, fact_store, graph, embedder, facts, service, identity)
     except BaseException:

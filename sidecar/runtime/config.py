@@ -111,6 +111,11 @@ def _log_level(value: str) -> str:
     return v
 
 
+# The request line's room beside the content (the other fields of a store request) in the default
+# --max-line-bytes.
+LINE_ENVELOPE_BYTES = 64 << 10
+
+
 @dataclass(frozen=True)
 class Option:
     name: str  # attribute name; flag is --name-with-dashes, env is MEMORY_SIDECAR_NAME
@@ -147,8 +152,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache_mb", _non_negative(int), 128, "Memory budget of the per-user in-memory vector cache that serves "
            "queries without a LanceDB round trip (least recently used users are evicted); 0 disables it."),
     Option("threads", _positive_int, None, "onnxruntime intra-op threads. Default: min(2, CPU count)."),
-    Option("max_line_bytes", _positive_int, 1 << 20, "Longest request line accepted, in bytes (checked while reading)."),
-    Option("max_content_chars", _positive_int, 32_000, "Longest memory content accepted, in characters."),
+    Option("max_line_bytes", _positive_int, None, "Longest request line accepted, in bytes (checked while reading). "
+           "Default: 6 x --max-content-bytes + 64 KiB (6,065,536), so that a content at the limit fits even if "
+           "every byte of it is JSON-escaped (\\u00XX)."),
+    Option("max_content_bytes", _positive_int, 1_000_000, "Longest memory content accepted, in UTF-8 bytes "
+           "(1 MB); a longer one is refused with `too_large`."),
+    Option("max_content_chars", _positive_int, None, "Also cap memory content at this many characters (unset: only "
+           "--max-content-bytes applies)."),
     Option("max_batch", _positive_int, 1_000, "Most messages accepted in one batch store, and most users in one "
            "recall or context request."),
     Option("max_limit", _positive_int, 100, "Largest `limit` a query may ask for."),
@@ -267,13 +277,14 @@ class Config:
     cache_mb: int
     threads: int
     max_line_bytes: int
-    max_content_chars: int
+    max_content_chars: int | None
     max_batch: int
     max_limit: int
     max_window: int
     opt_out_marker: str
     log_level: str
     reembed: bool
+    max_content_bytes: int = 1_000_000
     fact_categories: tuple[str, ...] = DEFAULT_CATEGORIES
     duplicate_threshold: float = DUPLICATE_THRESHOLD
     candidate_threshold: float = CANDIDATE_THRESHOLD
@@ -392,6 +403,8 @@ def from_args(args: argparse.Namespace, environ: dict[str, str] | None = None, f
         values["offline"] = True
     values["data_dir"] = _data_dir(values["data_dir"])
     values["model_dir"] = Path(values["model_dir"]).expanduser() if values["model_dir"] else None
+    if values["max_line_bytes"] is None:  # room for a content at the limit, every byte escaped, and the rest
+        values["max_line_bytes"] = 6 * values["max_content_bytes"] + LINE_ENVELOPE_BYTES
     if values["threads"] is None:
         values["threads"] = max(1, min(2, os.cpu_count() or 1))
     if values["llm_base_url"] and not values["llm_model"]:

@@ -44,10 +44,10 @@ class CompactionSchedule:
         self._first_pending_at: float | None = None
         self._not_before = 0.0  # monotonic: the duty-cycle pause after the last compaction
 
-    def note_write(self) -> None:
-        """Count one commit (to any table) towards the schedule."""
+    def note_write(self, weight: int = 1) -> None:
+        """Count one commit (to any table) towards the schedule, as `weight` commits (a commit of much text)."""
         with self._lock:
-            self._pending += 1
+            self._pending += weight
             if self._first_pending_at is None:
                 self._first_pending_at = time.monotonic()
 

@@ -137,6 +137,10 @@ class MessageOut(_Model):
     message_id: str | None = None
     channel_id: str | None = None
     reply_to: str | None = None
+    span: list[int] | None = Field(None, min_length=2, max_length=2, description=(
+        "A long memory (past the model's 256-token window, embedded in overlapping chunks): the [start, end) "
+        "character offsets (Unicode code points) in `content` of the chunk that matched best; absent for "
+        "shorter memories and for keyword-only matches."))
 
 
 class ResultsResponse(_Response):

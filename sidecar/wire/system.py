@@ -47,6 +47,8 @@ class StatsResponse(_Response):
     facts: int | None = Field(None, description="Active facts.")
     cache: dict[str, int] = Field(default_factory=dict, description="The in-memory query cache: `users` held, "
                                   "`bytes` used, `budget_bytes` (--cache-mb).")
+    chunks: dict[str, int] | None = Field(None, description="Long memories' chunk vectors: `vectors` stored, "
+                                          "`pending` memories still being chunked in the background.")
     extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "
                                               "pending, done, failed, dropped.")
     disk_bytes: int

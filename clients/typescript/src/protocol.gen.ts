@@ -986,6 +986,10 @@ export interface MessageOut {
   reply_to?: string | null;
   similarity: number;
   /**
+   * A long memory (past the model's 256-token window, embedded in overlapping chunks): the [start, end) character offsets (Unicode code points) in `content` of the chunk that matched best; absent for shorter memories and for keyword-only matches.
+   */
+  span?: [number, number] | null;
+  /**
    * Unix seconds (whole seconds).
    */
   timestamp: number;
@@ -1003,6 +1007,12 @@ export interface StatsResponse {
   cache?: {
     [k: string]: number;
   };
+  /**
+   * Long memories' chunk vectors: `vectors` stored, `pending` memories still being chunked in the background.
+   */
+  chunks?: {
+    [k: string]: number;
+  } | null;
   data_dir: string;
   disk_bytes: number;
   /**
