@@ -264,6 +264,7 @@ def test_one_writer_store_serves_the_others_read_only_until_the_lease_passes(sha
     b.send({"type": "store", "user_id": "u1", "content": "two"})  # a group: every request refused
     assert [b.recv()["code"], b.recv()["code"]] == ["disabled", "disabled"]
     # graph recall is served, but a read-only sidecar's recall consolidates nothing (no trace written)
+    assert a.request({"type": "entities", "user_id": "u1"})["type"] == "entities"  # a has built its episode
     _eventually(lambda: b.request({"type": "stats"})["graph"]["episodes"] == 1, REFRESH + 30, "a's episode")
     r = b.request({"type": "graph_recall", "user_id": "u1", "text": "Where do I live?"})
     assert r["type"] != "error", r
