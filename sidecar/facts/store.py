@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..storage import Database, compact_tables, cosine_search, rrf, sql_in
+from ..storage import Database, compact_tables, cosine_search, rrf, sql_in, table_names
 
 log = logging.getLogger("sidecar.fact_store")
 
@@ -81,7 +81,7 @@ def create_tables(db: Any, dim: int) -> None:
     """Create the fact tables that do not exist yet (new data dirs, and data dirs from before schema
     version 2). A table left half-created by a kill (its folder listed, no version to open) is
     created again."""
-    existing = set(db.list_tables().tables)
+    existing = table_names(db)
     for name, schema in ((FACTS, fact_schema(dim)), (EVENTS, EVENT_SCHEMA), (USERS, USER_SCHEMA)):
         if name in existing:
             try:
@@ -89,7 +89,9 @@ def create_tables(db: Any, dim: int) -> None:
                 continue
             except (ValueError, RuntimeError, OSError):
                 log.warning("table %s was left half-created; creating it again", name)
-        db.create_table(name, schema=schema, mode="overwrite")
+                db.create_table(name, schema=schema, mode="overwrite")
+                continue
+        db.create_table(name, schema=schema, exist_ok=True)  # never over a table another sidecar just made
 
 
 class FactStore:

@@ -67,7 +67,10 @@ class GraphStore:
                     table = database.db.open_table(name)
                 except (ValueError, RuntimeError, OSError):
                     log.warning("table %s was left half-created; creating it again", name)
-            self.tables[name] = table or database.db.create_table(name, schema=schema, mode="overwrite")
+            if table is None:  # half-created: made again; missing: made, unless another sidecar just did
+                table = database.db.create_table(name, schema=schema, **({"mode": "overwrite"} if name in existing
+                                                                           else {"exist_ok": True}))
+            self.tables[name] = table
         self._written = True
         self._ensure_indexes()
 

@@ -56,10 +56,8 @@ class ChunkTable:
         self.dim = dim
         self.db = db
         self._note_write = note_write  # each commit counts towards the compaction schedule (one fragment each)
-        if CHUNKS in set(db.list_tables().tables):
-            self.table = db.open_table(CHUNKS)
-        else:
-            self.table = db.create_table(CHUNKS, schema=chunk_schema(dim), mode="overwrite")
+        # exist_ok: never over a table another sidecar (object store) made meanwhile
+        self.table = db.create_table(CHUNKS, schema=chunk_schema(dim), exist_ok=True)
         indexed = {tuple(ix.columns) for ix in self.table.list_indices()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

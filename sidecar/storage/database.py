@@ -37,6 +37,19 @@ LANCE_INDEX_CACHE_BYTES = 8 << 20
 LANCE_METADATA_CACHE_BYTES = 2 << 20
 
 
+def table_names(db: Any) -> set[str]:
+    """Every table of a LanceDB connection, page after page (an object store's listing comes in pages:
+    a table missed here would be created again over the existing one)."""
+    names: set[str] = set()
+    token = None
+    while True:
+        page = db.list_tables(page_token=token)
+        names.update(page.tables)
+        token = getattr(page, "page_token", None)
+        if not token or not page.tables:
+            return names
+
+
 class StoreError(RuntimeError):
     pass
 
@@ -198,7 +211,7 @@ class Database:
         return SCHEMA_VERSION if self.meta is None else int(self.meta.get("schema_version", 0))
 
     def tables(self) -> set[str]:
-        return set(self.db.list_tables().tables)
+        return table_names(self.db)
 
     def migrate(self, steps: dict[int, Callable[[], None]]) -> None:
         """Run the forward migrations from the stored schema version to SCHEMA_VERSION: steps[n] takes
