@@ -34,6 +34,24 @@ def test_search_is_exact_ranking_with_filters():
     assert entry.search(q, 5, since=1000) == []
 
 
+def test_keyword_index_counts_against_the_budget_and_follows_appends():
+    """The keyword index a user's first keyword search builds is held within the cache's byte budget
+    (evicting the least recently used users), and rows committed later are keyword-searchable at once."""
+    rows, vecs = _rows("a", 30)
+    plain = VectorCache(8, 1 << 30).put("a", rows, vecs).nbytes
+    cache = VectorCache(8, 2 * plain + 64)
+    cache.put("b", *_rows("b", 30))
+    entry = cache.put("a", rows, vecs)
+    assert cache.get("b") is not None and cache.get("a") is entry  # both fit without keyword indexes
+    assert cache.keyword_ids("a", entry, "m7", ("content",), 5) == [["a-7"]]
+    assert entry.keywords is not None and entry.keywords.nbytes > 0
+    assert entry.nbytes == plain + entry.keywords.nbytes
+    assert cache.get("b") is None and cache.nbytes == entry.nbytes <= cache.budget  # b, least recent, made room
+    more, more_v = _rows("a", 2, start=30)
+    cache.append(more, more_v)
+    assert cache.keyword_ids("a", entry, "m31", ("content", "search_text"), 5) == [["a-31"], ["a-31"]]
+
+
 def test_append_grows_only_cached_users_and_keeps_order():
     cache = VectorCache(8, 1 << 20)
     rows, vecs = _rows("a", 3)

@@ -113,7 +113,8 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
 # --------------------------------------------------------------------------- ready
 
 
-def _median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict[str, Any]:
+def median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict[str, Any]:
+    """Spawn `cmd` `runs` times (on fresh data dirs); the median wall time to its ready line (or to exit)."""
     walls = []
     for _ in range(runs):
         data = tmp / f"ready-{time.monotonic_ns()}"
@@ -131,8 +132,8 @@ def _median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict
 
 
 def bench_ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    out = {"python -m sidecar": _median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp),
-           'python -c "import lancedb"': _median_wall([args.python, "-c", "import lancedb"], args.ready_runs,
+    out = {"python -m sidecar": median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp),
+           'python -c "import lancedb"': median_wall([args.python, "-c", "import lancedb"], args.ready_runs,
                                                        False, tmp)}
     binary = args.binary
     if binary is None:
@@ -140,7 +141,7 @@ def bench_ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             p for p in (ROOT / "dist").glob("memory-sidecar-*") if p.is_file())
         binary = found[0] if found else None
     if binary:
-        out[f"frozen {Path(binary).name}"] = _median_wall([str(binary)], args.ready_runs, True, tmp)
+        out[f"frozen {Path(binary).name}"] = median_wall([str(binary)], args.ready_runs, True, tmp)
     return out
 
 

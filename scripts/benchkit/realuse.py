@@ -31,7 +31,7 @@ from typing import Any
 
 from .ab import build
 from .client import Sidecar, add_sidecar_arguments
-from .core import _median_wall
+from .core import median_wall
 from .graph import floor_ms
 from .output import log, print_table, write_json
 from .timing import pct
@@ -112,7 +112,7 @@ def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
 
 
 def ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    out = _median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp)
+    out = median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp)
     with Sidecar(tmp / "ready-rss", python=args.python, stderr=tmp / "ready.log", timeout=args.timeout) as sc:
         sc.wait_ready()
         out["rss_mb"] = sc.vm_status().get("VmRSS", 0) / 1024

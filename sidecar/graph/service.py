@@ -121,9 +121,13 @@ class GraphService:
         waited = time.monotonic() - (self._first_unconsolidated or time.monotonic())
         return self._unconsolidated >= self.consolidate_every or waited >= CONSOLIDATE_INTERVAL
 
+    def catch_up_in_background(self) -> None:
+        """`catch_up` in a thread of its own (at start-up, after an import, when the lease passes here)."""
+        threading.Thread(target=self.catch_up, name="graph-catch-up", daemon=True).start()
+
     def catch_up(self) -> int:
         """Queue every stored message with no episode (a crash, a store from before the graph, an import),
-        as fast as the builder builds them; how many. Blocks: runs in a thread of its own."""
+        as fast as the builder builds them; how many. Blocks."""
         try:
             return self.builder.catch_up(lambda: self.reader.ids_missing(self.store.done_ids()), self.reader.embedded)
         finally:

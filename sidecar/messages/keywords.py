@@ -70,10 +70,6 @@ def terms(text: str) -> list[str]:
     return out
 
 
-def _hashed(counts: Counter) -> tuple[list[int], list[int]]:
-    return [hash(t) for t in counts], list(counts.values())
-
-
 class KeywordIndex:
     """Postings of one user's rows: (term hash, row, term frequency in the row's text, term frequency in
     the part of it a later row's search_text borrows). Rows are numbered as the cache numbers them.

@@ -134,8 +134,8 @@ class MessageStore(LongMemories):
     def _commit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """One LanceDB commit for all (linked) rows."""
         self.fresh.own(self.table.add(to_arrow(rows, vectors, self.dim)).version)
-        # keyword search scans text not yet in the full-text index on every query (measured: a 1 MB memory
-        # not yet compacted took keyword queries of other users from 8 to 185 ms), so text hurries compaction
+        # text hurries compaction: LanceDB's full-text search (`--cache-mb 0`, the inspector) scans text not yet
+        # in its index on every query (a 1 MB memory not yet compacted took keyword queries from 8 to 185 ms)
         self.schedule.note_write(1 + sum(len(r["content"]) for r in rows) // TEXT_PER_WRITE)
 
     def _stale(self, foreign: bool = True) -> None:
@@ -233,14 +233,7 @@ class MessageStore(LongMemories):
         fields = ("content",) if mode == "keyword" else ("content", "search_text")
         pool = limit if mode == "keyword" else POOL
         flt = (include_bot, since, until)
-        with self.lock:
-            self.fresh.check()
-            entry = self.cache.get(user_id) if self.cache.enabled else None
-            if entry is not None:  # the cache has every acknowledged row: no commit needed
-                found = self.cache.keyword_ids(user_id, entry, text, fields, pool, *flt)
-                return self._ranked(text, found, entry, vector, limit, flt)
-        with self._reading(user_id):  # the user's logged rows committed first
-            entry = self._entry(user_id)
+        with self._user_entry(user_id) as entry:
             if entry is not None:
                 found = self.cache.keyword_ids(user_id, entry, text, fields, pool, *flt)
             else:
@@ -261,6 +254,20 @@ class MessageStore(LongMemories):
         by_id = {r["id"]: r for r in semantic + self._rows_by_ids(extra, entry, vector)}
         return fuse_hybrid(text, ids, by_id, limit)
 
+    @contextmanager
+    def _user_entry(self, user_id: str) -> Iterator[Any]:
+        """`lock` held, and the user's cache entry: at once when cached (it has every acknowledged row, so
+        no commit is needed), else loaded after the user's logged rows are committed; None with the cache
+        off (then the table has every row of the user)."""
+        with self.lock:
+            self.fresh.check()
+            entry = self.cache.get(user_id) if self.cache.enabled else None
+            if entry is not None:
+                yield entry
+                return
+        with self._reading(user_id):
+            yield self._entry(user_id)
+
     def _entry(self, user_id: str) -> Any:
         """The user's cache entry (loaded on a miss), or None when the cache is off. Caller is `_reading()`."""
         if not self.cache.enabled:
@@ -273,13 +280,7 @@ class MessageStore(LongMemories):
 
     def _semantic(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
                   since: float | None, until: float | None) -> list[dict[str, Any]]:
-        with self.lock:
-            self.fresh.check()
-            entry = self.cache.get(user_id) if self.cache.enabled else None
-            if entry is not None:  # the cache has every acknowledged row: no commit needed
-                return entry.search(vector, limit, include_bot, since, until)
-        with self._reading(user_id):
-            entry = self._entry(user_id)
+        with self._user_entry(user_id) as entry:
             if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
             return self._semantic_uncached(vector, search.where(user_id, include_bot, since, until), limit)

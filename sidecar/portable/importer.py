@@ -10,7 +10,6 @@ written; otherwise a bad record is reported with its line number and skipped.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,5 +255,5 @@ class Importer:
         if self.out.graph_users:
             self.s.graph.reload(sorted(self.out.graph_users))
         # every imported message without an episode is built in the background (the catch-up blocks)
-        threading.Thread(target=self.s.graph.catch_up, name="graph-catch-up", daemon=True).start()
+        self.s.graph.catch_up_in_background()
 

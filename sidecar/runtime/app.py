@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -80,7 +79,7 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     # messages stored without the graph (a crash, --graph false, a store from before graph memory); on an
     # object store only the sidecar that maintains it (the others' stores are built by themselves)
     if store.database.maintains():
-        threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
+        graph.catch_up_in_background()
     return graph
 
 

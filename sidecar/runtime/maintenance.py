@@ -29,7 +29,7 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
         try:
             if graph is not None and not held and database.maintains():
                 # the lease passed to this sidecar: build what the last holder stored but did not build
-                threading.Thread(target=graph.catch_up, name="graph-catch-up", daemon=True).start()
+                graph.catch_up_in_background()
             held = database.maintains()
             if time.monotonic() >= next_trim:
                 native_memory.trim()
