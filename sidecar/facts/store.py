@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..storage import Database, compact_tables, cosine_search, rrf, sql_in, table_names
+from ..storage import Database, compact_tables, cosine_search, rrf, sql_in
 
 log = logging.getLogger("sidecar.fact_store")
 
@@ -77,21 +77,11 @@ USER_SCHEMA = pa.schema([
 ])
 
 
-def create_tables(db: Any, dim: int) -> None:
+def create_tables(database: Database) -> None:
     """Create the fact tables that do not exist yet (new data dirs, and data dirs from before schema
-    version 2). A table left half-created by a kill (its folder listed, no version to open) is
-    created again."""
-    existing = table_names(db)
-    for name, schema in ((FACTS, fact_schema(dim)), (EVENTS, EVENT_SCHEMA), (USERS, USER_SCHEMA)):
-        if name in existing:
-            try:
-                db.open_table(name)
-                continue
-            except (ValueError, RuntimeError, OSError):
-                log.warning("table %s was left half-created; creating it again", name)
-                db.create_table(name, schema=schema, mode="overwrite")
-                continue
-        db.create_table(name, schema=schema, exist_ok=True)  # never over a table another sidecar just made
+    version 2; `Database.open_or_create`)."""
+    for name, schema in ((FACTS, fact_schema(database.dim)), (EVENTS, EVENT_SCHEMA), (USERS, USER_SCHEMA)):
+        database.open_or_create(name, schema)
 
 
 class FactStore:
@@ -100,7 +90,7 @@ class FactStore:
                reembed: Any = None) -> "FactStore":
         """The fact tables of an open data dir, created when missing and re-embedded when the data dir's
         model changed (with `reembed`)."""
-        create_tables(database.db, database.dim)
+        create_tables(database)
         store = cls(database.db, database.dim, lock, on_write)
         if database.model_changed and reembed is not None:
             store.reembed(reembed)

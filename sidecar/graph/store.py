@@ -9,7 +9,6 @@ message as done, so a message without one is (re)built at the next start.
 
 from __future__ import annotations
 
-import logging
 import threading
 import warnings
 from typing import Any, Iterable
@@ -20,7 +19,6 @@ import pyarrow as pa
 from ..storage import Database, compact_tables, sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
 
-log = logging.getLogger("sidecar.graph")
 
 EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS = (
     "graph_episodes", "graph_entities", "graph_mentions", "graph_relations", "graph_traces", "graph_links")
@@ -58,19 +56,8 @@ class GraphStore:
         self.lock = lock  # the message store's table lock: LanceDB work never interleaves
         self._on_write = on_write or (lambda: None)
         self._schemas = schemas(self.dim)
-        existing = database.tables()
-        self.tables: dict[str, Any] = {}
-        for name, schema in self._schemas.items():
-            table = None
-            if name in existing:
-                try:
-                    table = database.db.open_table(name)
-                except (ValueError, RuntimeError, OSError):
-                    log.warning("table %s was left half-created; creating it again", name)
-            if table is None:  # half-created: made again; missing: made, unless another sidecar just did
-                table = database.db.create_table(name, schema=schema, **({"mode": "overwrite"} if name in existing
-                                                                           else {"exist_ok": True}))
-            self.tables[name] = table
+        self.tables: dict[str, Any] = {name: database.open_or_create(name, schema)
+                                       for name, schema in self._schemas.items()}
         self._written = True
         self._ensure_indexes()
 

@@ -52,12 +52,10 @@ def chunk_schema(dim: int) -> pa.Schema:
 class ChunkTable:
     """The chunks table. `users`: the users that have chunks (a cache load of anyone else reads none)."""
 
-    def __init__(self, db: Any, dim: int, note_write: Callable[[], None]):
+    def __init__(self, database: Any, dim: int, note_write: Callable[[], None]):
         self.dim = dim
-        self.db = db
         self._note_write = note_write  # each commit counts towards the compaction schedule (one fragment each)
-        # exist_ok: never over a table another sidecar (object store) made meanwhile
-        self.table = db.create_table(CHUNKS, schema=chunk_schema(dim), exist_ok=True)
+        self.table = database.open_or_create(CHUNKS, chunk_schema(dim))
         indexed = {tuple(ix.columns) for ix in self.table.list_indices()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -2,8 +2,8 @@
 channel, the graphs) follows the messages table's version, so other sidecars' writes and deletes
 reach it within the refresh interval.
 
-LanceDB itself looks for a newer version at most every half interval (`read_consistency_interval`);
-`check` looks up the newest version as often (`latest_version`). A version this process did not make (its own commits
+LanceDB itself looks for a newer version at most every half interval (`read_consistency_interval`), and
+`check` reads the table's version as often: an answer is never older than the interval. A version this process did not make (its own commits
 advance it by one; any other step is another sidecar's, or a compaction) drops the caches: they
 reload from the table, so a forgotten user is gone from every sidecar's answers within the interval.
 """
@@ -12,16 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from typing import Callable
 
 log = logging.getLogger("sidecar.store")
-
-
-def latest_version(table: Any) -> int:
-    """The table's newest version, looked up now rather than when LanceDB's own interval has passed (so a
-    cached answer is never older than half the refresh interval, plus one request)."""
-    table.checkout_latest()
-    return table.version
 
 
 class Freshness:

@@ -29,7 +29,7 @@ from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedSto
     sql_str)
 from . import search
 from .commit_log import CommitLog, DirectCommit
-from .freshness import Freshness, latest_version
+from .freshness import Freshness
 from .long_memories import LongMemories
 from .ranking import POOL, fuse_hybrid
 from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
@@ -62,7 +62,7 @@ class MessageStore(LongMemories):
         self._heard = 0.0  # the last background version check (object store, lease holder)
 
         self.database = db = Database(data_dir, model, allow_reembed=reembed is not None)
-        self.fresh = Freshness(lambda: latest_version(self.table), db.refresh_seconds, self._stale)
+        self.fresh = Freshness(lambda: self.table.version, db.refresh_seconds, self._stale)
         try:
             self.pending = (CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit) if db.shared is None
                             else DirectCommit(self._commit, db.read_only_reason))

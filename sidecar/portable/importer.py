@@ -10,7 +10,6 @@ written; otherwise a bad record is reported with its line number and skipped.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable

@@ -13,16 +13,15 @@ from .database import (
                        StoreError,
                        StoreLocked,
                        dir_bytes,
-                       table_names,
                        write_json_atomic,
 )
 from .lancedb_import import import_lancedb
 from .objectstore import ObjectLocation, ObjectStoreSettings, is_object_uri
-from .shared import WRITER_MODES, SharedStore
+from .shared import SharedStore
 from .search import cosine_search, rrf
 from .sql import sql_in, sql_num, sql_str
 
 __all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
-           "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes", "table_names",
+           "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes",
            "write_json_atomic", "import_lancedb",
-           "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "WRITER_MODES", "SharedStore", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]
+           "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "SharedStore", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]

@@ -37,19 +37,6 @@ LANCE_INDEX_CACHE_BYTES = 8 << 20
 LANCE_METADATA_CACHE_BYTES = 2 << 20
 
 
-def table_names(db: Any) -> set[str]:
-    """Every table of a LanceDB connection, page after page (an object store's listing comes in pages:
-    a table missed here would be created again over the existing one)."""
-    names: set[str] = set()
-    token = None
-    while True:
-        page = db.list_tables(page_token=token)
-        names.update(page.tables)
-        token = getattr(page, "page_token", None)
-        if not token or not page.tables:
-            return names
-
-
 class StoreError(RuntimeError):
     pass
 
@@ -99,6 +86,7 @@ class Database:
         self.model = model
         self.dim = int(model["dim"])
         self.shared: SharedAccess | None = None
+        self._disk: tuple[float, int] | None = None  # object store: (when, bytes) of the last listing
         if isinstance(data_dir, SharedStore):
             self._open_shared(data_dir, allow_reembed)
             return
@@ -211,7 +199,22 @@ class Database:
         return SCHEMA_VERSION if self.meta is None else int(self.meta.get("schema_version", 0))
 
     def tables(self) -> set[str]:
-        return table_names(self.db)
+        return set(self.db.list_tables().tables)
+
+    def open_or_create(self, name: str, schema: Any) -> Any:
+        """A domain's table: opened when listed; else created, unless another sidecar (object store) has
+        just created it (then opened: never written over). A table whose first start-up was killed inside
+        create_table (listed, no version) is created again, on a local dir only: on an object store it may
+        be another sidecar's create in progress."""
+        if name in self.tables():
+            try:
+                return self.db.open_table(name)
+            except (ValueError, RuntimeError, OSError):
+                if self.shared is not None:
+                    raise
+                log.warning("table %s was left half-created; creating it again", name)
+                return self.db.create_table(name, schema=schema, mode="overwrite")
+        return self.db.create_table(name, schema=schema, exist_ok=True)
 
     def migrate(self, steps: dict[int, Callable[[], None]]) -> None:
         """Run the forward migrations from the stored schema version to SCHEMA_VERSION: steps[n] takes
@@ -244,9 +247,14 @@ class Database:
             write_json_atomic(self.path / META_FILE, self.meta)
 
     def disk_bytes(self) -> int:
-        if self.shared is not None:
-            return self.shared.total_bytes(LANCE_DIR)
-        return dir_bytes(self.path / LANCE_DIR)
+        """Bytes of the LanceDB tables. On an object store that is a listing of every object, so one is
+        reused for a refresh interval (hosts poll `stats`)."""
+        if self.shared is None:
+            return dir_bytes(self.path / LANCE_DIR)
+        now = time.monotonic()
+        if self._disk is None or now - self._disk[0] > self.shared.store.refresh_seconds:
+            self._disk = (now, self.shared.total_bytes(LANCE_DIR))
+        return self._disk[1]
 
     def close(self) -> None:
         if self.shared is not None:

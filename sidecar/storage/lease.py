@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Callable
+
 
 import orjson
 
@@ -31,11 +31,10 @@ LEASE_OBJECT = "lease.json"
 
 
 class Lease:
-    def __init__(self, client: S3Client, key: str, ttl: float, on_change: Callable[[bool], None] | None = None):
+    def __init__(self, client: S3Client, key: str, ttl: float):
         self.client, self.key, self.ttl = client, key, ttl
         self.token = uuid.uuid4().hex
         self.name = f"{socket.gethostname()} pid {os.getpid()}"
-        self.on_change = on_change
         self._etag: str | None = None  # of our own lease object while we hold it
         self._valid_until = 0.0  # monotonic
         self._seen: tuple[str, float] | None = None  # (etag of another's lease, when first seen unchanged)
@@ -88,8 +87,6 @@ class Lease:
             if now_held != before:
                 log.warning("lease: this sidecar %s the maintenance lease%s", "now holds" if now_held else "lost",
                             "" if now_held else f" (holder: {self.holder_name})")
-                if self.on_change is not None:
-                    self.on_change(now_held)
             return now_held
 
     def _step(self) -> bool:

@@ -25,7 +25,6 @@ from .objectstore import (ObjectLocation, ObjectStoreError, ObjectStoreSettings,
 
 log = logging.getLogger("sidecar.storage")
 
-WRITER_MODES = ("auto", "many", "one")
 
 
 class SharedStoreError(RuntimeError):
