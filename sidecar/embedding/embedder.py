@@ -28,9 +28,6 @@ TOKEN_BUDGET = 1024
 # A text is cut to its first HEAD_CHARS characters (at a space) before tokenizing: the window keeps at most
 # 256 tokens, and tokenizing a 1 MB text only to throw all but the first 256 away took about 0.3 s.
 HEAD_CHARS = 16_384
-# Long texts are tokenized for chunking in pieces of about this many characters, cut at whitespace (where
-# the pre-tokenizer splits anyway), so no single call holds the GIL or builds a huge offset list.
-PIECE_CHARS = 16_384
 PREEMPTED_MAX = 1  # background runs stopped in a row by requests before one runs unstoppable
 
 
@@ -46,10 +43,8 @@ class Embedder:
         tok.no_padding()
         tok.enable_truncation(max_length=self.max_length)
         self._tokenizer = tok
-        self._full = Tokenizer.from_file(str(files.tokenizer))  # no window: chunking sees every token
-        self._full.no_padding()
-        self._full.no_truncation()
-        self._cls, self._sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+        self._windows = Tokenizer.from_file(str(files.tokenizer))  # chunking: overlapping windows (`windows`)
+        self._windows.no_padding()
         # Background work (chunks of long memories) runs one small batch at a time, never while a request's
         # embedding runs (see `embed_ids`); one background caller at a time.
         self._run_lock = threading.Lock()
@@ -85,7 +80,7 @@ class Embedder:
         heads = [_head(t) for t in texts]
         encodings = self._tokenizer.encode_batch(heads)
         ids = [e.ids for e in encodings]
-        full = [len(i) >= self.max_length or len(h) < len(t) for i, h, t in zip(ids, heads, texts)]
+        full = [bool(e.overflowing) or len(h) < len(t) for e, h, t in zip(encodings, heads, texts)]
         with self._waiting_lock:  # background work steps aside meanwhile (`embed_ids`)
             self._waiting += 1
             if self._background is not None:
@@ -122,33 +117,19 @@ class Embedder:
     def windows(self, text: str, size: int, overlap: int) -> tuple[list[tuple[int, int]], list[list[int]]]:
         """The text as overlapping windows of `size` tokens (the next starts `size - overlap` tokens on):
         each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included.
-        A text of at most max_length - 2 tokens gives no window (its own vector covers it)."""
-        ids, offsets = self._tokens(text)
-        if len(ids) <= self.max_length - 2:
+        A text of at most max_length - 2 tokens gives no window (its own vector covers it). The tokenizer
+        cuts them itself (truncation with a stride: each overflowing part repeats `overlap` tokens), in one
+        call that releases the GIL."""
+        self._windows.enable_truncation(max_length=size + 2, stride=overlap)
+        [first] = self._windows.encode_batch([text])
+        parts = [first, *first.overflowing]
+        tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
+        if tokens <= self.max_length - 2:
             return [], []
-        spans, windows = [], []
-        step = max(1, size - overlap)
-        for start in range(0, len(ids), step):
-            stop = min(start + size, len(ids))
-            spans.append((offsets[start][0], offsets[stop - 1][1]))
-            windows.append([self._cls, *ids[start:stop], self._sep])
-            if stop == len(ids):
-                break
-        return spans, windows
+        return [(p.offsets[1][0], p.offsets[-2][1]) for p in parts], [p.ids for p in parts]
 
-    def _tokens(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        """Every token of the text (no special tokens) and its character offsets, tokenized piece by piece
-        (encode_batch releases the GIL)."""
-        ids: list[int] = []
-        offsets: list[tuple[int, int]] = []
-        for at, piece in _pieces(text, PIECE_CHARS):
-            [enc] = self._full.encode_batch([piece], add_special_tokens=False)
-            ids.extend(enc.ids)
-            offsets.extend((a + at, b + at) for a, b in enc.offsets)
-        return ids, offsets
-
-    def embed_ids(self, windows: list[list[int]], per_run: int = 1) -> Iterator[np.ndarray]:
-        """Background embedding of token windows, `per_run` at a time, yielding each run's vectors. A request's
+    def embed_ids(self, windows: list[list[int]]) -> Iterator[np.ndarray]:
+        """Background embedding of token windows, one at a time, yielding each one's vector. A request's
         embedding does not wait behind one: it stops the run in progress (onnxruntime's terminate flag), which
         is then run again. After PREEMPTED_MAX stopped runs in a row, one window runs unstoppable, so
         background work still progresses under a steady stream of requests (a request then runs beside that
@@ -167,9 +148,8 @@ class Embedder:
                         continue
                     if stopped < PREEMPTED_MAX:
                         self._background = options
-                take = per_run if stopped < PREEMPTED_MAX else 1
                 try:
-                    vectors = self._embed_ids(windows[start:start + take], 1 << 30, options)
+                    vectors = self._embed_ids(windows[start:start + 1], 1 << 30, options)
                 except Exception:
                     if not options.terminate:
                         raise
@@ -179,7 +159,7 @@ class Embedder:
                     with self._waiting_lock:
                         self._background = None
             stopped = 0
-            start += take
+            start += 1
             yield vectors
 
     @staticmethod
@@ -205,14 +185,3 @@ def _head(text: str) -> str:
     cut = text.rfind(" ", HEAD_CHARS // 2, HEAD_CHARS)
     return text[:cut if cut > 0 else HEAD_CHARS]
 
-
-def _pieces(text: str, size: int) -> Iterator[tuple[int, str]]:
-    """(offset, piece) covering the text, each piece about `size` characters, cut after whitespace."""
-    at = 0
-    while at < len(text):
-        end = min(at + size, len(text))
-        if end < len(text):
-            cut = max(text.rfind(c, at + size // 2, end) for c in " \n\t")
-            end = cut + 1 if cut > 0 else end
-        yield at, text[at:end]
-        at = end

@@ -36,9 +36,7 @@ class Chunker:
         self._commit = commit
         self._jobs: deque[dict[str, Any] | str] = deque(pending.ids)  # rows, or ids to read (after a restart)
         self._cond = threading.Condition()
-        self._cancelled: set[str] = set()
         self._stopping = False
-        self._busy = False
         self._thread = threading.Thread(target=self._loop, name="chunker", daemon=True)
 
     def start(self) -> None:
@@ -51,28 +49,14 @@ class Chunker:
             self._jobs.extend(rows)
             self._cond.notify()
 
-    def cancel(self, ids: list[str]) -> None:
-        """Deleted memories: their jobs stop (the store deletes any chunk already written)."""
-        with self._cond:
-            gone = [i for i in ids if i in self.pending.ids]
-            self._cancelled.update(gone)
-        self.pending.done(gone)
-
-    def idle(self) -> bool:
-        with self._cond:
-            return not self._jobs and not self._busy
-
     def _loop(self) -> None:
         while True:
             with self._cond:
-                self._busy = False
-                self._cond.notify_all()
                 while not self._jobs and not self._stopping:
                     self._cond.wait()
                 if self._stopping:
                     return
                 job = self._jobs.popleft()
-                self._busy = True
             rid = job if isinstance(job, str) else job["id"]
             try:
                 self._run(job)
@@ -81,8 +65,7 @@ class Chunker:
 
     def _run(self, job: dict[str, Any] | str) -> None:
         rid = job if isinstance(job, str) else job["id"]
-        if rid in self._cancelled or rid not in self.pending.ids:
-            self._cancelled.discard(rid)
+        if rid not in self.pending.ids:  # deleted meanwhile (`done` without chunks)
             return
         row = self._fetch(rid) if isinstance(job, str) else job
         if row is None:
@@ -94,8 +77,7 @@ class Chunker:
             return
         parts = []
         for vectors in self._embed(windows):
-            if rid in self._cancelled:
-                self._cancelled.discard(rid)
+            if rid not in self.pending.ids:  # deleted while being embedded: the store drops what was written
                 return
             if self._stopping:
                 return  # still pending: resumed at the next start

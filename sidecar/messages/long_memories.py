@@ -33,7 +33,7 @@ class LongMemories:
     schedule: Any
 
     def _open_chunks(self) -> None:
-        self.chunks = ChunkTable(self.database.db, self.dim, self.schedule.note_write)
+        self.chunks = ChunkTable(self.database, self.dim, self.schedule.note_write)
         self.pending_chunks = PendingChunks(self.data_dir if self.database.shared is None else None)
         self.chunker: Chunker | None = None
         self.also_compact.append(self.chunks.compact)
@@ -91,11 +91,9 @@ class LongMemories:
         return True
 
     def _drop_chunks(self, ids: list[str]) -> None:
-        """Deleted memories: their chunks go, and their pending jobs stop. Caller holds the lock."""
-        if self.chunker is not None:
-            self.chunker.cancel(ids)
-        else:
-            self.pending_chunks.done(ids)
+        """Deleted memories: their chunks go, and their pending jobs stop (the chunker skips, or stops
+        embedding, a memory no longer pending). Caller holds the lock."""
+        self.pending_chunks.done(ids)
         if self.chunks.users:
             self.chunks.delete_ids(ids)
 
