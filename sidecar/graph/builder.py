@@ -65,7 +65,7 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
                   changes: Changes, extra: Callable[[str], list[Mention]] | None = None,
                   same_fact: Callable[[str, str], str | None] | None = None, similar: Similar | None = None) -> Episode:
     """Add one message to the user's graph (pure in-memory work; `changes` collects what to save)."""
-    content = row["content"][:EPISODE_CHARS]
+    content = row["content"]
     low = is_backchannel(content)
     best = float(np.max(recent @ vector)) if recent is not None and len(recent) else None
     episode = Episode(row["id"], float(row["timestamp"]), row.get("channel_id"), row.get("message_id"),
@@ -99,7 +99,7 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
 
 def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Changes,
                same_fact: Callable[[str, str], str | None] | None, similar: Similar | None) -> None:
-    found = find_relations(row["content"][:EPISODE_CHARS])
+    found = find_relations(row["content"])
     if not found:
         return
     me = self_entity(g, row.get("username"))
@@ -160,6 +160,9 @@ class Builder:
         self._thread.start()
 
     def submit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+        # what the graph reads of a long memory: cut once, here, so no step after (and no queued row) holds more
+        rows = [r if len(r["content"]) <= EPISODE_CHARS else {**r, "content": r["content"][:EPISODE_CHARS]}
+                for r in rows]
         with self._count:
             if self.pending > QUEUE_MAX:
                 if not self.overflowed:
