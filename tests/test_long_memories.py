@@ -11,6 +11,7 @@ import statistics
 import time
 
 import orjson
+import pytest
 
 DAY = 86_400
 FACT = "My grandmother's secret lasagna recipe uses freshly grated nutmeg in the bechamel sauce."
@@ -56,7 +57,9 @@ def store_distractors(sc, user: str) -> None:
         sc.store(user, text)
 
 
-def test_a_fact_at_the_end_of_a_long_memory_is_found_at_rank_1_with_its_span(sidecar):
+@pytest.mark.parametrize("flags", [(), ("--cache-mb", "0")], ids=["cached", "from-the-tables"])
+def test_a_fact_at_the_end_of_a_long_memory_is_found_at_rank_1_with_its_span(spawn, flags):
+    sidecar = spawn(*flags)
     store_distractors(sidecar, "u")
     content = long_memory()
     rid = sidecar.store("u", content)
@@ -168,6 +171,10 @@ def test_a_one_megabyte_memory_does_not_hold_up_other_users(spawn):
     time.sleep(2.0)  # the window in flight when the delete came is done by now
     assert chunk_stats(sc2) == {"vectors": 0, "pending": 0}
     assert not (sc2.data_dir / "chunks.pending").read_bytes()
+    # the chunker takes one memory at a time: a new one is chunked promptly only if the deleted 1 MB job
+    # (about a minute of windows left) really stopped
+    sc2.store("next", long_memory(6_000, seed=6))
+    assert wait_chunked(sc2, 15)["vectors"] > 0
 
 
 def _downgrade_to_schema_4(data_dir) -> None:

@@ -147,7 +147,7 @@ def test_a_row_with_chunks_scores_as_its_best_chunk_and_carries_its_span():
     cache.add_chunks("u", ["u-5", "nope"], np.array([[0, 1], [0, 1]]), chunks[:2])
     assert entry.search(q, 1)[0]["span"] == [80, 180]
     # when its chunks all score low, a row with chunks ranks by them, not by its own (first-window) vector
-    far = -np.tile(q, (2, 1))
-    cache.add_chunks("u", ["u-2", "u-2"], np.array([[0, 5], [5, 9]]), far)
     entry_q = vecs[2] / np.linalg.norm(vecs[2])
+    far = -np.tile(entry_q, (2, 1))  # the opposite of the query: cosine -1, the lowest there is
+    cache.add_chunks("u", ["u-2", "u-2"], np.array([[0, 5], [5, 9]]), far)
     assert entry.search(entry_q, 10)[-1]["id"] == "u-2"
