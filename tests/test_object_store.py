@@ -174,6 +174,23 @@ def test_start_up_problems_are_told_apart_and_the_probe_reads_a_store_that_ignor
 # ---------------------------------------------------------------- two sidecars, one bucket
 
 
+def test_a_sidecars_own_stores_keep_its_cache(shared):
+    """Its own commits advance the table's version by one each: the vector cache is kept (only another
+    sidecar's versions drop it), so a sidecar writing alone keeps answering from memory."""
+    a = shared("a", "--log-level", "info")
+    _eventually(lambda: "cache: 0 users loaded" in a.stderr(), 30, "the start-up warm-up")  # it would refill
+    a.store("u1", "I have a cat named Tom")
+    assert _texts(a, "u1") == ["I have a cat named Tom"]  # u1 is cached now
+    assert a.request({"type": "stats"})["cache"]["users"] == 1
+    for text in ("my parrot Kiwi talks all day", "we adopted a hamster"):
+        a.store("u1", text)
+    time.sleep(REFRESH + 0.5)  # past the interval: the next read checks the version
+    assert _texts(a, "nobody") == []  # that check, without reloading u1: a drop would leave only "nobody"
+    assert a.request({"type": "stats"})["cache"]["users"] == 2
+    assert len(_texts(a, "u1")) == 3
+    assert a.shutdown() == 0
+
+
 def test_writes_and_forgets_cross_between_sidecars(shared):
     a = shared("a")
     a.store("u1", "I have a cat named Tom")
