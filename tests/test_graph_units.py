@@ -312,7 +312,7 @@ def test_builder_queue_is_bounded_and_what_it_left_out_is_caught_up(monkeypatch)
     b.build, b.on_overflow = build, catch_up
     b.start()
     for k in range(6):
-        rows = [{"id": f"{k}-{i}"} for i in range(4)]
+        rows = [{"id": f"{k}-{i}", "content": "a stored message"} for i in range(4)]
         before = b.pending
         b.submit(rows, np.zeros((4, 2), np.float32))
         if b.pending == before:  # not queued: the table still has them
