@@ -39,6 +39,20 @@ def test_plateau_of_a_run_from_before_the_minimums_were_kept_uses_the_medians():
     assert soak.plateau(old, 0.10)["plateaued"] is False
 
 
+def test_deciles_compare_the_first_and_last_tenth_of_the_requests():
+    # 1,000 requests, one sample per 100: the first 500 at 100/s, the last 500 at 50/s
+    samples, t = [], 0.0
+    for k in range(1, 11):
+        t += 1.0 if k <= 5 else 2.0
+        samples.append({"t": t, "done": 100 * k, "rss_mib": 400 + (20 if k > 7 else 0), "rss_max_mib": 520})
+    d = soak.deciles(samples)
+    assert d["tenth_rps"][0] == 100 and d["tenth_rps"][-1] == 50
+    assert abs(d["throughput_loss"] - 0.5) < 1e-9
+    assert d["rss_start_mib"] == 400 and d["rss_last_third_mib"] == 420
+    assert abs(d["peak_over_steady"] - 520 / 420) < 1e-9
+    assert "too few" in soak.deciles(samples[:5])["message"]
+
+
 def test_judge_prints_the_verdict_for_an_earlier_run(tmp_path):
     path = tmp_path / "soak.json"
     path.write_bytes(orjson.dumps({"samples": _samples([500, 502, 501, 503, 502, 504], [510] * 6, [600] * 6)}))

@@ -52,12 +52,12 @@ def gate_rates(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]]) -> dict[str
     return {"questions": n, "right_user_known": own / n, "wrong_user_unknown": other / n}
 
 
-def floor_ms(threads: int = 2) -> float:
+def floor_ms(threads: int = 2, text: str = "hey what's up, how was the hiking trip last weekend?") -> float:
+    """Median ms to embed `text` alone, in-process (a long text: its first window)."""
     from sidecar.embedding.embedder import Embedder
     from sidecar.embedding.model import resolve_model
 
     emb = Embedder(resolve_model(None, True, None), threads=threads)
-    text = "hey what's up, how was the hiking trip last weekend?"
     for _ in range(5):
         emb.embed([text])
     times = []

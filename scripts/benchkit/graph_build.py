@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         {"measurement": "store p50 added by the graph", "value": f"{added:+.2f} ms", "target": "<= 1 ms"},
         {"measurement": f"batch ingest of {args.ingest} (msg/s), on / off", "value": f"{on['ingest']['msgs_per_s']:.0f} / {off['ingest']['msgs_per_s']:.0f} = {ratio:.2f}x", "target": ">= 0.85x"},
         {"measurement": "graph caught up after the ingest", "value": f"{on['settle_s']:.1f} s", "target": ""},
-        {"measurement": f"RSS after ingest (MiB), on / off", "value": f"{on['rss_mib']:.0f} / {off['rss_mib']:.0f} (+{on['rss_mib'] - off['rss_mib']:.0f})", "target": "<= +50 at 100k"},
+        {"measurement": "RSS after ingest (MiB), on / off", "value": f"{on['rss_mib']:.0f} / {off['rss_mib']:.0f} (+{on['rss_mib'] - off['rss_mib']:.0f})", "target": "<= +50 at 100k"},
         {"measurement": "peak RSS (MiB), on / off", "value": f"{on['hwm_mib']:.0f} / {off['hwm_mib']:.0f}", "target": ""},
         {"measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns)", "value": f"{loc['consolidate_s']:.1f} s ({per_turn * 5900:.0f} s per 5,900 turns)", "target": "<= 60 s per 5,900"},
         {"measurement": "traces / links made", "value": f"{loc['result']['traces_created']} / {loc['result']['links']}", "target": ""},

@@ -86,8 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.judge:
-        verdict = plateau(json.loads(Path(args.judge).read_bytes())["samples"], args.plateau_tolerance)
-        print(verdict["message"])
+        samples = json.loads(Path(args.judge).read_bytes())["samples"]
+        print(plateau(samples, args.plateau_tolerance)["message"])
+        print(deciles(samples)["message"])
         return 0
 
     tmp = None
@@ -106,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     verdict = plateau(samples, args.plateau_tolerance)
     _write(args, samples, ready, failure, verdict, exit_code=code)
     print(verdict["message"])
+    print(deciles(samples)["message"])
     if failure:
         print(failure[0], file=sys.stderr)
     if tmp is not None:
@@ -283,6 +285,40 @@ def plateau(samples: list[dict], tolerance: float) -> dict:
                        f"the last third (tolerance {tolerance:.0%}); steady (median of the interval medians) "
                        f"{steady_middle:.1f} and {steady_last:.1f} MiB; peaks {peak_middle:.1f} and "
                        f"{peak_last:.1f} MiB"}
+
+
+def deciles(samples: list[dict]) -> dict:
+    """The speed issue's soak figures: throughput of each tenth of the requests (from the sample times,
+    interpolated where a tenth ends between samples), the first tenth's against the last's; steady RSS
+    (median of the interval medians) in the first tenth against the last third; the highest one-second
+    RSS against the last third's steady RSS (compaction peaks)."""
+    kept = [s for s in samples if s.get("done")]
+    if len(kept) < 10:
+        return {"message": f"soak deciles: too few samples ({len(kept)}) to judge"}
+    total = kept[-1]["done"]
+    points = [(0.0, 0)] + [(s["t"], s["done"]) for s in kept]
+
+    def time_at(n: float) -> float:  # when the n-th answer came in, linearly between samples
+        for (t0, d0), (t1, d1) in zip(points, points[1:]):
+            if d1 >= n:
+                return t0 + (t1 - t0) * ((n - d0) / (d1 - d0) if d1 > d0 else 1.0)
+        return points[-1][0]
+
+    edges = [time_at(total * k / 10) for k in range(11)]
+    rps = [total / 10 / (b - a) if b > a else 0.0 for a, b in zip(edges, edges[1:])]
+    first = [s["rss_mib"] for s in kept if s["done"] <= total / 10] or [kept[0]["rss_mib"]]
+    last = [s["rss_mib"] for s in kept[2 * len(kept) // 3:]]
+    start_mib, last_mib = median(first), median(last)
+    peak = max(s.get("rss_max_mib", s["rss_mib"]) for s in kept)
+    loss = 1 - rps[-1] / rps[0] if rps[0] else 0.0
+    return {"requests": total, "tenth_rps": [round(r, 1) for r in rps], "throughput_loss": loss,
+            "rss_start_mib": start_mib, "rss_last_third_mib": last_mib, "rss_growth": last_mib / start_mib - 1,
+            "peak_mib": peak, "peak_over_steady": peak / last_mib,
+            "message": f"soak deciles ({total} requests): requests/s by tenth "
+                       f"{' '.join(f'{r:.0f}' for r in rps)}; first to last tenth {loss:+.0%} lost (target <= "
+                       f"10%); steady RSS {start_mib:.0f} MiB in the first tenth, {last_mib:.0f} MiB in the last "
+                       f"third ({last_mib / start_mib - 1:+.0%}, target within 10%); highest one-second RSS "
+                       f"{peak:.0f} MiB = {peak / last_mib:.2f}x the last third's steady RSS (target <= 1.3x)"}
 
 
 def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
