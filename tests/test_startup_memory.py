@@ -56,6 +56,22 @@ def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
     assert out.split() == ["1", "False", "ApiClient"]
 
 
+def test_lancedb_imports_with_marking_overrides_and_leaves_the_real_package_importable(tmp_path):
+    out = _run("""
+        import sys
+        from sidecar.storage.lancedb_import import import_lancedb
+        lancedb = import_lancedb()
+        print("overrides" in sys.modules)  # the stand-in is gone again
+        print(lancedb.db.LanceDBConnection.open_table.__override__)  # marked, as typing.override does
+        import overrides
+        print(hasattr(overrides, "final"), overrides.override.__module__)  # the real package
+    """, tmp_path)
+    if sys.version_info >= (3, 12):
+        assert out.split()[:2] == ["False", "True"]
+    else:
+        assert out.split() == ["False", "True", "True", "overrides.overrides"]
+
+
 def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path):
     code = "from sidecar.runtime import native_memory; print(native_memory.configure())"
     assert _run(code, tmp_path).strip() == "True"  # glibc (the CI machine): capped
