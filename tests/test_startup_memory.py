@@ -80,6 +80,23 @@ def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path)
     assert out.stdout.strip() == "False", out.stderr
 
 
+def test_numpy_runs_one_blas_thread_unless_the_environment_says_otherwise():
+    """The entry module sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS (native_memory): OpenBLAS
+    starts one OS thread fewer than with an explicit 2, which is left alone."""
+    code = ("import os, sidecar.runtime.cli, numpy; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))")
+
+    def run(env: dict[str, str]) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent), env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    ours, explicit = run({}), run({"OPENBLAS_NUM_THREADS": "2"})
+    assert ours[0] == "1" and explicit[0] == "2"
+    assert int(ours[1]) == int(explicit[1]) - 1  # OpenBLAS's extra worker thread is not started
+
+
 def test_large_blocks_stay_mmapped_after_a_larger_one_was_freed(tmp_path):
     """glibc's default raises its mmap threshold to the size of each mmapped block freed, so later large
     temporaries land in the heap and fragment it; configure() fixes the threshold. The control run,

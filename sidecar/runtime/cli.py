@@ -9,9 +9,10 @@ import os
 import sys
 
 from . import native_memory
-from .config import Config, ConfigError, resolve
 
-native_memory.configure()  # before onnxruntime and LanceDB start their threads
+native_memory.configure()  # before numpy, onnxruntime and LanceDB are imported and start their threads
+
+from .config import Config, ConfigError, resolve  # noqa: E402 - imports numpy and LanceDB
 
 # Taken before anything slow happens: a parent that dies during the imports and start-up that
 # follow is then still seen as gone (reading it later would already give the adoptive parent).

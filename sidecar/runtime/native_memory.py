@@ -19,7 +19,14 @@ from step 15k), RSS went 247 -> 291 MiB from step 40k to 80k with glibc's defaul
 with the fixed threshold, and stayed at 227-232 MiB from 30k to 60k with both (the README has the
 series).
 
-`configure` must run before the libraries start their threads; an explicit MALLOC_ARENA_MAX or
+One more native setting is made here, on every system: numpy's OpenBLAS runs on one thread
+(OPENBLAS_NUM_THREADS=1 unless the environment says otherwise). The vector cache's scoring is a
+matrix-vector product; past about 1,100 rows OpenBLAS splits it over its threads, and on 2 cores shared
+with onnxruntime and the background work a split product waits for a busy core: measured in-process
+for 5,000 x 384 while one other process kept a core busy, p50 51 us and p99 12.0 ms with OpenBLAS's
+threads against 95 us and 3.6 ms with one.
+
+`configure` must run before the libraries are imported and start their threads; an explicit MALLOC_ARENA_MAX or
 MALLOC_MMAP_THRESHOLD_ in the environment is left to glibc. Elsewhere (macOS, Windows, musl) all of
 this is a no-op.
 """
@@ -43,8 +50,9 @@ _libc: "ctypes.CDLL | None" = None
 
 
 def configure() -> bool:
-    """Cap the malloc arenas and fix the mmap threshold; True when the arenas were capped."""
+    """One BLAS thread; cap the malloc arenas and fix the mmap threshold. True when the arenas were capped."""
     global _libc
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # read when numpy loads OpenBLAS
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
     try:
