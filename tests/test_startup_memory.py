@@ -97,6 +97,21 @@ def test_numpy_runs_one_blas_thread_unless_the_environment_says_otherwise():
     assert int(ours[1]) == int(explicit[1]) - 1  # OpenBLAS's extra worker thread is not started
 
 
+def test_pyarrow_allocates_from_the_c_heap_unless_the_environment_says_otherwise():
+    """On glibc the entry module points pyarrow at the system allocator, whose freed pages the periodic
+    malloc_trim returns (mimalloc's pool kept tens of MiB); an explicit choice is left alone."""
+    code = "import sidecar.runtime.cli, pyarrow; print(pyarrow.default_memory_pool().backend_name)"
+
+    def run(env: dict[str, str]) -> str:
+        out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent), env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run({}) == "system"
+    assert run({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}) == "mimalloc"
+
+
 def test_large_blocks_stay_mmapped_after_a_larger_one_was_freed(tmp_path):
     """glibc's default raises its mmap threshold to the size of each mmapped block freed, so later large
     temporaries land in the heap and fragment it; configure() fixes the threshold. The control run,

@@ -46,10 +46,14 @@ def _rss(sc: Sidecar) -> dict[str, float]:
     return {"rss_mib": st.get("VmRSS", 0) / 1024, "hwm_mib": st.get("VmHWM", 0) / 1024}
 
 
-def _settle(sc: Sidecar, graph: bool) -> None:
-    """Wait until the graph has built everything stored (a graph command waits for the builder)."""
-    if graph:
-        sc.request({"type": "entities", "user_id": user_id(0), "limit": 1}, "entities")
+def _settle(sc: Sidecar, graph: bool, limit_s: float = 3600.0) -> None:
+    """Wait until the graph has built everything stored: `health` says its queue is empty (a graph command
+    waits for the builder only up to 30 s)."""
+    deadline = time.perf_counter() + limit_s
+    while graph and sc.request({"type": "health"}, "health")["graph"]["queue"]:
+        if time.perf_counter() > deadline:
+            raise sc.fail(f"the graph did not catch up within {limit_s:.0f} s")
+        time.sleep(0.5)
 
 
 def bench_config(args: argparse.Namespace, tmp: Path, graph: bool) -> dict[str, Any]:
