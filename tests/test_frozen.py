@@ -56,6 +56,23 @@ def frozen_binary(tmp_path_factory):
     shutil.rmtree(shipped.parent, ignore_errors=True)  # 175 MB; pytest would keep it for three sessions
 
 
+@pytest.fixture(scope="session")
+def onedir_binary(tmp_path_factory):
+    """The onedir build (the release artifact for Tauri, docs/hosts.md), its folder shipped whole to a
+    place with no Python project around it; yields the executable inside it."""
+    if importlib.util.find_spec("PyInstaller") is None:
+        pytest.fail("PyInstaller is not installed: pip install -e '.[test]'")
+    out = tmp_path_factory.mktemp("frozen-onedir")
+    triple, _ = build_binary.target_triple()
+    result = build_binary.build("onedir", triple, out / "dist", out / "work", quiet=True)
+    folder = Path(result["artifact"])
+    shipped = tmp_path_factory.mktemp("app-onedir") / folder.name
+    shutil.copytree(folder, shipped, symlinks=True)
+    shutil.rmtree(out, ignore_errors=True)
+    yield shipped / build_binary.exe_name(triple)
+    shutil.rmtree(shipped.parent, ignore_errors=True)
+
+
 def host_env(tmp_path: Path) -> dict[str, str]:
     """What a desktop app's child sees: no Python variables, an empty home (no model caches), C locale."""
     home = tmp_path / "home"
@@ -179,6 +196,17 @@ def test_ready_offline_with_bundled_model(spawn_frozen):
     hits = sc.request({"type": "query", "user_id": "u1", "text": "tell me about pets", "limit": 1})
     assert hits["messages"][0]["content"] == "my cat Miso hates the vacuum"
     assert sc.shutdown() == 0
+
+
+def test_onedir_folder_serves_offline_with_its_bundled_model(onedir_binary, tmp_path, spawn):
+    """The onedir folder, moved whole: `ready` with no Python environment, the model from inside the
+    folder, and every golden transcript answered as the Python package answers it."""
+    sc = spawn(data_dir=tmp_path / "data", command=[str(onedir_binary)], base_env=host_env(tmp_path))
+    assert sc.request({"type": "stats"})["model"]["source"] == BUNDLED_SOURCE
+    assert sc.shutdown() == 0
+    for i, path in enumerate(EXAMPLES):
+        replay(spawn("--ttl-days", "0", data_dir=tmp_path / f"golden{i}", wait_ready=False,
+                     command=[str(onedir_binary)], base_env=host_env(tmp_path)), path)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
