@@ -41,36 +41,34 @@ def frozen_binary(tmp_path_factory):
     if prebuilt:
         yield Path(prebuilt).resolve()
         return
+    yield from _built_and_shipped("onefile", tmp_path_factory)
+
+
+def _built_and_shipped(mode: str, tmp_path_factory):
+    """Build `mode`, then ship it (the onefile executable, or the onedir folder whole) somewhere with no
+    Python project around it, like an app bundle would; yields the executable, removes it after."""
     if importlib.util.find_spec("PyInstaller") is None:
         pytest.fail("PyInstaller is not installed: pip install -e '.[test]'")
-    out = tmp_path_factory.mktemp("frozen")
+    out = tmp_path_factory.mktemp(f"frozen-{mode}")
     triple, _ = build_binary.target_triple()
-    result = build_binary.build("onefile", triple, out / "dist", out / "work", quiet=True)
-    exe = Path(result["executable"])
+    result = build_binary.build(mode, triple, out / "dist", out / "work", quiet=True)
+    exe, artifact = Path(result["executable"]), Path(result["artifact"])
     assert exe.name == build_binary.exe_name(triple)
-    # Ship it somewhere with no Python project around it, like an app bundle would.
-    shipped = tmp_path_factory.mktemp("app") / exe.name
-    shutil.copy2(exe, shipped)
+    shipped = tmp_path_factory.mktemp(f"app-{mode}") / artifact.name
+    if mode == "onefile":
+        shutil.copy2(artifact, shipped)
+    else:
+        shutil.copytree(artifact, shipped, symlinks=True)
     shutil.rmtree(out, ignore_errors=True)
-    yield shipped
-    shutil.rmtree(shipped.parent, ignore_errors=True)  # 175 MB; pytest would keep it for three sessions
+    yield shipped if mode == "onefile" else shipped / exe.name
+    shutil.rmtree(shipped.parent, ignore_errors=True)  # 200-500 MB; pytest would keep it for three sessions
 
 
 @pytest.fixture(scope="session")
 def onedir_binary(tmp_path_factory):
     """The onedir build (the release artifact for Tauri, docs/hosts.md), its folder shipped whole to a
     place with no Python project around it; yields the executable inside it."""
-    if importlib.util.find_spec("PyInstaller") is None:
-        pytest.fail("PyInstaller is not installed: pip install -e '.[test]'")
-    out = tmp_path_factory.mktemp("frozen-onedir")
-    triple, _ = build_binary.target_triple()
-    result = build_binary.build("onedir", triple, out / "dist", out / "work", quiet=True)
-    folder = Path(result["artifact"])
-    shipped = tmp_path_factory.mktemp("app-onedir") / folder.name
-    shutil.copytree(folder, shipped, symlinks=True)
-    shutil.rmtree(out, ignore_errors=True)
-    yield shipped / build_binary.exe_name(triple)
-    shutil.rmtree(shipped.parent, ignore_errors=True)
+    yield from _built_and_shipped("onedir", tmp_path_factory)
 
 
 def host_env(tmp_path: Path) -> dict[str, str]:

@@ -69,19 +69,21 @@ def wait_chunked(sc: Sidecar, quiet: bool) -> float:
     return time.perf_counter() - t0
 
 
-def fill(sc: Sidecar, rng: random.Random, args: argparse.Namespace) -> dict[str, Any]:
+def fill(sc: Sidecar, rng: random.Random, users: int, turns: int, batch: int = 50,
+         quiet: bool = False) -> dict[str, Any]:
+    """users x turns long memories, batch-stored, then waited for until every chunk is embedded."""
     now, t0, chars = time.time(), time.perf_counter(), 0
-    for u in range(args.users):
-        for start in range(0, args.turns, args.batch):
+    for u in range(users):
+        for start in range(0, turns, batch):
             msgs = []
-            for k in range(start, min(args.turns, start + args.batch)):
+            for k in range(start, min(turns, start + batch)):
                 content = long_turn(rng)
                 chars += len(content)
-                msgs.append({"user_id": user_id(u), "content": content, "timestamp": now - (args.turns - k) * 60})
+                msgs.append({"user_id": user_id(u), "content": content, "timestamp": now - (turns - k) * 60})
             sc.request({"type": "store", "messages": msgs}, "ok")
-        log(f"  stored {args.turns} long turns of {user_id(u)}", args.quiet)
+        log(f"  stored {turns} long turns of {user_id(u)}", quiet)
     stored = time.perf_counter() - t0
-    chunking = wait_chunked(sc, args.quiet)
+    chunking = wait_chunked(sc, quiet)
     return {"stored_s": stored, "chunking_s": chunking, "chars": chars, "vectors": chunks(sc)["vectors"]}
 
 
@@ -135,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         with Sidecar(Path(tmp) / "data", python=args.python, stderr=Path(tmp) / "sidecar.log",
                      timeout=args.timeout) as sc:
             sc.wait_ready()
-            f = fill(sc, rng, args)
+            f = fill(sc, rng, args.users, args.turns, args.batch, args.quiet)
             log(f"stored in {f['stored_s']:.0f} s, chunked {f['chunking_s']:.0f} s later", args.quiet)
             sc.compact()
             for u in range(args.users):  # warm-up

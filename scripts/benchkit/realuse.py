@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,7 +43,8 @@ from .ab import build
 from .client import Sidecar, add_sidecar_arguments
 from .core import median_wall
 from .graph import floor_ms
-from .long_memories import long_turn, wait_chunked
+from .long_memories import fill as fill_long
+from .long_memories import long_turn
 from .output import log, print_table, write_json
 from .timing import pct
 from .workload import fill, make_message, make_question, query_every_user, user_id
@@ -139,13 +141,7 @@ def state_c(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
     with Sidecar(tmp / "c", python=args.python, stderr=tmp / "c.log", timeout=args.timeout) as sc:
         sc.wait_ready()
         log(f"(c) storing {args.long_turns} long memories for each of {args.long_users} users")
-        now = time.time()
-        for u in range(args.long_users):
-            for start in range(0, args.long_turns, 50):
-                msgs = [{"user_id": user_id(u), "content": long_turn(rng), "timestamp": now - (args.long_turns - k) * 60}
-                        for k in range(start, min(args.long_turns, start + 50))]
-                sc.request({"type": "store", "messages": msgs}, "ok")
-        wait_chunked(sc, quiet=False)
+        fill_long(sc, rng, args.long_users, args.long_turns)
         sc.compact()
         out = rounds(sc, rng, args.long_users, args.rounds, long=True)
         out["peak_rss_mb"] = sc.vm_status().get("VmHWM", 0) / 1024
@@ -162,9 +158,10 @@ def soak_figures(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
     if args.soak_requests <= 0:
         return None
     log(f"soak: {args.soak_requests} pipelined requests")
-    opts = argparse.Namespace(requests=args.soak_requests, window=32, users=1_000, conversations=16, exchanges=20.0,
-                              interval=2.0, seed=args.seed, query_mix={"default": 1.0}, out=str(tmp / "soak.json"),
-                              sidecar_args=[])
+    soak_parser = argparse.ArgumentParser()
+    soak.add_arguments(soak_parser)  # the soak subcommand's traffic, with its own defaults
+    opts = soak_parser.parse_args(["--requests", str(args.soak_requests), "--interval", "2", "--seed", str(args.seed),
+                                   "--out", str(tmp / "soak.json")])
     with Sidecar(tmp / "soak", python=args.python, stderr=tmp / "soak.log", timeout=args.timeout) as sc:
         _, hello = sc.wait_ready()
         samples, failure = soak.stream(opts, sc, hello)
@@ -176,8 +173,6 @@ def soak_figures(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
 
 def binaries(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Size on disk and median spawn -> ready of each frozen executable given."""
-    import sys
-
     sys.path.insert(0, str(ROOT / "scripts"))
     from build_binary import spawn_to_ready, tree_bytes
 
@@ -218,10 +213,9 @@ def report(r: dict[str, Any]) -> list[dict[str, str]]:
             continue
         for kind in ("store", *MODES):
             limits = (2.0, 6.0) if kind == "store" else (1.5, 4.0)
-            if state == "c" and kind == "store":  # a long memory's floor: its first 256-token window
-                rows.append(ratio_row("(c) store, against the long floor", s[kind], r["floor_long_ms"], *limits))
-                continue
-            rows.append(ratio_row(f"({state}) {kind}", s[kind], floor, *limits))
+            long_store = (state, kind) == ("c", "store")  # a long memory's floor: its first 256-token window
+            rows.append(ratio_row(f"({state}) {kind}" + (", against the long floor" if long_store else ""), s[kind],
+                                  r["floor_long_ms"] if long_store else floor, *limits))
         rows.append({"measurement": f"({state}) peak RSS", "p50 / p99 ms": f"{s['peak_rss_mb']:.0f} MB",
                      "x floor": "", "target": "<= 250 MB at 100k",
                      "": "" if state != "b" else ("ok" if s["peak_rss_mb"] <= 250 else "MISSED")})
