@@ -54,8 +54,11 @@ def marking_overrides() -> Iterator[None]:
     if sys.version_info >= (3, 12) or "overrides" in sys.modules or "lancedb" in sys.modules:
         yield
         return
-    def override(method):  # what typing.override does: mark, nothing else
-        method.__override__ = True
+    def override(method):  # what typing.override does: mark when the object takes it, nothing else
+        try:
+            method.__override__ = True
+        except (AttributeError, TypeError):
+            pass
         return method
 
     stand_in = ModuleType("overrides")
