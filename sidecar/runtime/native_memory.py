@@ -34,8 +34,8 @@ for 5,000 x 384 while one other process kept a core busy, p50 51 us and p99 12.0
 threads against 95 us and 3.6 ms with one.
 
 `configure` must run before the libraries are imported and start their threads; an explicit MALLOC_ARENA_MAX or
-MALLOC_MMAP_THRESHOLD_ in the environment is left to glibc. Elsewhere (macOS, Windows, musl) all of
-this is a no-op.
+MALLOC_MMAP_THRESHOLD_ in the environment is left to glibc. Elsewhere (macOS, Windows, musl) only the
+BLAS thread count is set; the rest is a no-op.
 """
 
 from __future__ import annotations
