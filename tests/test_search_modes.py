@@ -116,6 +116,27 @@ def test_context_of_the_previous_messages_is_searchable_and_forgotten(sidecar):
     assert files_containing(sidecar.data_dir, b"xylophone") == []
 
 
+def test_one_batch_over_many_users_links_each_to_its_own_stored_messages(spawn, tmp_path):
+    """A batch store over many users, none of them in memory (a fresh process), links each reply to
+    the newest stored messages of its own user and channel, read from the table for the whole batch."""
+    sc = spawn()
+    topics = ["xylophone museum", "saxophone lessons", "glacier hiking", "origami cranes", "sourdough starter"]
+    asked = {}
+    for i, topic in enumerate(topics):
+        for filler in ("the weather was grey today", "I need to buy new shoes", "work ran late again"):
+            sc.store(f"u{i}", filler, channel_id="other")
+        asked[i] = sc.store(f"u{i}", f"have you ever tried {topic}?", channel_id="c")
+        for newer in ("my phone battery died", "the bus was late"):  # newer, but in another channel
+            sc.store(f"u{i}", newer, channel_id="other")
+    assert sc.shutdown() == 0
+    sc = spawn(data_dir=tmp_path / "data")
+    r = sc.request({"type": "store", "messages": [{"user_id": f"u{i}", "content": "yes, last Tuesday, it was wonderful",
+                                                   "channel_id": "c"} for i in range(len(topics))]})
+    assert r["type"] == "ok", r
+    for i, topic in enumerate(topics):  # each reply is found by the words of the question it answers
+        assert {m["id"] for m in query(sc, f"u{i}", topic, "hybrid", limit=2)} == {asked[i], r["ids"][i]}, topic
+
+
 def test_fact_search_modes(sidecar):
     def remember(user, text):
         r = sidecar.request({"type": "remember", "user_id": user, "text": text, "category": "answer"})

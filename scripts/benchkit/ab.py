@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build(data_dir: Path, rows: int, users: int, seed: int) -> None:
-    """`rows` generated messages over `users` users, random unit vectors, compacted and indexed."""
+    """`rows` generated messages over `users` users, random unit vectors, compacted (every 100k rows and at
+    the end) and indexed."""
     from sidecar.embedding.model import resolve_model
     from sidecar.messages.store import MessageStore
 
@@ -70,6 +71,8 @@ def build(data_dir: Path, rows: int, users: int, seed: int) -> None:
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         store.add(batch, vectors)
         store.flush()
+        if (start // 1000) % 100 == 99:  # as the sidecar's own schedule would: reads stay fast as it grows
+            store.compact()
     store.compact()
     store.close()
 

@@ -5,6 +5,7 @@ straight on a table (read-only, for the inspector)."""
 from __future__ import annotations
 
 import asyncio
+import heapq
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..storage import cosine_search, sql_in, sql_num, sql_str
 from .ranking import POOL, fuse_hybrid, hybrid_scores
-from .schema import CACHE_COLUMNS, RESULT_COLUMNS, split
+from .schema import CACHE_COLUMNS, RESULT_COLUMNS, Context, split
 from .vector_cache import ROW_OVERHEAD
 
 
@@ -174,3 +175,26 @@ def search_table(table: Any, embed: Callable[[], np.ndarray], text: str, user_id
     for r in rows:
         r["ranks"] = {name: at[r["id"]] for name, at in places.items() if r["id"] in at}
     return rows
+
+
+def newest_by_key(table: Any, keys: list[tuple[str, str | None]], n: int) -> dict[tuple[str, str | None], Context]:
+    """[(id, content)] of the n newest rows (by timestamp) of each (user, channel) key, oldest first.
+    Two reads for the whole batch: the keys' users' narrow columns, then the chosen rows' text. A
+    batch over many users made two reads per user before (measured: 6.6 s per 1,000-row batch over
+    1,000 new users at 50k rows)."""
+    wanted = set(keys)
+    users = sql_in("user_id", sorted({u for u, _ in wanted}))
+    narrow = (table.search().where(users).select(["id", "user_id", "channel_id", "timestamp"])
+              .limit(None).to_arrow())
+    found: dict[tuple[str, str | None], list[tuple[float, str]]] = {}
+    for mid, user, channel, ts in zip(*(narrow.column(c).to_pylist() for c in ("id", "user_id", "channel_id",
+                                                                                 "timestamp"))):
+        if (user, channel) in wanted:
+            found.setdefault((user, channel), []).append((ts, mid))
+    chosen = {key: heapq.nlargest(n, rows, key=lambda r: r[0]) for key, rows in found.items()}
+    ids = [mid for rows in chosen.values() for _, mid in rows]
+    text: dict[str, str] = {}
+    if ids:
+        got = table.search().where(f"{users} AND {sql_in('id', ids)}").select(["id", "content"]).limit(None).to_arrow()
+        text = dict(zip(got.column("id").to_pylist(), got.column("content").to_pylist()))
+    return {key: [(mid, text[mid]) for _, mid in reversed(chosen.get(key, [])) if mid in text] for key in keys}

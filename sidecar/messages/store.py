@@ -111,13 +111,15 @@ class MessageStore(LongMemories):
         with self.lock:
             self.fresh.check()
             linked = [dict(r) for r in rows]
-            for r in linked:
-                key = (r["user_id"], r.get("channel_id"))
+            keys = [(r["user_id"], r.get("channel_id")) for r in linked]
+            imported = {k for r, k in zip(linked, keys) if r.get("search_text") is not None}
+            newest = self._newest([k for k in dict.fromkeys(keys) if k not in self._last or k in imported])
+            for r, key in zip(linked, keys):
                 if r.get("search_text") is not None:  # an imported row keeps its own links
                     self._last.pop(key, None)  # and the next store of its channel reads the newest again
                     continue
                 if key not in self._last:
-                    self._last[key] = self._newest(*key)
+                    self._last[key] = newest[key]
                 r["_prev"] = self._last[key]
             link_rows(linked)
             self._queue_long(rows, long)
@@ -177,15 +179,20 @@ class MessageStore(LongMemories):
             found = self.table.search().where(sql_in("id", ids)).select(["id"]).limit(None).to_arrow()
         return set(found.column("id").to_pylist())
 
-    def _newest(self, user_id: str, channel_id: str | None) -> Context:
-        """[(id, content)] of the user's newest stored messages in the channel, oldest first."""
-        entry = self.cache.get(user_id)
-        if entry is not None:  # the cache holds the user's rows: no table read
-            return entry.newest(channel_id, CONTEXT_MESSAGES)
-        where = f"user_id = {sql_str(user_id)} AND " + (
-            f"channel_id = {sql_str(channel_id)}" if channel_id is not None else "channel_id IS NULL")
-        top = self.latest(where, CONTEXT_MESSAGES, user_id)[:CONTEXT_MESSAGES]
-        return [(r["id"], r["content"]) for r in reversed(top)]
+    def _newest(self, keys: list[tuple[str, str | None]]) -> dict[tuple[str, str | None], Context]:
+        """(user, channel) -> [(id, content)] of the newest stored messages there, oldest first."""
+        out, rest = {}, []  # rest: read from the table, all keys at once
+        for user_id, channel_id in keys:
+            entry = self.cache.get(user_id)
+            if entry is not None:  # the cache holds the user's rows: no table read
+                out[(user_id, channel_id)] = entry.newest(channel_id, CONTEXT_MESSAGES)
+            else:
+                rest.append((user_id, channel_id))
+        if rest:
+            if any(self.pending.logged(user_id) for user_id, _ in rest):
+                self.flush()
+            out.update(search.newest_by_key(self.table, rest, CONTEXT_MESSAGES))
+        return out
 
     def delete(self, where: str, exclusive: bool = True, on_gone: Callable[[list[str]], None] | None = None) -> int:
         """Delete matching rows. Returns the number deleted. exclusive: compact them off the disk now
@@ -321,10 +328,9 @@ class MessageStore(LongMemories):
         own rule and still get a deterministic window (LanceDB's order among equal timestamps depends
         on the fragment layout, which compaction changes).
 
-        Two reads: the top `limit` timestamps alone (a narrow column sorts fast), then the full rows
-        at or after the oldest of them. Measured on 100k rows, 20k in the channel read: 30 ms, against
-        48 ms for one ordered read of whole rows. user_id: `where` reads only that user's rows (see
-        `_reading`).
+        Two reads: the top `limit` timestamps alone (a narrow column sorts fast), then the full rows at or
+        after the oldest of them (100k rows, 20k in the channel: 30 ms, against 48 ms for one ordered read
+        of whole rows). user_id: `where` reads only that user's rows (see `_reading`).
         """
         with self._reading(user_id):
             top = search.newest_timestamps(self.table, where, limit)
