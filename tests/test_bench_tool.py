@@ -105,7 +105,8 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     samples = [{"t": float(k), "done": 100 * k, "rss_mib": 400.0, "rss_max_mib": 440.0} for k in range(1, 11)]
     results = {"floor_ms": 2.0, "floor_long_ms": 20.0, "ready": {"median_ms": 900.0, "rss_mb": 300.0},
                "a": {**state, "ingest_per_s": 300.0},
-               "b": {**state, "cold": {"cold": p(10.0, 20.0), "warm": p(2.0, 4.0), "cached_users": 120}},
+               "b": {**state, "cold": {"cold": p(10.0, 20.0), "warm": p(2.0, 4.0), "cached_users": 120,
+                                       "spilled_users": 880, "first": p(14.0, 30.0)}},
                "c": {**state, "store": p(30.0, 60.0)}, "soak": soak.deciles(samples),
                "binaries": [{"kind": "onedir", "bytes": 490e6, "ready_ms": 900.0},
                             {"kind": "onefile", "bytes": 110e6, "ready_ms": 1400.0}]}
@@ -113,7 +114,8 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     assert rows["(a) store"][""] == "ok" and rows["(a) default"][""] == "MISSED"  # p99 30 ms > 4 x 2 ms
     assert rows["(c) store, against the long floor"]["x floor"] == "1.5x / 3.0x"  # against 20 ms, not 2 ms
     assert rows["(b) peak RSS"][""] == "MISSED"  # 300 MB > 250 MB
-    assert rows["cold vs warm query (120 users cached)"][""] == "MISSED"  # 5x warm
+    assert rows["cold vs warm query (120 users in memory, 880 on disk)"][""] == "MISSED"  # 5x warm
+    assert rows["a user's first query since start (read from the table)"]["x floor"] == "7.0x warm"
     assert rows["ready: python -m sidecar (median), RSS at ready"][""] == "MISSED"  # 300 MB at ready
     soak_rows = [r for name, r in rows.items() if name.startswith("soak")]
     assert len(soak_rows) == 3 and all(r[""] == "ok" for r in soak_rows)

@@ -121,7 +121,8 @@ def test_cache_is_warmed_at_start_up_and_bounded_by_its_budget(spawn, tmp_path):
     assert sc.shutdown() == 0
     off = spawn("--cache-mb", "0", data_dir=data)
     assert off.request({"type": "query", "user_id": "w1", "text": "note 3", "limit": 1})["messages"]
-    assert off.request({"type": "stats"})["cache"] == {"users": 0, "bytes": 0, "budget_bytes": 0}
+    assert off.request({"type": "stats"})["cache"] == {"users": 0, "bytes": 0, "budget_bytes": 0, "spilled_users": 0,
+                                                      "spilled_bytes": 0}
     assert off.shutdown() == 0
 
 

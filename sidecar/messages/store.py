@@ -34,6 +34,7 @@ from .long_memories import LongMemories
 from .ranking import POOL, fuse_hybrid
 from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
     to_arrow)
+from .spill import Spill
 from .tables import complete_new, ensure_indexes
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
@@ -41,6 +42,7 @@ from .wal import WriteAheadLog
 log = logging.getLogger("sidecar.store")
 
 WAL_DIR = "wal"
+SPILL_DIR = "spill"  # the vector cache's users evicted to disk (spill.py)
 LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for search_text
 HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
 TEXT_PER_WRITE = 4096  # characters committed that count as one more commit towards compaction
@@ -48,7 +50,7 @@ TEXT_PER_WRITE = 4096  # characters committed that count as one more commit towa
 class MessageStore(LongMemories):
     def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
                  compact_interval_seconds: float = 60.0, reembed: Callable[[list[str]], np.ndarray] | None = None,
-                 cache_bytes: int = 128 << 20, compact_max_duty: float = COMPACT_MAX_DUTY):
+                 cache_bytes: int = 128 << 20, compact_max_duty: float = COMPACT_MAX_DUTY, spill_bytes: int = 0):
         self.data_dir = data_dir
         self.dim = int(model["dim"])
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)
@@ -66,6 +68,8 @@ class MessageStore(LongMemories):
         try:
             self.pending = (CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit) if db.shared is None
                             else DirectCommit(self._commit, db.read_only_reason))
+            if cache_bytes and spill_bytes and db.shared is None:  # a local dir: evicted users spill to disk
+                self.cache.spill = Spill(data_dir / SPILL_DIR, spill_bytes)
             self._open_chunks()
             self._open(reembed)
         except OSError as exc:
@@ -103,10 +107,9 @@ class MessageStore(LongMemories):
     # ------------------------------------------------------------------ writes
 
     def add(self, rows: list[dict[str, Any]], vectors: np.ndarray, long: list[bool] | None = None) -> None:
-        """Link the rows for keyword search, log them (one write call) and make them visible to
-        queries; the flusher commits them to LanceDB. Returns once they are durable; raises
-        StoreError (nothing stored) otherwise. Rows that may run past the model's window (`long`, from
-        the embedder; by length when None) are queued for chunked embedding (long_memories.py)."""
+        """Link the rows for keyword search, log them (one write call) and make them visible to queries; the
+        flusher commits them to LanceDB. Returns once durable, else raises StoreError (nothing stored). Rows that
+        may run past the model's window (`long`; by length when None) are chunked later (long_memories.py)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         with self.lock:
             self.fresh.check()
@@ -167,8 +170,8 @@ class MessageStore(LongMemories):
 
     @contextmanager
     def snapshot(self) -> Iterator[Any]:
-        """The table with every acknowledged row committed, and no compaction or delete until the block
-        ends (a long read, an export, sees files that stay); stores and queries keep flowing."""
+        """The table with every acknowledged row committed, and no compaction or delete until the block ends
+        (a long read, an export, sees files that stay); stores and queries keep flowing."""
         with self._maintenance:
             with self._reading():
                 table = self.table
@@ -195,10 +198,9 @@ class MessageStore(LongMemories):
         return out
 
     def delete(self, where: str, exclusive: bool = True, on_gone: Callable[[list[str]], None] | None = None) -> int:
-        """Delete matching rows. Returns the number deleted. exclusive: compact them off the disk now
-        (requests wait); else (background expiry) the rows are gone from every answer at once and
-        from the disk at the next background compactions, and no request waits for it. on_gone: told
-        the deleted ids, before the compaction."""
+        """Delete matching rows; returns how many. exclusive: compact them off the disk now (requests wait);
+        else (background expiry) they are gone from every answer at once and from the disk at the next
+        background compactions, and no request waits. on_gone: told the deleted ids, before the compaction."""
         with self._maintenance, self._reading():
             gone = self.table.search().where(where).select(["id"]).limit(None).to_arrow().column("id").to_pylist()
             n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
@@ -316,7 +318,7 @@ class MessageStore(LongMemories):
 
     def cache_stats(self) -> dict[str, int]:
         with self.lock:
-            return {"users": len(self.cache), "bytes": self.cache.nbytes, "budget_bytes": self.cache.budget}
+            return self.cache.stats()
 
     def warm_cache(self) -> int:
         """Load as many users as the cache budget holds (largest first). Returns the users loaded."""
@@ -377,15 +379,12 @@ class MessageStore(LongMemories):
         return None if self.fresh.interval is None else timedelta(seconds=max(60.0, 10 * self.fresh.interval))
 
     def compact(self, exclusive: bool = True) -> None:
-        """Merge small fragments, fold new rows into the indexes and drop old versions.
-
-        exclusive=True (deletes, cleanup, re-embed): requests wait, and every old version and
-        unreferenced file goes at once, so deleted rows are gone from disk when this returns.
-        exclusive=False (the background schedule): requests keep flowing, because LanceDB commits
-        appends and a compaction concurrently (measured: 791 concurrent single-row adds during six
-        compactions, none lost, add p50 3 ms); versions younger than a minute are left for the next
-        round, since a request may still be reading them.
-        """
+        """Merge small fragments, fold new rows into the indexes and drop old versions. exclusive=True
+        (deletes, cleanup, re-embed): requests wait, and every old version and unreferenced file goes at
+        once, so deleted rows are gone from disk when this returns. exclusive=False (the background
+        schedule): requests keep flowing (LanceDB commits appends and a compaction concurrently: 791
+        single-row adds during six compactions, none lost, add p50 3 ms); versions younger than a minute
+        are left for the next round, since a request may still be reading them."""
         if not self.database.maintains():  # object store: the lease holder compacts (it hears of these writes)
             return
         with self._maintenance:
@@ -417,4 +416,5 @@ class MessageStore(LongMemories):
         self._close_chunks()
         self.pending.close()
         with self.lock:
+            self.cache.close()
             self.database.close()

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .keywords import KeywordIndex
+from .spill import Spill
 
 # Bytes per row for the Python objects beside the vector and the content's characters: the row
 # tuple (128), its id string (85), a timestamp float (24), the content string's header (49) and the
@@ -196,11 +197,15 @@ class UserRows:
 
 
 class VectorCache:
-    def __init__(self, dim: int, budget_bytes: int):
+    """UserRows of the users queried last, within a byte budget; the least recently used are evicted to
+    the spill on disk (spill.py), when there is one, and come back from it on their next `get`."""
+
+    def __init__(self, dim: int, budget_bytes: int, spill: Spill | None = None):
         self.dim = dim
         self.budget = budget_bytes
         self._users: "OrderedDict[str, UserRows]" = OrderedDict()
         self.nbytes = 0
+        self.spill = spill if budget_bytes > 0 else None
 
     @property
     def enabled(self) -> bool:
@@ -210,6 +215,10 @@ class VectorCache:
         entry = self._users.get(user_id)
         if entry is not None:
             self._users.move_to_end(user_id)
+        elif self.spill is not None and (entry := self.spill.take(user_id)) is not None:
+            self._users[user_id] = entry
+            self.nbytes += entry.nbytes
+            self._evict()
         return entry
 
     def put(self, user_id: str, rows: list[dict[str, Any]], vectors: np.ndarray,
@@ -233,6 +242,8 @@ class VectorCache:
         for i, r in enumerate(rows):
             if r["user_id"] in self._users:
                 by_user.setdefault(r["user_id"], []).append(i)
+            elif self.spill is not None:
+                self.spill.discard(r["user_id"])  # its rows changed: read from the table next time
         for uid, idx in by_user.items():
             entry = self._users[uid]
             before = entry.nbytes
@@ -252,6 +263,8 @@ class VectorCache:
     def add_chunks(self, user_id: str, message_ids: list[str], spans: np.ndarray, vectors: np.ndarray) -> None:
         """A memory's new chunks: added if its user is cached."""
         entry = self._users.get(user_id)
+        if entry is None and self.spill is not None:
+            self.spill.discard(user_id)
         if entry is not None:
             before = entry.nbytes
             entry.add_chunks(message_ids, spans, vectors)
@@ -262,15 +275,32 @@ class VectorCache:
         entry = self._users.pop(user_id, None)
         if entry is not None:
             self.nbytes -= entry.nbytes
+        if self.spill is not None:
+            self.spill.discard(user_id)
 
     def clear(self) -> None:
         self._users.clear()
         self.nbytes = 0
+        if self.spill is not None:
+            self.spill.clear()
 
     def __len__(self) -> int:
         return len(self._users)
 
+    def stats(self) -> dict[str, int]:
+        spill = self.spill
+        return {"users": len(self), "bytes": self.nbytes, "budget_bytes": self.budget,
+                "spilled_users": len(spill) if spill else 0, "spilled_bytes": spill.nbytes if spill else 0}
+
+    def close(self) -> None:
+        """Empty the cache and remove the spill's files."""
+        self.clear()
+        if self.spill is not None:
+            self.spill.close()
+
     def _evict(self) -> None:
         while self.nbytes > self.budget and self._users:
-            _uid, entry = self._users.popitem(last=False)
+            uid, entry = self._users.popitem(last=False)
             self.nbytes -= entry.nbytes
+            if self.spill is not None:
+                self.spill.put(uid, entry)

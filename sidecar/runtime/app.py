@@ -122,7 +122,8 @@ def build(cfg: Config) -> App:
     identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
     reembed = embedder.embed if cfg.reembed else None
     store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
-                         compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20)
+                         compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
+                         spill_bytes=cfg.cache_disk_mb << 20)
     try:
         store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
         fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write, reembed)

@@ -151,6 +151,9 @@ OPTIONS: tuple[Option, ...] = (
            "one that took d seconds, the next waits at least d * (1 / share - 1); 1 removes the pause."),
     Option("cache_mb", _non_negative(int), 128, "Memory budget of the per-user in-memory vector cache that serves "
            "queries without a LanceDB round trip (least recently used users are evicted); 0 disables it."),
+    Option("cache_disk_mb", _non_negative(int), 2048, "Disk budget for users evicted from the in-memory cache: kept "
+           "in the data dir's spill/ folder (emptied at every start), they come back with a file read instead of "
+           "a LanceDB read of their rows; 0 turns the spill off. Local data dirs only."),
     Option("threads", _positive_int, None, "onnxruntime intra-op threads. Default: min(2, CPU count)."),
     Option("max_line_bytes", _positive_int, None, "Longest request line accepted, in bytes (checked while reading). "
            "Default: 6 x --max-content-bytes + 64 KiB (6,065,536), so that a content at the limit fits even if "
@@ -296,6 +299,7 @@ class Config:
     graph_llm: bool = False
     graph_consolidate_every: int = 200
     graph_cache_mb: int = 32
+    cache_disk_mb: int = 2048
     llm_retries: int = 2
     llm_extract: bool = True
     user: str = "default"  # the MCP face's default user (--user)

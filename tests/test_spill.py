@@ -1,0 +1,105 @@
+"""The vector cache's spill to disk (sidecar/messages/spill.py): users evicted from memory come back from a
+file, identical; anything that changes their rows drops the file; a file not as written is a miss. Then
+through the real process: a small --cache-mb spills, answers stay right, deletes leave no file behind."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conftest import files_containing
+from sidecar.messages.spill import Spill
+from sidecar.messages.vector_cache import VectorCache
+
+from test_vector_cache import _rows
+
+
+def _cache(tmp_path, users_fit: int = 1, spill_bytes: int = 1 << 20) -> VectorCache:
+    size = VectorCache(8, 1 << 30).put("x", *_rows("x", 30)).nbytes
+    return VectorCache(8, users_fit * size * 18 // 10, Spill(tmp_path / "spill", spill_bytes))  # + a keyword index
+
+
+def test_an_evicted_user_comes_back_from_the_spill_with_the_same_answers(tmp_path):
+    cache = _cache(tmp_path)
+    rows, vecs = _rows("a", 30)
+    entry = cache.put("a", rows, vecs)
+    before = (entry.search(vecs[4], 5), cache.keyword_ids("a", entry, "m7", ("content", "search_text"), 5))
+    cache.put("b", *_rows("b", 30))  # a is evicted: to the spill
+    assert cache.stats()["users"] == 1 and cache.stats()["spilled_users"] == 1
+    assert len(list((tmp_path / "spill").iterdir())) == 1
+    back = cache.get("a")
+    assert back is not None and back is not entry
+    assert (back.search(vecs[4], 5), cache.keyword_ids("a", back, "m7", ("content", "search_text"), 5)) == before
+    assert cache.stats()["spilled_users"] == 1  # b made room for a, and went to the spill in turn
+    assert cache.get("nobody") is None
+
+
+def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
+    cache = _cache(tmp_path)
+    cache.put("a", *_rows("a", 30))
+    cache.put("b", *_rows("b", 30))  # a spilled
+    cache.append(*_rows("a", 1, start=30))  # a new row of a: its file no longer holds every row
+    assert cache.get("a") is None and cache.stats()["spilled_users"] == 0
+    cache.put("a", *_rows("a", 31))  # now b is spilled
+    cache.add_chunks("b", ["b-1"], np.array([[0, 2]], np.int32), np.ones((1, 8), np.float16))
+    assert cache.get("b") is None
+    cache.put("c", *_rows("c", 30))  # a spilled
+    cache.discard("a")
+    assert cache.get("a") is None
+    cache.put("a", *_rows("a", 30))  # c spilled
+    cache.clear()
+    assert cache.get("c") is None and list((tmp_path / "spill").iterdir()) == []
+
+
+def test_a_file_not_as_written_is_a_miss_and_the_budget_holds(tmp_path):
+    cache = _cache(tmp_path)
+    cache.put("a", *_rows("a", 30))
+    cache.put("b", *_rows("b", 30))
+    (path,) = (tmp_path / "spill").iterdir()
+    size = cache.stats()["spilled_bytes"]  # a's file
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    assert cache.get("a") is None and not path.exists()  # read from the table instead
+
+    small = _cache(tmp_path / "small", spill_bytes=1)  # no file fits: eviction only drops
+    small.put("a", *_rows("a", 30))
+    small.put("b", *_rows("b", 30))
+    assert small.stats()["spilled_users"] == 0 and small.get("a") is None
+    two = _cache(tmp_path / "two", spill_bytes=size * 3 // 2)  # room for one file
+    for user in "abcd":
+        two.put(user, *_rows(user, 30))
+    assert two.stats()["spilled_users"] == 1 and two.get("c") is not None  # the most recently evicted stays
+    assert two.get("a") is None and two.get("b") is None
+
+
+def test_a_small_cache_spills_and_answers_stay_right_end_to_end(spawn, tmp_path):
+    """--cache-mb 1 over 4 users of 300 memories: users go to the spill and come back; a memory stored
+    for a spilled user is found at once; forgetting a user leaves none of their text in the data dir;
+    the spill folder is gone after shutdown."""
+    sc = spawn("--cache-mb", "1")
+    marker = {u: f"zebracorn{u}" for u in range(4)}
+    for u in range(4):
+        r = sc.request({"type": "store", "messages": [
+            {"user_id": f"s{u}", "content": f"note {i} about the garden of user {u}" if i != 150 else
+             f"my secret word is {marker[u]}"} for i in range(300)]})
+        assert r["type"] == "ok", r
+
+    def top(user, text, mode="hybrid"):
+        r = sc.request({"type": "query", "user_id": user, "text": text, "limit": 3, "mode": mode})
+        assert r["type"] == "results", r
+        return [m["content"] for m in r["messages"]]
+
+    first = {u: top(f"s{u}", marker[u]) for u in range(4)}
+    assert all(first[u][0] == f"my secret word is {marker[u]}" for u in range(4))
+    cache = sc.request({"type": "stats"})["cache"]
+    assert cache["spilled_users"] >= 2 and cache["users"] <= 2, cache
+    assert {u: top(f"s{u}", marker[u]) for u in range(4)} == first  # back from the spill, same answers
+    assert sc.request({"type": "store", "user_id": "s0", "content": "my new bike is called Quokka"})["type"] == "ok"
+    for u in (1, 2, 3):
+        top(f"s{u}", "garden")  # s0 is evicted again
+    assert top("s0", "Quokka", "keyword") == ["my new bike is called Quokka"]
+    assert sc.request({"type": "forget_user", "user_id": "s1"})["type"] == "ok"
+    assert files_containing(sc.data_dir, marker[1].encode()) == []
+    assert top("s2", marker[2])[0] == f"my secret word is {marker[2]}"
+    assert sc.shutdown() == 0
+    assert not (sc.data_dir / "spill").exists()
