@@ -1,5 +1,5 @@
 """The vector cache's spill to disk (sidecar/messages/spill.py): users evicted from memory come back from a
-file, identical; anything that changes their rows drops the file; a file not as written is a miss. Then
+file, identical; anything that changes their rows makes the file stale; a file not as written is a miss. Then
 through the real process: a small --cache-mb spills, answers stay right, deletes leave no file behind."""
 
 from __future__ import annotations
@@ -25,11 +25,14 @@ def test_an_evicted_user_comes_back_from_the_spill_with_the_same_answers(tmp_pat
     before = (entry.search(vecs[4], 5), cache.keyword_ids("a", entry, "m7", ("content", "search_text"), 5))
     cache.put("b", *_rows("b", 30))  # a is evicted: to the spill
     assert cache.stats()["users"] == 1 and cache.stats()["spilled_users"] == 1
-    assert len(list((tmp_path / "spill").iterdir())) == 1
+    (path,) = (tmp_path / "spill").iterdir()
+    written = path.stat().st_mtime_ns
     back = cache.get("a")
     assert back is not None and back is not entry
     assert (back.search(vecs[4], 5), cache.keyword_ids("a", back, "m7", ("content", "search_text"), 5)) == before
-    assert cache.stats()["spilled_users"] == 1  # b made room for a, and went to the spill in turn
+    assert cache.stats()["spilled_users"] == 2  # b made room for a and went to the spill; a's file stays valid
+    assert cache.get("b") is not None  # a evicted again, unchanged: its file is not written twice
+    assert path.stat().st_mtime_ns == written and cache.get("a") is not None
     assert cache.get("nobody") is None
 
 
@@ -46,6 +49,10 @@ def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
     cache.discard("a")
     assert cache.get("a") is None
     cache.put("a", *_rows("a", 30))  # c spilled
+    assert len(cache.get("c")) == 30  # back in memory, its file still valid
+    cache.append(*_rows("c", 1, start=30))  # changed in memory: the file is stale
+    cache.put("d", *_rows("d", 30))  # c evicted again: written anew
+    assert len(cache.get("c")) == 31
     cache.clear()
     assert cache.get("c") is None and list((tmp_path / "spill").iterdir()) == []
 

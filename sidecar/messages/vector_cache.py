@@ -215,7 +215,7 @@ class VectorCache:
         entry = self._users.get(user_id)
         if entry is not None:
             self._users.move_to_end(user_id)
-        elif self.spill is not None and (entry := self.spill.take(user_id)) is not None:
+        elif self.spill is not None and (entry := self.spill.load(user_id)) is not None:
             self._users[user_id] = entry
             self.nbytes += entry.nbytes
             self._evict()
@@ -242,8 +242,8 @@ class VectorCache:
         for i, r in enumerate(rows):
             if r["user_id"] in self._users:
                 by_user.setdefault(r["user_id"], []).append(i)
-            elif self.spill is not None:
-                self.spill.discard(r["user_id"])  # its rows changed: read from the table next time
+            if self.spill is not None:
+                self.spill.invalidate(r["user_id"])  # its file no longer holds every row
         for uid, idx in by_user.items():
             entry = self._users[uid]
             before = entry.nbytes
@@ -263,8 +263,8 @@ class VectorCache:
     def add_chunks(self, user_id: str, message_ids: list[str], spans: np.ndarray, vectors: np.ndarray) -> None:
         """A memory's new chunks: added if its user is cached."""
         entry = self._users.get(user_id)
-        if entry is None and self.spill is not None:
-            self.spill.discard(user_id)
+        if self.spill is not None:
+            self.spill.invalidate(user_id)
         if entry is not None:
             before = entry.nbytes
             entry.add_chunks(message_ids, spans, vectors)
@@ -276,7 +276,7 @@ class VectorCache:
         if entry is not None:
             self.nbytes -= entry.nbytes
         if self.spill is not None:
-            self.spill.discard(user_id)
+            self.spill.invalidate(user_id)
 
     def clear(self) -> None:
         self._users.clear()
