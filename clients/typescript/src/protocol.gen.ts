@@ -1002,7 +1002,7 @@ export interface MessageOut {
  */
 export interface StatsResponse {
   /**
-   * The in-memory query cache: `users` held, `bytes` used, `budget_bytes` (--cache-mb).
+   * The in-memory query cache: `users` held, `bytes` used, `budget_bytes` (--cache-mb); users evicted to disk: `spilled_users`, `spilled_bytes` (--cache-disk-mb).
    */
   cache?: {
     [k: string]: number;
