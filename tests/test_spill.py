@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from conftest import files_containing
-from sidecar.messages.spill import Spill
 from sidecar.messages.vector_cache import VectorCache
 
 from test_vector_cache import _rows
@@ -15,11 +14,14 @@ from test_vector_cache import _rows
 
 def _cache(tmp_path, users_fit: int = 1, spill_bytes: int = 1 << 20) -> VectorCache:
     size = VectorCache(8, 1 << 30).put("x", *_rows("x", 30)).nbytes
-    return VectorCache(8, users_fit * size * 18 // 10, Spill(tmp_path / "spill", spill_bytes))  # + a keyword index
+    return VectorCache(8, users_fit * size * 18 // 10, tmp_path / "spill", spill_bytes)  # + a keyword index
 
 
 def test_an_evicted_user_comes_back_from_the_spill_with_the_same_answers(tmp_path):
+    (tmp_path / "spill").mkdir()
+    (tmp_path / "spill" / "left-by-a-crash.entry").write_bytes(b"x" * 64)
     cache = _cache(tmp_path)
+    assert list((tmp_path / "spill").iterdir()) == []  # emptied when opened: another process's files are never read
     rows, vecs = _rows("a", 30)
     entry = cache.put("a", rows, vecs)
     before = (entry.search(vecs[4], 5), cache.keyword_ids("a", entry, "m7", ("content", "search_text"), 5))

@@ -117,9 +117,9 @@ class Spill:
         """Remove every file (any delete: no deleted text may stay on disk)."""
         for user_id in [*self._valid, *self._stale]:
             self.drop(user_id)
-        self.nbytes = 0
 
     def __len__(self) -> int:
+        """Users with a valid file (one back in memory keeps it while unchanged)."""
         return len(self._valid)
 
     def close(self) -> None:

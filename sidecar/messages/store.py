@@ -34,7 +34,6 @@ from .long_memories import LongMemories
 from .ranking import POOL, fuse_hybrid
 from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
     to_arrow)
-from .spill import Spill
 from .tables import complete_new, ensure_indexes
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
@@ -55,7 +54,6 @@ class MessageStore(LongMemories):
         self.dim = int(model["dim"])
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)
         self.lock = threading.RLock()
-        self.cache = VectorCache(self.dim, cache_bytes)
         # other domains' tables in the same data dir, compacted with this one
         self.also_compact: list[Callable[[bool, timedelta | None], None]] = []  # f(exclusive, keep_versions)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
@@ -68,8 +66,8 @@ class MessageStore(LongMemories):
         try:
             self.pending = (CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit) if db.shared is None
                             else DirectCommit(self._commit, db.read_only_reason))
-            if cache_bytes and spill_bytes and db.shared is None:  # a local dir: evicted users spill to disk
-                self.cache.spill = Spill(data_dir / SPILL_DIR, spill_bytes)
+            self.cache = VectorCache(self.dim, cache_bytes, data_dir / SPILL_DIR if db.shared is None else None,
+                                     spill_bytes)  # evicted users spill to a local dir's disk
             self._open_chunks()
             self._open(reembed)
         except OSError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import sys
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -200,12 +201,12 @@ class VectorCache:
     """UserRows of the users queried last, within a byte budget; the least recently used are evicted to
     the spill on disk (spill.py), when there is one, and come back from it on their next `get`."""
 
-    def __init__(self, dim: int, budget_bytes: int, spill: Spill | None = None):
+    def __init__(self, dim: int, budget_bytes: int, spill_dir: Path | None = None, spill_bytes: int = 0):
         self.dim = dim
         self.budget = budget_bytes
         self._users: "OrderedDict[str, UserRows]" = OrderedDict()
         self.nbytes = 0
-        self.spill = spill if budget_bytes > 0 else None
+        self.spill = Spill(spill_dir, spill_bytes) if budget_bytes and spill_bytes and spill_dir else None
 
     @property
     def enabled(self) -> bool:

@@ -46,8 +46,9 @@ class StatsResponse(_Response):
     users: int
     facts: int | None = Field(None, description="Active facts.")
     cache: dict[str, int] = Field(default_factory=dict, description="The in-memory query cache: `users` held, "
-                                  "`bytes` used, `budget_bytes` (--cache-mb); users evicted to disk: `spilled_users`, "
-                                  "`spilled_bytes` (--cache-disk-mb).")
+                                  "`bytes` used, `budget_bytes` (--cache-mb); the spill to disk (--cache-disk-mb): "
+                                  "`spilled_users` with a valid file (a user back in memory keeps it while "
+                                  "unchanged), `spilled_bytes` on disk.")
     chunks: dict[str, int] | None = Field(None, description="Long memories' chunk vectors: `vectors` stored, "
                                           "`pending` memories still being chunked in the background.")
     extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "

@@ -1002,7 +1002,7 @@ export interface MessageOut {
  */
 export interface StatsResponse {
   /**
-   * The in-memory query cache: `users` held, `bytes` used, `budget_bytes` (--cache-mb); users evicted to disk: `spilled_users`, `spilled_bytes` (--cache-disk-mb).
+   * The in-memory query cache: `users` held, `bytes` used, `budget_bytes` (--cache-mb); the spill to disk (--cache-disk-mb): `spilled_users` with a valid file (a user back in memory keeps it while unchanged), `spilled_bytes` on disk.
    */
   cache?: {
     [k: string]: number;
