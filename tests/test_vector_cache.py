@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from sidecar.messages.vector_cache import VectorCache
+from sidecar.messages.vector_cache import BLOCK_ROWS, VectorCache, blockwise_scores
 
 
 def _rows(user: str, n: int, start: int = 0, bot_every: int = 0):
@@ -152,3 +152,30 @@ def test_a_row_with_chunks_scores_as_its_best_chunk_and_carries_its_span():
     far = -np.tile(entry_q, (2, 1))  # the opposite of the query: cosine -1, the lowest there is
     cache.add_chunks("u", ["u-2", "u-2"], np.array([[0, 5], [5, 9]]), far)
     assert entry.search(entry_q, 10)[-1]["id"] == "u-2"
+
+
+def test_block_scores_match_the_float32_product_across_block_edges():
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=384).astype(np.float32)
+    for n in (0, 1, BLOCK_ROWS - 1, BLOCK_ROWS, BLOCK_ROWS + 1, 3 * BLOCK_ROWS + 17):
+        v = rng.normal(size=(n, 384)).astype(np.float16)
+        got = blockwise_scores(v, q)
+        assert got.shape == (n,) and got.dtype == np.float32
+        np.testing.assert_allclose(got, v.astype(np.float32) @ q, rtol=1e-5, atol=1e-4)
+
+
+def test_chunks_added_between_two_identical_queries_count_in_the_second():
+    cache = VectorCache(8, 1 << 20)
+    rows, vecs = _rows("u", 6)
+    entry = cache.put("u", rows, vecs)
+    q = vecs[0]
+    far = -np.tile(q, (2, 1))
+    cache.add_chunks("u", ["u-1", "u-1"], np.array([[0, 5], [5, 9]]), far)
+    assert entry.search(q, 1)[0]["id"] == "u-0"
+    cache.add_chunks("u", ["u-4"], np.array([[10, 20]]), q[None, :] * 1.0)  # a chunk equal to the query
+    first = entry.search(q, 2)
+    assert {r["id"] for r in first} == {"u-0", "u-4"} and [r.get("span") for r in first if r["id"] == "u-4"] == [[10, 20]]
+    assert entry.by_ids(["u-4"], q)[0]["span"] == [10, 20]  # the same query's second look agrees
+    more, _ = _rows("u", 2, start=6)
+    cache.append(more, vecs[:2])  # rows appended after a query: the chunk scores cover them too
+    assert len(entry.search(q, 8)) == 8
