@@ -247,15 +247,20 @@ def test_store_latest_returns_the_whole_tie_at_the_boundary(tmp_path):
 
 
 def test_channel_index_is_built_on_an_existing_data_dir(tmp_path):
+    from lancedb.index import FTS
+
     store = MessageStore(tmp_path / "d", MODEL)
     store.add(_rows([("a", "c", 1)]), np.zeros((1, 4), dtype=np.float32))
+    store.flush()
     names = {ix.name: tuple(ix.columns) for ix in store.table.list_indices()}
-    every = {("user_id",), ("channel_id",), ("message_id",), ("content",), ("search_text",)}  # + full-text
+    every = {("user_id",), ("channel_id",), ("message_id",)}  # keyword search needs no full-text index
     assert set(names.values()) == every
     for name, cols in names.items():
         if cols != ("user_id",):
             store.table.drop_index(name)  # a data dir made before these indexes existed
-    assert {tuple(ix.columns) for ix in store.table.list_indices()} == {("user_id",)}
+    for column in ("content", "search_text"):  # ... with the full-text indexes of before keywords.py
+        store.table.create_index(column, config=FTS())
+    assert {tuple(ix.columns) for ix in store.table.list_indices()} == {("user_id",), ("content",), ("search_text",)}
     store.close()
     store = MessageStore(tmp_path / "d", MODEL)
     try:

@@ -42,9 +42,8 @@ RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id
                   "username"]
 CACHE_COLUMNS = [*RESULT_COLUMNS, "prev_id", "prev2_id"]  # what the vector cache is loaded with
 
-# Full-text (BM25) indexes, LanceDB's native ones (English stemming, stop words removed). Rows added
-# after an index was built are searched too (LanceDB scans the unindexed fragments), and compaction
-# folds them into the index.
+# Columns that had LanceDB full-text indexes before keyword search moved in process (keywords.py): an
+# older data dir's are dropped at open, since every compaction rewrote them (about half its time).
 FTS_COLUMNS = ("content", "search_text")
 CONTEXT_MESSAGES = 2  # previous messages (same user, same channel) in a row's search_text
 CONTEXT_CHARS = 1000  # at most this much of each of them

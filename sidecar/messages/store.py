@@ -20,6 +20,7 @@ import warnings
 from collections import OrderedDict
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -31,7 +32,6 @@ from . import search
 from .commit_log import CommitLog, DirectCommit
 from .freshness import Freshness
 from .long_memories import LongMemories
-from .ranking import POOL, fuse_hybrid
 from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
     to_arrow)
 from .tables import complete_new, ensure_indexes
@@ -44,7 +44,6 @@ WAL_DIR = "wal"
 SPILL_DIR = "spill"  # the vector cache's users evicted to disk (spill.py)
 LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for search_text
 HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
-TEXT_PER_WRITE = 4096  # characters committed that count as one more commit towards compaction
 
 class MessageStore(LongMemories):
     def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
@@ -137,9 +136,7 @@ class MessageStore(LongMemories):
     def _commit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """One LanceDB commit for all (linked) rows."""
         self.fresh.own(self.table.add(to_arrow(rows, vectors, self.dim)).version)
-        # text hurries compaction: LanceDB's full-text search (`--cache-mb 0`, the inspector) scans text not yet
-        # in its index on every query (a 1 MB memory not yet compacted took keyword queries from 8 to 185 ms)
-        self.schedule.note_write(1 + sum(len(r["content"]) for r in rows) // TEXT_PER_WRITE)
+        self.schedule.note_write()
 
     def _stale(self, foreign: bool = True) -> None:
         """Another sidecar changed the table (object store): drop what memory holds of it."""
@@ -231,35 +228,19 @@ class MessageStore(LongMemories):
         nearest vectors; keyword: BM25 over the message text; hybrid: both, plus BM25 over search_text (the
         previous two messages of the user in the channel, then this one), fused by weighted reciprocal rank,
         rows by a speaker the query names ranked up. Every list comes from the user's cache entry (BM25 in
-        process: keywords.py); with `--cache-mb 0`, from LanceDB. `vector` may be a function computing it."""
+        process: keywords.py); with `--cache-mb 0`, semantic search runs on LanceDB and the others over the
+        user's rows read for that search. `vector` may be a function computing it."""
         vector = vector() if callable(vector) else vector
         if mode == "semantic":
             return self._semantic(vector, user_id, limit, include_bot, since, until)
         if text is None:
             raise ValueError(f"{mode} search needs the query text")
-        fields = ("content",) if mode == "keyword" else ("content", "search_text")
-        pool = limit if mode == "keyword" else POOL
-        flt = (include_bot, since, until)
         with self._user_entry(user_id) as entry:
-            if entry is not None:
-                found = self.cache.keyword_ids(user_id, entry, text, fields, pool, *flt)
-            else:
-                found = search.keyword_ids(self.table, text, fields, search.where(user_id, *flt), pool).result()
-            return self._ranked(text, found, entry, vector, limit, flt, user_id)
-
-    def _ranked(self, text: str, found: list[list[str]], entry: Any, vector: np.ndarray, limit: int,
-                flt: tuple[bool, float | None, float | None], user_id: str | None = None) -> list[dict[str, Any]]:
-        """The keyword lists (one: keyword mode; two: hybrid, fused with the semantic list) as result
-        rows. Caller holds `lock`; user_id is needed only without a cache entry (a table read)."""
-        if len(found) == 1:
-            return self._rows_by_ids(found[0], entry, vector)
-        semantic = (entry.search(vector, POOL, *flt) if entry is not None
-                    else self._semantic_uncached(vector, search.where(user_id, *flt), POOL))
-        ids = {"semantic": [r["id"] for r in semantic], "content": found[0], "search_text": found[1]}
-        seen = {r["id"] for r in semantic}
-        extra = list(dict.fromkeys(i for i in ids["content"] + ids["search_text"] if i not in seen))
-        by_id = {r["id"]: r for r in semantic + self._rows_by_ids(extra, entry, vector)}
-        return fuse_hybrid(text, ids, by_id, limit)
+            if entry is None:  # cache off: the user's rows and chunks, read for this search alone
+                rows, vectors = self._user_rows(user_id)
+                entry = self.cache.put(user_id, rows, vectors, self.chunks.of_users([user_id]).get(user_id))
+            counted = partial(self.cache.keyword_ids, user_id, entry)
+            return search.rank_rows(entry, text, vector, mode, limit, (include_bot, since, until), counted)[0]
 
     @contextmanager
     def _user_entry(self, user_id: str) -> Iterator[Any]:
@@ -291,15 +272,6 @@ class MessageStore(LongMemories):
             if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
             return self._semantic_uncached(vector, search.where(user_id, include_bot, since, until), limit)
-
-    def _rows_by_ids(self, ids: list[str], entry: Any, vector: np.ndarray) -> list[dict[str, Any]]:
-        """Result rows for ids (in that order) with their cosine similarity: from the cache entry, else
-        read from the table."""
-        if not ids:
-            return []
-        if entry is not None:
-            return entry.by_ids(ids, vector)
-        return search.rows_by_ids(self.table, ids, vector, self.dim)
 
     def _user_rows(self, user_id: str) -> tuple[list[dict[str, Any]], np.ndarray]:
         return search.cache_rows(self.table, f"user_id = {sql_str(user_id)}", self.dim)

@@ -4,7 +4,6 @@ start-up), and building any missing index."""
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from typing import Any
 
@@ -32,19 +31,16 @@ def complete_new(db: Any, dim: int, where: Any) -> Any:
 
 
 def ensure_indexes(table: Any) -> None:
-    """BTREE scalar indexes on the filter columns and full-text indexes on the text columns; also
-    builds any missing one on an existing data dir."""
-    from lancedb.index import FTS
-
-    names = {tuple(ix.columns): ix.index_type for ix in table.list_indices()}
+    """BTREE scalar indexes on the filter columns (any missing one is built on an existing data dir), and
+    no full-text index: keyword search runs in process (keywords.py), so one left by an older version is
+    dropped rather than rewritten by every compaction."""
+    indexes = {tuple(ix.columns): ix for ix in table.list_indices()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for column in SCALAR_INDEXES:
-            if (column,) not in names:
+            if (column,) not in indexes:
                 table.create_scalar_index(column, index_type="BTREE")
         for column in FTS_COLUMNS:
-            if (column,) not in names:
-                t0 = time.perf_counter()
-                table.create_index(column, config=FTS())
-                if table.count_rows():
-                    log.warning("built the full-text index on %s in %.1f s", column, time.perf_counter() - t0)
+            if (column,) in indexes and indexes[(column,)].index_type == "FTS":
+                table.drop_index(indexes[(column,)].name)
+                log.info("dropped the full-text index on %s: keyword search runs in process", column)

@@ -31,8 +31,9 @@ LANCE_DIR = "lancedb"
 # LanceDB's own caches (its defaults are gigabytes). The sidecar keeps its hot data in its own
 # vector cache, so these stay small: with 32 MB each, RSS rose well past their nominal 64 MB
 # (in-process, `python scripts/bench.py memory`, 50k steps: +64 MB against 2 MB each, and still rising
-# at 100k; see docs/reliability.md, Soak); the index cache holds the full-text index parts that hybrid
-# queries reuse (2 MB cost about 3.6 ms of hybrid p50 at 100k, 8 MB nothing measurable).
+# at 100k; see docs/reliability.md, Soak). The index cache was sized for the messages' full-text indexes
+# (2 MB cost about 3.6 ms of hybrid p50 at 100k, 8 MB nothing measurable); those are gone (keyword
+# search runs in process), and it now holds the BTREE parts that reads by user, channel and id use.
 LANCE_INDEX_CACHE_BYTES = 8 << 20
 LANCE_METADATA_CACHE_BYTES = 2 << 20
 
