@@ -13,7 +13,9 @@ generated chat messages `core` stores, so the full-text indexes are realistic.
 Each run copies the built dir, starts `python -m sidecar` with the tree as its working directory
 (so that tree's `sidecar` package is the one imported), compacts (`cleanup`), queries every user
 once, then times --rounds rounds of one `store`, one default-mode (hybrid) `query` and one
-`semantic` `query`, one request at a time over the pipe, as `core` does. Trees are run in turn,
+`semantic` `query`, one request at a time over the pipe, as `core` does, and after every 100 rounds a
+`cleanup` (an exclusive compaction of the table with the rows stored since: what one compaction costs
+that tree). Trees are run in turn,
 --repeats times, so that a noisy machine hurts all of them alike. Prints p50/p99 per run and the
 median of the runs' p50s. A tree may carry extra sidecar flags after a colon: "PATH:--flag value".
 """
@@ -37,7 +39,8 @@ from .timing import pct
 from .workload import make_message, make_question, query_every_user, user_id
 
 SUMMARY = "compare source trees (or flags) on one built store"
-KINDS = ("store", "hybrid", "semantic")
+KINDS = ("store", "hybrid", "semantic", "cleanup")
+CLEANUP_EVERY = 100  # rounds between two timed cleanups
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +92,7 @@ def measure(spec: str, built: Path, work: Path, rounds: int, users: int, seed: i
         sc.compact()
         query_every_user(sc, users, rng)
         out: dict[str, list[float]] = {k: [] for k in KINDS}
-        for _ in range(rounds):
+        for done in range(1, rounds + 1):
             for kind, req, expect in (
                     ("store", {"type": "store", "user_id": user_id(rng.randrange(users)),
                                "content": make_message(rng, False)}, "ok"),
@@ -98,6 +101,8 @@ def measure(spec: str, built: Path, work: Path, rounds: int, users: int, seed: i
                     ("semantic", {"type": "query", "user_id": user_id(rng.randrange(users)),
                                   "text": make_question(rng), "limit": 5, "mode": "semantic"}, "results")):
                 out[kind].append(sc.timed(req, expect)[1])
+            if done % CLEANUP_EVERY == 0:
+                out["cleanup"].append(sc.timed({"type": "cleanup", "ttl_days": 36500}, "ok")[1])
         sc.finish(120)
     return out
 
@@ -115,14 +120,17 @@ def run(args: argparse.Namespace) -> int:
                 got = measure(tree, built, Path(tmp), args.rounds, args.users, args.seed + repeat)
                 row = {"run": repeat + 1, "tree": tree}
                 for kind, values in got.items():
+                    if not values:  # fewer rounds than CLEANUP_EVERY: no cleanup timed
+                        continue
                     p50, p99 = pct(values)["p50_ms"], pct(values, "rank")["p99_ms"]
                     medians[tree][kind].append(p50)
                     row.update({f"{kind} p50 ms": p50, f"{kind} p99 ms": p99})
                 log(f"run {repeat + 1} {tree}: " + ", ".join(f"{k} p50/p99 {row[f'{k} p50 ms']:.1f}/"
-                                                             f"{row[f'{k} p99 ms']:.1f} ms" for k in KINDS))
+                                                             f"{row[f'{k} p99 ms']:.1f} ms" for k in KINDS
+                                                             if f"{k} p50 ms" in row))
                 runs.append(row)
     print_table(runs)
     print()
-    print_table([{"tree": tree, **{f"{k} ms": statistics.median(v) for k, v in kinds.items()}}
+    print_table([{"tree": tree, **{f"{k} ms": statistics.median(v) for k, v in kinds.items() if v}}
                  for tree, kinds in medians.items()], title="median of the runs' p50s")
     return 0
