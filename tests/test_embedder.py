@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,21 @@ def test_a_long_text_is_embedded_from_its_head_and_flagged(embedder):
     vectors, long = embedder.embed_flagged([text, "short"])
     assert long == [True, False]
     assert np.allclose(vectors[0], embedder.embed([text[:2000]])[0], atol=1e-4)  # both are the first 256 tokens
+
+
+def test_background_windows_step_aside_while_requests_are_in_hand_but_still_progress(embedder):
+    from sidecar.embedding.embedder import STEP_ASIDE_MAX
+
+    _spans, windows = embedder.windows("the quick brown fox jumps over the lazy dog " * 120, 200, 50)
+    windows = windows[:3]
+    quiet = np.concatenate(list(embedder.embed_ids(windows)))
+    calls = []
+    embedder.busy = lambda: calls.append(1) or True  # a host whose requests never pause
+    try:
+        t0 = time.perf_counter()
+        busy = np.concatenate(list(embedder.embed_ids(windows)))
+        took = time.perf_counter() - t0
+    finally:
+        embedder.busy = None
+    assert took >= len(windows) * STEP_ASIDE_MAX  # each window waited its turn...
+    assert calls and np.allclose(busy, quiet, atol=1e-6)  # ...and all were embedded, the same as without

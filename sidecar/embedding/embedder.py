@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -29,6 +29,10 @@ TOKEN_BUDGET = 1024
 # 256 tokens, and tokenizing a 1 MB text only to throw all but the first 256 away took about 0.3 s.
 HEAD_CHARS = 16_384
 PREEMPTED_MAX = 1  # background runs stopped in a row by requests before one runs unstoppable
+# Before each background window, wait while requests are in hand (`busy`), up to this long: a request's
+# work besides its own embedding (the cache search, its answer) then does not share the cores with a
+# window. Under requests that never pause, a window still runs every STEP_ASIDE_MAX.
+STEP_ASIDE_MAX = 0.25
 
 
 class Embedder:
@@ -51,6 +55,7 @@ class Embedder:
         self._waiting = 0
         self._waiting_lock = threading.Lock()
         self._background: object | None = None  # the RunOptions of the background run in progress
+        self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic; runtime/app.py)
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
@@ -131,7 +136,8 @@ class Embedder:
     def embed_ids(self, windows: list[list[int]]) -> Iterator[np.ndarray]:
         """Background embedding of token windows, one at a time, yielding each one's vector. A request's
         embedding does not wait behind one: it stops the run in progress (onnxruntime's terminate flag), which
-        is then run again. After PREEMPTED_MAX stopped runs in a row, one window runs unstoppable, so
+        is then run again, and before each window it steps aside while requests are in hand (up to
+        STEP_ASIDE_MAX). After PREEMPTED_MAX stopped runs in a row, one window runs unstoppable, so
         background work still progresses under a steady stream of requests (a request then runs beside that
         one window, 30 ms for 200 tokens here, sharing the CPU with it; it never waits for a lock). Measured with a request every
         100 ms, two windows per run were stopped nearly every time and 162 windows took 104 s."""
@@ -139,7 +145,8 @@ class Embedder:
 
         start, stopped = 0, 0
         while start < len(windows):
-            while self._waiting:
+            aside_until = time.monotonic() + STEP_ASIDE_MAX
+            while self._waiting or (self.busy is not None and time.monotonic() < aside_until and self.busy()):
                 time.sleep(0.002)
             with self._run_lock:
                 options = ort.RunOptions()

@@ -34,8 +34,10 @@ BATCH_ROWS = 512
 USER_GROUP = 16  # users built (and their graphs loaded) together within a batch
 # The builder steps aside while requests are in hand (`busy`): before each group it waits, YIELD_STEP at a
 # time, up to YIELD_MAX, so a bulk import runs at nearly its graph-off speed and the graph follows in the
-# pauses; under requests that never pause it still builds a group every YIELD_MAX.
-YIELD_STEP, YIELD_MAX = 0.01, 2.0
+# pauses; under requests that never pause it still builds a group every YIELD_MAX. Measured with
+# `bench.py graph-build --ingest 30000` (graph on / off): 2 s, 278 / 356 msg/s = 0.78x; 6 s, 339 / 363 = 0.93x,
+# the graph caught up 33-35 s after the ingest either way (docs/graph.md, "Crash safety and speed").
+YIELD_STEP, YIELD_MAX = 0.01, 6.0
 CATCH_UP_AHEAD = 1024  # the catch-up queues more stored messages only while fewer wait (docs/graph.md)
 
 

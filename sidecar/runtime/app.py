@@ -19,9 +19,9 @@ log = logging.getLogger("sidecar.server")
 
 
 class Activity:
-    """Whether requests are in hand: background work (the graph builder) steps aside for them. A request
-    counts from its start until QUIET seconds after its answer (the next one of a pipelining host is on
-    its way)."""
+    """Whether requests are in hand: background work (the graph builder, long memories' chunks) steps aside
+    for them. A request counts from its start until QUIET seconds after its answer (the next one of a
+    pipelining host is on its way)."""
 
     QUIET = 0.05
 
@@ -155,6 +155,7 @@ def build(cfg: Config) -> App:
     dispatcher = Dispatcher(service, conversation, facts, companion, graph, portable,
                             read_only=store.database.read_only_reason)
     app = App(service, store, dispatcher, extractor, graph, portable)
+    embedder.busy = app.activity.busy  # long memories' windows step aside for requests too
     if graph is not None:
         graph.builder.busy = app.activity.busy
     return app
