@@ -43,7 +43,8 @@ RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id
 CACHE_COLUMNS = [*RESULT_COLUMNS, "prev_id", "prev2_id"]  # what the vector cache is loaded with
 
 # Columns that had LanceDB full-text indexes before keyword search moved in process (keywords.py): an
-# older data dir's are dropped at open, since every compaction rewrote them (about half its time).
+# older data dir's are dropped at open, since every compaction rewrote them (at 100k rows a compaction
+# takes 0.71x the time without them; docs/performance.md).
 FTS_COLUMNS = ("content", "search_text")
 CONTEXT_MESSAGES = 2  # previous messages (same user, same channel) in a row's search_text
 CONTEXT_CHARS = 1000  # at most this much of each of them

@@ -50,10 +50,14 @@ def rank_rows(entry: UserRows, text: str, vector: np.ndarray, mode: str, limit: 
     return fuse_hybrid(text, ids, by_id, limit), ids, by_id
 
 
-def user_rows(table: Any, user_id: str, dim: int) -> UserRows:
-    """One user's rows read from the table into a UserRows of their own (not cached; no chunks)."""
+def user_rows(table: Any, user_id: str, dim: int,
+              chunks: tuple[list[str], np.ndarray, np.ndarray] | None = None) -> UserRows:
+    """One user's rows (and their long memories' chunks, when given) read from the table into a UserRows
+    of their own, for one search: not cached, not counted in any budget."""
     entry = UserRows(dim)
     entry.extend(*cache_rows(table, where(user_id, True, None, None), dim))
+    if chunks is not None:
+        entry.add_chunks(*chunks)
     return entry
 
 

@@ -237,8 +237,7 @@ class MessageStore(LongMemories):
             raise ValueError(f"{mode} search needs the query text")
         with self._user_entry(user_id) as entry:
             if entry is None:  # cache off: the user's rows and chunks, read for this search alone
-                rows, vectors = self._user_rows(user_id)
-                entry = self.cache.put(user_id, rows, vectors, self.chunks.of_users([user_id]).get(user_id))
+                entry = search.user_rows(self.table, user_id, self.dim, self.chunks.of_users([user_id]).get(user_id))
             counted = partial(self.cache.keyword_ids, user_id, entry)
             return search.rank_rows(entry, text, vector, mode, limit, (include_bot, since, until), counted)[0]
 
