@@ -286,6 +286,34 @@ def test_the_memory_budget_counts_what_a_graph_really_holds():
     assert 0.8 * real <= g.approx_bytes() <= 1.25 * real, (g.approx_bytes(), real)
 
 
+def test_a_built_graph_keeps_none_of_the_builders_batch():
+    """Regression (soak of 2026-11-24): each graph kept its latest vectors for novelty as views into the
+    builder's batch, so every user's graph pinned a whole batch of vectors that its LRU budget never saw.
+    After the batch is gone, what the graph holds must stay within what approx_bytes counts."""
+    import gc
+    import threading
+    import tracemalloc
+    import uuid
+
+    from sidecar.graph.builder import Builder
+
+    g = UserGraph("u")
+    b = Builder(threading.RLock(), lambda user_id: g, None, None, lambda n: None)
+    rows = [{"id": uuid.uuid4().hex, "timestamp": 1e9 + i, "content": f"We hiked in Sintra with Carla ({i}).",
+             "channel_id": "c", "message_id": None, "username": "Eve"} for i in range(4_000)]
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    vectors = np.random.default_rng(1).standard_normal((len(rows), 384)).astype(np.float32)  # 6 MB
+    b._build_user("u", list(range(0, len(rows), 200)), rows, vectors)  # this user's 20 of the batch's rows
+    del vectors
+    gc.collect()
+    real = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert len(g.recent) == 10
+    assert real <= 1.25 * g.approx_bytes(), (real, g.approx_bytes())
+
+
 def test_builder_queue_is_bounded_and_what_it_left_out_is_caught_up(monkeypatch):
     """Past QUEUE_MAX queued rows, stored messages are not held in memory: once the queue drains, the
     catch-up (here: handing back what was left out, as the table would) builds them, and the builder

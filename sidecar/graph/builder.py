@@ -316,5 +316,6 @@ class Builder:
             ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact, self.similar)
             if self.on_built is not None:
                 self.on_built(g, ep, rows[k])
-            g.recent = [*g.recent[-RECENT + 1:], np.asarray(vectors[k], np.float32)]
+            # a copy: a view would keep the builder's whole batch of vectors alive for as long as the graph
+            g.recent = [*g.recent[-RECENT + 1:], vectors[k].astype(np.float32)]
         return g, changes

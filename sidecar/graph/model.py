@@ -27,6 +27,7 @@ LINK_BYTES = 125
 VIEW_EPISODE_BYTES = 90
 VIEW_TRACE_BYTES = 300
 NAME_VECTOR_BYTES = 950  # float16, with its key
+ARRAY_BYTES = 112  # a numpy array's own header, on top of its data
 
 
 def fold(name: str) -> str:
@@ -133,7 +134,7 @@ class UserGraph:
         tracemalloc's, on graphs loaded from the store (docs/graph.md, "Memory")."""
         size = 4_000 + EPISODE_BYTES * len(self.episodes) + ENTITY_BYTES * len(self.entities)
         size += RELATION_BYTES * len(self.relations) + TRACE_BYTES * len(self.traces) + LINK_BYTES * len(self.links)
-        size += NAME_VECTOR_BYTES * len(self.name_vectors)
+        size += NAME_VECTOR_BYTES * len(self.name_vectors) + sum(v.nbytes + ARRAY_BYTES for v in self.recent)
         if self.view is not None:
             size += VIEW_EPISODE_BYTES * len(self.episodes) + VIEW_TRACE_BYTES * len(self.traces)
         return size
