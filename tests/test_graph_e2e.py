@@ -181,3 +181,31 @@ def test_consolidation_runs_in_the_background_when_due(sidecar):
         time.sleep(0.5)
     assert traces > 0
     assert sidecar.request({"type": "health"})["graph"]["last_consolidation"] is not None
+
+
+def test_expiry_takes_several_users_old_messages_out_of_their_graphs_for_good(spawn):
+    """One expiry over several users (their graphs written together) leaves each graph without the old
+    messages' episodes and relations, in memory and on disk (seen again after a restart)."""
+    old = int(time.time()) - 10 * 86400
+    sc = spawn()
+    people = (("u1", "Rosa", "Lisbon"), ("u2", "Tomas", "Porto"), ("u3", "Ines", "Faro"))
+    for user, name, place in people:
+        r = sc.request({"type": "store", "messages": [
+            {"user_id": user, "username": name, "content": f"I moved to {place} last year.", "timestamp": old},
+            {"user_id": user, "username": name, "content": "My friend Jon says hi from Oslo.", "timestamp": T0}]})
+        assert r["type"] == "ok", r
+    sc.request({"type": "consolidate"})  # waits for the graph: built, and the old messages in traces too
+    assert sc.request({"type": "stats"})["graph"]["episodes"] == 6
+    assert sc.request({"type": "cleanup", "ttl_days": 5})["deleted"] == 3
+    for restarted in (False, True):
+        if restarted:
+            assert sc.shutdown() == 0
+            sc = spawn()
+        assert sc.request({"type": "stats"})["graph"]["episodes"] == 3, restarted
+        for user, name, place in people:
+            me = sc.request({"type": "entity", "user_id": user, "name": name})
+            assert me["type"] == "entity", me
+            assert [r for r in me["relations"] if r["predicate"] == "lives_in"] == [], (restarted, user)
+            jon = sc.request({"type": "entity", "user_id": user, "name": "Jon"})
+            assert jon["entity"]["mentions"] == 1, (restarted, user)
+    assert sc.shutdown() == 0

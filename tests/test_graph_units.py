@@ -352,3 +352,49 @@ def test_builder_queue_is_bounded_and_what_it_left_out_is_caught_up(monkeypatch)
     assert sorted(built) == sorted(f"{k}-{i}" for k in range(6) for i in range(4))
     assert calls == [12] and not b.overflowed and b.pending == 0
     b.stop()
+
+
+def test_a_delete_waits_for_the_rows_queued_before_it_not_for_a_stream_of_later_stores(monkeypatch):
+    """Regression: a delete (expiry every cleanup interval) waited for the builder to be idle, which a
+    steady stream of stores never lets happen: expiry stalled 30 s at a time (CI failed on it). It now
+    waits for the rows queued before it, and the builder steps aside for requests again once it has."""
+    import threading
+    import time
+
+    from sidecar.graph import builder as builder_mod
+
+    monkeypatch.setattr(builder_mod, "BATCH_DELAY", 0.01)
+    built: list[str] = []
+    b = builder_mod.Builder(threading.RLock(), None, None, None, lambda n: None)
+
+    def build(rows, vectors):
+        time.sleep(0.05)
+        built.extend(r["id"] for r in rows)
+
+    b.build = build
+    b.start()
+    stop = threading.Event()
+
+    def stream():  # a host storing without pause
+        k = 0
+        while not stop.is_set():
+            b.submit([{"id": f"later-{k}", "content": "a stored message"}], np.zeros((1, 2), np.float32))
+            k += 1
+            time.sleep(0.005)
+
+    b.submit([{"id": f"early-{i}", "content": "a stored message"} for i in range(3)], np.zeros((3, 2), np.float32))
+    writer = threading.Thread(target=stream)
+    writer.start()
+    try:
+        time.sleep(0.02)
+        assert b.wait_built(5.0)
+        assert {"early-0", "early-1", "early-2"} <= set(built)
+        assert b.pending > 0  # the stream's rows were still queued: the old wait (idle) would still wait
+        assert not b.wait_idle(0.3)
+        time.sleep(0.3)
+        assert not b.hurry.is_set()  # every waiter served: the builder steps aside for requests again
+    finally:
+        stop.set()
+        writer.join()
+    assert b.wait_idle(10)
+    b.stop()

@@ -143,3 +143,44 @@ def test_the_flusher_commits_logged_rows_without_any_read(tmp_path):
         assert [p for p in (tmp_path / WAL_DIR).iterdir() if p.stat().st_size] == []  # its segment dropped
     finally:
         store.close()
+
+
+# ---------------------------------------------------------------- background deletes (expiry)
+
+def test_background_expiry_deletes_in_slices_that_let_requests_through(tmp_path, monkeypatch):
+    """Regression (2026-11-24): the automatic expiry of a month of memories held the store's lock for the
+    whole delete, and dropped every user's cache entry: requests waited about a minute per batch at 100k
+    expired rows. Now each slice lets requests through, and users it did not touch stay cached."""
+    import threading
+
+    from sidecar.messages import store as store_mod
+
+    monkeypatch.setattr(store_mod, "DELETE_SLICE", 10)
+    store = MessageStore(tmp_path, MODEL)
+    try:
+        old, v_old = _rows(35, "old-user", "stale")
+        for r in old:
+            r["timestamp"] = 1.0e9
+        keep, v_keep = _rows(5, "old-user", "fresh")
+        other, v_other = _rows(5, "other-user", "other")
+        for rows, v in ((old, v_old), (keep, v_keep), (other, v_other)):
+            store.add(rows, v)
+        store.flush()
+        store.search(v_other[0], "other-user", 3)  # cached
+        slices, answered = [], []
+
+        def on_gone(ids):
+            slices.append(len(ids))
+            reader = threading.Thread(target=lambda: answered.append(store.search(v_keep[0], "old-user", 50)))
+            reader.start()
+            reader.join(10)  # a request between slices: not held up by the rest of the delete
+            assert not reader.is_alive()
+
+        assert store.delete("timestamp < 1500000000", exclusive=False, on_gone=on_gone) == 35
+        assert slices == [10, 10, 10, 5]
+        # each answer between slices already lacks the slices deleted so far
+        assert [sum(r["content"].startswith("stale") for r in a) for a in answered] == [25, 15, 5, 0]
+        assert store.cache.get("other-user") is not None  # untouched by the expiry: still cached
+        assert _contents(store) == sorted(r["content"] for r in keep + other)
+    finally:
+        store.close()

@@ -146,6 +146,10 @@ class Builder:
         self.extra = extra
         self.queue: "queue.Queue[tuple[list[dict[str, Any]], np.ndarray] | None]" = queue.Queue()
         self.pending = 0  # rows queued or being built
+        self.submitted = 0  # rows ever queued
+        self.processed = 0  # rows ever taken off the queue and built (or failed)
+        self._hurry_until = 0  # `processed` at which a `wait_built` caller is served
+        self._idle_waiters = 0
         self.built = 0
         self.failed = 0
         self._count = threading.Lock()
@@ -172,6 +176,7 @@ class Builder:
                 self.overflowed = True
                 return
             self.pending += len(rows)
+            self.submitted += len(rows)
         self.queue.put((rows, vectors))
 
     def catch_up(self, missing: Callable[[], list[str]],
@@ -201,11 +206,36 @@ class Builder:
                 self._idle.wait(1.0)
 
     def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is queued or being built: under a steady stream of stores that may not
+        happen before the timeout (use `wait_built`)."""
         deadline = time.monotonic() + timeout
         with self._count:
-            if self.pending:
+            self._idle_waiters += 1
+            try:
+                if self.pending:
+                    self.hurry.set()
+                while self.pending:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._idle.wait(left)
+            finally:
+                self._idle_waiters -= 1
+        return True
+
+    def wait_built(self, timeout: float) -> bool:
+        """Wait until every row queued before this call is built (or failed), not for rows queued after
+        it: stores that keep coming cannot hold the caller (a delete) back. While a catch-up runs, rows it
+        read before a delete may be queued after this call: then wait for idle."""
+        if self._catching.locked():
+            return self.wait_idle(timeout)
+        deadline = time.monotonic() + timeout
+        with self._count:
+            target = self.submitted
+            if self.processed < target:
+                self._hurry_until = max(self._hurry_until, target)
                 self.hurry.set()
-            while self.pending:
+            while self.processed < target:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -251,11 +281,12 @@ class Builder:
                 self.failed += len(rows)
             with self._count:
                 self.pending -= len(rows)
+                self.processed += len(rows)
                 catch_up = self.overflowed and not self.pending and self.on_overflow is not None
                 if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done
                     self.overflowed, self.pending = False, 1
-                elif not self.pending:
-                    self.hurry.clear()
+                elif not self.pending or (self.processed >= self._hurry_until and not self._idle_waiters):
+                    self.hurry.clear()  # every waiter served: step aside for requests again
                 self._idle.notify_all()
             if catch_up:
                 threading.Thread(target=self._catch_up, name="graph-catch-up", daemon=True).start()

@@ -17,14 +17,14 @@ class GraphCompanion:
         self.graph.builder.submit(rows, vectors)
 
     def on_deleted(self, ids: list[str]) -> None:
-        self.graph.builder.wait_idle(30.0)  # an episode being built is removed too
+        self.graph.builder.wait_built(30.0)  # an episode queued or being built is removed too
         self.graph.on_deleted(ids)
 
     def on_query(self, user_id: str, username: str | None) -> None:
         pass
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        self.graph.builder.wait_idle(30.0)  # nothing queued for the user comes back after
+        self.graph.builder.wait_built(30.0)  # nothing queued for the user comes back after
         return {"graph_episodes_deleted": self.graph.forget_user(user_id)}
 
     def stats(self) -> dict[str, Any]:

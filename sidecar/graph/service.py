@@ -236,7 +236,10 @@ class GraphService:
         stated, and traces (consolidated again without them, or dropped when empty)."""
         gone = set(ids)
         with self.lock:
-            for uid in self.store.users_of(ids):
+            users = sorted(self.store.users_of(ids))
+            saved: list[tuple[UserGraph, list, list, list, list, list]] = []
+            dropped: dict[str, set[str]] = {"relations": set(), "traces": set(), "episodes": gone}
+            for uid in users:  # all of them written together: one commit per table, not one per user
                 g = self.graph(uid)
                 entities = [e for e in g.entities.values() if gone & set(e.episodes)]
                 before = set(g.relations)
@@ -247,12 +250,14 @@ class GraphService:
                     del g.traces[t]
                     for key in [k for k in g.links if t in k]:
                         del g.links[key]
-                now = self.clock()
                 for t in touched - empty:
-                    self._refresh(g, g.traces[t], now)
-                self.store.delete_rows(g, relations=before - set(g.relations), traces=empty, episodes=gone)
-                self.store.save(g, entities=entities, relations=g.relations.values(),
-                                traces=[g.traces[t] for t in touched - empty])
+                    self._refresh(g, g.traces[t], self.clock())
+                dropped["relations"] |= before - set(g.relations)
+                dropped["traces"] |= empty
+                saved.append((g, [], entities, list(g.relations.values()), [g.traces[t] for t in touched - empty], []))
+            if users:
+                self.store.delete_many(users, dropped)
+                self.store.save_many(saved)
 
     # ------------------------------------------------------------------ recall
 

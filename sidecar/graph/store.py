@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import numpy as np
 import pyarrow as pa
 
-from ..storage import Database, compact_tables, sql_str
+from ..storage import Database, compact_tables, sql_in, sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
 
 
@@ -202,15 +202,21 @@ class GraphStore:
 
     def delete_rows(self, g: UserGraph, entities: Iterable[str] = (), relations: Iterable[str] = (),
                     traces: Iterable[str] = (), episodes: Iterable[str] = ()) -> None:
-        user = f"user_id = {sql_str(g.user_id)}"
+        self.delete_many([g.user_id], {"entities": entities, "relations": relations, "traces": traces,
+                                       "episodes": episodes})
+
+    def delete_many(self, users: list[str], ids: dict[str, Iterable[str]]) -> None:
+        """Rows of these users' graphs, by kind (entities, relations, traces, episodes: ids unique across
+        users), in one commit per table and 500 ids."""
+        user = sql_in("user_id", sorted(users))
+        kinds = ((ENTITIES, "id", "entities"), (RELATIONS, "id", "relations"), (TRACES, "id", "traces"),
+                 (EPISODES, "id", "episodes"), (MENTIONS, "episode_id", "episodes"), (LINKS, "a", "traces"),
+                 (LINKS, "b", "traces"))
         with self.lock:
-            for name, column, ids in ((ENTITIES, "id", entities), (RELATIONS, "id", relations),
-                                      (TRACES, "id", traces), (EPISODES, "id", episodes),
-                                      (MENTIONS, "episode_id", episodes), (LINKS, "a", traces), (LINKS, "b", traces)):
-                ids = list(ids)
-                for start in range(0, len(ids), 500):
-                    chunk = ", ".join(sql_str(i) for i in ids[start:start + 500])
-                    self._delete(name, f"{user} AND {column} IN ({chunk})")
+            for name, column, kind in kinds:
+                chosen = sorted(ids.get(kind, ()))
+                for start in range(0, len(chosen), 500):
+                    self._delete(name, f"{user} AND {sql_in(column, chosen[start:start + 500])}")
 
     def forget_user(self, user_id: str) -> int:
         """Delete every graph row of the user; returns the episodes deleted."""

@@ -43,6 +43,7 @@ log = logging.getLogger("sidecar.store")
 WAL_DIR = "wal"
 SPILL_DIR = "spill"  # the vector cache's users evicted to disk (spill.py)
 LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for search_text
+DELETE_SLICE = 500  # rows a background delete (expiry) removes per hold of the lock
 HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
 
 class MessageStore(LongMemories):
@@ -193,31 +194,53 @@ class MessageStore(LongMemories):
         return out
 
     def delete(self, where: str, exclusive: bool = True, on_gone: Callable[[list[str]], None] | None = None) -> int:
-        """Delete matching rows; returns how many. exclusive: compact them off the disk now (requests wait);
-        else (background expiry) they are gone from every answer at once and from the disk at the next
-        background compactions, and no request waits. on_gone: told the deleted ids, before the compaction."""
-        with self._maintenance, self._reading():
-            gone = self.table.search().where(where).select(["id"]).limit(None).to_arrow().column("id").to_pylist()
-            n = self.table.delete(where).num_deleted_rows  # LanceDB counts what it deleted
-            if n:
-                self._drop_chunks(gone)
-                self.cache.clear()
-                self._last.clear()
-                # rows that borrowed a deleted row's text for keyword search get their own text back,
-                # so no deleted content survives in another row
-                for start in range(0, len(gone), 500):
-                    ids = ", ".join(sql_str(i) for i in gone[start:start + 500])
-                    self.table.update(where=f"prev_id IN ({ids}) OR prev2_id IN ({ids})",
-                                      values_sql={"search_text": "content", "prev_id": "NULL", "prev2_id": "NULL"})
-                self.fresh.reset()
-        if n and on_gone is not None:
-            on_gone(gone)
+        """Delete matching rows; returns how many. exclusive: in one hold of the lock, then compacted off the
+        disk (requests wait); else (background expiry) DELETE_SLICE rows per hold of the lock, so requests
+        run between slices: rows are gone from every answer as their slice goes, and from the disk at the
+        next background compactions. on_gone: told each slice's deleted ids, outside the lock."""
+        n = 0
+        with self._maintenance:
+            with self._reading():
+                found = self.table.search().where(where).select(["id", "user_id"]).limit(None).to_arrow()
+            # a user's rows together: each slice touches few users (the graph and facts update per user)
+            pairs = sorted(zip(found.column("user_id").to_pylist(), found.column("id").to_pylist()))
+            step = max(len(pairs), 1) if exclusive else DELETE_SLICE
+            for start in range(0, len(pairs), step):
+                users, part = zip(*pairs[start:start + step])
+                if not exclusive:  # the user_id index narrows the scan to the slice's users
+                    where_part = f"({where}) AND {sql_in('user_id', sorted(set(users)))} AND {sql_in('id', part)}"
+                with self._reading():
+                    gone = self._delete_rows(where if exclusive else where_part)
+                n += len(gone)
+                if gone and on_gone is not None:
+                    on_gone(gone)
         if n:
             if exclusive:
                 self.compact()
             else:
                 self.schedule.note_write()
         return n
+
+    def _delete_rows(self, where: str) -> list[str]:
+        """Delete matching rows and what memory holds of their users; the ids deleted. Caller is `_reading()`."""
+        found = self.table.search().where(where).select(["id", "user_id"]).limit(None).to_arrow()
+        gone = found.column("id").to_pylist()
+        if not gone or not self.table.delete(where).num_deleted_rows:
+            return []
+        self._drop_chunks(gone)
+        users = set(found.column("user_id").to_pylist())
+        for user_id in users:  # other users' entries hold none of these rows: they stay cached
+            self.cache.drop(user_id)
+        for key in [k for k in self._last if k[0] in users]:
+            del self._last[key]
+        # rows that borrowed a deleted row's text for keyword search get their own text back,
+        # so no deleted content survives in another row (they are the same users' rows)
+        for start in range(0, len(gone), 500):
+            ids = ", ".join(sql_str(i) for i in gone[start:start + 500])
+            self.table.update(where=f"{sql_in('user_id', sorted(users))} AND (prev_id IN ({ids}) OR prev2_id IN ({ids}))",
+                              values_sql={"search_text": "content", "prev_id": "NULL", "prev2_id": "NULL"})
+        self.fresh.reset()
+        return gone
 
     # ------------------------------------------------------------------ reads
 

@@ -300,6 +300,12 @@ class VectorCache:
         if self.spill is not None:
             self.spill.invalidate(user_id)
 
+    def drop(self, user_id: str) -> None:
+        """Forget the user in memory and on disk (a delete: none of the deleted text stays in the spill)."""
+        self.discard(user_id)
+        if self.spill is not None:
+            self.spill.drop(user_id)
+
     def clear(self) -> None:
         self._users.clear()
         self.nbytes = 0
