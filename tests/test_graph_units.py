@@ -398,3 +398,44 @@ def test_a_delete_waits_for_the_rows_queued_before_it_not_for_a_stream_of_later_
         writer.join()
     assert b.wait_idle(10)
     b.stop()
+
+
+def test_a_builder_group_makes_room_before_it_loads_so_memory_holds_the_budget_or_the_group_not_both():
+    """The builder loads a batch's users 16 at a time (`preload`). It used to load them on top of a full
+    budget, so the graphs in memory peaked at budget + group on every batch (RSS stays at the peak)."""
+    from sidecar.graph.service import GraphService
+
+    def sized(user_id: str) -> UserGraph:
+        g = UserGraph(user_id)
+        for i in range(200):
+            _episode(g, i, float(i))
+        return g
+
+    one = sized("x").approx_bytes()
+
+    class Tables:  # the graph tables: every user's graph is the same size
+        loads: list[str] = []
+
+        def load_many(self, ids):
+            self.loads += ids
+            return {u: sized(u) for u in ids}
+
+        def load(self, user_id):
+            return self.load_many([user_id])[user_id]
+
+    svc = GraphService(Tables(), None, lambda text, n: text, cache_bytes=10 * one)
+    for i in range(10):
+        svc.graph(f"old{i}")
+    assert len(svc._cache) == 10  # the budget is full
+
+    def held() -> int:
+        return sum(g.approx_bytes() for g in svc._cache.values())
+
+    svc.preload([f"new{i}" for i in range(4)])
+    assert held() <= 10 * one  # four old ones left first, not after
+    assert list(svc._cache) == [f"old{i}" for i in range(4, 10)] + [f"new{i}" for i in range(4)]
+    svc.preload([f"big{i}" for i in range(12)])  # a group larger than the budget: it alone is held
+    assert sorted(svc._cache) == sorted(f"big{i}" for i in range(12))
+    svc.preload([])
+    svc.graph("big0")
+    assert held() <= 10 * one  # unpinned: the budget applies again

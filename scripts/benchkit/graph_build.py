@@ -6,7 +6,8 @@ ratios hold on a noisy machine.
              graph on vs off: the added p50 (target <= 1 ms)
   ingest     batch `store` of --ingest generated messages (batches of 200), graph on vs off: messages/s
              (target: graph on >= 0.85 x off), then RSS (VmRSS and VmHWM) with every message built into
-             the graph (target: <= 50 MB added at 100k episodes; --ingest 100000 for that figure)
+             the graph (target: <= 50 MB added at 100k episodes; --ingest 100000 for that figure), and
+             the RSS by kind of mapping (--json; procfs.rss_by_kind_mib) for where the difference lies
   locomo     the LoCoMo conversations (one user each) stored, then one `consolidate` of every user:
              seconds, episodes, traces, links (target: the ten conversations, about 5,900 turns, <= 60 s)
 
@@ -26,6 +27,7 @@ from typing import Any
 from .client import Sidecar, add_sidecar_arguments
 from .locomo import DEFAULT_DIR, load, turns
 from .output import log, print_table, write_json
+from .procfs import rss_by_kind_mib
 from .timing import pct
 from .workload import fill, make_message, user_id
 
@@ -41,9 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="write all results here")
 
 
-def _rss(sc: Sidecar) -> dict[str, float]:
+def _rss(sc: Sidecar) -> dict[str, Any]:
     st = sc.vm_status()
-    return {"rss_mib": st.get("VmRSS", 0) / 1024, "hwm_mib": st.get("VmHWM", 0) / 1024}
+    return {"rss_mib": st.get("VmRSS", 0) / 1024, "hwm_mib": st.get("VmHWM", 0) / 1024,
+            "rss_by_kind_mib": rss_by_kind_mib(sc.pid)}
 
 
 def _settle(sc: Sidecar, graph: bool, limit_s: float = 3600.0) -> None:
@@ -118,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         {"measurement": f"batch ingest of {args.ingest} (msg/s), on / off", "value": f"{on['ingest']['msgs_per_s']:.0f} / {off['ingest']['msgs_per_s']:.0f} = {ratio:.2f}x", "target": ">= 0.85x"},
         {"measurement": "graph caught up after the ingest", "value": f"{on['settle_s']:.1f} s", "target": ""},
         {"measurement": "RSS after ingest (MiB), on / off", "value": f"{on['rss_mib']:.0f} / {off['rss_mib']:.0f} (+{on['rss_mib'] - off['rss_mib']:.0f})", "target": "<= +50 at 100k"},
+        {"measurement": "RSS added, by kind of mapping (MiB)", "value": ", ".join(
+            f"{k} {on['rss_by_kind_mib'][k] - off['rss_by_kind_mib'][k]:+.0f}" for k in on["rss_by_kind_mib"]), "target": ""},
         {"measurement": "peak RSS (MiB), on / off", "value": f"{on['hwm_mib']:.0f} / {off['hwm_mib']:.0f}", "target": ""},
         {"measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns)", "value": f"{loc['consolidate_s']:.1f} s ({per_turn * 5900:.0f} s per 5,900 turns)", "target": "<= 60 s per 5,900"},
         {"measurement": "traces / links made", "value": f"{loc['result']['traces_created']} / {loc['result']['links']}", "target": ""},

@@ -41,10 +41,8 @@ class GraphService:
                  embed: Callable[[str], np.ndarray] | None = None, consolidate_every: int = CONSOLIDATE_EVERY,
                  similar: Similar | None = None):
         self.store = store
-        self.reader = reader  # the messages domain's MessageReader
-        self.cut = cut  # the pyramid's word cut, for trace summaries
-        self.cache_bytes = cache_bytes
-        self.consolidate_every = consolidate_every  # 0: only on demand (`consolidate`, recall)
+        self.reader, self.cut = reader, cut  # the messages domain's MessageReader; the pyramid's word cut (summaries)
+        self.cache_bytes, self.consolidate_every = cache_bytes, consolidate_every  # 0: only on demand (`consolidate`, recall)
         self.max_limit, self.clock = max_limit, clock
         self.lock = threading.RLock()  # every graph read and change
         self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
@@ -71,11 +69,13 @@ class GraphService:
     # ------------------------------------------------------------------ graphs
 
     def preload(self, user_ids: list[str]) -> None:
-        """Load these users' graphs together; they stay (whatever the budget) until the next preload."""
+        """Load these users' graphs together; they stay (whatever the budget) until the next preload. Others leave
+        first to make room for them (at the cached graphs' mean size): memory holds the budget or the group, not both."""
         with self.lock:
             self._pinned = set(user_ids)
-            self._evict()
             missing = [u for u in dict.fromkeys(user_ids) if u not in self._cache]
+            mean = sum(g.approx_bytes() for g in self._cache.values()) // max(1, len(self._cache))
+            self._evict(room=mean * len(missing))
             if missing:
                 self._cache.update(self.store.load_many(missing))
 
@@ -92,15 +92,15 @@ class GraphService:
             self._evict(keep=user_id)
             return g
 
-    def _evict(self, keep: str | None = None) -> None:
-        """The least recently used graphs leave until the rest fit the budget (pinned ones and `keep` stay);
-        every unpinned one after drop_cached()."""
+    def _evict(self, keep: str | None = None, room: int = 0) -> None:
+        """The least recently used graphs leave until the rest and `room` fit the budget (pinned ones and
+        `keep` stay); every unpinned one after drop_cached()."""
         if self._stale:
             self._stale = False
             self._cache = OrderedDict((u, g) for u, g in self._cache.items() if u in self._pinned or u == keep)
         size = sum(x.approx_bytes() for x in self._cache.values())
         for uid in [u for u in self._cache if u != keep and u not in self._pinned]:  # oldest first
-            if size <= self.cache_bytes:
+            if size + room <= self.cache_bytes:
                 break
             size -= self._cache.pop(uid).approx_bytes()
 
