@@ -59,6 +59,24 @@ def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
     assert cache.get("c") is None and list((tmp_path / "spill").iterdir()) == []
 
 
+def test_a_deleted_users_file_goes_and_other_users_files_stay(tmp_path):
+    """A delete (expiry, forget_user) drops only the users whose rows went (`drop`): their spill file is
+    removed, none of their text stays on disk, and other users' files still serve their next query."""
+    cache = _cache(tmp_path)
+    for user in "abc":
+        cache.put(user, *_rows(user, 30))  # a and b spilled, c in memory
+    assert cache.stats()["spilled_users"] == 2
+    files = set((tmp_path / "spill").iterdir())
+    cache.drop("a")
+    (left,) = set((tmp_path / "spill").iterdir())
+    assert left in files and cache.stats()["spilled_users"] == 1
+    assert cache.get("a") is None  # read from the table again
+    assert cache.get("b") is not None  # from its file, untouched by a's delete (c goes to the spill)
+    cache.drop("b")  # in memory now, its file still valid: both go
+    assert left not in set((tmp_path / "spill").iterdir()) and cache.get("b") is None
+    assert cache.get("c") is not None
+
+
 def test_a_file_not_as_written_is_a_miss_and_the_budget_holds(tmp_path):
     cache = _cache(tmp_path)
     cache.put("a", *_rows("a", 30))
