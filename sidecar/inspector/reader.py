@@ -20,7 +20,7 @@ import orjson
 from ..facts import EVENT_COLUMNS, EVENTS, FACT_COLUMNS, FACTS, USERS
 from ..graph import GRAPH_TABLES, read_graphs
 from ..messages import MESSAGES, RESULT_COLUMNS, search_table
-from ..storage import LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, sql_str
+from ..storage import LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, same_model, sql_str
 
 MODES = ("hybrid", "semantic", "keyword")
 WAL_DIR = "wal"  # the sidecar's write-ahead log (messages/store.py), only listed here
@@ -46,7 +46,7 @@ class ReadOnlyData:
                                  f"inspector's {SCHEMA_VERSION}; upgrade memory-sidecar")
         stored = self.meta.get("model", {})
         self.model = model
-        self.same_model = all(stored.get(k) == model.get(k) for k in ("name", "dim", "digest"))
+        self.same_model = same_model(stored, model)
         self.dim = int(stored.get("dim") or model["dim"])
         self._embed = embed
         lancedb = import_lancedb()

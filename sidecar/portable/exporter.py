@@ -64,7 +64,7 @@ class Exporter:
         try:
             writer.write({"kind": "header", "format": FORMAT, "format_version": FORMAT_VERSION,
                           "product_version": __version__, "created_at": time.time(), "user_id": user_id,
-                          "vectors": vectors, "vector_encoding": VECTOR_ENCODING, "model": self.identity,
+                          "vectors": vectors, "vector_encoding": VECTOR_ENCODING, "model": {k: self.identity[k] for k in ("name", "dim", "digest")},
                           "schema_version": SCHEMA_VERSION, "graph": graph})
             with s.messages.snapshot() as messages:  # no compaction or delete meanwhile
                 self._table(writer, messages, where, "message", "messages", vectors, counts)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..embedding.model import vector_family
 from .fileio import LineProblem, Reader
 from .records import KEYS, MessageRecord, decode_vector
 
@@ -102,7 +103,8 @@ class Importer:
             self.plain = True
             self.out.notes.append("plain JSON Lines: every message embedded, the graph built from them")
             return
-        same = (h.model.name, h.model.dim, h.model.digest) == (self.identity["name"], self.dim, self.identity["digest"])
+        same = (h.model.name, h.model.dim, vector_family(h.model.digest)) == (
+            self.identity["name"], self.dim, vector_family(self.identity["digest"]))
         self.reuse = h.vectors and same
         self.restore_graph = self.reuse and h.graph and self.s.graph is not None
         if h.vectors and not same:

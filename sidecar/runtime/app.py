@@ -119,7 +119,7 @@ def build(cfg: Config) -> App:
     files = resolve_model(cfg.model_dir, cfg.offline, cfg.model_sha256)
     log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
     embedder = Embedder(files, threads=cfg.threads)
-    identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
+    identity = files.identity
     reembed = embedder.embed if cfg.reembed else None
     store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
                          compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,

@@ -28,7 +28,7 @@ def run(config: Config) -> int:
 
         files = resolve_model(config.model_dir, config.offline, config.model_sha256)
         embedder = Embedder(files, threads=config.threads)
-        identity = {"name": files.name, "dim": files.dim, "digest": files.digest}
+        identity = files.identity
         data = ReadOnlyData(config.data_dir, embedder.embed_one, identity)
         token = secrets.token_urlsafe(24) if config.token is None else config.token
         server = InspectorServer(data, config.port, token)

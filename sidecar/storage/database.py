@@ -72,7 +72,14 @@ def dir_bytes(path: Path) -> int:
 
 
 def _identity(model: dict[str, Any]) -> tuple[Any, Any, Any]:
-    return model.get("name"), model.get("dim"), model.get("digest")
+    # `vectors` names the family of model files whose vectors are interchangeable (embedding.model.vector_family);
+    # a meta written before it was recorded has only the digest, which is then its family's name
+    return model.get("name"), model.get("dim"), model.get("vectors") or model.get("digest")
+
+
+def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """May vectors made by model identity `a` be searched together with vectors made by `b`?"""
+    return _identity(a) == _identity(b)
 
 
 class Database:
