@@ -60,7 +60,7 @@ def build(data_dir: Path, rows: int, users: int, seed: int) -> None:
     from sidecar.messages.store import MessageStore
 
     files = resolve_model(None, True, None)
-    store = MessageStore(data_dir, {"name": files.name, "dim": files.dim, "digest": files.digest},
+    store = MessageStore(data_dir, files.identity,
                          compact_every_writes=10**9, compact_interval_seconds=0)
     rng, vrng = random.Random(seed), np.random.default_rng(seed)
     for start in range(0, rows, 1000):

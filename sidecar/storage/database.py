@@ -71,15 +71,14 @@ def dir_bytes(path: Path) -> int:
     return total
 
 
-def _identity(model: dict[str, Any]) -> tuple[Any, Any, Any]:
-    # `vectors` names the family of model files whose vectors are interchangeable (embedding.model.vector_family);
-    # a meta written before it was recorded has only the digest, which is then its family's name
-    return model.get("name"), model.get("dim"), model.get("vectors") or model.get("digest")
-
-
 def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """May vectors made by model identity `a` be searched together with vectors made by `b`?"""
-    return _identity(a) == _identity(b)
+    """May vectors made by model identity `a` be searched together with vectors made by `b`? The same file
+    (digest), or files of one family: `vectors` names the family of model files whose vectors are
+    interchangeable (embedding.model.vector_family); an identity written without it (before it was recorded,
+    or by a tool) has only its digest, which is then its family's name."""
+    if (a.get("name"), a.get("dim")) != (b.get("name"), b.get("dim")):
+        return False
+    return a.get("digest") == b.get("digest") or (a.get("vectors") or a.get("digest")) == (b.get("vectors") or b.get("digest"))
 
 
 class Database:
@@ -200,7 +199,7 @@ class Database:
     @property
     def model_changed(self) -> bool:
         """The data was embedded by another model: every vector must be re-embedded before use."""
-        return self.meta is not None and _identity(self.meta.get("model", {})) != _identity(self.model)
+        return self.meta is not None and not same_model(self.meta.get("model", {}), self.model)
 
     @property
     def schema_version(self) -> int:
