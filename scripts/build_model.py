@@ -53,6 +53,7 @@ import importlib.util
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -201,10 +202,7 @@ def quantize(src: Path, out: Path) -> dict:
     _word_table_int8(model)
     onnx.checker.check_model(model)
     onnx.save(model, str(out))
-    ops: dict[str, int] = {}
-    for node in model.graph.node:
-        ops[node.op_type] = ops.get(node.op_type, 0) + 1
-    return ops
+    return dict(Counter(node.op_type for node in model.graph.node))
 
 
 def embedder_for(onnx_path: Path):

@@ -414,10 +414,7 @@ def test_a_builder_group_makes_room_before_it_loads_so_memory_holds_the_budget_o
     one = sized("x").approx_bytes()
 
     class Tables:  # the graph tables: every user's graph is the same size
-        loads: list[str] = []
-
         def load_many(self, ids):
-            self.loads += ids
             return {u: sized(u) for u in ids}
 
         def load(self, user_id):

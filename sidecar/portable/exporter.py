@@ -13,7 +13,7 @@ import numpy as np
 from .. import __version__
 from ..storage import SCHEMA_VERSION, sql_str
 from .fileio import Writer
-from .records import FORMAT, FORMAT_VERSION, GRAPH_TABLES, VECTOR_ENCODING, encode_vector
+from .records import FORMAT, FORMAT_VERSION, GRAPH_TABLES, VECTOR_ENCODING, ModelIdentity, encode_vector
 
 log = logging.getLogger("sidecar.portable")
 
@@ -64,7 +64,7 @@ class Exporter:
         try:
             writer.write({"kind": "header", "format": FORMAT, "format_version": FORMAT_VERSION,
                           "product_version": __version__, "created_at": time.time(), "user_id": user_id,
-                          "vectors": vectors, "vector_encoding": VECTOR_ENCODING, "model": {k: self.identity[k] for k in ("name", "dim", "digest")},
+                          "vectors": vectors, "vector_encoding": VECTOR_ENCODING, "model": {k: self.identity[k] for k in ModelIdentity.model_fields},
                           "schema_version": SCHEMA_VERSION, "graph": graph})
             with s.messages.snapshot() as messages:  # no compaction or delete meanwhile
                 self._table(writer, messages, where, "message", "messages", vectors, counts)

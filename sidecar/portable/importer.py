@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..embedding.model import vector_family
+from ..storage import same_model
 from .fileio import LineProblem, Reader
 from .records import KEYS, MessageRecord, decode_vector
 
@@ -103,8 +104,7 @@ class Importer:
             self.plain = True
             self.out.notes.append("plain JSON Lines: every message embedded, the graph built from them")
             return
-        same = (h.model.name, h.model.dim, vector_family(h.model.digest)) == (
-            self.identity["name"], self.dim, vector_family(self.identity["digest"]))
+        same = same_model({**h.model.model_dump(), "vectors": vector_family(h.model.digest)}, self.identity)
         self.reuse = h.vectors and same
         self.restore_graph = self.reuse and h.graph and self.s.graph is not None
         if h.vectors and not same:

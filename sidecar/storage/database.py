@@ -71,14 +71,18 @@ def dir_bytes(path: Path) -> int:
     return total
 
 
+def _family(model: dict[str, Any]) -> Any:
+    """`vectors` names the family of model files whose vectors are interchangeable (embedding.model.vector_family).
+    An identity written before it was recorded has only its digest, which is then its family's name: a family is
+    named by its oldest member, so that holds for every identity the sidecar wrote before."""
+    return model.get("vectors") or model.get("digest")
+
+
 def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """May vectors made by model identity `a` be searched together with vectors made by `b`? The same file
-    (digest), or files of one family: `vectors` names the family of model files whose vectors are
-    interchangeable (embedding.model.vector_family); an identity written without it (before it was recorded,
-    or by a tool) has only its digest, which is then its family's name."""
-    if (a.get("name"), a.get("dim")) != (b.get("name"), b.get("dim")):
-        return False
-    return a.get("digest") == b.get("digest") or (a.get("vectors") or a.get("digest")) == (b.get("vectors") or b.get("digest"))
+    """May vectors made by model identity `a` be searched together with vectors made by `b`? Same name and dim,
+    and the same file or files of one family."""
+    return (a.get("name"), a.get("dim")) == (b.get("name"), b.get("dim")) and (
+        a.get("digest") == b.get("digest") or _family(a) == _family(b))
 
 
 class Database:
