@@ -20,11 +20,13 @@ from .model import ModelFiles
 log = logging.getLogger("sidecar.embedder")
 
 BATCH_SIZE = 32
-# Padded tokens per ONNX run. Attention memory grows with batch x length^2: 32 texts of 256 tokens
-# peaked near 1 GB RSS (measured). 64 texts of 256 tokens raised the peak by 127-181 MB with a
-# budget of 2048 (8 per run), 53-66 MB with 1024 (4 per run) and 0-8 MB with 512, at the same
-# throughput within noise; 1024 still runs short chat messages (about 25 tokens) 32 at a time.
-TOKEN_BUDGET = 1024
+# Padded tokens per ONNX run. Attention memory grows with batch x length^2, and onnxruntime's arena (on: see
+# `__init__`) keeps the largest run's memory for reuse, so this budget bounds what the arena holds. Measured
+# in-process with the sidecar's malloc settings (int8 model, 2 threads, 4,000 chat lines in stores of 200, then
+# 64 texts of 256 tokens), RSS after load 114 MB: budget 1,024 -> 169-177 MB, 512 -> 141-148, 256 -> 131-139,
+# at the same rate within noise (466-579 chat lines/s, medians 499 / 487 / 564 over three runs each). 256
+# tokens run a long text alone and short chat lines about 8 at a time.
+TOKEN_BUDGET = 256
 # A text is cut to its first HEAD_CHARS characters (at a space) before tokenizing: the window keeps at most
 # 256 tokens, and tokenizing a 1 MB text only to throw all but the first 256 away took about 0.3 s.
 HEAD_CHARS = 16_384
@@ -62,9 +64,13 @@ class Embedder:
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # The arena keeps the peak of every batch shape forever (RSS past 1.5 GB after 256-token
-        # batches, measured); without it, memory goes back to the allocator after each run.
-        opts.enable_cpu_mem_arena = False
+        # onnxruntime's own arena reuses each run's memory for the next. Without it every tensor over the
+        # fixed mmap threshold the sidecar sets for glibc (runtime/native_memory.py) was a fresh mmap, page-faulted
+        # and zeroed on each run: measured in-process with those malloc settings, stores of 200 chat lines
+        # embedded at 327/s without the arena and 529/s with it, one line at a time 2.59 -> 1.76 ms (p50). The
+        # arena holds what the largest run needed (TOKEN_BUDGET bounds it) and no more: RSS stayed at 129 MB
+        # over 3,000 runs of random shapes (1-40 texts of 3-250 words).
+        opts.enable_cpu_mem_arena = True
         opts.log_severity_level = 3
         self._session = ort.InferenceSession(str(files.onnx), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}

@@ -33,6 +33,10 @@ with onnxruntime and the background work a split product waits for a busy core: 
 for 5,000 x 384 while one other process kept a core busy, p50 51 us and p99 12.0 ms with OpenBLAS's
 threads against 95 us and 3.6 ms with one.
 
+The fixed threshold makes every large block a fresh mmap, page-faulted on first touch: onnxruntime
+therefore keeps its own arena on (embedding/embedder.py), or each model run maps and zeroes its
+tensors anew (batch ingest at 0.6x the rate, measured).
+
 `configure` must run before the libraries are imported and start their threads; an explicit MALLOC_ARENA_MAX or
 MALLOC_MMAP_THRESHOLD_ in the environment is left to glibc. Elsewhere (macOS, Windows, musl) only the
 BLAS thread count is set; the rest is a no-op.
