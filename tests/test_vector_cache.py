@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from sidecar.messages.vector_cache import BLOCK_ROWS, VectorCache, blockwise_scores
+from sidecar.messages.vector_cache import BLOCK_ROWS, VectorCache, blockwise_scores, widen_half
 
 
 def _rows(user: str, n: int, start: int = 0, bot_every: int = 0):
@@ -162,6 +162,14 @@ def test_block_scores_match_the_float32_product_across_block_edges():
         got = blockwise_scores(v, q)
         assert got.shape == (n,) and got.dtype == np.float32
         np.testing.assert_allclose(got, v.astype(np.float32) @ q, rtol=1e-5, atol=1e-4)
+
+
+def test_widening_float16_is_bit_exact_for_every_finite_value():
+    half = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    half = half[np.isfinite(half)].reshape(-1, 4)  # zeros, subnormals, normals, both signs
+    out = np.empty(half.shape, dtype=np.float32)
+    got = widen_half(half, out, np.empty(half.shape, dtype=np.uint32))
+    assert np.array_equal(got.view(np.uint32), half.astype(np.float32).view(np.uint32))
 
 
 def test_chunks_added_between_two_identical_queries_count_in_the_second():

@@ -35,19 +35,41 @@ META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", 
 
 
 def blockwise_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """vectors @ query in float32, BLOCK_ROWS rows at a time, each block cast from float16 into one
+    """vectors @ query in float32, BLOCK_ROWS rows at a time, each block widened from float16 into one
     float32 buffer kept per thread. A whole-matrix `astype` allocated a float32 copy per call, which
     (above the mmap threshold runtime/native_memory.py sets) was mapped and unmapped every time:
     measured in-process at 1,400 x 384, 1.78 ms against 0.84 ms through the buffer."""
     q = np.asarray(query, dtype=np.float32)
     out = np.empty(len(vectors), dtype=np.float32)
-    buf = getattr(_buffers, "block", None)
-    if buf is None or buf.shape[1] != vectors.shape[1]:
-        buf = _buffers.block = np.empty((BLOCK_ROWS, vectors.shape[1]), dtype=np.float32)
+    buffers = getattr(_buffers, "block", None)
+    if buffers is None or buffers[0].shape[1] != vectors.shape[1]:
+        shape = (BLOCK_ROWS, vectors.shape[1])
+        buffers = _buffers.block = (np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.uint32))
+    block, scratch = buffers
     for i in range(0, len(vectors), BLOCK_ROWS):
         n = min(BLOCK_ROWS, len(vectors) - i)
-        np.copyto(buf[:n], vectors[i:i + n])
-        np.matmul(buf[:n], q, out=out[i:i + n])
+        widen_half(vectors[i:i + n], block[:n], scratch[:n])
+        np.matmul(block[:n], q, out=out[i:i + n])
+    return out
+
+
+_HALF_TO_SINGLE = np.float32(2.0 ** 112)  # float16's exponent bias (15) to float32's (127)
+
+
+def widen_half(half: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """float16 -> float32 into `out` (same shape; `scratch` a uint32 array of that shape), bit for bit
+    what `astype(np.float32)` gives for every finite value, subnormals and zeros included: the magnitude's
+    bits shifted into float32's place and rescaled by one multiply, then the sign. numpy's own cast does
+    not use the CPU's conversion instructions here: measured in-process at 1,300 x 384, 595 us for the
+    cast against 245 us for this (and 11 us for the float32 product after it)."""
+    bits = half.view(np.uint16)
+    word = out.view(np.uint32)
+    np.bitwise_and(bits, 0x7FFF, out=word, dtype=np.uint32)
+    np.left_shift(word, 13, out=word)
+    np.multiply(out, _HALF_TO_SINGLE, out=out)
+    np.bitwise_and(bits, 0x8000, out=scratch, dtype=np.uint32)
+    np.left_shift(scratch, 16, out=scratch)
+    np.bitwise_or(word, scratch, out=word)
     return out
 
 
