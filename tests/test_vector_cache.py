@@ -64,6 +64,32 @@ def test_append_grows_only_cached_users_and_keeps_order():
     assert cache.get("a").search(va[39], 1)[0]["id"] == "a-42"
 
 
+def test_a_users_first_rows_ever_are_cached_whole_and_others_wait_for_the_table():
+    """Once the users in the table are known, the first rows of a user who has none there are that user's
+    complete set and are cached at once; a known user who is not cached, and any user while nothing is
+    known, still load from the table on their first query. A new user never evicts anyone."""
+    cache = VectorCache(8, 1 << 20)
+    cache.append(*_rows("early", 3))
+    assert cache.get("early") is None  # nothing known yet (before the start-up warm-up)
+    cache.known = {"early", "old"}
+    first, v1 = _rows("new", 4)
+    old, v2 = _rows("old", 2)
+    cache.append(first + old, np.vstack([v1, v2]))
+    assert len(cache.get("new")) == 4 and cache.get("old") is None
+    more, v3 = _rows("new", 3, start=4)
+    cache.append(more, v3)
+    assert len(cache.get("new")) == 7 and cache.get("new").search(v3[2], 1)[0]["id"] == "new-6"
+    assert cache.known == {"early", "old", "new"}
+    full = VectorCache(8, cache.get("new").nbytes + 10)
+    full.put("kept", *_rows("kept", 7))
+    full.known = {"kept"}
+    full.append(*_rows("late", 5))
+    assert full.get("late") is None and full.get("kept") is not None
+    full.clear()  # another sidecar wrote to the table: what it holds is no longer known
+    full.append(*_rows("after", 2))
+    assert full.known is None and full.get("after") is None
+
+
 def test_budget_evicts_least_recently_used():
     rows, vecs = _rows("x", 10)
     one = VectorCache(8, 1 << 30).put("x", rows, vecs).nbytes
@@ -124,6 +150,30 @@ def test_cache_is_warmed_at_start_up_and_bounded_by_its_budget(spawn, tmp_path):
     assert off.request({"type": "stats"})["cache"] == {"users": 0, "bytes": 0, "budget_bytes": 0, "spilled_users": 0,
                                                       "spilled_bytes": 0}
     assert off.shutdown() == 0
+
+
+def test_users_of_an_import_are_in_memory_before_their_first_query(spawn, tmp_path):
+    """After a batch import into a running sidecar, every imported user is served from memory: no
+    first query pays for reading the table (stats counts them cached before any query), and what the
+    cache answers is what the table holds."""
+    data = tmp_path / "import"
+    sc = spawn("--log-level", "info", data_dir=data)
+    deadline = time.time() + 30
+    while time.time() < deadline and "cache: 0 users loaded" not in sc.stderr():
+        time.sleep(0.05)
+    assert "cache: 0 users loaded" in sc.stderr()
+    words = ["violin", "hiking", "pizza", "kitten", "Lisbon"]
+    sc.request({"type": "store", "messages": [{"user_id": f"imp{u}", "content": f"I love {w} ({u})"}
+                                               for u in range(12) for w in words]})
+    assert sc.request({"type": "stats"})["cache"]["users"] == 12
+    queries = [{"type": "query", "user_id": f"imp{u}", "text": w, "limit": 3} for u, w in ((0, "music"), (7, "cats"))]
+    cached = [sc.request(q)["messages"] for q in queries]
+    assert all({m["content"].split("(")[1] for m in ms} == {f"{u})"} for ms, u in zip(cached, (0, 7)))
+    assert sc.shutdown() == 0
+    plain = spawn("--cache-mb", "0", data_dir=data)
+    for q, a in zip(queries, cached):
+        assert [m["id"] for m in plain.request(q)["messages"]] == [m["id"] for m in a]
+    assert plain.shutdown() == 0
 
 
 def test_a_row_with_chunks_scores_as_its_best_chunk_and_carries_its_span():

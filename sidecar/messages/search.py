@@ -110,6 +110,7 @@ def warm_cache(store: Any) -> int:
     chunks. Returns the users loaded."""
     with store._reading():
         sizes = user_sizes(store.table, store.dim)
+        store.cache.known = set(sizes)  # under the lock: no row is added meanwhile
     loaded = 0
     chosen = fitting(sizes, store.cache.budget)
     for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small

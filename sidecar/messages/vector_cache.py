@@ -250,6 +250,9 @@ class VectorCache:
         self._users: "OrderedDict[str, UserRows]" = OrderedDict()
         self.nbytes = 0
         self.spill = Spill(spill_dir, spill_bytes) if budget_bytes and spill_bytes and spill_dir else None
+        # every user with rows in the table (read by the start-up warm-up, then kept by `append`); None:
+        # not known (before the warm-up, or after another sidecar wrote to the table)
+        self.known: set[str] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -281,13 +284,27 @@ class VectorCache:
         return entry
 
     def append(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        """Committed rows: added to the users that are cached (others load from the table on demand)."""
+        """Committed rows: added to the users that are cached, and a user's first rows ever (not in `known`)
+        cached as that user's complete set while the budget has room. Other users load from the table on
+        demand: after an import, that first query per user read the table (about 10 ms each)."""
         by_user: dict[str, list[int]] = {}
+        new: dict[str, list[int]] = {}
         for i, r in enumerate(rows):
-            if r["user_id"] in self._users:
-                by_user.setdefault(r["user_id"], []).append(i)
+            uid = r["user_id"]
+            if uid in self._users:
+                by_user.setdefault(uid, []).append(i)
+            elif self.known is not None and (uid not in self.known or uid in new):
+                new.setdefault(uid, []).append(i)
             if self.spill is not None:
-                self.spill.invalidate(r["user_id"])  # its file no longer holds every row
+                self.spill.invalidate(uid)  # its file no longer holds every row
+        if self.known is not None:
+            self.known.update(r["user_id"] for r in rows)
+        for uid, idx in new.items():
+            entry = UserRows(self.dim)
+            entry.extend([rows[i] for i in idx], vectors[idx])
+            if self.nbytes + entry.nbytes <= self.budget:  # never evicts for a new user (no spill churn)
+                self._users[uid] = entry
+                self.nbytes += entry.nbytes
         for uid, idx in by_user.items():
             entry = self._users[uid]
             before = entry.nbytes
@@ -331,6 +348,7 @@ class VectorCache:
     def clear(self) -> None:
         self._users.clear()
         self.nbytes = 0
+        self.known = None
         if self.spill is not None:
             self.spill.clear()
 
