@@ -293,7 +293,7 @@ class VectorCache:
             uid = r["user_id"]
             if uid in self._users:
                 by_user.setdefault(uid, []).append(i)
-            elif self.known is not None and (uid not in self.known or uid in new):
+            elif self.known is not None and uid not in self.known:  # `known` grows after the loop
                 new.setdefault(uid, []).append(i)
             if self.spill is not None:
                 self.spill.invalidate(uid)  # its file no longer holds every row
