@@ -16,6 +16,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]  # this tree's `sidecar` package, then benchkit
 
+from sidecar.runtime import native_memory  # noqa: E402
+
+# The sidecar's own malloc and BLAS settings for everything measured in this process (the model floors, the
+# stores `ab` builds), before numpy and the subcommands load: a floor measured under glibc's defaults hid a
+# 0.6x slowdown of the sidecar's embedding (docs/performance.md#the-onnx-arena-2026-11-25).
+native_memory.configure()
+
 from benchkit.client import BenchError  # noqa: E402
 
 SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",

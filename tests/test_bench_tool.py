@@ -3,6 +3,8 @@ by hand; this pins the entry point, the shared pipe client, the percentile helpe
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 import sys
 
@@ -45,6 +47,19 @@ def test_help_lists_every_subcommand_and_each_explains_itself():
 
 def test_an_unknown_subcommand_is_refused():
     assert _bench("nope").returncode == 2
+
+
+def test_in_process_measurements_run_under_the_sidecars_native_settings():
+    """The floors are measured in the benchmark's own process: with the sidecar's malloc and BLAS settings,
+    set before numpy loads, or the floor runs faster than the sidecar can and hides its losses."""
+    code = ("import os, runpy, sys; runpy.run_path(sys.argv[1], run_name='bench'); "
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "ARROW_DEFAULT_MEMORY_POOL")}
+    out = subprocess.run([sys.executable, "-c", code, BENCH], capture_output=True, text=True, timeout=60,
+                         cwd=str(ROOT), env=env)
+    assert out.returncode == 0, out.stderr
+    expected = "1 system" if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc" else "1 None"
+    assert out.stdout.split("\n")[-2] == expected
 
 
 def test_pct_interpolates_or_takes_the_sample_by_rank():

@@ -277,11 +277,17 @@ class VectorCache:
         entry.extend(rows, vectors)
         if chunks is not None:
             entry.add_chunks(*chunks)
-        if self.enabled and entry.nbytes <= self.budget:
+        self._admit(user_id, entry)
+        return entry
+
+    def _admit(self, user_id: str, entry: UserRows, evict: bool = True) -> None:
+        """Keep a user's complete entry within the budget: evicting the least recently used to make room
+        (`evict`), or only into room that is free."""
+        if self.enabled and entry.nbytes <= (self.budget if evict else self.budget - self.nbytes):
             self._users[user_id] = entry
             self.nbytes += entry.nbytes
-            self._evict()
-        return entry
+            if evict:
+                self._evict()
 
     def append(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """Committed rows: added to the users that are cached, and a user's first rows ever (not in `known`)
@@ -302,9 +308,7 @@ class VectorCache:
         for uid, idx in new.items():
             entry = UserRows(self.dim)
             entry.extend([rows[i] for i in idx], vectors[idx])
-            if self.nbytes + entry.nbytes <= self.budget:  # never evicts for a new user (no spill churn)
-                self._users[uid] = entry
-                self.nbytes += entry.nbytes
+            self._admit(uid, entry, evict=False)  # a new user evicts no one (no spill churn on an import)
         for uid, idx in by_user.items():
             entry = self._users[uid]
             before = entry.nbytes
