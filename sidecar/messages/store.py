@@ -7,8 +7,9 @@ flusher; every read of the table first commits what the log holds, so nothing ac
 ever missing from an answer.
 
 Locks, always taken in this order: `lock` (table reads, deletes, exclusive compaction, and the
-vector cache), then the commit log's (`commit_log.py`) and the compaction schedule's. The flusher
-never takes `lock`, so a `store` never waits for a commit in progress.
+vector cache; the graph's reads by id hold it only to start, storage/reads.py), then the commit
+log's (`commit_log.py`) and the compaction schedule's. The flusher never takes `lock`, so a `store`
+never waits for a commit in progress.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, sql_in, sql_num,
-    sql_str)
+from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, TableReads, sql_in,
+    sql_num, sql_str)
 from . import search
 from .commit_log import CommitLog, DirectCommit
 from .freshness import Freshness
@@ -57,6 +58,7 @@ class MessageStore(LongMemories):
         # other domains' tables in the same data dir, compacted with this one
         self.also_compact: list[Callable[[bool, timedelta | None], None]] = []  # f(exclusive, keep_versions)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
+        self._reads = TableReads()  # reads running outside `lock`: an exclusive compaction waits for them
         self._last: "OrderedDict[tuple[str, str | None], Context]" = OrderedDict()  # (user, channel) -> newest
         self.on_stale: list[Callable[[], None]] = []  # told when other sidecars changed the table (object store)
         self._heard = 0.0  # the last background version check (object store, lease holder)
@@ -300,13 +302,13 @@ class MessageStore(LongMemories):
 
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist (in that order) and their float32 vectors."""
-        with self._reading():
-            return search.rows_with_vectors(self.table, ids, self.dim)
+        with self._reads.outside(self._reading(), lambda: self.table) as table:
+            return search.rows_with_vectors(table, ids, self.dim)
 
     def ids_missing(self, have: set[str]) -> list[str]:
         """The ids of stored messages not in `have`, oldest first."""
-        with self._reading():
-            return search.ids_not_in(self.table, have)
+        with self._reads.outside(self._reading(), lambda: self.table) as table:
+            return search.ids_not_in(table, have)
 
     def cache_stats(self) -> dict[str, int]:
         with self.lock:
@@ -392,6 +394,7 @@ class MessageStore(LongMemories):
                         self.fresh.reset()
                 elif exclusive:  # no commit may run meanwhile: holding `lock` stops new log entries
                     with self.lock, self.pending.flush_lock:
+                        self._reads.wait_idle()  # it deletes the files of every older version
                         self.flush()
                         self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
                 else:
@@ -408,5 +411,6 @@ class MessageStore(LongMemories):
         self._close_chunks()
         self.pending.close()
         with self.lock:
+            self._reads.wait_idle()
             self.cache.close()
             self.database.close()

@@ -17,6 +17,7 @@ from .database import (
                        write_json_atomic,
 )
 from .lancedb_import import import_lancedb
+from .reads import TableReads
 from .objectstore import ObjectLocation, ObjectStoreSettings, is_object_uri
 from .shared import SharedStore
 from .search import cosine_search, rrf
@@ -25,4 +26,4 @@ from .sql import sql_in, sql_num, sql_str
 __all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
            "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes", "same_model",
            "write_json_atomic", "import_lancedb",
-           "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "SharedStore", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]
+           "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "SharedStore", "TableReads", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]

@@ -1,0 +1,104 @@
+"""Background reads of the messages table by id (the graph reading a trace's rows, catching up on missed
+messages) run outside the store's lock: stores and queries do not wait for them, and the exclusive
+compaction that deletes old versions' files waits for them to end.
+
+Regression: under a 300,000-request soak, a py-spy profile put half of the request thread's samples in
+waiting for the store's lock, mostly while the graph's threads read rows by id under it.
+
+The counting is tested as pure logic; the lock scope with the real MessageStore on a real LanceDB dir,
+one read held open at a known point (the read function wrapped to wait on an event).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import numpy as np
+
+from sidecar.messages import search
+from sidecar.messages.store import MessageStore
+from sidecar.storage import TableReads
+
+DIM = 384
+MODEL = {"name": "test-model", "dim": DIM, "digest": "0" * 64}
+
+
+def _rows(n: int, user: str) -> tuple[list[dict], np.ndarray]:
+    rows = [{"id": str(uuid.uuid4()), "user_id": user, "content": f"note {i} of {user}", "is_bot": False,
+             "timestamp": time.time(), "message_id": None, "channel_id": None, "reply_to": None, "username": None}
+            for i in range(n)]
+    v = np.random.default_rng().standard_normal((n, DIM)).astype(np.float32)
+    return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _in_thread(fn) -> tuple[threading.Thread, list]:
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    return t, out
+
+
+def test_wait_idle_returns_only_once_every_read_has_ended():
+    reads, lock = TableReads(), threading.Lock()
+    with reads.outside(lock, lambda: "table") as table:
+        assert table == "table" and reads.running == 1
+        assert not lock.locked()  # the lock is left before the read itself
+        waiter, done = _in_thread(reads.wait_idle)
+        waiter.join(0.2)
+        assert waiter.is_alive()
+    waiter.join(5)
+    assert not waiter.is_alive() and reads.running == 0
+
+
+def test_a_read_that_fails_is_not_counted_as_running():
+    reads = TableReads()
+    try:
+        with reads.outside(threading.Lock(), lambda: "table"):
+            raise RuntimeError("the read failed")
+    except RuntimeError:
+        pass
+    assert reads.running == 0
+    reads.wait_idle()  # returns at once
+
+
+def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compaction_does(tmp_path, monkeypatch):
+    store = MessageStore(tmp_path, MODEL)
+    try:
+        mine, mine_v = _rows(20, "graph-user")
+        store.add(mine, mine_v)
+        entered, release = threading.Event(), threading.Event()
+        real = search.rows_with_vectors
+
+        def slow_read(table, ids, dim):
+            entered.set()
+            assert release.wait(30)
+            return real(table, ids, dim)
+
+        monkeypatch.setattr(search, "rows_with_vectors", slow_read)
+        reader, got = _in_thread(lambda: store.embedded([r["id"] for r in mine]))
+        assert entered.wait(30)  # the read is under way, logged rows committed first
+
+        other, other_v = _rows(3, "chat-user")
+        t0 = time.perf_counter()
+        store.add(other, other_v)  # acknowledged while the read is still running
+        hits = store.search(other_v[1], "chat-user", 1)
+        assert time.perf_counter() - t0 < 10 and reader.is_alive()
+        assert hits[0]["id"] == other[1]["id"]
+
+        compaction, _ = _in_thread(lambda: store.compact(exclusive=True))
+        compaction.join(0.5)
+        assert compaction.is_alive()  # it would delete the files the read has open
+        release.set()
+        reader.join(30)
+        compaction.join(60)
+        assert not compaction.is_alive()
+        rows, vectors = got[0]
+        assert [r["id"] for r in rows] == [r["id"] for r in mine]
+        np.testing.assert_allclose(vectors, mine_v, atol=1e-3)  # stored as float16
+        assert len(store.rows("true")) == 23
+    finally:
+        release.set()
+        store.close()
+
