@@ -102,3 +102,30 @@ def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compactio
         release.set()
         store.close()
 
+
+
+def test_close_waits_for_a_read_by_id_to_end(tmp_path, monkeypatch):
+    store = MessageStore(tmp_path, MODEL)
+    mine, mine_v = _rows(5, "graph-user")
+    store.add(mine, mine_v)
+    entered, release = threading.Event(), threading.Event()
+    real = search.rows_with_vectors
+
+    def slow_read(table, ids, dim):
+        entered.set()
+        assert release.wait(30)
+        return real(table, ids, dim)
+
+    monkeypatch.setattr(search, "rows_with_vectors", slow_read)
+    reader, got = _in_thread(lambda: store.embedded([r["id"] for r in mine]))
+    try:
+        assert entered.wait(30)
+        closing, _ = _in_thread(store.close)
+        closing.join(0.5)
+        assert closing.is_alive()  # the data dir stays locked while the read runs
+    finally:
+        release.set()
+    reader.join(30)
+    closing.join(30)
+    assert not closing.is_alive()
+    assert [r["id"] for r in got[0][0]] == [r["id"] for r in mine]

@@ -61,9 +61,10 @@ class Embedder:
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
-        # onnxruntime's spinning wait stays on: off, a saturated soak of 60,000 requests took 12% longer
-        # (docs/performance.md, "Background work off the request lock")
         opts.inter_op_num_threads = 1
+        # the second thread's spinning wait (onnxruntime's default), on by decision: off, a saturated soak of
+        # 60,000 requests took 12% longer (docs/performance.md, "Background work off the request lock")
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "1")
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # onnxruntime's own arena reuses each run's memory for the next. Without it every tensor over the

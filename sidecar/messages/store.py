@@ -302,13 +302,17 @@ class MessageStore(LongMemories):
 
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist (in that order) and their float32 vectors."""
-        with self._reads.outside(self._reading(), lambda: self.table) as table:
+        with self._unlocked_read() as table:
             return search.rows_with_vectors(table, ids, self.dim)
 
     def ids_missing(self, have: set[str]) -> list[str]:
         """The ids of stored messages not in `have`, oldest first."""
-        with self._reads.outside(self._reading(), lambda: self.table) as table:
+        with self._unlocked_read() as table:
             return search.ids_not_in(table, have)
+
+    def _unlocked_read(self) -> Any:
+        """The table, every logged row committed, for a read that stores and queries need not wait for."""
+        return self._reads.outside(self._reading(), lambda: self.table)
 
     def cache_stats(self) -> dict[str, int]:
         with self.lock:

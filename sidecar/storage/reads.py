@@ -7,7 +7,8 @@ while writers commit new ones, so a read needs the lock only while logged rows a
 table is picked. What a read cannot survive is its files being deleted under it, and only an
 exclusive compaction does that (every old version's files go at once); it takes the lock, so no read
 starts, then waits here for the reads already running to end. Background compactions keep versions
-younger than a minute and need not wait."""
+younger than a minute and need not wait, so this suits reads that take seconds at most; a read that may
+outlast that minute (an export) takes `MessageStore.snapshot()` instead, which holds every compaction off."""
 
 from __future__ import annotations
 
