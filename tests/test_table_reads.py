@@ -40,6 +40,22 @@ def _in_thread(fn) -> tuple[threading.Thread, list]:
     return t, out
 
 
+def _held_read(store: MessageStore, ids: list[str], monkeypatch) -> tuple[threading.Thread, list, threading.Event]:
+    """`store.embedded(ids)` in a thread, held inside its table read until the returned event is set."""
+    entered, release = threading.Event(), threading.Event()
+    real = search.rows_with_vectors
+
+    def slow_read(table, ids, dim):
+        entered.set()
+        assert release.wait(30)
+        return real(table, ids, dim)
+
+    monkeypatch.setattr(search, "rows_with_vectors", slow_read)
+    reader, got = _in_thread(lambda: store.embedded(ids))
+    assert entered.wait(30)  # the read is under way, logged rows committed first
+    return reader, got, release
+
+
 def test_wait_idle_returns_only_once_every_read_has_ended():
     reads, lock = TableReads(), threading.Lock()
     with reads.outside(lock, lambda: "table") as table:
@@ -68,17 +84,7 @@ def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compactio
     try:
         mine, mine_v = _rows(20, "graph-user")
         store.add(mine, mine_v)
-        entered, release = threading.Event(), threading.Event()
-        real = search.rows_with_vectors
-
-        def slow_read(table, ids, dim):
-            entered.set()
-            assert release.wait(30)
-            return real(table, ids, dim)
-
-        monkeypatch.setattr(search, "rows_with_vectors", slow_read)
-        reader, got = _in_thread(lambda: store.embedded([r["id"] for r in mine]))
-        assert entered.wait(30)  # the read is under way, logged rows committed first
+        reader, got, release = _held_read(store, [r["id"] for r in mine], monkeypatch)
 
         other, other_v = _rows(3, "chat-user")
         t0 = time.perf_counter()
@@ -108,18 +114,8 @@ def test_close_waits_for_a_read_by_id_to_end(tmp_path, monkeypatch):
     store = MessageStore(tmp_path, MODEL)
     mine, mine_v = _rows(5, "graph-user")
     store.add(mine, mine_v)
-    entered, release = threading.Event(), threading.Event()
-    real = search.rows_with_vectors
-
-    def slow_read(table, ids, dim):
-        entered.set()
-        assert release.wait(30)
-        return real(table, ids, dim)
-
-    monkeypatch.setattr(search, "rows_with_vectors", slow_read)
-    reader, got = _in_thread(lambda: store.embedded([r["id"] for r in mine]))
+    reader, got, release = _held_read(store, [r["id"] for r in mine], monkeypatch)
     try:
-        assert entered.wait(30)
         closing, _ = _in_thread(store.close)
         closing.join(0.5)
         assert closing.is_alive()  # the data dir stays locked while the read runs
