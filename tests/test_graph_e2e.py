@@ -183,6 +183,30 @@ def test_consolidation_runs_in_the_background_when_due(sidecar):
     assert sidecar.request({"type": "health"})["graph"]["last_consolidation"] is not None
 
 
+def test_consolidation_makes_the_same_traces_whether_the_rows_are_cached_or_read_from_the_table(spawn, tmp_path):
+    """Consolidation reads a cached user's rows from memory (docs/graph.md, "Consolidation"): with the vector
+    cache off it reads them from the table, and the traces must not differ."""
+    lines = [*STORY, "Ana and I went hiking near Sintra.", "The hike with Ana ended at a cafe in Sintra.",
+             "My new job in Porto starts in May.", "Porto has great bookshops.", "Max the dog loves the beach."]
+    seen = []
+    for name, args in (("cached", ()), ("table", ("--cache-mb", "0"))):
+        sc = spawn(*args, data_dir=tmp_path / name)
+        msgs = [{"user_id": "u1", "username": "Caroline", "content": c, "timestamp": T0 + 60 * i + 3600 * (i // 5),
+                 "channel_id": "general"} for i, c in enumerate(lines)]  # two sessions an hour apart
+        at = {i: k for k, i in enumerate(sc.request({"type": "store", "messages": msgs})["ids"])}
+        assert sc.request({"type": "query", "user_id": "u1", "text": "Ana"})["messages"]  # the cache takes the user
+        assert sc.request({"type": "stats"})["cache"]["users"] == (1 if name == "cached" else 0)
+        r = sc.request({"type": "consolidate", "user_id": "u1"})
+        assert r["type"] == "consolidated" and r["traces_created"] >= 2, r
+        traces = {}
+        for entity in ("Ana", "Lisbon", "Porto", "Sintra", "Acme Robotics"):
+            for t in sc.request({"type": "entity", "user_id": "u1", "name": entity})["traces"]:
+                traces[tuple(at[e] for e in t["episode_ids"])] = (t["summary"], t["strength"])
+        seen.append((r["traces_created"], r["links"], traces))
+        assert sc.shutdown() == 0
+    assert seen[0][2] and seen[0] == seen[1]
+
+
 def test_expiry_takes_several_users_old_messages_out_of_their_graphs_for_good(spawn):
     """One expiry over several users (their graphs written together) leaves each graph without the old
     messages' episodes and relations, in memory and on disk (seen again after a restart)."""

@@ -16,6 +16,7 @@ import time
 import uuid
 
 import numpy as np
+import pytest
 
 from sidecar.messages import search
 from sidecar.messages.store import MessageStore
@@ -125,3 +126,30 @@ def test_close_waits_for_a_read_by_id_to_end(tmp_path, monkeypatch):
     closing.join(30)
     assert not closing.is_alive()
     assert [r["id"] for r in got[0][0]] == [r["id"] for r in mine]
+
+
+def test_a_cached_users_rows_by_id_come_from_memory_with_the_tables_vectors_at_float16(tmp_path, monkeypatch):
+    """The graph's consolidation reads a user's rows by id many times a second under load; for a user the vector
+    cache holds, they come from memory, and a user read from the table gets the very same vectors."""
+    store = MessageStore(tmp_path, MODEL)
+    try:
+        mine, mine_v = _rows(12, "cached-user")
+        store.add(mine, mine_v)
+        store.search(mine_v[0], "cached-user", 1)  # queried: the vector cache holds the user
+        ids = [r["id"] for r in mine][::-1][:7]
+        from_table = store.embedded(ids)  # no user: the table, full precision
+        real = search.rows_with_vectors
+        monkeypatch.setattr(search, "rows_with_vectors", lambda *a: pytest.fail("read the table"))
+        rows, vectors = store.embedded(ids, "cached-user")
+        assert rows == from_table[0] and [r["id"] for r in rows] == ids
+        np.testing.assert_array_equal(vectors, from_table[1].astype(np.float16).astype(np.float32))
+        assert vectors.dtype == np.float32
+
+        monkeypatch.setattr(search, "rows_with_vectors", real)
+        store.cache.discard("cached-user")  # not held: read from the table, rounded the same way
+        rows2, vectors2 = store.embedded(ids, "cached-user")
+        assert rows2 == rows
+        np.testing.assert_array_equal(vectors2, vectors)
+        assert store.embedded([*ids, "no-such-id"], "cached-user")[0] == rows  # unknown ids are skipped
+    finally:
+        store.close()

@@ -116,7 +116,7 @@ class Recaller:
         SIMILARITY_WEIGHT) x fired activation (the paper's fusion without its global prior; no gate)."""
         g, _known, _best, fired = self._fired(user_id, text, vector, since, until, act.Params(), 0.0)
         eps = [n[2:] for n in fired if n.startswith("e:") and n[2:] in g.episodes]
-        rows, vectors = self.service.reader.embedded(eps)
+        rows, vectors = self.service.reader.embedded(eps, user_id)
         scored = []
         for r, v in zip(rows, vectors):
             r["similarity"] = float(v @ vector)

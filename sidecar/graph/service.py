@@ -169,7 +169,7 @@ class GraphService:
             first = ordered.index(new[0])
             context = [e for e in ordered[max(0, first - cons.WINDOW):first] if e.trace_id]
             window = sorted(context + new, key=lambda e: (e.ts, e.id))
-            rows, vectors = self.reader.embedded([e.id for e in window])
+            rows, vectors = self.reader.embedded([e.id for e in window], user_id)
             present = {r["id"] for r in rows}
             window = [e for e in window if e.id in present]
             hubs = self._hubs(g)
@@ -210,7 +210,7 @@ class GraphService:
 
     def _refresh(self, g: UserGraph, trace: Trace, now: float) -> None:
         """Summary, vector, entities and time span from the trace's current episodes."""
-        rows, vectors = self.reader.embedded(trace.episode_ids)
+        rows, vectors = self.reader.embedded(trace.episode_ids, g.user_id)
         if not rows:
             return
         trace.summary = cons.summarise([r["content"] for r in rows], vectors, self.cut)

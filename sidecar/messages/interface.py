@@ -20,8 +20,9 @@ class MessageReader(Protocol):
 
     def rows(self, where: str, user_id: str | None = None) -> list[dict[str, Any]]: ...
 
-    def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray]:
-        """The rows of these ids that exist, and their vectors (float32, row-aligned)."""
+    def embedded(self, ids: list[str], user_id: str | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """The rows of these ids that exist, and their vectors (float32, row-aligned). user_id (the ids are
+        all that user's): read from memory when the messages domain holds them, at float16 precision."""
 
     def search(self, vector: Any, user_id: str, limit: int, include_bot: bool = True, since: float | None = None,
                until: float | None = None, text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:

@@ -78,7 +78,9 @@ def cache_rows(table: Any, where: str, dim: int) -> tuple[list[dict[str, Any]], 
 
 
 def newest_timestamps(table: Any, where: str, limit: int) -> list[float]:
-    """The `limit` newest timestamps of the rows matching `where` (a narrow column sorts fast)."""
+    """The `limit` newest timestamps of the rows matching `where` (a narrow column sorts fast): the first of
+    `MessageStore.latest`'s two reads, the second reading the whole rows at or after the oldest of them
+    (100k rows, 20k in the channel: 30 ms, against 48 ms for one ordered read of whole rows)."""
     from lancedb.query import ColumnOrdering
 
     newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]

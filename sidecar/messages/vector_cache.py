@@ -225,6 +225,15 @@ class UserRows:
         rows = heapq.nlargest(n, (r for r in self.rows if r[6] == channel_id), key=lambda r: r[4])
         return [(r[0], r[2]) for r in reversed(rows)]
 
+    def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray] | None:
+        """The rows with these ids (in that order) and their vectors, float16 widened to float32; None
+        when one of them is not held."""
+        idx = [self._pos.get(i) for i in ids]
+        if None in idx:
+            return None
+        vectors, _, _ = self._joined()
+        return [dict(zip(META_FIELDS, self.rows[i])) for i in idx], vectors[idx].astype(np.float32)
+
     def by_ids(self, ids: list[str], query: np.ndarray) -> list[dict[str, Any]]:
         """The rows with these ids (in that order; unknown ids skipped), each with its cosine similarity."""
         idx = [self._pos[i] for i in ids if i in self._pos]
@@ -335,6 +344,12 @@ class VectorCache:
             entry.add_chunks(message_ids, spans, vectors)
             self.nbytes += entry.nbytes - before
             self._evict()
+
+    def embedded(self, user_id: str, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray] | None:
+        """The user's rows with these ids and their vectors (see UserRows.embedded) if the user is in memory
+        (not the spill: background reads neither load it nor change the LRU order), else None."""
+        entry = self._users.get(user_id)
+        return entry.embedded(ids) if entry is not None else None
 
     def discard(self, user_id: str) -> None:
         entry = self._users.pop(user_id, None)
