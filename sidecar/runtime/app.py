@@ -67,7 +67,7 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     from ..graph import GraphService, GraphStore, NameMatcher
 
     graph_store = GraphStore(store.database, store.lock, store.schedule.note_write)
-    store.also_compact.append(lambda exclusive, keep: graph_store.compact(if_written=not exclusive, keep=keep))
+    store.also_compact.append(lambda exclusive, keep: graph_store.compact(exclusive=exclusive, keep=keep))
     graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
                          consolidate_every=cfg.graph_consolidate_every,
                          max_limit=cfg.max_limit, same_fact=facts.same_fact,
