@@ -28,9 +28,8 @@ def _entity_rows(gs: GraphStore, user: str, name: str) -> dict:
     return gs.rows([(g, [], [Entity(f"{user}-{name}", name, "person")], [], [], [])])
 
 
-def test_a_background_graph_compaction_holds_graph_writes_back_and_requests_not(tmp_path, monkeypatch):
-    store = MessageStore(tmp_path, MODEL)
-    gs = GraphStore(store.database, store.lock, store.schedule.note_write)
+def _held_compaction(gs: GraphStore, exclusive: bool, monkeypatch) -> tuple[threading.Thread, threading.Event]:
+    """`gs.compact(exclusive)` in a thread, held (its locks taken) until the returned event is set."""
     entered, release = threading.Event(), threading.Event()
     real = graph_store_module.compact_tables
 
@@ -39,12 +38,20 @@ def test_a_background_graph_compaction_holds_graph_writes_back_and_requests_not(
         assert release.wait(30)
         real(tables, what, keep)
 
+    monkeypatch.setattr(graph_store_module, "compact_tables", held)
+    compaction, _ = _in_thread(lambda: gs.compact(exclusive=exclusive))
+    assert entered.wait(30)
+    return compaction, release
+
+
+def test_a_background_graph_compaction_holds_graph_writes_back_and_requests_not(tmp_path, monkeypatch):
+    store = MessageStore(tmp_path, MODEL)
+    gs = GraphStore(store.database, store.lock, store.schedule.note_write)
+    release = threading.Event()
     try:
         for i in range(5):  # several commits: something to compact
             gs.commit(_entity_rows(gs, "u1", f"Name{i}"))
-        monkeypatch.setattr(graph_store_module, "compact_tables", held)
-        compaction, _ = _in_thread(lambda: gs.compact(exclusive=False))
-        assert entered.wait(30)
+        compaction, release = _held_compaction(gs, False, monkeypatch)
 
         rows, vectors = _rows(3, "chat-user")
         t0 = time.perf_counter()
@@ -71,20 +78,11 @@ def test_a_background_graph_compaction_holds_graph_writes_back_and_requests_not(
 def test_an_exclusive_graph_compaction_holds_requests_back(tmp_path, monkeypatch):
     store = MessageStore(tmp_path, MODEL)
     gs = GraphStore(store.database, store.lock, store.schedule.note_write)
-    entered, release = threading.Event(), threading.Event()
-    real = graph_store_module.compact_tables
-
-    def held(tables, what, keep=None):
-        entered.set()
-        assert release.wait(30)
-        real(tables, what, keep)
-
+    release = threading.Event()
     try:
         for i in range(3):
             gs.commit(_entity_rows(gs, "u1", f"Name{i}"))
-        monkeypatch.setattr(graph_store_module, "compact_tables", held)
-        compaction, _ = _in_thread(lambda: gs.compact(exclusive=True))
-        assert entered.wait(30)
+        compaction, release = _held_compaction(gs, True, monkeypatch)
         rows, vectors = _rows(1, "chat-user")
         adding, _ = _in_thread(lambda: store.add(rows, vectors))
         adding.join(0.5)
@@ -98,3 +96,4 @@ def test_an_exclusive_graph_compaction_holds_requests_back(tmp_path, monkeypatch
     finally:
         release.set()
         store.close()
+
