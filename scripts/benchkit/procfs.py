@@ -1,7 +1,10 @@
-"""Memory of a process from /proc (Linux only): the kB fields of /proc/PID/status, and resident memory
-by kind of mapping from /proc/PID/smaps."""
+"""Memory and CPU time of a process from /proc (Linux only): the kB fields of /proc/PID/status, resident
+memory by kind of mapping from /proc/PID/smaps, and CPU seconds from /proc/PID/stat."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 
 def status_kib(pid: int | str = "self") -> dict[str, int]:
@@ -52,3 +55,9 @@ def rss_by_kind_mib(pid: int | str) -> dict[str, float]:
             kind = "anon_large" if size >= 1 << 20 else "anon_small"
         out[kind] += rss / 1024
     return {k: round(v, 1) for k, v in out.items()}
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User plus system CPU time of the process so far (all its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
