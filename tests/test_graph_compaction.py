@@ -33,10 +33,10 @@ def _held_compaction(gs: GraphStore, exclusive: bool, monkeypatch) -> tuple[thre
     entered, release = threading.Event(), threading.Event()
     real = graph_store_module.compact_tables
 
-    def held(tables, what, keep=None):
+    def held(*args):
         entered.set()
         assert release.wait(30)
-        real(tables, what, keep)
+        real(*args)
 
     monkeypatch.setattr(graph_store_module, "compact_tables", held)
     compaction, _ = _in_thread(lambda: gs.compact(exclusive=exclusive))

@@ -26,8 +26,6 @@ import pyarrow as pa
 from ..storage import Database, compact_tables, sql_in, sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
 
-READS_KEEP = timedelta(minutes=1)  # a background compaction keeps younger versions: reads may be on them
-
 
 EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS = (
     "graph_episodes", "graph_entities", "graph_mentions", "graph_relations", "graph_traces", "graph_links")
@@ -246,8 +244,7 @@ class GraphStore:
             if not exclusive and not self._written:
                 return
             self._written = False
-            compact_tables(self.tables.values(), "the graph tables" + ("" if exclusive else " (concurrent)"),
-                           keep if exclusive else max(keep or timedelta(0), READS_KEEP))
+            compact_tables(self.tables.values(), "the graph tables", keep, exclusive)
 
 
 TABLES = (EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS)

@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from ..storage import cosine_search, sql_in
+from ..storage import compact_table, cosine_search, sql_in
 
 log = logging.getLogger("sidecar.store")
 
@@ -130,15 +130,11 @@ class ChunkTable:
         version names yet are never deleted (another sidecar's commit may be in flight)."""
         if not self._written:
             return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if keep is not None:
-                self.table.optimize(cleanup_older_than=max(keep, timedelta(minutes=1)))
-            elif exclusive:
-                with self.write_lock:
-                    self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-            else:
-                self.table.optimize(cleanup_older_than=timedelta(minutes=1))
+        if exclusive and keep is None:
+            with self.write_lock:
+                compact_table(self.table, True)
+        else:
+            compact_table(self.table, False, keep)
         self._written = False
 
 

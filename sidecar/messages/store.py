@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
 from collections import OrderedDict
 from contextlib import contextmanager
 from datetime import timedelta
@@ -28,7 +27,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, TableReads, sql_in,
-    sql_num, sql_str)
+    compact_table, sql_num, sql_str)
 from . import search
 from .commit_log import CommitLog, DirectCommit
 from .freshness import Freshness
@@ -300,11 +299,11 @@ class MessageStore(LongMemories):
     def embedded(self, ids: list[str], user_id: str | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist (in that order) and their float32 vectors. user_id (the ids are all
         that user's): from the vector cache when it holds them, and at its float16 precision either way."""
-        with self.lock:
-            self.fresh.check()
-            got = self.cache.embedded(user_id, ids) if user_id is not None else None
-        if got is not None:
-            return got
+        if user_id is not None:
+            with self.lock:
+                self.fresh.check()
+                if (got := self.cache.embedded(user_id, ids)) is not None:
+                    return got
         with self._unlocked_read() as table:
             rows, vectors = search.rows_with_vectors(table, ids, self.dim)
         return rows, vectors if user_id is None else vectors.astype(np.float16).astype(np.float32)
@@ -389,21 +388,19 @@ class MessageStore(LongMemories):
             t0 = time.perf_counter()
             self.flush()
             pending = self.schedule.pending()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if self.keep_versions is not None:  # never delete_unverified: another sidecar's commit in flight
-                    self.table.optimize(cleanup_older_than=self.keep_versions)
-                    with self.lock:
-                        self._stale(foreign=False)  # a compaction's versions look like anyone's: reload
-                        self.fresh.reset()
-                elif exclusive:  # no commit may run meanwhile: holding `lock` stops new log entries
-                    with self.lock, self.pending.flush_lock:
-                        self._reads.wait_idle()  # it deletes the files of every older version
-                        self.flush()
-                        self.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-                else:
-                    self.table.optimize(cleanup_older_than=timedelta(minutes=1))
-            for other in self.also_compact:  # small tables: briefly exclusive in both modes
+            if self.keep_versions is not None:  # never delete_unverified: another sidecar's commit in flight
+                compact_table(self.table, False, self.keep_versions)
+                with self.lock:
+                    self._stale(foreign=False)  # a compaction's versions look like anyone's: reload
+                    self.fresh.reset()
+            elif exclusive:  # no commit may run meanwhile: holding `lock` stops new log entries
+                with self.lock, self.pending.flush_lock:
+                    self._reads.wait_idle()  # it deletes the files of every older version
+                    self.flush()
+                    compact_table(self.table, True)
+            else:
+                compact_table(self.table, False)
+            for other in self.also_compact:  # the other domains' tables (each takes the locks it needs)
                 other(exclusive, self.keep_versions)
             took = time.perf_counter() - t0
             pause = self.schedule.done(pending, took)

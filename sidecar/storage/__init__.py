@@ -2,7 +2,7 @@
 and migrations, the compaction schedule, safe filters, and search helpers. Imports no other part of
 the sidecar; each domain keeps its own tables (messages/store.py, facts/store.py, graph/store.py)."""
 
-from .compaction import COMPACT_MAX_DUTY, CompactionSchedule, compact_tables, compaction_due
+from .compaction import COMPACT_MAX_DUTY, CompactionSchedule, compact_table, compact_tables, compaction_due
 from .database import (
                        LANCE_DIR,
                        LOCK_FILE,
@@ -23,7 +23,7 @@ from .shared import SharedStore
 from .search import cosine_search, rrf
 from .sql import sql_in, sql_num, sql_str
 
-__all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
+__all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_table", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
            "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes", "same_model",
            "write_json_atomic", "import_lancedb",
            "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "SharedStore", "TableReads", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]

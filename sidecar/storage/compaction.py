@@ -70,17 +70,28 @@ class CompactionSchedule:
             return pause
 
 
-def compact_tables(tables: Iterable[Any], what: str, keep: timedelta | None = None) -> None:
-    """Compact small tables in full: merge fragments, fold rows into indexes, drop every old version
-    (the caller holds the lock that keeps writes out, since rows are updated in place). keep (an
-    object store shared with other sidecars): versions younger than this stay, and files no version
-    names yet (another sidecar's commit in flight) are never deleted."""
-    t0 = time.perf_counter()
+READS_KEEP = timedelta(minutes=1)  # a concurrent compaction keeps younger versions: reads may be on them
+
+
+def compact_table(table: Any, exclusive: bool, keep: timedelta | None = None) -> None:
+    """Merge a table's fragments, fold new rows into its indexes and drop old versions. exclusive (the
+    caller keeps every read and write out): every old version and unreferenced file goes at once. Else
+    versions younger than READS_KEEP stay for the reads running meanwhile. keep (an object store shared
+    with other sidecars): versions younger than this stay too, and files no version names yet (another
+    sidecar's commit in flight) are never deleted."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for table in tables:
-            if keep is None:
-                table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-            else:
-                table.optimize(cleanup_older_than=keep)
-    logging.getLogger("sidecar.storage").info("compacted %s in %.0f ms", what, (time.perf_counter() - t0) * 1000)
+        if exclusive and keep is None:
+            table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        else:
+            table.optimize(cleanup_older_than=max(keep or timedelta(0), READS_KEEP))
+
+
+def compact_tables(tables: Iterable[Any], what: str, keep: timedelta | None = None, exclusive: bool = True) -> None:
+    """`compact_table` for each of several small tables, logged as one (the caller holds the lock that keeps
+    out whatever `exclusive` says must stay out)."""
+    t0 = time.perf_counter()
+    for table in tables:
+        compact_table(table, exclusive, keep)
+    logging.getLogger("sidecar.storage").info("compacted %s%s in %.0f ms", what, "" if exclusive else " (concurrent)",
+                                              (time.perf_counter() - t0) * 1000)
