@@ -153,3 +153,34 @@ def test_a_cached_users_rows_by_id_come_from_memory_with_the_tables_vectors_at_f
         assert store.embedded([*ids, "no-such-id"], "cached-user")[0] == rows  # unknown ids are skipped
     finally:
         store.close()
+
+
+def test_the_ids_a_catch_up_builds_are_the_missing_ones_oldest_first_in_arrow_memory(tmp_path):
+    """After a crash or an import the graph's catch-up names every stored message without an episode: oldest
+    first (ties by id, so the order does not depend on the fragment layout), held as one Arrow array rather
+    than a Python string each, and sliced into Python lists only as it reads them back."""
+    import pyarrow as pa
+
+    from sidecar.graph.builder import Builder
+
+    store = MessageStore(tmp_path, MODEL)
+    try:
+        rows, v = _rows(6, "u")
+        for r, ts in zip(rows, (5.0, 1.0, 3.0, 3.0, 2.0, 4.0)):
+            r["timestamp"] = ts
+        store.add(rows[:3], v[:3])
+        store.add(rows[3:], v[3:])  # two fragments
+        done = pa.array([rows[5]["id"]], pa.string())  # the one the graph already holds
+        missing = store.ids_missing(done)
+        assert isinstance(missing, pa.Array)
+        ties = sorted([rows[2]["id"], rows[3]["id"]])
+        assert missing.to_pylist() == [rows[1]["id"], rows[4]["id"], *ties, rows[0]["id"]]
+        assert store.ids_missing(pa.array([r["id"] for r in rows], pa.string())).to_pylist() == []
+
+        queued: list[list[str]] = []
+        b = Builder(threading.RLock(), None, None, None, lambda n: None)
+        b.submit = lambda rows, vectors: queued.append([r["id"] for r in rows])
+        assert b.catch_up(lambda: missing, store.embedded) == 5
+        assert queued == [missing.to_pylist()]  # read back by id, in that order
+    finally:
+        store.close()

@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+import pyarrow as pa
 
 from .mentions import Mention, find_mentions
 from .model import Entity, Episode, Relation, Similar, UserGraph
@@ -179,7 +180,7 @@ class Builder:
             self.submitted += len(rows)
         self.queue.put((rows, vectors))
 
-    def catch_up(self, missing: Callable[[], list[str]],
+    def catch_up(self, missing: Callable[[], pa.Array | list[str]],
                  embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
         """Queue the stored messages `missing()` names (read by `embedded`, 256 at a time) only as fast as
         they are built; how many. Blocks."""
@@ -190,7 +191,8 @@ class Builder:
                     log.warning("graph: building %d stored messages in the background", len(ids))
                 for start in range(0, len(ids), 256):
                     self.wait_room(CATCH_UP_AHEAD)
-                    rows, vectors = embedded(ids[start:start + 256])
+                    part = ids[start:start + 256]  # Python strings only for the 256 read next
+                    rows, vectors = embedded(part if isinstance(part, list) else part.to_pylist())
                     if rows:
                         self.submit(rows, vectors)
                 return len(ids)

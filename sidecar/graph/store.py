@@ -87,10 +87,10 @@ class GraphStore:
         with self.lock:
             return read_graphs(self.tables, user_ids)
 
-    def done_ids(self) -> set[str]:
-        """Every message id the graph has an episode for."""
+    def done_ids(self) -> pa.Array:
+        """Every message id the graph has an episode for (an Arrow string array)."""
         with self.lock:
-            return set(self.tables[EPISODES].search().select(["id"]).limit(None).to_arrow().column("id").to_pylist())
+            return self.tables[EPISODES].search().select(["id"]).limit(None).to_arrow().column("id").combine_chunks()
 
     def users_of(self, episode_ids: list[str]) -> set[str]:
         """The users whose graphs hold these episodes."""

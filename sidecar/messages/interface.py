@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
+import pyarrow as pa
 
 
 class MessageReader(Protocol):
@@ -28,8 +29,8 @@ class MessageReader(Protocol):
                until: float | None = None, text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:
         """The user's best messages for a query (rows with `similarity`), best first."""
 
-    def ids_missing(self, have: set[str]) -> list[str]:
-        """The ids of stored messages not in `have`, oldest first."""
+    def ids_missing(self, have: pa.Array) -> pa.Array:
+        """The ids of stored messages not in `have` (an Arrow string array), oldest first."""
 
 
 class Companion(Protocol):

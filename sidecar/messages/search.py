@@ -8,6 +8,8 @@ import heapq
 from typing import Any, Callable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..storage import cosine_search, sql_in, sql_num, sql_str
 from .ranking import POOL, fuse_hybrid, hybrid_scores
@@ -145,11 +147,13 @@ def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[s
     return [rows[k] for k in perm], vectors[perm] if perm else vectors
 
 
-def ids_not_in(table: Any, have: set[str]) -> list[str]:
-    """The ids of the table's rows not in `have`, oldest first."""
+def ids_not_in(table: Any, have: pa.Array) -> pa.Array:
+    """The ids of the table's rows not in `have`, oldest first (ties by id), as an Arrow array: a catch-up of
+    a whole store names every message, and one Python string each, held for the catch-up's minutes among the
+    graph's own objects, kept Python's memory from returning to the system when it ended."""
     data = table.search().select(["id", "timestamp"]).limit(None).to_arrow()
-    ids, times = data.column("id").to_pylist(), data.column("timestamp").to_pylist()
-    return [i for _, i in sorted((t, i) for i, t in zip(ids, times) if i not in have)]
+    data = data.filter(pc.invert(pc.is_in(data.column("id"), value_set=have)))
+    return data.sort_by([("timestamp", "ascending"), ("id", "ascending")]).column("id").combine_chunks()
 
 
 def search_table(table: Any, embed: Callable[[], np.ndarray], text: str, user_id: str, mode: str, limit: int,

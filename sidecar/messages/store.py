@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
+import pyarrow as pa
 
 from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, TableReads, sql_in,
     compact_table, sql_num, sql_str)
@@ -308,8 +309,8 @@ class MessageStore(LongMemories):
             rows, vectors = search.rows_with_vectors(table, ids, self.dim)
         return rows, vectors if user_id is None else vectors.astype(np.float16).astype(np.float32)
 
-    def ids_missing(self, have: set[str]) -> list[str]:
-        """The ids of stored messages not in `have`, oldest first."""
+    def ids_missing(self, have: pa.Array) -> pa.Array:
+        """The ids of stored messages not in `have` (an Arrow string array), oldest first."""
         with self._unlocked_read() as table:
             return search.ids_not_in(table, have)
 
