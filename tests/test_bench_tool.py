@@ -49,6 +49,13 @@ def test_an_unknown_subcommand_is_refused():
     assert _bench("nope").returncode == 2
 
 
+def test_graph_build_refuses_a_missing_locomo_folder_before_its_long_ingests(tmp_path):
+    """Regression: run from a copy of the tree elsewhere, the default LoCoMo folder was missing and the bench
+    failed on it only after its two 100k ingests (about 15 minutes), printing none of their figures."""
+    out = _bench("graph-build", "--locomo", str(tmp_path / "nowhere"), "--ingest", "100000")
+    assert out.returncode == 2 and "no LoCoMo conversation files" in out.stderr and "nowhere" in out.stderr
+
+
 def test_in_process_measurements_run_under_the_sidecars_native_settings():
     """The floors are measured in the benchmark's own process: with the sidecar's malloc and BLAS settings,
     set before numpy loads, or the floor runs faster than the sidecar can and hides its losses."""

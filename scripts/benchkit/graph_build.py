@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -89,8 +90,7 @@ def bench_config(args: argparse.Namespace, tmp: Path, graph: bool) -> dict[str, 
     return out
 
 
-def bench_locomo(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    convs = load([args.locomo])
+def bench_locomo(args: argparse.Namespace, tmp: Path, convs: list[tuple[str, Any]]) -> dict[str, Any]:
     # consolidation on demand only: the pass timed below is then the whole of it, not what the background
     # schedule left over
     flags = ["--graph-consolidate-every", "0", *(["--cache-mb", "0"] if args.locomo_uncached else [])]
@@ -115,10 +115,15 @@ def bench_locomo(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # read before the ingests: a wrong --locomo (the default is beside this source tree) fails now, not 15 minutes in
+    convs = load([args.locomo]) if args.locomo.exists() else []
+    if not convs:
+        print(f"no LoCoMo conversation files at {args.locomo} (--locomo names a file or a folder)", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         on = bench_config(args, Path(tmp), True)
         off = bench_config(args, Path(tmp), False)
-        loc = bench_locomo(args, Path(tmp))
+        loc = bench_locomo(args, Path(tmp), convs)
     added = on["store"]["p50_ms"] - off["store"]["p50_ms"]
     ratio = on["ingest"]["msgs_per_s"] / off["ingest"]["msgs_per_s"]
     per_turn = loc["consolidate_s"] / max(1, loc["turns"])
