@@ -7,7 +7,8 @@ ratios hold on a noisy machine.
   ingest     batch `store` of --ingest generated messages (batches of 200), graph on vs off: messages/s
              (target: graph on >= 0.85 x off), then RSS (VmRSS and VmHWM) with every message built into
              the graph (target: <= 50 MB added at 100k episodes; --ingest 100000 for that figure), and
-             the RSS by kind of mapping (--json; procfs.rss_by_kind_mib) for where the difference lies
+             the RSS by kind of mapping (--json; procfs.rss_by_kind_mib) and LanceDB's library code
+             resident (graph writes merge, which pages in more of it) for where the difference lies
   locomo     the LoCoMo conversations (one user each) stored, then one `consolidate` of every user:
              seconds, CPU seconds, episodes, traces, links (target: the ten conversations, about 5,900
              turns, <= 60 s). The vector cache holds the users (new users are cached at their first
@@ -31,7 +32,7 @@ from typing import Any
 from .client import Sidecar, add_sidecar_arguments
 from .locomo import DEFAULT_DIR, load, turns
 from .output import log, print_table, write_json
-from .procfs import cpu_seconds, rss_by_kind_mib
+from .procfs import cpu_seconds, rss_by_kind_mib, rss_of_file_mib
 from .timing import pct
 from .workload import fill, make_message, user_id
 
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _rss(sc: Sidecar) -> dict[str, Any]:
     st = sc.vm_status()
     return {"rss_mib": st.get("VmRSS", 0) / 1024, "hwm_mib": st.get("VmHWM", 0) / 1024,
-            "rss_by_kind_mib": rss_by_kind_mib(sc.pid)}
+            "rss_by_kind_mib": rss_by_kind_mib(sc.pid), "lancedb_code_mib": rss_of_file_mib(sc.pid, "_lancedb")}
 
 
 def _settle(sc: Sidecar, graph: bool, limit_s: float = 3600.0) -> None:
@@ -136,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         {"measurement": "RSS after ingest (MiB), on / off", "value": f"{on['rss_mib']:.0f} / {off['rss_mib']:.0f} (+{on['rss_mib'] - off['rss_mib']:.0f})", "target": "<= +50 at 100k"},
         {"measurement": "RSS added, by kind of mapping (MiB)", "value": ", ".join(
             f"{k} {on['rss_by_kind_mib'][k] - off['rss_by_kind_mib'][k]:+.0f}" for k in on["rss_by_kind_mib"]), "target": ""},
+        {"measurement": "of the mapped files, LanceDB's library (MiB), on / off",
+         "value": f"{on['lancedb_code_mib']:.0f} / {off['lancedb_code_mib']:.0f}", "target": ""},
         {"measurement": "peak RSS (MiB), on / off", "value": f"{on['hwm_mib']:.0f} / {off['hwm_mib']:.0f}", "target": ""},
         {"measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns; vector cache "
                         f"{'off' if loc['uncached'] else 'on'})",
