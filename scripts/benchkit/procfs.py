@@ -23,11 +23,8 @@ def rss_kib(pid: int | str = "self") -> int:
     return status_kib(pid).get("VmRSS", 0)
 
 
-def rss_by_kind_mib(pid: int | str) -> dict[str, float]:
-    """Resident MiB by kind of mapping, from /proc/PID/smaps: the main heap, glibc's other arenas (heaps
-    aligned to 64 MiB, the threads other than the main one: LanceDB's, the log flusher), pyarrow's mimalloc
-    pool (its 1 GiB reservation), other anonymous mappings of 1 MiB and more (Python's object arenas, blocks of
-    128 KiB and more such as the vector cache's), smaller anonymous ones, and mapped files."""
+def _mappings(pid: int | str) -> list[list]:
+    """[start, end, permissions, path ("" when anonymous), resident kB] of each mapping in /proc/PID/smaps."""
     maps: list[list] = []
     with open(f"/proc/{pid}/smaps") as f:
         for line in f:
@@ -37,6 +34,15 @@ def rss_by_kind_mib(pid: int | str) -> dict[str, float]:
                 maps.append([start, end, head[1], head[5].strip() if len(head) > 5 else "", 0])
             elif head[0] == "Rss:":
                 maps[-1][4] = int(head[1])
+    return maps
+
+
+def rss_by_kind_mib(pid: int | str) -> dict[str, float]:
+    """Resident MiB by kind of mapping, from /proc/PID/smaps: the main heap, glibc's other arenas (heaps
+    aligned to 64 MiB, the threads other than the main one: LanceDB's, the log flusher), pyarrow's mimalloc
+    pool (its 1 GiB reservation), other anonymous mappings of 1 MiB and more (Python's object arenas, blocks of
+    128 KiB and more such as the vector cache's), smaller anonymous ones, and mapped files."""
+    maps = _mappings(pid)
     out = dict.fromkeys(("heap", "arenas", "pyarrow", "anon_large", "anon_small", "files", "other"), 0.0)
     heap_size = 64 << 20
     for i, (start, end, _perm, name, rss) in enumerate(maps):
@@ -60,15 +66,7 @@ def rss_by_kind_mib(pid: int | str) -> dict[str, float]:
 def rss_of_file_mib(pid: int | str, name: str) -> float:
     """Resident MiB of the mappings of files whose path contains `name` (a library's code pages: LanceDB's
     `_lancedb` grows by about 8 MiB once a table is merged into, measured 2026-11-25)."""
-    total, current = 0, ""
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            head = line.split(maxsplit=6)
-            if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
-                current = head[5].strip() if len(head) > 5 else ""
-            elif head[0] == "Rss:" and name in current:
-                total += int(head[1])
-    return round(total / 1024, 1)
+    return round(sum(rss for _start, _end, _perm, path, rss in _mappings(pid) if name in path) / 1024, 1)
 
 
 def cpu_seconds(pid: int | str = "self") -> float:
