@@ -180,10 +180,10 @@ class Builder:
             self.submitted += len(rows)
         self.queue.put((rows, vectors))
 
-    def catch_up(self, missing: Callable[[], pa.Array | list[str]],
+    def catch_up(self, missing: Callable[[], pa.Array],
                  embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
-        """Queue the stored messages `missing()` names (read by `embedded`, 256 at a time) only as fast as
-        they are built; how many. Blocks."""
+        """Queue the stored messages `missing()` names (an Arrow string array; read by `embedded`, 256 at a
+        time, each slice made Python strings only then) only as fast as they are built; how many. Blocks."""
         try:
             with self._catching:
                 ids = missing()
@@ -191,8 +191,7 @@ class Builder:
                     log.warning("graph: building %d stored messages in the background", len(ids))
                 for start in range(0, len(ids), 256):
                     self.wait_room(CATCH_UP_AHEAD)
-                    part = ids[start:start + 256]  # Python strings only for the 256 read next
-                    rows, vectors = embedded(part if isinstance(part, list) else part.to_pylist())
+                    rows, vectors = embedded(ids[start:start + 256].to_pylist())
                     if rows:
                         self.submit(rows, vectors)
                 return len(ids)

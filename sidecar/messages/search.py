@@ -149,8 +149,8 @@ def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[s
 
 def ids_not_in(table: Any, have: pa.Array) -> pa.Array:
     """The ids of the table's rows not in `have`, oldest first (ties by id), as an Arrow array: a catch-up of
-    a whole store names every message, and one Python string each, held for the catch-up's minutes among the
-    graph's own objects, kept Python's memory from returning to the system when it ended."""
+    a whole store names every message and holds them for minutes (99,000 ids: 3.8 MiB here against 8.9 MiB
+    as Python strings, found in 58-72 ms against 346-376; docs/graph.md, "Crash safety and speed")."""
     data = table.search().select(["id", "timestamp"]).limit(None).to_arrow()
     data = data.filter(pc.invert(pc.is_in(data.column("id"), value_set=have)))
     return data.sort_by([("timestamp", "ascending"), ("id", "ascending")]).column("id").combine_chunks()
