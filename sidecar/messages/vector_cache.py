@@ -4,8 +4,9 @@ Search is exact (brute force over one user's vectors, which is what LanceDB does
 user_id prefilter anyway); vectors are held as float16 (the scores move by about 1e-4), and the
 whole cache is bounded by a byte budget with least-recently-used eviction. The store keeps it
 consistent: rows are appended on every committed write, and any delete drops the cache. A long
-memory's chunk vectors (`chunks.py`) are held beside the rows, and a row that has chunks scores as its
-best chunk, with that chunk's character `span`. Pure data structure: it never touches LanceDB itself.
+memory's chunk vectors (`chunks.py`) are held beside the rows (`chunk_vectors.py`, as float32), and a row
+that has chunks scores as its best chunk, with that chunk's character `span`. Pure data structure: it never
+touches LanceDB itself.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .chunk_vectors import ChunkVectors
 from .keywords import KeywordIndex
 from .spill import Spill
 
@@ -28,7 +30,6 @@ from .spill import Spill
 # user ids are interned, so one string per user. The keyword index, once built, counts its own.
 ROW_OVERHEAD = 348
 BLOCK_ROWS = 256  # vectors scored per matrix product (see blockwise_scores)
-CHUNK_BYTES = 12  # per chunk beside its vector: its row index and span
 _buffers = threading.local()
 META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                "username")
@@ -89,17 +90,11 @@ class UserRows:
         self._links: list[np.ndarray] = []  # per row: the positions of the rows its search_text borrows from
         self.keywords: KeywordIndex | None = None  # built on the first keyword search
         self.nbytes = 0
-        # chunks of long memories: float16 vectors, the row each belongs to, its [start, end) characters
-        self._chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._chunks = ChunkVectors(dim)  # chunks of long memories (chunk_vectors.py)
         self._chunked: set[str] = set()  # row ids whose chunks are held
-        # the last query's chunk scores (12 bytes per row, not counted in nbytes): (query, rows, answer)
-        self._chunk_memo: tuple[bytes, int, tuple[np.ndarray, np.ndarray]] | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
-
-    def __getstate__(self) -> dict[str, Any]:  # spilled without the last query's chunk scores
-        return {**self.__dict__, "_chunk_memo": None}
 
     def extend(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         if not rows:
@@ -153,40 +148,21 @@ class UserRows:
         keep = [k for k, m in enumerate(message_ids) if m in self._pos and m not in self._chunked]
         if not keep:
             return
-        rows = np.array([self._pos[message_ids[k]] for k in keep], dtype=np.int64)
-        self._chunks.append((np.asarray(vectors, dtype=np.float16)[keep], rows,
-                             np.asarray(spans, dtype=np.int32).reshape(-1, 2)[keep]))
+        before = self._chunks.nbytes
+        self._chunks.add(np.array([self._pos[message_ids[k]] for k in keep], dtype=np.int64),
+                         np.asarray(spans, dtype=np.int32).reshape(-1, 2)[keep], np.asarray(vectors)[keep])
         self._chunked.update(message_ids[k] for k in keep)
-        self._chunk_memo = None
-        self.nbytes += len(keep) * (self.dim * 2 + CHUNK_BYTES)
+        self.nbytes += self._chunks.nbytes - before
 
     def _chunk_best(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """Per row: its best chunk's score (-inf: no chunks) and that chunk's index; None without chunks.
-        The last query's answer is kept: a hybrid query asks twice (its candidates, then its fused rows)."""
-        if not self._chunks:
-            return None
-        if len(self._chunks) > 1:
-            self._chunks = [tuple(np.concatenate(part) for part in zip(*self._chunks))]  # type: ignore[misc]
-        key = np.asarray(query, dtype=np.float32).tobytes()
-        memo = self._chunk_memo
-        if memo is not None and memo[0] == key and memo[1] == len(self.rows):
-            return memo[2]
-        vectors, rows, _spans = self._chunks[0]
-        scores = blockwise_scores(vectors, query)
-        order = np.lexsort((-scores, rows))  # by row, best chunk first
-        owners, first = np.unique(rows[order], return_index=True)
-        best = np.full(len(self.rows), -np.inf, dtype=np.float32)
-        pick = np.full(len(self.rows), -1, dtype=np.int64)
-        best[owners] = scores[order[first]]
-        pick[owners] = order[first]
-        self._chunk_memo = (key, len(self.rows), (best, pick))
-        return best, pick
+        """Per row: its best chunk's score (-inf: no chunks) and that chunk's index (-1); None without chunks."""
+        return self._chunks.best(query, len(self.rows)) if len(self._chunks) else None
 
     def _out(self, i: int, score: float, pick: np.ndarray | None) -> dict[str, Any]:
         row = dict(zip(META_FIELDS, self.rows[i]))
         row["similarity"] = score
         if pick is not None and pick[i] >= 0:
-            row["span"] = self._chunks[0][2][pick[i]].tolist()
+            row["span"] = self._chunks.span(pick[i])
         return row
 
     def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
