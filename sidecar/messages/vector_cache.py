@@ -33,6 +33,7 @@ BLOCK_ROWS = 256  # vectors scored per matrix product (see blockwise_scores)
 _buffers = threading.local()
 META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
                "username")
+_USERNAME = META_FIELDS.index("username")
 
 
 def blockwise_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -158,13 +159,6 @@ class UserRows:
         """Per row: its best chunk's score (-inf: no chunks) and that chunk's index (-1); None without chunks."""
         return self._chunks.best(query, len(self.rows)) if len(self._chunks) else None
 
-    def _out(self, i: int, score: float, pick: np.ndarray | None) -> dict[str, Any]:
-        row = dict(zip(META_FIELDS, self.rows[i]))
-        row["similarity"] = score
-        if pick is not None and pick[i] >= 0:
-            row["span"] = self._chunks.span(pick[i])
-        return row
-
     def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if len(self._vectors) > 1:
             self._vectors = [np.concatenate(self._vectors)]
@@ -174,6 +168,13 @@ class UserRows:
 
     def search(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
                until: float | None = None) -> list[dict[str, Any]]:
+        """The best `limit` rows for the query vector, best first, each with its cosine `similarity`."""
+        return [self.result(i, score, query) for i, score in self.ranked(query, limit, include_bot, since, until)]
+
+    def ranked(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
+               until: float | None = None) -> list[tuple[int, float]]:
+        """`search` as (position, similarity) pairs: no result rows built (a hybrid query fuses 100 of these
+        and returns 5)."""
         if not self.rows:
             return []
         vectors, _, _ = self._joined()
@@ -187,14 +188,13 @@ class UserRows:
                 return []
             scores = blockwise_scores(vectors[candidates], query)
         chunked = self._chunk_best(query)
-        pick = None
         if chunked is not None:  # a long memory scores as its best chunk
-            best, pick = chunked[0][candidates], chunked[1]
+            best = chunked[0][candidates]
             scores = np.where(np.isfinite(best), best, scores)
         k = min(limit, len(candidates))
         top = np.argpartition(-scores, k - 1)[:k] if k < len(candidates) else np.arange(len(candidates))
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [self._out(candidates[t], float(scores[t]), pick) for t in top]
+        return list(zip(candidates[top].tolist(), scores[top].tolist()))
 
     def newest(self, channel_id: str | None, n: int) -> list[tuple[str, str]]:
         """[(id, content)] of the n newest rows (by timestamp) in this channel (None: no channel), oldest first."""
@@ -212,17 +212,33 @@ class UserRows:
 
     def by_ids(self, ids: list[str], query: np.ndarray) -> list[dict[str, Any]]:
         """The rows with these ids (in that order; unknown ids skipped), each with its cosine similarity."""
+        return [self.result(i, score, query) for i, score in self.scored(ids, query)]
+
+    def scored(self, ids: list[str], query: np.ndarray) -> list[tuple[int, float]]:
+        """`by_ids` as (position, similarity) pairs."""
         idx = [self._pos[i] for i in ids if i in self._pos]
         if not idx:
             return []
         vectors, _, _ = self._joined()
         scores = vectors[idx].astype(np.float32) @ query.astype(np.float32)
         chunked = self._chunk_best(query)
-        pick = None
         if chunked is not None:
-            best, pick = chunked[0][idx], chunked[1]
+            best = chunked[0][idx]
             scores = np.where(np.isfinite(best), best, scores)
-        return [self._out(i, float(score), pick) for i, score in zip(idx, scores)]
+        return list(zip(idx, scores.tolist()))
+
+    def candidates(self, pairs: list[tuple[int, float]]) -> dict[str, dict[str, Any]]:
+        """id -> what fusion needs of a (position, similarity) pair: its `similarity`, `username`, `position`."""
+        return {self.rows[i][0]: {"similarity": score, "username": self.rows[i][_USERNAME], "position": i} for i, score in pairs}
+
+    def result(self, i: int, score: float, query: np.ndarray) -> dict[str, Any]:
+        """The result row at position i, with its similarity (and its best chunk's `span` for the query)."""
+        row = dict(zip(META_FIELDS, self.rows[i]))
+        row["similarity"] = score
+        chunked = self._chunk_best(query)  # the query's own answer, kept
+        if chunked is not None and chunked[1][i] >= 0:
+            row["span"] = self._chunks.span(chunked[1][i])
+        return row
 
 
 class VectorCache:
