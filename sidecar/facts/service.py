@@ -103,7 +103,8 @@ class FactService:
 
     def same_fact(self, user_id: str, text: str) -> str | None:
         """The id of the user's active fact that states `text` (similarity at the duplicate threshold)."""
-        rows = self.facts.search(self.embedder.embed_one(text), f"user_id = {sql_str(user_id)} AND active = true", 1)
+        where = f"user_id = {sql_str(user_id)} AND active = true"
+        rows = self.facts.search_unlocked(self.embedder.embed_one(text), where, 1)
         return rows[0]["id"] if rows and rows[0]["similarity"] >= self.duplicate_threshold else None
 
     @staticmethod
