@@ -80,6 +80,17 @@ def test_a_read_that_fails_is_not_counted_as_running():
     reads.wait_idle()  # returns at once
 
 
+
+def _assert_compaction_waits_for_the_read(compact, release: threading.Event, reader: threading.Thread) -> None:
+    """`compact`, in a thread, runs on while the read is held open, and ends once the read is let go."""
+    compaction, _ = _in_thread(compact)
+    compaction.join(0.5)
+    assert compaction.is_alive()  # it would delete the files the read has open
+    release.set()
+    reader.join(30)
+    compaction.join(60)
+    assert not compaction.is_alive()
+
 def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compaction_does(tmp_path, monkeypatch):
     store = MessageStore(tmp_path, MODEL)
     try:
@@ -94,13 +105,7 @@ def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compactio
         assert time.perf_counter() - t0 < 10 and reader.is_alive()
         assert hits[0]["id"] == other[1]["id"]
 
-        compaction, _ = _in_thread(lambda: store.compact(exclusive=True))
-        compaction.join(0.5)
-        assert compaction.is_alive()  # it would delete the files the read has open
-        release.set()
-        reader.join(30)
-        compaction.join(60)
-        assert not compaction.is_alive()
+        _assert_compaction_waits_for_the_read(lambda: store.compact(exclusive=True), release, reader)
         rows, vectors = got[0]
         assert [r["id"] for r in rows] == [r["id"] for r in mine]
         np.testing.assert_allclose(vectors, mine_v, atol=1e-3)  # stored as float16
@@ -216,13 +221,7 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
         store.add(other, other_v)  # the store's lock is free while the read runs
         assert store.search(other_v[2], "chat-user", 1)[0]["id"] == other[2]["id"] and reader.is_alive()
 
-        compaction, _ = _in_thread(facts.compact)
-        compaction.join(0.5)
-        assert compaction.is_alive()  # it would delete the files the read has open
-        release.set()
-        reader.join(30)
-        compaction.join(60)
-        assert not compaction.is_alive()
+        _assert_compaction_waits_for_the_read(facts.compact, release, reader)
         assert got[0][0]["id"] == "f1" and got[0][0]["similarity"] > 0.999
     finally:
         release.set()
