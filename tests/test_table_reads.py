@@ -80,7 +80,6 @@ def test_a_read_that_fails_is_not_counted_as_running():
     reads.wait_idle()  # returns at once
 
 
-
 def _assert_compaction_waits_for_the_read(compact, release: threading.Event, reader: threading.Thread) -> None:
     """`compact`, in a thread, runs on while the read is held open, and ends once the read is let go."""
     compaction, _ = _in_thread(compact)
@@ -90,6 +89,7 @@ def _assert_compaction_waits_for_the_read(compact, release: threading.Event, rea
     reader.join(30)
     compaction.join(60)
     assert not compaction.is_alive()
+
 
 def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compaction_does(tmp_path, monkeypatch):
     store = MessageStore(tmp_path, MODEL)
@@ -221,7 +221,12 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
         store.add(other, other_v)  # the store's lock is free while the read runs
         assert store.search(other_v[2], "chat-user", 1)[0]["id"] == other[2]["id"] and reader.is_alive()
 
+        began: list[bool] = []  # whether the read had been let go when the compaction itself began
+        real_compact = fact_store.compact_tables
+        monkeypatch.setattr(fact_store, "compact_tables", lambda *a, **k: (began.append(release.is_set()),
+                                                                            real_compact(*a, **k)))
         _assert_compaction_waits_for_the_read(facts.compact, release, reader)
+        assert began == [True]
         assert got[0][0]["id"] == "f1" and got[0][0]["similarity"] > 0.999
     finally:
         release.set()

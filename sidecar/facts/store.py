@@ -185,6 +185,10 @@ class FactStore:
         with self._reads.outside(self.lock, lambda: self.facts) as table:
             return cosine_search(table, vector, where, FACT_COLUMNS, limit)
 
+    def wait_reads(self) -> None:
+        """Return once no `search_unlocked` read runs (the caller holds the lock: none starts meanwhile)."""
+        self._reads.wait_idle()
+
     def _semantic(self, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
         return cosine_search(self.facts, vector, where, FACT_COLUMNS, limit)
 

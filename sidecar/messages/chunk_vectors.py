@@ -3,8 +3,8 @@
 A long memory has a chunk per 150 tokens (chunker.py), so a user of long memories holds several times more
 chunk vectors than rows, and scoring them is most of such a user's query. Three choices keep it small,
 each measured in-process on one user of 400 memories of 1-3k characters (1,200 chunks; 3,000 after 600 more):
-- The vectors are float16 values (as the rows' are, so a score is what it always was) held widened to
-  float32: widening 1,200 of them block by block on every query took 211 us, the float32 product 10 us. They
+- The vectors are float16 values (as the rows' are, so scores are as before, to the last bit of a float32
+  that BLAS may round by a chunk's place in the matrix) held widened to float32: widening 1,200 of them block by block on every query took 211 us, the float32 product 10 us. They
   take twice the bytes of float16 in the cache budget.
 - Chunks arrive a memory at a time; they land in a tail that is merged into the main block once it outgrows
   an eighth of it, instead of the whole set being copied on the next query after each memory.
@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-CHUNK_BYTES = 12  # per chunk beside its vector: its row index and span
+# per chunk beside its vector: its row (8) and span (8), and the grouping's copy of the span, its place in the
+# grouped order and its run (8 each)
+CHUNK_BYTES = 40
 MERGE_MIN = 256  # tail chunks always allowed before a merge into the main block
 
 
@@ -76,7 +78,7 @@ class ChunkVectors:
             return self._memo[2]
         _spans, order, starts, owners, run = self._grouped()
         scores = np.concatenate([p[0] @ q for p in self._parts]) if len(self._parts) > 1 else self._parts[0][0] @ q
-        listed = scores[order]
+        listed = np.where(np.isnan(scores), -np.inf, scores)[order]  # a NaN never wins (and never breaks a run)
         top = np.maximum.reduceat(listed, starts)
         hit = np.flatnonzero(listed == top[run])  # each run's maxima, in list order
         first = hit[np.r_[True, run[hit][1:] != run[hit][:-1]]]

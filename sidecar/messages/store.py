@@ -57,6 +57,7 @@ class MessageStore(LongMemories):
         self.lock = threading.RLock()
         # other domains' tables in the same data dir, compacted with this one
         self.also_compact: list[Callable[[bool, timedelta | None], None]] = []  # f(exclusive, keep_versions)
+        self.also_close: list[Callable[[], None]] = []  # under `lock`, before the database closes (their reads end)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
         self._reads = TableReads()  # reads running outside `lock`: an exclusive compaction waits for them
         self._last: "OrderedDict[tuple[str, str | None], Context]" = OrderedDict()  # (user, channel) -> newest
@@ -413,6 +414,7 @@ class MessageStore(LongMemories):
         self._close_chunks()
         self.pending.close()
         with self.lock:
-            self._reads.wait_idle()
+            for wait in (self._reads.wait_idle, *self.also_close):
+                wait()
             self.cache.close()
             self.database.close()

@@ -128,6 +128,7 @@ def build(cfg: Config) -> App:
         store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
         fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write, reembed)
         store.also_compact.append(lambda exclusive, keep: fact_store.compact(if_written=not exclusive, keep=keep))
+        store.also_close.append(fact_store.wait_reads)  # the graph's fact lookups, outside the lock
         if store.database.model_changed:
             store.database.commit_meta()  # every domain has re-embedded
         llm = _llm(cfg)
