@@ -36,21 +36,21 @@ def rank_rows(entry: UserRows, text: str, vector: np.ndarray, mode: str, limit: 
     """A keyword or hybrid search over one user's rows in memory: keyword, the best `limit` by BM25 over
     the text (messages/keywords.py); hybrid, BM25 over the text and over search_text (the previous two
     messages, then this one) fused with the semantic list by weighted reciprocal rank (ranking.py).
-    Filters apply before ranking. Returns the rows, best first, the id lists and, by id, every row looked at
-    (its similarity and username: what fusion reads; whole rows in keyword mode).
+    Filters apply before ranking. Returns the rows, best first, the id lists and, by id, what fusion reads of
+    every row looked at (`UserRows.candidates`: similarity, username, position).
     `keyword_ids(fields, pool, *flt)` (default: the entry's own) lets the cache count an index it builds."""
     fields = ("content",) if mode == "keyword" else ("content", "search_text")
     pool = limit if mode == "keyword" else POOL
     found = (keyword_ids or entry.keyword_ids)(text, fields, pool, *flt)
     if mode == "keyword":
-        rows = entry.by_ids(found[0], vector)
-        return rows, {"content": found[0]}, {r["id"]: r for r in rows}
+        scored = entry.scored(found[0], vector)
+        return entry.results(scored, vector), {"content": found[0]}, entry.candidates(scored)
     semantic = entry.candidates(entry.ranked(vector, POOL, *flt))
     ids = {"semantic": list(semantic), "content": found[0], "search_text": found[1]}
     extra = list(dict.fromkeys(i for i in found[0] + found[1] if i not in semantic))
     by_id = {**semantic, **entry.candidates(entry.scored(extra, vector))}
     best = fuse_hybrid(text, ids, by_id, limit)  # result rows only for the few returned
-    return [entry.result(c["position"], c["similarity"], vector) for c in best], ids, by_id
+    return entry.results([(c["position"], c["similarity"]) for c in best], vector), ids, by_id
 
 
 def user_rows(table: Any, user_id: str, dim: int,

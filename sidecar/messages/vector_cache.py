@@ -169,7 +169,7 @@ class UserRows:
     def search(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
                until: float | None = None) -> list[dict[str, Any]]:
         """The best `limit` rows for the query vector, best first, each with its cosine `similarity`."""
-        return [self.result(i, score, query) for i, score in self.ranked(query, limit, include_bot, since, until)]
+        return self.results(self.ranked(query, limit, include_bot, since, until), query)
 
     def ranked(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
                until: float | None = None) -> list[tuple[int, float]]:
@@ -212,7 +212,7 @@ class UserRows:
 
     def by_ids(self, ids: list[str], query: np.ndarray) -> list[dict[str, Any]]:
         """The rows with these ids (in that order; unknown ids skipped), each with its cosine similarity."""
-        return [self.result(i, score, query) for i, score in self.scored(ids, query)]
+        return self.results(self.scored(ids, query), query)
 
     def scored(self, ids: list[str], query: np.ndarray) -> list[tuple[int, float]]:
         """`by_ids` as (position, similarity) pairs."""
@@ -229,16 +229,20 @@ class UserRows:
 
     def candidates(self, pairs: list[tuple[int, float]]) -> dict[str, dict[str, Any]]:
         """id -> what fusion needs of a (position, similarity) pair: its `similarity`, `username`, `position`."""
-        return {self.rows[i][0]: {"similarity": score, "username": self.rows[i][_USERNAME], "position": i} for i, score in pairs}
+        return {self.rows[i][0]: {"similarity": score, "username": self.rows[i][_USERNAME], "position": i}
+                for i, score in pairs}
 
-    def result(self, i: int, score: float, query: np.ndarray) -> dict[str, Any]:
-        """The result row at position i, with its similarity (and its best chunk's `span` for the query)."""
-        row = dict(zip(META_FIELDS, self.rows[i]))
-        row["similarity"] = score
-        chunked = self._chunk_best(query)  # the query's own answer, kept
-        if chunked is not None and chunked[1][i] >= 0:
-            row["span"] = self._chunks.span(chunked[1][i])
-        return row
+    def results(self, pairs: list[tuple[int, float]], query: np.ndarray) -> list[dict[str, Any]]:
+        """The result rows of (position, similarity) pairs, each with its best chunk's `span` for the query."""
+        chunked = self._chunk_best(query)  # the query's own answer, kept from its scoring
+        out = []
+        for i, score in pairs:
+            row = dict(zip(META_FIELDS, self.rows[i]))
+            row["similarity"] = score
+            if chunked is not None and chunked[1][i] >= 0:
+                row["span"] = self._chunks.span(chunked[1][i])
+            out.append(row)
+        return out
 
 
 class VectorCache:
