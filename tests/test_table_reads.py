@@ -200,6 +200,7 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
     store = MessageStore(tmp_path, MODEL)
     facts = fact_store.FactStore.attach(store.database, store.lock)
     entered, release = threading.Event(), threading.Event()
+    closing = None
     try:
         now = time.time()
         fact = {"id": "f1", "user_id": "graph-user", "text": "likes hiking", "category": "preference",
@@ -228,6 +229,21 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
         _assert_compaction_waits_for_the_read(facts.compact, release, reader)
         assert began == [True]
         assert got[0][0]["id"] == "f1" and got[0][0]["similarity"] > 0.999
+
+        # closing waits for such a read too (runtime/app.py registers the fact store's wait the same way)
+        store.also_close.append(facts.wait_reads)
+        entered.clear()
+        release.clear()
+        reader, got = _in_thread(lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1))
+        assert entered.wait(30)
+        closing, _ = _in_thread(store.close)
+        closing.join(0.5)
+        assert closing.is_alive()  # the database stays open while the read runs
+        release.set()
+        reader.join(30)
+        closing.join(30)
+        assert not closing.is_alive() and got[0][0]["id"] == "f1"
     finally:
         release.set()
-        store.close()
+        if closing is None:
+            store.close()
