@@ -13,6 +13,7 @@ from importlib import metadata
 
 from ..wire import MemoryInstructionsRequest
 from ..wire.transport import protect_stdout
+from . import native_memory
 from .config import Config
 from .maintenance import maintain
 
@@ -55,6 +56,7 @@ def run(config: Config, parent_pid: int) -> int:
         from .app import build
 
         app = build(config)
+        native_memory.release_code_pages()  # what loading mapped and serving does not use
     except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
         log.error("start-up failed: %s", exc if not isinstance(exc, ImportError) else f"missing dependency: {exc}")
         return 1

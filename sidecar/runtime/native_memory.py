@@ -37,6 +37,17 @@ The fixed threshold makes every large block a fresh mmap, page-faulted on first 
 therefore keeps its own arena on (embedding/embedder.py), or each model run maps and zeroes its
 tensors anew (batch ingest at 0.6x the rate, measured).
 
+Loading the libraries maps far more of their code than serving uses: the kernel maps the pages around
+each one touched (fault-around) and start-up runs code that never runs again. At `ready`, 135 of the
+253 MiB resident were such clean pages of shared libraries (LanceDB's 52, onnxruntime's 20, Arrow's
+14), against 124 MiB of the process's own (private) memory. `release_code_pages` unmaps the clean
+pages of read-only file mappings (the page cache keeps them: a page used again is a minor fault, no
+disk read); code still in use comes back at once. Measured (one run each, 300 rounds of a store and a
+query per mode over 10 users): RSS 253 -> 139 MiB at ready, 262 -> 191 after the rounds, 285 -> 227
+a few seconds later; the private memory is unchanged. It runs before `ready`, after the cache's
+warm-up and after each compaction (whose code serving does not use again). Linux only: macOS's and
+Windows' own memory figures leave clean file pages out already.
+
 `configure` must run before the libraries are imported and start their threads; an explicit MALLOC_ARENA_MAX or
 MALLOC_MMAP_THRESHOLD_ in the environment is left to glibc. Elsewhere (macOS, Windows, musl) only the
 BLAS thread count is set; the rest is a no-op.
@@ -48,6 +59,7 @@ import ctypes
 import logging
 import os
 import platform
+import time
 
 log = logging.getLogger("sidecar.memory")
 
@@ -93,6 +105,57 @@ def heap_bytes() -> "dict[str, int] | None":
     _libc.mallinfo2.restype = _Mallinfo2
     info = _libc.mallinfo2()
     return {"in_use": info.uordblks, "free": info.fordblks, "mmapped": info.hblkhd}
+
+
+MADV_DONTNEED = 4  # Linux's value, on every architecture it runs on
+
+
+def release_code_pages() -> int:
+    """Unmap the resident pages of read-only file mappings with nothing private in them (Linux); the
+    pages stay in the page cache. Mappings with private or dirty pages (relocated data, copy-on-write)
+    are left alone: dropping those would lose their changes. Returns the KiB unmapped (0 elsewhere)."""
+    if _libc is None or platform.system() != "Linux":
+        return 0
+    released = 0
+    t0 = time.monotonic()
+    try:
+        for start, end, kib in _clean_file_mappings():
+            if _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), MADV_DONTNEED) == 0:
+                released += kib
+    except OSError:  # no /proc here (a sandbox): nothing to release
+        return 0
+    log.debug("clean code pages released: %d KiB in %.0f ms", released, (time.monotonic() - t0) * 1000)
+    return released
+
+
+def _clean_file_mappings() -> "list[tuple[int, int, int]]":
+    """(start, end, resident KiB) of each read-only, file-backed mapping whose resident pages are all clean
+    and shared with the file, from /proc/self/smaps."""
+    out: "list[tuple[int, int, int]]" = []
+    current: "dict[str, int] | None" = None
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            key, _, rest = line.partition(" ")
+            if not key.endswith(":"):  # a mapping's header: "start-end perms offset dev inode [path]"
+                fields = rest.split(None, 4)
+                keep = len(fields) == 5 and fields[4].startswith("/") and "w" not in fields[0]
+                if current is not None and _clean(current):
+                    out.append((current["start"], current["end"], current["Rss"]))
+                start, _, end = key.partition("-")
+                current = {"start": int(start, 16), "end": int(end, 16)} if keep else None
+            elif current is not None and key in _COUNTED:
+                current[key[:-1]] = int(rest.split()[0])
+    if current is not None and _clean(current):
+        out.append((current["start"], current["end"], current["Rss"]))
+    return out
+
+
+_COUNTED = ("Rss:", "Shared_Dirty:", "Private_Dirty:", "Anonymous:")
+
+
+def _clean(mapping: "dict[str, int]") -> bool:
+    return (mapping.get("Rss", 0) > 0 and mapping.get("Shared_Dirty", 1) == 0 and mapping.get("Private_Dirty", 1) == 0
+            and mapping.get("Anonymous", 1) == 0)
 
 
 def trim() -> None:

@@ -17,6 +17,7 @@ from .. import __version__
 from ..wire import PROTOCOL_VERSION, ReadyResponse, encode
 from ..wire.errors import StartupFailed, TooLarge
 from ..wire.transport import Eof, Incoming, Line, Oversized, StdioTransport
+from . import native_memory
 from .config import Config
 from .maintenance import maintain
 
@@ -79,6 +80,7 @@ class Server:
             ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,
                                   model_digest=files.digest, data_dir=str(self.config.data_dir),
                                   memories=self.app.store.count(), startup_ms=round((time.monotonic() - t0) * 1000))
+            native_memory.release_code_pages()  # what loading mapped and serving does not use
             self.transport.send(encode(ready))
             log.info("ready in %d ms", ready.startup_ms)
             maintenance = threading.Thread(target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True)
