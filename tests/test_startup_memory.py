@@ -135,31 +135,102 @@ def test_large_blocks_stay_mmapped_after_a_larger_one_was_freed(tmp_path):
 
 
 def test_released_code_pages_leave_private_changes_alone_and_the_libraries_working(tmp_path):
-    """Unmapping the clean pages of read-only file mappings lowers the resident set, keeps what a
-    mapping changed privately (as relocated library data is) and leaves every library callable."""
-    data = tmp_path / "data.bin"
+    """Unmapping the clean pages of shared libraries' read-only mappings lowers the resident set, keeps
+    what a mapping changed privately (as relocated library data is) and leaves every library callable."""
+    data = tmp_path / "libdata.so"
     data.write_bytes(b"\0" * 8192)
     out = _run("""
         import ctypes, mmap, os
         from sidecar.runtime import native_memory
         native_memory.configure()
         import numpy, pyarrow, pyarrow.compute as pc, onnxruntime, tokenizers
+        from sidecar.storage.lancedb_import import import_lancedb
+        lancedb = import_lancedb()
 
         def rss_kib():
             return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS"))
 
         f = open(%r, "rb+")
         private = mmap.mmap(f.fileno(), 8192, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        private[:5] = b"moved"  # a private change, as the loader's relocations are
+        private[:5] = b"moved"  # a private change to a library's mapping, as the loader's relocations are
         address = ctypes.addressof(ctypes.c_char.from_buffer(private))
         libc = ctypes.CDLL("libc.so.6")
         assert libc.mprotect(ctypes.c_void_p(address), ctypes.c_size_t(8192), mmap.PROT_READ) == 0
         before = rss_kib()
         released = native_memory.release_code_pages()
         after = rss_kib()
-        print(released > 10_000, before - after > 10_000)
+        # a freshly installed library's page-cache pages stay dirty for a while and are left alone:
+        # the system's own libraries alone release a few MiB
+        print(released > 2_000, before - after > released // 2)
         print(ctypes.string_at(address, 5).decode())  # still the private change, not the file's zeros
+        db = lancedb.connect(%r)
+        db.create_table("t", data=[{"x": 1}, {"x": 2}])
         print(int(numpy.arange(10).sum()), pc.sum(pyarrow.array([1, 2, 3])).as_py(),
-              len(onnxruntime.get_available_providers()) > 0)
-    """ % str(data), tmp_path)
-    assert out.split() == ["True", "True", "moved", "45", "6", "True"]
+              db.open_table("t").count_rows(), len(onnxruntime.get_available_providers()) > 0)
+    """ % (str(data), str(tmp_path / "db")), tmp_path)
+    assert out.split() == ["True", "True", "moved", "45", "6", "2", "True"]
+
+
+_SMAPS = """\
+7f0000000000-7f0000004000 r-xp 00000000 08:01 11 /usr/lib/libclean.so.6
+Rss:                  16 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+Swap:                  0 kB
+VmFlags: rd ex mr mw me
+7f0000004000-7f0000006000 r--p 00004000 08:01 11 /usr/lib/libclean.so.6
+Rss:                   4 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+Swap:                  4 kB
+7f0000006000-7f0000008000 r--p 00006000 08:01 11 /usr/lib/libclean.so.6
+Rss:                   8 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         8 kB
+Anonymous:             8 kB
+Swap:                  0 kB
+7f0000008000-7f000000a000 rw-p 00008000 08:01 11 /usr/lib/libclean.so.6
+Rss:                   8 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+Swap:                  0 kB
+7f000000a000-7f000000c000 r--p 00000000 08:01 12 /usr/share/data.bin
+Rss:                   8 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+Swap:                  0 kB
+7f000000c000-7f000000e000 r--s 00000000 00:05 13 /dev/some-device.so
+Rss:                   8 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+Swap:                  0 kB
+7f000000e000-7f0000010000 r--p 00000000 00:00 0
+Rss:                   8 kB
+Private_Dirty:         0 kB
+7f0000010000-7f0000012000 r-xp 00000000 08:01 14 /opt/x/_native.abi3.so (deleted)
+Rss:                   0 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+Swap:                  0 kB
+7f0000012000-7f0000014000 r-xp 00000000 08:01 15 /opt/x/libarrow.so.2600
+Rss:                   8 kB
+Shared_Dirty:          0 kB
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+Swap:                  0 kB
+"""
+
+
+def test_only_clean_resident_read_only_library_mappings_are_chosen():
+    """A swapped-out copied page (Swap), a relocated one (Anonymous), a writable mapping, a data file, a
+    device, an anonymous mapping and one with nothing resident are all left alone; the last record counts."""
+    from sidecar.runtime.native_memory import clean_library_mappings
+
+    chosen = list(clean_library_mappings(_SMAPS.splitlines(keepends=True)))
+    assert chosen == [(0x7f0000000000, 0x7f0000004000, 16), (0x7f0000012000, 0x7f0000014000, 8)]

@@ -17,8 +17,8 @@ log = logging.getLogger("sidecar.server")
 
 def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> None:
     """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due;
-    graph consolidation when due; freed heap pages returned every few seconds, and the code pages that
-start-up, the warm-up and each compaction left mapped released (native_memory). On an object store shared
+    graph consolidation when due; freed heap pages returned every few seconds, and the library pages
+    that the warm-up left mapped released once (native_memory). On an object store shared
     by several sidecars, expiry and compaction run only on the lease holder, and graph consolidation only
     on a sidecar that may write."""
     database = service.store.database
@@ -48,7 +48,6 @@ start-up, the warm-up and each compaction left mapped released (native_memory). 
             elif service.store.compact_due():
                 service.store.compact(exclusive=False)
                 native_memory.trim()
-                native_memory.release_code_pages()
             elif graph is not None and database.read_only_reason() is None and graph.consolidation_due():
                 graph.consolidate_all(budget=CONSOLIDATE_BUDGET)  # 200 new episodes, or 5 min after the first
         except Exception:  # noqa: BLE001 - maintenance failing must not stop serving

@@ -38,15 +38,17 @@ therefore keeps its own arena on (embedding/embedder.py), or each model run maps
 tensors anew (batch ingest at 0.6x the rate, measured).
 
 Loading the libraries maps far more of their code than serving uses: the kernel maps the pages around
-each one touched (fault-around) and start-up runs code that never runs again. At `ready`, 135 of the
-253 MiB resident were such clean pages of shared libraries (LanceDB's 52, onnxruntime's 20, Arrow's
-14), against 124 MiB of the process's own (private) memory. `release_code_pages` unmaps the clean
-pages of read-only file mappings (the page cache keeps them: a page used again is a minor fault, no
-disk read); code still in use comes back at once. Measured (one run each, 300 rounds of a store and a
-query per mode over 10 users): RSS 253 -> 139 MiB at ready, 262 -> 191 after the rounds, 285 -> 227
-a few seconds later; the private memory is unchanged. It runs before `ready`, after the cache's
-warm-up and after each compaction (whose code serving does not use again). Linux only: macOS's and
-Windows' own memory figures leave clean file pages out already.
+each one touched (fault-around) and start-up runs code that never runs again. At `ready`, about 135 MiB
+of the 253 resident were pages of shared libraries held clean from their files (LanceDB's 52,
+onnxruntime's 20, Arrow's 14). `release_code_pages` unmaps the resident pages of the libraries'
+read-only mappings that hold nothing copied, dirty or swapped out; the pages stay in the page cache (a
+page used again is a minor fault while the system has memory to keep it cached), and code still in use
+comes back at once. Measured: RSS at `ready` 250 -> 126-131 MiB (medians of 5-7 spawns), after the
+first store and two queries 262 -> 191 MiB; see docs/performance.md, "Clean code pages released". It
+runs before `ready` and once after the cache's warm-up, not after compactions: releasing again would
+also drop the code that serving uses, to be faulted back by the next requests. glibc on Linux only
+(where `configure` found glibc). A library whose file pages are dirty in the page cache (just written,
+or on tmpfs, as a onefile binary unpacked into a tmpfs /tmp is) is left alone and gains nothing.
 
 `configure` must run before the libraries are imported and start their threads; an explicit MALLOC_ARENA_MAX or
 MALLOC_MMAP_THRESHOLD_ in the environment is left to glibc. Elsewhere (macOS, Windows, musl) only the
@@ -59,7 +61,9 @@ import ctypes
 import logging
 import os
 import platform
+import re
 import time
+from typing import Iterable, Iterator
 
 log = logging.getLogger("sidecar.memory")
 
@@ -108,54 +112,57 @@ def heap_bytes() -> "dict[str, int] | None":
 
 
 MADV_DONTNEED = 4  # Linux's value, on every architecture it runs on
+_LIBRARY = re.compile(r"\.so(\.[0-9.]+)?( \(deleted\))?$")  # libx.so, libx.so.6, libx.so.2600, ...abi3.so
+_COUNTED = ("Rss:", "Shared_Dirty:", "Private_Dirty:", "Anonymous:", "Swap:")
 
 
 def release_code_pages() -> int:
-    """Unmap the resident pages of read-only file mappings with nothing private in them (Linux); the
-    pages stay in the page cache. Mappings with private or dirty pages (relocated data, copy-on-write)
-    are left alone: dropping those would lose their changes. Returns the KiB unmapped (0 elsewhere)."""
+    """Unmap the resident pages of shared libraries' read-only mappings that hold only pages shared with
+    the file (glibc on Linux); the pages stay in the page cache. A mapping with any copied (anonymous),
+    dirty or swapped-out page (relocated data, copy-on-write) is left alone: dropping it would lose those
+    changes. Each mapping is released as soon as its record is read, so nothing can change it between the
+    check and the release but a concurrent unmap or mprotect of a loaded library (nothing here does that).
+    Returns the KiB unmapped (0 elsewhere, or on any failure: this only trims)."""
     if _libc is None or platform.system() != "Linux":
         return 0
     released = 0
     t0 = time.monotonic()
     try:
-        for start, end, kib in _clean_file_mappings():
-            if _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), MADV_DONTNEED) == 0:
-                released += kib
-    except OSError:  # no /proc here (a sandbox): nothing to release
-        return 0
+        with open("/proc/self/smaps", encoding="utf-8", errors="replace") as f:
+            for start, end, kib in clean_library_mappings(f):
+                if _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), MADV_DONTNEED) == 0:
+                    released += kib
+    except Exception:  # noqa: BLE001 - no /proc (a sandbox), an unexpected format: keep serving, release nothing more
+        log.debug("releasing code pages failed", exc_info=True)
     log.debug("clean code pages released: %d KiB in %.0f ms", released, (time.monotonic() - t0) * 1000)
     return released
 
 
-def _clean_file_mappings() -> "list[tuple[int, int, int]]":
-    """(start, end, resident KiB) of each read-only, file-backed mapping whose resident pages are all clean
-    and shared with the file, from /proc/self/smaps."""
-    out: "list[tuple[int, int, int]]" = []
+def clean_library_mappings(lines: Iterable[str]) -> Iterator[tuple[int, int, int]]:
+    """(start, end, resident KiB) of each read-only mapping of a shared library whose resident pages are
+    all clean and shared with the file and none swapped out, from the lines of /proc/PID/smaps; each
+    yielded as soon as the next record begins (or the lines end)."""
     current: "dict[str, int] | None" = None
-    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            key, _, rest = line.partition(" ")
-            if not key.endswith(":"):  # a mapping's header: "start-end perms offset dev inode [path]"
-                fields = rest.split(None, 4)
-                keep = len(fields) == 5 and fields[4].startswith("/") and "w" not in fields[0]
-                if current is not None and _clean(current):
-                    out.append((current["start"], current["end"], current["Rss"]))
-                start, _, end = key.partition("-")
-                current = {"start": int(start, 16), "end": int(end, 16)} if keep else None
-            elif current is not None and key in _COUNTED:
+    for line in lines:
+        key, _, rest = line.partition(" ")
+        if key.endswith(":"):
+            if current is not None and key in _COUNTED:
                 current[key[:-1]] = int(rest.split()[0])
+            continue
+        # a mapping's header: "start-end perms offset dev inode [path]"
+        if current is not None and _clean(current):
+            yield current["start"], current["end"], current["Rss"]
+        fields = rest.split(None, 4)
+        keep = (len(fields) == 5 and "w" not in fields[0] and fields[4].startswith("/")
+                and not fields[4].startswith("/dev/") and _LIBRARY.search(fields[4].rstrip("\n")) is not None)
+        start, _, end = key.partition("-")
+        current = {"start": int(start, 16), "end": int(end, 16)} if keep else None
     if current is not None and _clean(current):
-        out.append((current["start"], current["end"], current["Rss"]))
-    return out
-
-
-_COUNTED = ("Rss:", "Shared_Dirty:", "Private_Dirty:", "Anonymous:")
+        yield current["start"], current["end"], current["Rss"]
 
 
 def _clean(mapping: "dict[str, int]") -> bool:
-    return (mapping.get("Rss", 0) > 0 and mapping.get("Shared_Dirty", 1) == 0 and mapping.get("Private_Dirty", 1) == 0
-            and mapping.get("Anonymous", 1) == 0)
+    return mapping.get("Rss", 0) > 0 and all(mapping.get(key[:-1], 1) == 0 for key in _COUNTED[1:])
 
 
 def trim() -> None:

@@ -77,10 +77,11 @@ class Server:
             self._started.set()
         try:
             files = self.app.service.embedder.files
+            memories = self.app.store.count()
+            native_memory.release_code_pages()  # what loading mapped and serving does not use
             ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,
                                   model_digest=files.digest, data_dir=str(self.config.data_dir),
-                                  memories=self.app.store.count(), startup_ms=round((time.monotonic() - t0) * 1000))
-            native_memory.release_code_pages()  # what loading mapped and serving does not use
+                                  memories=memories, startup_ms=round((time.monotonic() - t0) * 1000))
             self.transport.send(encode(ready))
             log.info("ready in %d ms", ready.startup_ms)
             maintenance = threading.Thread(target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True)
