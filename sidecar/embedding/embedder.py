@@ -49,8 +49,10 @@ class Embedder:
         tok.no_padding()
         tok.enable_truncation(max_length=self.max_length)
         self._tokenizer = tok
-        self._windows = Tokenizer.from_file(str(files.tokenizer))  # chunking: overlapping windows (`windows`)
-        self._windows.no_padding()
+        # chunking's own tokenizer (overlapping windows, `windows`), loaded at its first use: parsing the file
+        # again took 15-30 ms of start-up for a store that may hold no long memory
+        self._windows: Tokenizer | None = None
+        self._windows_lock = threading.Lock()
         # Background work (chunks of long memories) runs one small batch at a time, never while a request's
         # embedding runs (see `embed_ids`); one background caller at a time.
         self._run_lock = threading.Lock()
@@ -134,8 +136,15 @@ class Embedder:
         A text of at most max_length - 2 tokens gives no window (its own vector covers it). The tokenizer
         cuts them itself (truncation with a stride: each overflowing part repeats `overlap` tokens), in one
         call that releases the GIL."""
-        self._windows.enable_truncation(max_length=size + 2, stride=overlap)
-        [first] = self._windows.encode_batch([text])
+        with self._windows_lock:
+            if self._windows is None:
+                from tokenizers import Tokenizer
+
+                self._windows = Tokenizer.from_file(str(self.files.tokenizer))
+                self._windows.no_padding()
+            tok = self._windows
+        tok.enable_truncation(max_length=size + 2, stride=overlap)
+        [first] = tok.encode_batch([text])
         parts = [first, *first.overflowing]
         tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
         if tokens <= self.max_length - 2:
