@@ -50,10 +50,84 @@ def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
         db.create_table("t", data=[{"x": 1}])
         print(db.open_table("t").count_rows())
         print("lance_namespace_urllib3_client.api_client" in sys.modules)
+        from sidecar.storage import table_names
+        print(sorted(table_names(db)))  # what the sidecar lists tables with
+        print("LanceNamespace" in sys.modules["lance_namespace"].__dict__)  # its __init__ has not run
+        response = lancedb.db.ListNamespacesResponse(namespaces=["a"], page_token=None)  # a name LanceDB bound
+        print(response.namespaces, isinstance(response, lancedb.db.ListNamespacesResponse))
+        print(db.list_namespaces().namespaces)  # a LanceDB call that builds one of those models
         import lance_namespace_urllib3_client as c
         print(c.ApiClient.__name__)
     """ % str(tmp_path / "db"), tmp_path)
-    assert out.split() == ["1", "False", "ApiClient"]
+    assert out.split() == ["1", "False", "['t']", "False", "['a']", "True", "[]", "ApiClient"]
+
+
+def _packages(tmp_path: Path, user_body: str) -> None:
+    """`heavy`: a package whose __init__ announces itself and exports a class; `user`: imports it."""
+    (tmp_path / "heavy").mkdir()
+    (tmp_path / "heavy" / "__init__.py").write_text("print('init ran')\nclass Thing:\n    def __init__(self, n):\n"
+                                                   "        self.n = n\n")
+    (tmp_path / "heavy" / "errors.py").write_text("class HeavyError(Exception):\n    pass\n")
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "__init__.py").write_text("from heavy import Thing\nfrom heavy.errors import HeavyError\n"
+                                                  + textwrap.dedent(user_body))
+
+
+def test_stood_in_names_become_the_real_objects_at_first_use(tmp_path):
+    _packages(tmp_path, """
+        def make(n):
+            return Thing(n)
+    """)
+    out = _run("""
+        import sys
+        from sidecar.storage.lancedb_import import import_with_stand_ins
+        user = import_with_stand_ins("user", ("heavy",))
+        print("imported", "Thing" in sys.modules["heavy"].__dict__)
+        thing = user.make(7)
+        print("made", thing.n, isinstance(thing, user.Thing), type(thing).__module__)
+        import heavy
+        print("real", heavy.Thing is type(thing), user.HeavyError.__module__)
+    """, tmp_path)
+    assert out.splitlines() == ["imported False", "init ran", "made 7 True heavy", "real True heavy.errors"]
+
+
+def test_threads_reading_a_deferred_package_at_once_all_get_the_attribute_and_init_runs_once(tmp_path):
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow" / "__init__.py").write_text("import time\nprint('init ran', flush=True)\ntime.sleep(0.3)\n"
+                                                  "VALUE = 42\n")
+    out = _run("""
+        import threading
+        from sidecar.storage.lancedb_import import defer_package_init
+        assert defer_package_init("slow")
+        import slow
+        got, errors = [], []
+        def read():
+            try:
+                got.append(slow.VALUE)
+            except Exception as exc:
+                errors.append(repr(exc))
+        threads = [threading.Thread(target=read) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(got, errors)
+    """, tmp_path)
+    assert out.splitlines() == ["init ran", "[42, 42, 42, 42] []"]
+
+
+def test_a_package_that_needs_the_real_name_at_import_is_imported_again_in_full(tmp_path):
+    _packages(tmp_path, """
+        class Special(Thing):  # a base class must be the real one: the stand-in fails here
+            pass
+    """)
+    out = _run("""
+        from sidecar.storage.lancedb_import import import_with_stand_ins
+        user = import_with_stand_ins("user", ("heavy",))
+        import heavy
+        print(user.Special(3).n, issubclass(user.Special, heavy.Thing))
+    """, tmp_path)
+    assert out.splitlines() == ["init ran", "3 True"]
 
 
 def test_lancedb_imports_with_marking_overrides_and_leaves_the_real_package_importable(tmp_path):

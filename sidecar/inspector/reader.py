@@ -20,7 +20,8 @@ import orjson
 from ..facts import EVENT_COLUMNS, EVENTS, FACT_COLUMNS, FACTS, USERS
 from ..graph import GRAPH_TABLES, read_graphs
 from ..messages import MESSAGES, RESULT_COLUMNS, search_table
-from ..storage import LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, same_model, sql_str
+from ..storage import (LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, same_model, sql_str,
+                        table_names)
 
 MODES = ("hybrid", "semantic", "keyword")
 WAL_DIR = "wal"  # the sidecar's write-ahead log (messages/store.py), only listed here
@@ -60,7 +61,7 @@ class ReadOnlyData:
         """The open table (a newer version is picked up at each read), or None while it does not exist."""
         with self._lock:
             if name not in self._tables:
-                if name not in set(self.db.list_tables().tables):
+                if name not in table_names(self.db):
                     return None
                 try:
                     self._tables[name] = self.db.open_table(name)
@@ -142,7 +143,7 @@ class ReadOnlyData:
     def stats(self) -> dict[str, Any]:
         """Rows and version of every table, the disk and the write-ahead log, meta.json, graph progress."""
         tables = {}
-        for name in sorted(set(self.db.list_tables().tables)):
+        for name in sorted(table_names(self.db)):
             table = self.table(name)
             tables[name] = None if table is None else {"rows": table.count_rows(), "version": table.version}
         wal = [p for p in (self.path / WAL_DIR).glob("*") if p.is_file()] if (self.path / WAL_DIR).is_dir() else []

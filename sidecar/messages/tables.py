@@ -7,7 +7,7 @@ import logging
 import warnings
 from typing import Any
 
-from ..storage import StoreError
+from ..storage import StoreError, table_names
 from .schema import FTS_COLUMNS, MESSAGES, SCALAR_INDEXES, message_schema
 
 log = logging.getLogger("sidecar.store")
@@ -16,7 +16,7 @@ log = logging.getLogger("sidecar.store")
 def complete_new(db: Any, dim: int, where: Any) -> Any:
     """The messages table of a data dir without meta.json: created, or completed after an interrupted first start."""
     try:
-        table = db.open_table(MESSAGES) if MESSAGES in set(db.list_tables().tables) else None
+        table = db.open_table(MESSAGES) if MESSAGES in table_names(db) else None
     except ValueError:  # its folder but no version yet: the kill came inside create_table
         table = None
     if table is None:

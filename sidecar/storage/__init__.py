@@ -16,7 +16,7 @@ from .database import (
                        same_model,
                        write_json_atomic,
 )
-from .lancedb_import import import_lancedb
+from .lancedb_import import import_lancedb, table_names
 from .reads import TableReads
 from .objectstore import ObjectLocation, ObjectStoreSettings, is_object_uri
 from .shared import SharedStore
@@ -25,5 +25,5 @@ from .sql import sql_in, sql_num, sql_str
 
 __all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_table", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
            "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes", "same_model",
-           "write_json_atomic", "import_lancedb",
+           "write_json_atomic", "import_lancedb", "table_names",
            "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "SharedStore", "TableReads", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import orjson
 
-from .lancedb_import import import_lancedb
+from .lancedb_import import import_lancedb, table_names
 from .shared import SharedAccess, SharedStore, SharedStoreError
 
 log = logging.getLogger("sidecar.storage")
@@ -210,7 +210,7 @@ class Database:
         return SCHEMA_VERSION if self.meta is None else int(self.meta.get("schema_version", 0))
 
     def tables(self) -> set[str]:
-        return set(self.db.list_tables().tables)
+        return table_names(self.db)
 
     def open_or_create(self, name: str, schema: Any) -> Any:
         """A domain's table: opened when listed; else created, unless another sidecar (object store) has
