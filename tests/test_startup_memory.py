@@ -49,17 +49,21 @@ def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
         db = lancedb.connect(%r)
         db.create_table("t", data=[{"x": 1}])
         print(db.open_table("t").count_rows())
+        for n in range(11):  # more than LanceDB's default page of table names (10)
+            db.create_table(f"more{n:02d}", data=[{"x": n}])
         print("lance_namespace_urllib3_client.api_client" in sys.modules)
         from sidecar.storage import table_names
-        print(sorted(table_names(db)))  # what the sidecar lists tables with
+        listed = table_names(db)  # what the sidecar lists tables with: every one
+        print(len(listed), "t" in listed, "more10" in listed)
         print("LanceNamespace" in sys.modules["lance_namespace"].__dict__)  # its __init__ has not run
         response = lancedb.db.ListNamespacesResponse(namespaces=["a"], page_token=None)  # a name LanceDB bound
         print(response.namespaces, isinstance(response, lancedb.db.ListNamespacesResponse))
         print(db.list_namespaces().namespaces)  # a LanceDB call that builds one of those models
+        print(listed == set(db.list_tables().tables))
         import lance_namespace_urllib3_client as c
         print(c.ApiClient.__name__)
     """ % str(tmp_path / "db"), tmp_path)
-    assert out.split() == ["1", "False", "['t']", "False", "['a']", "True", "[]", "ApiClient"]
+    assert out.split() == ["1", "False", "12", "True", "True", "False", "['a']", "True", "[]", "True", "ApiClient"]
 
 
 def _packages(tmp_path: Path, user_body: str) -> None:

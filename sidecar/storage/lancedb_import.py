@@ -45,7 +45,7 @@ log = logging.getLogger("sidecar.store")
 
 DEFERRED_PACKAGES = ("lance_namespace_urllib3_client", "lance_namespace_urllib3_client.models")
 STANDING_IN = ("lance_namespace",)  # packages whose attributes are Deferred while LanceDB imports
-_standing_in: set[str] = set()  # (while LanceDB imports, on the thread that opens the store)
+_standing_in: set[str] = set()  # while LanceDB imports: any thread reading those packages then gets Deferreds
 
 
 def defer_package_init(name: str) -> bool:
@@ -167,14 +167,14 @@ def _extension(module: ModuleType | None) -> bool:
 def table_names(db: Any) -> set[str]:
     """The names of a LanceDB connection's tables. `list_tables` builds its answer as one of the namespace
     models (the stood-in package's __init__, about 120 ms, at the first call); `table_names` answers with a
-    plain list. It is deprecated in LanceDB 0.40, so its warning is silenced and, once it is gone,
-    `list_tables` is used."""
+    plain list (of every table only with `limit=None`: the synchronous one's default is 10). It is
+    deprecated in LanceDB 0.40, so its warning is silenced and, once it is gone, `list_tables` is used."""
     names = getattr(db, "table_names", None)
     if names is None:
         return set(db.list_tables().tables)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return set(names())
+        return set(names(limit=None))  # its default is the first 10
 
 
 def import_lancedb() -> ModuleType:
