@@ -1,5 +1,6 @@
-"""Start-up and memory shortcuts: the deferred package __init__ (sidecar/lazy_import.py) and the
-glibc malloc settings (sidecar/native_memory.py)."""
+"""Start-up and memory shortcuts: the deferred package __init__ (sidecar/storage/lazy_import.py, used by
+lancedb_import.py and the keyword stemmer), the glibc malloc settings and the release of clean code pages
+(sidecar/runtime/native_memory.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_deferred_package_runs_init_on_first_attribute_and_submodules_import_wit
     (pkg / "part.py").write_text("VALUE = 21\n")
     out = _run("""
         import sys
-        from sidecar.storage.lancedb_import import defer_package_init
+        from sidecar.storage.lazy_import import defer_package_init
         assert defer_package_init("heavy")
         from heavy.part import VALUE
         print("part", VALUE)
@@ -84,7 +85,7 @@ def test_stood_in_names_become_the_real_objects_at_first_use(tmp_path):
     """)
     out = _run("""
         import sys
-        from sidecar.storage.lancedb_import import import_with_stand_ins
+        from sidecar.storage.lazy_import import import_with_stand_ins
         user = import_with_stand_ins("user", ("heavy",))
         print("imported", "Thing" in sys.modules["heavy"].__dict__)
         thing = user.make(7)
@@ -101,7 +102,7 @@ def test_threads_reading_a_deferred_package_at_once_all_get_the_attribute_and_in
                                                   "VALUE = 42\n")
     out = _run("""
         import threading
-        from sidecar.storage.lancedb_import import defer_package_init
+        from sidecar.storage.lazy_import import defer_package_init
         assert defer_package_init("slow")
         import slow
         got, errors = [], []
@@ -126,7 +127,7 @@ def test_a_package_that_needs_the_real_name_at_import_is_imported_again_in_full(
             pass
     """)
     out = _run("""
-        from sidecar.storage.lancedb_import import import_with_stand_ins
+        from sidecar.storage.lazy_import import import_with_stand_ins
         user = import_with_stand_ins("user", ("heavy",))
         import heavy
         print(user.Special(3).n, issubclass(user.Special, heavy.Thing))

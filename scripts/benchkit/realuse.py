@@ -44,7 +44,6 @@ from typing import Any
 from . import ROOT, soak
 from .ab import build
 from .client import Sidecar, add_sidecar_arguments
-from .core import median_wall
 from .graph import floor_ms
 from .long_memories import fill as fill_long
 from .long_memories import long_turn
@@ -197,20 +196,19 @@ SETTLE_SECONDS = 1.0  # past the warm-up that maintenance starts with the ready 
 
 
 def ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    """Median spawn -> ready, and the medians over as many spawns of RSS read as the ready line arrives and
-    SETTLE_SECONDS later (the first includes whatever the warm-up has read in by then)."""
-    out = median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp)
-    at_line, settled = [], []
+    """Over --ready-runs spawns: the median spawn -> ready, and the medians of RSS read as the ready line
+    arrives and SETTLE_SECONDS later (the first includes whatever the warm-up has read in by then)."""
+    walls, at_line, settled = [], [], []
     for i in range(max(1, args.ready_runs)):
-        with Sidecar(tmp / f"ready-rss-{i}", python=args.python, stderr=tmp / "ready.log", timeout=args.timeout) as sc:
-            sc.wait_ready()
+        with Sidecar(tmp / f"ready-{i}", python=args.python, stderr=tmp / "ready.log", timeout=args.timeout) as sc:
+            walls.append(sc.wait_ready()[0])
             at_line.append(sc.vm_status().get("VmRSS", 0) / 1024)
             time.sleep(SETTLE_SECONDS)
             settled.append(sc.vm_status().get("VmRSS", 0) / 1024)
             sc.shutdown()
-    out["rss_mb"] = statistics.median(at_line)
-    out["settled_rss_mb"] = statistics.median(settled)
-    return out
+    p = pct(walls)
+    return {"median_ms": p["p50_ms"], "min_ms": p["min_ms"], "runs": len(walls),
+            "rss_mb": statistics.median(at_line), "settled_rss_mb": statistics.median(settled)}
 
 
 def ratio_row(label: str, p: dict[str, float], floor: float, p50_max: float, p99_max: float) -> dict[str, str]:

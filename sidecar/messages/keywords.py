@@ -23,7 +23,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..storage.lancedb_import import defer_package_init
+from ..storage.lazy_import import defer_package_init
 from .schema import CONTEXT_CHARS
 
 K1, B = 1.2, 0.75
