@@ -81,12 +81,15 @@ _THING_CUES = re.compile(r"(?:\b(?:read(?:ing)?|watch(?:ed|ing)?|play(?:ed|ing)?
 
 
 def _fold(text: str) -> str:
+    if text.isascii():  # nothing to decompose, nothing combining
+        return text.casefold()
     import unicodedata
 
     return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
 
 
 _GZ_WORD = re.compile(r"\w+(?:['’.&-]\w+)*")
+_SPACES = re.compile(r"\s+")
 
 
 def _gazetteer_hits(text: str, gazetteer: Mapping[str, str], max_words: int) -> list[Mention]:
@@ -100,7 +103,7 @@ def _gazetteer_hits(text: str, gazetteer: Mapping[str, str], max_words: int) -> 
     while i < len(words):
         for n in range(min(max_words, len(words) - i), 0, -1):
             start, end = words[i][0], words[i + n - 1][1]
-            kind = gazetteer.get(re.sub(r"\s+", " ", folded[start:end]))
+            kind = gazetteer.get(_SPACES.sub(" ", folded[start:end]) if n > 1 else folded[start:end])
             if kind is not None:
                 hits.append(Mention(text[start:end], start, end, kind))
                 i += n
@@ -175,8 +178,8 @@ def _may_open(text: str, word: str, start: int, end: int) -> bool:
     return addressed or (followed and not re.search(r"(?:ed|ing|ly)$", folded))
 
 
-def _caps(text: str, taken: list[tuple[int, int]]) -> list[Mention]:
-    """Runs of capitalised words outside `taken`, minus ordinary sentence openers."""
+def _caps(text: str, taken: bytearray) -> list[Mention]:
+    """Runs of capitalised words outside the characters `taken` marks, minus ordinary sentence openers."""
     out: list[Mention] = []
     run: list[re.Match[str]] = []
 
@@ -194,7 +197,7 @@ def _caps(text: str, taken: list[tuple[int, int]]) -> list[Mention]:
 
     for m in _WORD.finditer(text):
         word, start = m.group(0), m.start()
-        free = all(m.end() <= s or start >= e for s, e in taken)
+        free = taken.find(1, start, m.end()) < 0
         capital = word[0].isupper() and free
         if run and not capital and word.casefold() in _JOINERS and free and start - run[-1].end() <= 1:
             run.append(m)  # "Cliffs of Moher"
@@ -225,10 +228,10 @@ def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_wor
             found.append(Mention(m.group(0), m.start(), m.end(), "date"))
     # earlier tiers first: keep a mention unless it overlaps one already kept
     kept: list[Mention] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1: a character of a kept mention (a look-up per span, whatever their number)
     for mention in found:
-        if all(mention.end <= s or mention.start >= e for s, e in taken):
+        if taken.find(1, mention.start, mention.end) < 0:
             kept.append(mention)
-            taken.append((mention.start, mention.end))
+            taken[mention.start:mention.end] = b"\x01" * (mention.end - mention.start)
     kept += _caps(text, taken)
     return sorted(kept, key=lambda x: x.start)

@@ -62,7 +62,9 @@ class FoundRelation:
 _NAME = r"(?P<obj>[A-Z][\w'’.-]*(?:\s+(?:of\s+|the\s+|de\s+|van\s+)?[A-Z][\w'’.-]*){0,3})"
 _PLACE = r"(?P<obj>[A-Z][\w'’.-]*(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][\w'’.-]*){0,3})"
 _THING = r"(?P<obj>[\w'’ -]{2,40}?)(?=[.,!?;]|\s+(?:and|but|because|so|too|when|lately|now)\b|$)"
-_I = r"(?:^|(?<=[.!?]\s)|(?<=,\s)|(?<=\b[aA]nd\s)|(?<=\b[bB]ut\s)|(?<=\b[sS]o\s)|(?<=\b[nN]ow\s)|(?<=\b[tT]hen\s))"
+# Where a first-person clause may start; every pattern that uses it goes on with "I", which the lookahead checks
+# first (the lookbehinds tried at every position took about 0.3 ms per pattern over a 2,000-character text)
+_I = r"(?=I)(?:^|(?<=[.!?]\s)|(?<=,\s)|(?<=\b[aA]nd\s)|(?<=\b[bB]ut\s)|(?<=\b[sS]o\s)|(?<=\b[nN]ow\s)|(?<=\b[tT]hen\s))"
 _KIN = {"sister": "sister", "brother": "brother", "mom": "mother", "mum": "mother", "mother": "mother",
         "dad": "father", "father": "father", "son": "son", "daughter": "daughter", "wife": "partner",
         "husband": "partner", "partner": "partner", "boyfriend": "partner", "girlfriend": "partner",
