@@ -169,6 +169,26 @@ def test_a_relation_about_the_user_links_the_fact_that_states_it(sidecar):
     assert "fact_id" not in rels["has_pet"]  # no fact says it: no link
 
 
+def test_a_relation_stated_again_links_a_fact_remembered_since(sidecar):
+    """The builder keeps its fact look-ups while no fact is written: a fact remembered after the first
+    statement is found when the relation is stated again (regression: the kept answer must not outlive a write)."""
+    def pet_relation() -> dict:
+        me = sidecar.request({"type": "entity", "user_id": "u2", "name": "me"})
+        return next(r for r in me["relations"] if r["predicate"] == "has_pet")
+
+    def state(i: int) -> None:
+        msg = {"user_id": "u2", "username": "Dana", "content": "I adopted a cat named Luna", "timestamp": T0 + i}
+        assert sidecar.request({"type": "store", "messages": [msg]})["type"] == "ok"
+
+    state(0)
+    assert "fact_id" not in pet_relation()
+    state(1)  # asked again with no fact written: the kept answer, still no link
+    assert "fact_id" not in pet_relation()
+    fact = sidecar.request({"type": "remember", "user_id": "u2", "text": "Has a pet named Luna", "category": "answer"})
+    state(2)
+    assert pet_relation()["fact_id"] == fact["fact"]["id"]
+
+
 def test_consolidation_runs_in_the_background_when_due(sidecar):
     """200 new episodes make consolidation due (docs/graph.md): traces appear with no `consolidate`."""
     msgs = [{"user_id": "bg", "content": f"Day {i}: I practised the cello scales with Marta for {i % 5 + 1} hours.",

@@ -102,6 +102,7 @@ class FactStore:
         self.lock = lock
         self._on_write_cb = on_write or (lambda: None)
         self._written = True  # written since the last compaction (unknown at start: compact once)
+        self.changes = 0  # writes and deletes of this process so far (what an answer read earlier may have missed)
         self._reads = TableReads()  # reads outside `lock` (`search_unlocked`): a compaction waits for them
         self.facts = db.open_table(FACTS)
         self.events = db.open_table(EVENTS)
@@ -218,6 +219,7 @@ class FactStore:
         with self.lock:
             n = self.facts.delete(where).num_deleted_rows
             self.events.delete(events_where)
+            self.changes += 1
             if n:
                 self.compact()
             return n
@@ -266,6 +268,7 @@ class FactStore:
             n = self.facts.delete(f"user_id = {user_sql}").num_deleted_rows
             for table in (self.events, self.users):
                 table.delete(f"user_id = {user_sql}")
+            self.changes += 1
             self._names.pop(user_id, None)
             self.compact()
             return n
@@ -308,6 +311,7 @@ class FactStore:
 
     def _on_write(self) -> None:
         self._written = True
+        self.changes += 1
         self._on_write_cb()
 
     def compact(self, if_written: bool = False, keep: Any = None) -> None:
