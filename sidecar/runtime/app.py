@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,11 @@ from .config import Config
 from .dispatcher import Dispatcher
 
 log = logging.getLogger("sidecar.server")
+
+# How long a thread holding the GIL keeps it while another waits (CPython's default: 5 ms). A request that
+# arrives while background work runs Python (the graph builder's rules over long memories) waited up to that
+# at each step that needs the GIL; measured over the pipe (docs/performance.md, "The GIL's switch interval").
+SWITCH_INTERVAL = 0.001
 
 
 class Activity:
@@ -159,6 +165,7 @@ def build(cfg: Config) -> App:
     embedder.busy = app.activity.busy  # long memories' windows step aside for requests too
     if graph is not None:
         graph.builder.busy = app.activity.busy
+    sys.setswitchinterval(SWITCH_INTERVAL)
     return app
 
 
