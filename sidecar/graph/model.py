@@ -306,5 +306,8 @@ class _Types:
     def __bool__(self) -> bool:
         return bool(self.g.by_key)
 
+    def __len__(self) -> int:
+        return len(self.g.by_key)
+
     def __iter__(self):
         return iter(self.g.by_key)
