@@ -212,6 +212,24 @@ def test_writes_and_forgets_cross_between_sidecars(shared):
     assert a.shutdown() == 0 and b.shutdown() == 0
 
 
+def test_a_fact_remembered_by_another_sidecar_links_a_relation_stated_again(shared):
+    """The graph builder keeps its fact look-ups while its own process writes no fact; on a shared store only
+    for half the refresh interval, so another sidecar's fact is linked like a local one (regression)."""
+    def pet_fact_id(sc):
+        me = sc.request({"type": "entity", "user_id": "u1", "name": "me"})
+        return next(r for r in me["relations"] if r["predicate"] == "has_pet").get("fact_id")
+
+    a = shared("a")
+    b = shared("b")
+    a.store("u1", "I adopted a cat named Luna")
+    assert pet_fact_id(a) is None  # no fact states it yet: the answer a keeps
+    fact = b.request({"type": "remember", "user_id": "u1", "text": "Has a pet named Luna", "category": "answer"})
+    time.sleep(REFRESH + 0.5)
+    a.store("u1", "I adopted a cat named Luna")
+    assert pet_fact_id(a) == fact["fact"]["id"]
+    assert a.shutdown() == 0 and b.shutdown() == 0
+
+
 def test_concurrent_writers_lose_nothing(shared):
     a, b = shared("a"), shared("b")
     for sc in (a, b):

@@ -36,12 +36,12 @@ from .tags import extract
 
 log = logging.getLogger("sidecar.facts")
 
-SAME_FACT_KEPT = 4_096  # `same_fact` answers kept (all dropped when full)
-SAME_FACT_TTL = 60.0  # seconds an answer is kept at most
+SAME_FACT_KEPT = 4_096  # `same_fact` answers kept (all dropped when full), each for a text of at most:
+SAME_FACT_CHARS = 300
+SAME_FACT_TTL = 60.0  # seconds an answer is kept at most (on a shared store: runtime/app.py)
 
 DEFAULT_CONFIDENCE = {"manual": 1.0, "chat": 0.8, "extraction": 0.7}
 PREFERENCE = "preference"
-
 
 
 def _ts(value: float | None) -> int | None:
@@ -64,6 +64,7 @@ class FactService:
         self.clock = clock
         self.write_lock = threading.RLock()
         self._same: dict[tuple[str, str], tuple[int, float, str | None]] = {}  # `same_fact`'s recent answers
+        self.answers_ttl = SAME_FACT_TTL
 
     # ------------------------------------------------------------------ helpers
 
@@ -108,20 +109,20 @@ class FactService:
     def same_fact(self, user_id: str, text: str) -> str | None:
         """The id of the user's active fact that states `text` (similarity at the duplicate threshold).
 
-        The graph builder asks this for every relation it finds, again each time a relation with no fact
-        is stated again; an answer is kept while this process writes no fact, for SAME_FACT_TTL seconds
-        (other sidecars sharing the store write too). Each ask was an embedding and a table search, about
-        9 ms of a background build beside requests (docs/graph.md, "Crash safety and speed")."""
+        The graph builder asks this for every relation it finds, again each time one is stated again (an
+        embedding and a table search, about 9 ms beside requests: docs/graph.md, "Crash safety and speed"), so
+        an answer is kept while this process writes no fact, for `answers_ttl` seconds (other sidecars)."""
         key, changes, now = (user_id, text), self.facts.changes, time.monotonic()
         kept = self._same.get(key)
-        if kept is not None and kept[0] == changes and now - kept[1] < SAME_FACT_TTL:
+        if kept is not None and kept[0] == changes and now - kept[1] < self.answers_ttl:
             return kept[2]
         where = f"user_id = {sql_str(user_id)} AND active = true"
         rows = self.facts.search_unlocked(self.embedder.embed_one(text), where, 1)
         found = rows[0]["id"] if rows and rows[0]["similarity"] >= self.duplicate_threshold else None
         if len(self._same) >= SAME_FACT_KEPT:
             self._same.clear()
-        self._same[key] = (changes, now, found)  # `changes` as read before the search: a write meanwhile voids it
+        if len(text) <= SAME_FACT_CHARS:  # `changes` as read before the search: a write meanwhile voids it
+            self._same[key] = (changes, now, found)
         return found
 
     @staticmethod

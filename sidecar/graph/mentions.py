@@ -223,7 +223,8 @@ def _caps(text: str, taken: bytearray) -> list[Mention]:
 
 def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None) -> list[Mention]:
     """Mentions in `text`, in order, without overlaps. `gazetteer`: folded name or alias -> entity type
-    (the user's known entities; anything with `get`), its longest key in words as `max_words`."""
+    (the user's known entities; a mapping: `get`, `len` and its keys iterated), its longest key in words
+    as `max_words`."""
     found: list[Mention] = []
     if gazetteer:
         if max_words is None:

@@ -141,6 +141,8 @@ def build(cfg: Config) -> App:
         facts = FactService(embedder, fact_store, categories=cfg.fact_categories,
                             duplicate_threshold=cfg.duplicate_threshold, candidate_threshold=cfg.candidate_threshold,
                             llm=llm, max_limit=cfg.max_limit, max_users=cfg.max_batch)
+        if store.fresh.enabled:  # other sidecars write facts too: kept answers no older than LanceDB's own reads
+            facts.answers_ttl = min(facts.answers_ttl, store.fresh.interval / 2)
         extractor = None
         if llm is not None:
             from ..facts.extraction import ExtractionWorker
