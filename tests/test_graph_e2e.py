@@ -182,7 +182,7 @@ def test_a_relation_stated_again_links_a_fact_remembered_since(sidecar):
 
     state(0)
     assert "fact_id" not in pet_relation()
-    state(1)  # asked again with no fact written: the kept answer, still no link
+    state(1)  # stated again with no fact written: still no link
     assert "fact_id" not in pet_relation()
     fact = sidecar.request({"type": "remember", "user_id": "u2", "text": "Has a pet named Luna", "category": "answer"})
     state(2)

@@ -36,8 +36,8 @@ from .tags import extract
 
 log = logging.getLogger("sidecar.facts")
 
-SAME_FACT_KEPT = 4_096  # `same_fact` answers kept (all dropped when full), each for a text of at most:
-SAME_FACT_CHARS = 300
+SAME_FACT_KEPT = 4_096  # `same_fact` answers kept (all dropped when full)
+SAME_FACT_CHARS = 300  # only for texts up to this long (a relation's object has no length limit)
 SAME_FACT_TTL = 60.0  # seconds an answer is kept at most (on a shared store: runtime/app.py)
 
 DEFAULT_CONFIDENCE = {"manual": 1.0, "chat": 0.8, "extraction": 0.7}

@@ -101,8 +101,8 @@ class FactStore:
         self.dim = dim
         self.lock = lock
         self._on_write_cb = on_write or (lambda: None)
-        self._written = True  # written since the last compaction (unknown at start: compact once)
         self.changes = 0  # writes and deletes of this process so far (what an answer read earlier may have missed)
+        self._compacted_at = -1  # `changes` at the last compaction (none yet: whether written before is unknown)
         self._reads = TableReads()  # reads outside `lock` (`search_unlocked`): a compaction waits for them
         self.facts = db.open_table(FACTS)
         self.events = db.open_table(EVENTS)
@@ -310,7 +310,6 @@ class FactStore:
     # ------------------------------------------------------------------ maintenance
 
     def _on_write(self) -> None:
-        self._written = True
         self.changes += 1
         self._on_write_cb()
 
@@ -320,9 +319,9 @@ class FactStore:
         time, so that the frequent background compactions of the messages table do not hold the
         lock for nothing."""
         with self.lock:
-            if if_written and not self._written:
+            if if_written and self.changes == self._compacted_at:
                 return
-            self._written = False
+            self._compacted_at = self.changes
             self._reads.wait_idle()  # it may delete the files of every older version
             compact_tables((self.facts, self.events, self.users), "the fact tables", keep)
 
