@@ -151,6 +151,22 @@ def test_lancedb_imports_with_marking_overrides_and_leaves_the_real_package_impo
         assert out.split() == ["False", "True", "True", "overrides.overrides"]
 
 
+def test_keyword_search_imports_the_english_stemmer_alone_and_stems_as_snowball_does(tmp_path):
+    """messages/keywords.py defers snowballstemmer's __init__ (it imports all 30-odd languages); the package
+    still works in full for anyone who reads it later, and stems exactly as `stemmer("english")`."""
+    out = _run("""
+        import sys
+        from sidecar.messages import keywords
+        print("languages", sorted(m for m in sys.modules if m.startswith("snowballstemmer.")))
+        import snowballstemmer
+        words = ["running", "generously", "ponies", "happiness", "during", "being", "relational", "caresses"]
+        print("same", snowballstemmer.stemmer("english").stemWords(words) == [keywords._STEMMER.stemWord(w) for w in words])
+        print("others", "snowballstemmer.french_stemmer" in sys.modules)
+    """, tmp_path)
+    assert "languages ['snowballstemmer.among', 'snowballstemmer.basestemmer', 'snowballstemmer.english_stemmer']" in out
+    assert "same True" in out and "others True" in out
+
+
 def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path):
     code = "from sidecar.runtime import native_memory; print(native_memory.configure())"
     assert _run(code, tmp_path).strip() == "True"  # glibc (the CI machine): capped
