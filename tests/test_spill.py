@@ -100,15 +100,15 @@ def test_a_file_not_as_written_is_a_miss_and_the_budget_holds(tmp_path):
 
 
 def test_a_small_cache_spills_and_answers_stay_right_end_to_end(spawn, tmp_path):
-    """--cache-mb 1 over 4 users of 300 memories: users go to the spill and come back; a memory stored
-    for a spilled user is found at once; forgetting a user leaves none of their text in the data dir;
+    """--cache-mb 1 over 4 users of 1,000 memories (about 550 KB each in the cache): users go to the spill and
+    come back; a memory stored for a spilled user is found at once; forgetting a user leaves none of their text in the data dir;
     the spill folder is gone after shutdown."""
     sc = spawn("--cache-mb", "1")
     marker = {u: f"zebracorn{u}" for u in range(4)}
     for u in range(4):
         r = sc.request({"type": "store", "messages": [
             {"user_id": f"s{u}", "content": f"note {i} about the garden of user {u}" if i != 150 else
-             f"my secret word is {marker[u]}"} for i in range(300)]})
+             f"my secret word is {marker[u]}"} for i in range(1000)]})
         assert r["type"] == "ok", r
 
     def top(user, text, mode="hybrid"):

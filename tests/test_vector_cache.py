@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from sidecar.messages.vector_cache import BLOCK_ROWS, VectorCache, blockwise_scores, widen_half
+from sidecar.messages.quantized import BLOCK_ROWS, quantize, scores, widen
+from sidecar.messages.vector_cache import VectorCache
 
 
 def _rows(user: str, n: int, start: int = 0, bot_every: int = 0):
@@ -60,7 +61,7 @@ def test_append_grows_only_cached_users_and_keeps_order():
     other, vb = _rows("b", 2)
     cache.append(more_a + other, np.vstack([va, vb]))
     assert len(cache.get("a")) == 43 and cache.get("b") is None
-    assert [r[0] for r in cache.get("a").rows[:4]] == ["a-0", "a-1", "a-2", "a-3"]
+    assert cache.get("a").ids()[:4] == ["a-0", "a-1", "a-2", "a-3"]
     assert cache.get("a").search(va[39], 1)[0]["id"] == "a-42"
 
 
@@ -204,22 +205,30 @@ def test_a_row_with_chunks_scores_as_its_best_chunk_and_carries_its_span():
     assert entry.search(entry_q, 10)[-1]["id"] == "u-2"
 
 
-def test_block_scores_match_the_float32_product_across_block_edges():
+def test_quantized_scores_match_the_widened_product_across_block_edges():
     rng = np.random.default_rng(3)
     q = rng.normal(size=384).astype(np.float32)
     for n in (0, 1, BLOCK_ROWS - 1, BLOCK_ROWS, BLOCK_ROWS + 1, 3 * BLOCK_ROWS + 17):
-        v = rng.normal(size=(n, 384)).astype(np.float16)
-        got = blockwise_scores(v, q)
+        rows, scales = quantize(rng.normal(size=(n, 384)).astype(np.float32))
+        got = scores(rows, scales, q)
         assert got.shape == (n,) and got.dtype == np.float32
-        np.testing.assert_allclose(got, v.astype(np.float32) @ q, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(got, widen(rows, scales) @ q, rtol=1e-5, atol=1e-4)
 
 
-def test_widening_float16_is_bit_exact_for_every_finite_value():
-    half = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
-    half = half[np.isfinite(half)].reshape(-1, 4)  # zeros, subnormals, normals, both signs
-    out = np.empty(half.shape, dtype=np.float32)
-    got = widen_half(half, out, np.empty(half.shape, dtype=np.uint32))
-    assert np.array_equal(got.view(np.uint32), half.astype(np.float32).view(np.uint32))
+def test_quantized_unit_vectors_keep_their_cosines_within_a_few_thousandths():
+    """Each component within half a step of its row's scale, a zero vector stays zero, and cosines between
+    unit vectors move by well under the gaps that decide a ranking."""
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=(500, 384)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    v[7] = 0.0
+    rows, scales = quantize(v)
+    assert rows.dtype == np.int8 and scales.dtype == np.float32 and rows.shape == v.shape
+    assert np.all(np.abs(widen(rows, scales) - v) <= scales[:, None] / 2 + 1e-7)
+    assert not widen(rows, scales)[7].any()
+    exact = v @ v[3]
+    assert np.abs(scores(rows, scales, v[3]) - exact).max() < 3e-3
+    assert np.argmax(scores(rows, scales, v[3])) == 3
 
 
 def test_chunks_added_between_two_identical_queries_count_in_the_second():

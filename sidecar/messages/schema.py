@@ -84,9 +84,10 @@ def to_arrow(rows: list[dict[str, Any]], vectors: np.ndarray, dim: int) -> pa.Ta
 
 
 def split(table: pa.Table, dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """Arrow rows (CACHE_COLUMNS and the vector) -> (row dicts without the vector, float16 vectors)."""
+    """Arrow rows (CACHE_COLUMNS and the vector) -> (row dicts without the vector, float32 vectors: the
+    table's own buffer where Arrow can share it; the vector cache quantizes them, messages/quantized.py)."""
     vec = table.column("vector").combine_chunks()
-    vectors = vec.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float16)
+    vectors = vec.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
     return table.select(CACHE_COLUMNS).to_pylist(), vectors
 
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from ..storage import cosine_search, sql_in, sql_num, sql_str
 from .ranking import POOL, fuse_hybrid, hybrid_scores
 from .schema import CACHE_COLUMNS, RESULT_COLUMNS, Context, split
-from .vector_cache import ROW_OVERHEAD, UserRows
+from .vector_cache import UserRows, row_bytes
 
 Filter = tuple[bool, "float | None", "float | None"]  # include_bot, since, until
 
@@ -76,7 +76,7 @@ def rows_by_ids(table: Any, ids: list[str], vector: np.ndarray, dim: int) -> lis
 
 
 def cache_rows(table: Any, where: str, dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """The rows matching `where` as the vector cache holds them: row dicts and float16 vectors."""
+    """The rows matching `where` as the vector cache takes them: row dicts and float32 vectors."""
     return split(table.search().where(where).select([*CACHE_COLUMNS, "vector"]).limit(None).to_arrow(), dim)
 
 
@@ -96,7 +96,7 @@ def user_sizes(table: Any, dim: int) -> dict[str, int]:
     ids = table.search().select(["user_id", "content"]).limit(None).to_arrow()
     sizes: dict[str, int] = {}
     for uid, content in zip(ids.column("user_id").to_pylist(), ids.column("content").to_pylist()):
-        sizes[uid] = sizes.get(uid, 0) + dim * 2 + 9 + ROW_OVERHEAD + len(content)
+        sizes[uid] = sizes.get(uid, 0) + row_bytes(dim, content)
     return sizes
 
 

@@ -1,10 +1,9 @@
 """The messages table: writes through the write-ahead log, reads for search and context windows,
 deletes, and compaction (of this table and of the tables other domains register).
 
-Knows nothing of JSON or of the protocol. Writes are acknowledged once they are in the
-write-ahead log (`wal.py`) and the in-memory vector cache, and committed to LanceDB by a background
-flusher; every read of the table first commits what the log holds, so nothing acknowledged is
-ever missing from an answer.
+Knows nothing of JSON or of the protocol. Writes are acknowledged once they are in the write-ahead log
+(`wal.py`) and the in-memory vector cache, and committed to LanceDB by a background flusher; every read of
+the table first commits what the log holds, so nothing acknowledged is ever missing from an answer.
 
 Locks, always taken in this order: `lock` (table reads, deletes, exclusive compaction, and the
 vector cache; the graph's reads by id hold it only to start, storage/reads.py), then the commit
@@ -33,6 +32,7 @@ from . import search
 from .commit_log import CommitLog, DirectCommit
 from .freshness import Freshness
 from .long_memories import LongMemories
+from .quantized import quantize, widen
 from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
     to_arrow)
 from .tables import complete_new, ensure_indexes
@@ -299,8 +299,8 @@ class MessageStore(LongMemories):
             return self._semantic_uncached(vector, search.where(user_id, include_bot, since, until), limit)
 
     def embedded(self, ids: list[str], user_id: str | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
-        """The rows of these ids that exist (in that order) and their float32 vectors. user_id (the ids are all
-        that user's): from the vector cache when it holds them, and at its float16 precision either way."""
+        """The rows of these ids that exist (in that order) and their float32 vectors; with user_id (whose ids
+        they all are), from the vector cache when it holds them, at its precision (quantized.py) either way."""
         if user_id is not None:
             with self.lock:
                 self.fresh.check()
@@ -308,7 +308,7 @@ class MessageStore(LongMemories):
                     return got
         with self._unlocked_read() as table:
             rows, vectors = search.rows_with_vectors(table, ids, self.dim)
-        return rows, vectors if user_id is None else vectors.astype(np.float16).astype(np.float32)
+        return rows, vectors if user_id is None else widen(*quantize(vectors))
 
     def ids_missing(self, have: pa.Array) -> pa.Array:
         """The ids of stored messages not in `have` (an Arrow string array), oldest first."""

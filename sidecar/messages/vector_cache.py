@@ -1,7 +1,8 @@
 """A per-user, in-memory copy of the messages table, so a query needs no LanceDB round trip.
 
 Search is exact (brute force over one user's vectors, which is what LanceDB does after its
-user_id prefilter anyway); vectors are held as float16 (the scores move by about 1e-4), and the
+user_id prefilter anyway); vectors are held as int8 with a scale per row (quantized.py: a cosine moves by
+about 3e-4), text in compact columns (columns.py), and the
 whole cache is bounded by a byte budget with least-recently-used eviction. The store keeps it
 consistent: rows are appended on every committed write, and any delete drops the cache. A long
 memory's chunk vectors (`chunks.py`) are held beside the rows (`chunk_vectors.py`, as float32), and a row
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import heapq
 import sys
-import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -21,102 +21,111 @@ from typing import Any
 import numpy as np
 
 from .chunk_vectors import ChunkVectors
+from .columns import IdIndex, TextColumn
+from .quantized import quantize, scores, widen
 from .keywords import KeywordIndex
 from .spill import Spill
 
-# Bytes per row for the Python objects beside the vector and the content's characters: the row
-# tuple (128), its id string (85), a timestamp float (24), the content string's header (49) and the
-# id -> position dict entry (about 40), rounded up, and the positions of its two linked rows (8);
-# user ids are interned, so one string per user. The keyword index, once built, counts its own.
-ROW_OVERHEAD = 348
-BLOCK_ROWS = 256  # vectors scored per matrix product (see blockwise_scores)
-_buffers = threading.local()
-META_FIELDS = ("id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
-               "username")
-_USERNAME = META_FIELDS.index("username")
+# Bytes per row beside its vector and its scale, timestamp, is_bot flag and content: its links (8), two name slots (16),
+# the id index (20), four text columns' offsets (32) and a 36-character id. The keyword index, once built,
+# counts its own.
+ROW_OVERHEAD = 112
 
 
-def blockwise_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """vectors @ query in float32, BLOCK_ROWS rows at a time, each block widened from float16 into one
-    float32 buffer kept per thread. A whole-matrix `astype` allocated a float32 copy per call, which
-    (above the mmap threshold runtime/native_memory.py sets) was mapped and unmapped every time:
-    measured in-process at 1,400 x 384, 1.78 ms against 0.84 ms through the buffer."""
-    q = np.asarray(query, dtype=np.float32)
-    out = np.empty(len(vectors), dtype=np.float32)
-    buffers = getattr(_buffers, "block", None)
-    if buffers is None or buffers[0].shape[1] != vectors.shape[1]:
-        shape = (BLOCK_ROWS, vectors.shape[1])
-        buffers = _buffers.block = (np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.uint32))
-    block, scratch = buffers
-    for i in range(0, len(vectors), BLOCK_ROWS):
-        n = min(BLOCK_ROWS, len(vectors) - i)
-        widen_half(vectors[i:i + n], block[:n], scratch[:n])
-        np.matmul(block[:n], q, out=out[i:i + n])
-    return out
-
-
-_HALF_TO_SINGLE = np.float32(2.0 ** 112)  # float16's exponent bias (15) to float32's (127)
-
-
-def widen_half(half: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """float16 -> float32 into `out` (same shape; `scratch` a uint32 array of that shape), bit for bit
-    what `astype(np.float32)` gives for every finite value, subnormals and zeros included: the magnitude's
-    bits shifted into float32's place and rescaled by one multiply, then the sign. numpy's own cast does
-    not use the CPU's conversion instructions here: measured in-process at 1,300 x 384, 595 us for the
-    cast against 245 us for this (and 11 us for the float32 product after it)."""
-    bits = half.view(np.uint16)
-    word = out.view(np.uint32)
-    np.bitwise_and(bits, 0x7FFF, out=word, dtype=np.uint32)
-    np.left_shift(word, 13, out=word)
-    np.multiply(out, _HALF_TO_SINGLE, out=out)
-    np.bitwise_and(bits, 0x8000, out=scratch, dtype=np.uint32)
-    np.left_shift(scratch, 16, out=scratch)
-    np.bitwise_or(word, scratch, out=word)
-    return out
+def row_bytes(dim: int, content: str) -> int:
+    """What the cache counts for a row of this content (with a 36-character id), before it is held."""
+    return dim + 4 + 8 + 1 + ROW_OVERHEAD + len(content)
+TEXT_FIELDS = ("id", "content", "message_id", "reply_to")  # held as UTF-8 (columns.py)
+NAMED_FIELDS = ("channel_id", "username")  # few distinct values: interned strings
 
 
 class UserRows:
-    """One user's rows: float16 vectors plus the columns a result needs, in insertion order.
+    """One user's rows: int8 vectors (quantized.py) plus the columns a result needs, in insertion order.
 
     Appends land in small chunks that are joined on the next search, so memory is exactly the
-    rows held (no capacity doubling)."""
+    rows held (no capacity doubling). Text is held in compact columns (columns.py), not as Python
+    objects per row; channel and speaker names, which repeat, are interned."""
 
     def __init__(self, dim: int):
         self.dim = dim
-        self._vectors = [np.empty((0, dim), dtype=np.float16)]
+        self.user_id: str | None = None  # one user per entry
+        self._vectors = [np.empty((0, dim), dtype=np.int8)]  # quantized.py
+        self._scales = [np.empty(0, dtype=np.float32)]
         self._timestamps = [np.empty(0, dtype=np.float64)]
         self._is_bot = [np.empty(0, dtype=bool)]
-        self.rows: list[tuple] = []
-        self._pos: dict[str, int] = {}  # row id -> index (rows found by keyword search)
-        self._links: list[np.ndarray] = []  # per row: the positions of the rows its search_text borrows from
+        self._links = [np.empty((0, 2), dtype=np.int32)]  # per row: the positions of the rows its search_text borrows from
+        self._text = {f: TextColumn() for f in TEXT_FIELDS}
+        self._named: dict[str, list[str | None]] = {f: [] for f in NAMED_FIELDS}
+        self._ids = IdIndex()
         self.keywords: KeywordIndex | None = None  # built on the first keyword search
         self.nbytes = 0
         self._chunks = ChunkVectors(dim)  # chunks of long memories (chunk_vectors.py)
         self._chunked: set[str] = set()  # row ids whose chunks are held
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._text["id"])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_ids"]  # hashes are salted per process: rebuilt from the ids
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._ids = IdIndex()
+        self._ids.extend(self.ids())
+
+    def ids(self) -> list[str]:
+        column = self._text["id"]
+        return [column[i] for i in range(len(column))]
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Row i as a result row (META_FIELDS)."""
+        _, timestamps, is_bot = self._joined()
+        t, n = self._text, self._named
+        return {"id": t["id"][i], "user_id": self.user_id, "content": t["content"][i], "is_bot": bool(is_bot[i]),
+                "timestamp": float(timestamps[i]), "message_id": t["message_id"][i], "channel_id": n["channel_id"][i],
+                "reply_to": t["reply_to"][i], "username": n["username"][i]}
+
+    def positions(self, ids: list[str]) -> list[int | None]:
+        return self._ids.find(ids, self._text["id"])
 
     def extend(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         if not rows:
             return
-        self._vectors.append(np.asarray(vectors, dtype=np.float16))
+        self.user_id = self.user_id or sys.intern(rows[0]["user_id"])
+        before = self._own_bytes()
+        rows8, scales = quantize(vectors)
+        self._vectors.append(rows8)
+        self._scales.append(scales)
         self._timestamps.append(np.array([r["timestamp"] for r in rows], dtype=np.float64))
         self._is_bot.append(np.array([r["is_bot"] for r in rows], dtype=bool))
-        start = len(self.rows)
-        self.rows.extend(tuple(sys.intern(v) if f == "user_id" else v for f, v in ((f, r.get(f)) for f in META_FIELDS))
-                         for r in rows)
-        self._pos.update((self.rows[i][0], i) for i in range(start, len(self.rows)))
-        links = np.array([[self._pos.get(r.get("prev_id"), -1), self._pos.get(r.get("prev2_id"), -1)] for r in rows],
-                         np.int32)
+        start = len(self)
+        for f, column in self._text.items():
+            column.extend(r.get(f) for r in rows)
+        for f, values in self._named.items():
+            values.extend(v if (v := r.get(f)) is None else sys.intern(v) for r in rows)
+        self._ids.extend(r["id"] for r in rows)
+        wanted = [(k, j, i) for k, r in enumerate(rows) for j, i in enumerate((r.get("prev_id"), r.get("prev2_id")))
+                  if i is not None]
+        links = np.full((len(rows), 2), -1, np.int32)
+        for (k, j, _), p in zip(wanted, self.positions([i for _, _, i in wanted])):
+            if p is not None:
+                links[k, j] = p
         self._links.append(links)
-        self.nbytes += len(rows) * (self.dim * 2 + 9 + ROW_OVERHEAD) + sum(len(r["content"]) for r in rows)
+        self.nbytes += self._own_bytes() - before
         if self.keywords is not None:
             self._index(start, links)
 
+    def _own_bytes(self) -> int:
+        """The bytes of the rows themselves (not their chunks or keyword index)."""
+        fixed = self.dim + 4 + 8 + 1 + 8 + 8 * len(NAMED_FIELDS)  # vector, scale, timestamp, is_bot, links, names
+        return len(self) * fixed + sum(c.nbytes for c in self._text.values()) + self._ids.nbytes
+
     def _index(self, start: int, links: np.ndarray) -> None:
         before = self.keywords.nbytes
-        self.keywords.extend([r[2] for r in self.rows[start:]], links[:, 0].tolist(), links[:, 1].tolist())
+        content = self._text["content"]
+        self.keywords.extend([content[i] for i in range(start, len(self))], links[:, 0].tolist(), links[:, 1].tolist())
         self.nbytes += self.keywords.nbytes - before
 
     def keyword_ids(self, text: str, fields: tuple[str, ...], limit: int, include_bot: bool = True,
@@ -125,17 +134,18 @@ class UserRows:
         (messages/keywords.py), filtered before ranking. Builds the user's keyword index on first use."""
         if self.keywords is None:
             self.keywords = KeywordIndex()
-            if self.rows:
-                self._index(0, np.concatenate(self._links))
+            if len(self):
+                self._index(0, self._joined_links())
         mask = self._mask(include_bot, since, until)
-        return [[self.rows[i][0] for i in self.keywords.search(text, f, mask, limit)] for f in fields]
+        ids = self._text["id"]
+        return [[ids[i] for i in self.keywords.search(text, f, mask, limit)] for f in fields]
 
     def _mask(self, include_bot: bool, since: float | None, until: float | None) -> np.ndarray | None:
         """The rows a filter keeps (None: all)."""
         if include_bot and since is None and until is None:
             return None
         _, timestamps, is_bot = self._joined()
-        mask = np.ones(len(self.rows), dtype=bool)
+        mask = np.ones(len(self), dtype=bool)
         if not include_bot:
             mask &= ~is_bot
         if since is not None:
@@ -146,25 +156,33 @@ class UserRows:
 
     def add_chunks(self, message_ids: list[str], spans: np.ndarray, vectors: np.ndarray) -> None:
         """Chunks of held rows (others, and rows whose chunks are held already, are skipped)."""
-        keep = [k for k, m in enumerate(message_ids) if m in self._pos and m not in self._chunked]
+        positions = self.positions(message_ids)
+        keep = [k for k, m in enumerate(message_ids) if positions[k] is not None and m not in self._chunked]
         if not keep:
             return
         before = self._chunks.nbytes
-        self._chunks.add(np.array([self._pos[message_ids[k]] for k in keep], dtype=np.int64),
+        self._chunks.add(np.array([positions[k] for k in keep], dtype=np.int64),
                          np.asarray(spans, dtype=np.int32).reshape(-1, 2)[keep], np.asarray(vectors)[keep])
         self._chunked.update(message_ids[k] for k in keep)
         self.nbytes += self._chunks.nbytes - before
 
     def _chunk_best(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Per row: its best chunk's score (-inf: no chunks) and that chunk's index (-1); None without chunks."""
-        return self._chunks.best(query, len(self.rows)) if len(self._chunks) else None
+        return self._chunks.best(query, len(self)) if len(self._chunks) else None
 
     def _joined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(vectors, timestamps, is_bot); the vectors' scales are `_scales[0]` after it."""
         if len(self._vectors) > 1:
             self._vectors = [np.concatenate(self._vectors)]
+            self._scales = [np.concatenate(self._scales)]
             self._timestamps = [np.concatenate(self._timestamps)]
             self._is_bot = [np.concatenate(self._is_bot)]
         return self._vectors[0], self._timestamps[0], self._is_bot[0]
+
+    def _joined_links(self) -> np.ndarray:
+        if len(self._links) > 1:
+            self._links = [np.concatenate(self._links)]
+        return self._links[0]
 
     def search(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
                until: float | None = None) -> list[dict[str, Any]]:
@@ -175,40 +193,43 @@ class UserRows:
                until: float | None = None) -> list[tuple[int, float]]:
         """`search` as (position, similarity) pairs: no result rows built (a hybrid query fuses 100 of these
         and returns 5)."""
-        if not self.rows:
+        if not len(self):
             return []
         vectors, _, _ = self._joined()
         mask = self._mask(include_bot, since, until)
         if mask is None:  # no filter: no gathered copy of the vectors
-            candidates = np.arange(len(self.rows))
-            scores = blockwise_scores(vectors, query)
+            candidates = np.arange(len(self))
+            found = scores(vectors, self._scales[0], query)
         else:
             candidates = np.flatnonzero(mask)
             if not len(candidates):
                 return []
-            scores = blockwise_scores(vectors[candidates], query)
+            found = scores(vectors[candidates], self._scales[0][candidates], query)
         chunked = self._chunk_best(query)
         if chunked is not None:  # a long memory scores as its best chunk
             best = chunked[0][candidates]
-            scores = np.where(np.isfinite(best), best, scores)
+            found = np.where(np.isfinite(best), best, found)
         k = min(limit, len(candidates))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(candidates) else np.arange(len(candidates))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return list(zip(candidates[top].tolist(), scores[top].tolist()))
+        top = np.argpartition(-found, k - 1)[:k] if k < len(candidates) else np.arange(len(candidates))
+        top = top[np.argsort(-found[top], kind="stable")]
+        return list(zip(candidates[top].tolist(), found[top].tolist()))
 
     def newest(self, channel_id: str | None, n: int) -> list[tuple[str, str]]:
         """[(id, content)] of the n newest rows (by timestamp) in this channel (None: no channel), oldest first."""
-        rows = heapq.nlargest(n, (r for r in self.rows if r[6] == channel_id), key=lambda r: r[4])
-        return [(r[0], r[2]) for r in reversed(rows)]
+        _, timestamps, _ = self._joined()
+        here = [i for i, c in enumerate(self._named["channel_id"]) if c == channel_id]
+        newest = heapq.nlargest(n, here, key=timestamps.__getitem__)
+        ids, content = self._text["id"], self._text["content"]
+        return [(ids[i], content[i]) for i in reversed(newest)]
 
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray] | None:
-        """The rows with these ids (in that order) and their vectors, float16 widened to float32; None
+        """The rows with these ids (in that order) and their vectors, widened to float32; None
         when one of them is not held."""
-        idx = [self._pos.get(i) for i in ids]
+        idx = self.positions(ids)
         if None in idx:
             return None
         vectors, _, _ = self._joined()
-        return [dict(zip(META_FIELDS, self.rows[i])) for i in idx], vectors[idx].astype(np.float32)
+        return [self.row(i) for i in idx], widen(vectors[idx], self._scales[0][idx])
 
     def by_ids(self, ids: list[str], query: np.ndarray) -> list[dict[str, Any]]:
         """The rows with these ids (in that order; unknown ids skipped), each with its cosine similarity."""
@@ -216,28 +237,28 @@ class UserRows:
 
     def scored(self, ids: list[str], query: np.ndarray) -> list[tuple[int, float]]:
         """`by_ids` as (position, similarity) pairs."""
-        idx = [self._pos[i] for i in ids if i in self._pos]
+        idx = [i for i in self.positions(ids) if i is not None]
         if not idx:
             return []
         vectors, _, _ = self._joined()
-        scores = vectors[idx].astype(np.float32) @ query.astype(np.float32)
+        found = scores(vectors[idx], self._scales[0][idx], query)
         chunked = self._chunk_best(query)
         if chunked is not None:
             best = chunked[0][idx]
-            scores = np.where(np.isfinite(best), best, scores)
-        return list(zip(idx, scores.tolist()))
+            found = np.where(np.isfinite(best), best, found)
+        return list(zip(idx, found.tolist()))
 
     def candidates(self, pairs: list[tuple[int, float]]) -> dict[str, dict[str, Any]]:
         """id -> what fusion needs of a (position, similarity) pair: its `similarity`, `username`, `position`."""
-        return {self.rows[i][0]: {"similarity": score, "username": self.rows[i][_USERNAME], "position": i}
-                for i, score in pairs}
+        ids, names = self._text["id"], self._named["username"]
+        return {ids[i]: {"similarity": score, "username": names[i], "position": i} for i, score in pairs}
 
     def results(self, pairs: list[tuple[int, float]], query: np.ndarray) -> list[dict[str, Any]]:
         """The result rows of (position, similarity) pairs, each with its best chunk's `span` for the query."""
         chunked = self._chunk_best(query)  # the query's own answer, kept from its scoring
         out = []
         for i, score in pairs:
-            row = dict(zip(META_FIELDS, self.rows[i]))
+            row = self.row(i)
             row["similarity"] = score
             if chunked is not None and chunked[1][i] >= 0:
                 row["span"] = self._chunks.span(chunked[1][i])
