@@ -22,21 +22,21 @@ import numpy as np
 
 from .chunk_vectors import ChunkVectors
 from .columns import IdIndex, TextColumn
-from .quantized import quantize, scores, widen
 from .keywords import KeywordIndex
+from .quantized import quantize, scores, widen
 from .spill import Spill
 
-# Bytes per row beside its vector and its scale, timestamp, is_bot flag and content: its links (8), two name slots (16),
-# the id index (20), four text columns' offsets (32) and a 36-character id. The keyword index, once built,
-# counts its own.
+# Bytes per row beside its vector and scale, timestamp, is_bot flag and content: its links (8), two name
+# slots (16), the id index (20), four text columns' offsets (32) and a 36-character id. The keyword index,
+# once built, counts its own.
 ROW_OVERHEAD = 112
+TEXT_FIELDS = ("id", "content", "message_id", "reply_to")  # held as UTF-8 (columns.py)
+NAMED_FIELDS = ("channel_id", "username")  # few distinct values: interned strings
 
 
 def row_bytes(dim: int, content: str) -> int:
     """What the cache counts for a row of this content (with a 36-character id), before it is held."""
     return dim + 4 + 8 + 1 + ROW_OVERHEAD + len(content)
-TEXT_FIELDS = ("id", "content", "message_id", "reply_to")  # held as UTF-8 (columns.py)
-NAMED_FIELDS = ("channel_id", "username")  # few distinct values: interned strings
 
 
 class UserRows:
@@ -53,7 +53,8 @@ class UserRows:
         self._scales = [np.empty(0, dtype=np.float32)]
         self._timestamps = [np.empty(0, dtype=np.float64)]
         self._is_bot = [np.empty(0, dtype=bool)]
-        self._links = [np.empty((0, 2), dtype=np.int32)]  # per row: the positions of the rows its search_text borrows from
+        # per row: the positions of the two rows its search_text borrows from (-1: none)
+        self._links = [np.empty((0, 2), dtype=np.int32)]
         self._text = {f: TextColumn() for f in TEXT_FIELDS}
         self._named: dict[str, list[str | None]] = {f: [] for f in NAMED_FIELDS}
         self._ids = IdIndex()
@@ -80,7 +81,7 @@ class UserRows:
         return [column[i] for i in range(len(column))]
 
     def row(self, i: int) -> dict[str, Any]:
-        """Row i as a result row (META_FIELDS)."""
+        """Row i as a result row (schema.py's RESULT_COLUMNS)."""
         _, timestamps, is_bot = self._joined()
         t, n = self._text, self._named
         return {"id": t["id"][i], "user_id": self.user_id, "content": t["content"][i], "is_bot": bool(is_bot[i]),
