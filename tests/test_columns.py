@@ -60,4 +60,24 @@ def test_a_growing_index_re_sorts_and_keeps_every_position():
         column.extend(ids[-1:])
         index.extend(ids[-1:])
     assert index.find(ids, column) == list(range(1000))
-    assert index.nbytes <= 20 * 1000
+    assert index.nbytes == 20 * 1000
+
+
+def test_an_id_held_twice_is_found_at_its_newest_position():
+    column, index = TextColumn(), IdIndex()
+    ids = [f"d-{i}" for i in range(ID_INDEX_MIN_TAIL + 1)] + ["d-3"]  # "d-3" again, in the tail
+    column.extend(ids)
+    index.extend(ids)
+    assert index.find(["d-3", "d-4"], column) == [len(ids) - 1, 4]
+    more = [f"e-{i}" for i in range(200)]  # a re-sort: both "d-3"s in the sorted part now
+    column.extend(more)
+    index.extend(more)
+    assert index.find(["d-3"], column) == [len(ids) - 1]
+
+
+def test_a_text_column_reads_from_the_end_like_a_list():
+    column = TextColumn()
+    column.extend(["only"])
+    assert column[-1] == column[0] == "only"
+    column.extend([None, "b"])
+    assert [column[-3], column[-2], column[-1]] == ["only", None, "b"]

@@ -246,3 +246,30 @@ def test_chunks_added_between_two_identical_queries_count_in_the_second():
     more, _ = _rows("u", 2, start=6)
     cache.append(more, vecs[:2])  # rows appended after a query: the chunk scores cover them too
     assert len(entry.search(q, 8)) == 8
+
+
+def test_the_warm_up_counts_a_users_rows_as_the_cache_will(tmp_path):
+    """The start-up warm-up picks the users that fit the budget by `search.user_sizes`, read from the table:
+    it must agree with what the cache then counts for them, or the last users loaded evict the first.
+    Ids, message ids, reply ids and non-ASCII text all count in UTF-8 bytes."""
+    from sidecar.messages import search
+    from sidecar.messages.store import MessageStore
+
+    dim = 8
+    rows = [{"id": f"row-{i}-é", "user_id": "u" if i % 3 else "v", "content": f"café {i} ☕" * (i % 4 + 1),
+             "is_bot": False, "timestamp": float(i), "message_id": f"discord-{i:018d}" if i % 2 else None,
+             "channel_id": "c", "reply_to": "discord-000000000000000001" if i % 5 == 0 else None, "username": "Ann"}
+             for i in range(40)]
+    vectors = np.random.default_rng(0).normal(size=(40, dim)).astype(np.float32)
+    store = MessageStore(tmp_path, {"name": "test-model", "dim": dim, "digest": "0" * 64},
+                         compact_every_writes=10**9, compact_interval_seconds=0)
+    try:
+        store.add(rows, vectors)
+        store.flush()
+        sizes = search.user_sizes(store.table, dim)
+    finally:
+        store.close()
+    for user in ("u", "v"):
+        mine = [k for k, r in enumerate(rows) if r["user_id"] == user]
+        entry = VectorCache(dim, 1 << 30).put(user, [rows[k] for k in mine], vectors[mine])
+        assert sizes[user] == entry.nbytes

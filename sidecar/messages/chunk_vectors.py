@@ -3,8 +3,9 @@
 A long memory has a chunk per 150 tokens (chunker.py), so a user of long memories holds several times more
 chunk vectors than rows, and scoring them is most of such a user's query. Three choices keep it small,
 each measured in-process on one user of 400 memories of 1-3k characters (1,200 chunks; 3,000 after 600 more):
-- The vectors are float16 values (as the rows' are, so scores are as before, to the last bit of a float32
-  that BLAS may round by a chunk's place in the matrix) held widened to float32: widening 1,200 of them
+- The vectors are float16 values (as the rows' were until the rows became int8, quantized.py; so scores
+  are as before, to the last bit of a float32 that BLAS may round by a chunk's place in the matrix) held
+  widened to float32: widening 1,200 of them
   block by block on every query took 211 us, the float32 product 10 us. They take twice the bytes of
   float16 in the cache budget.
 - Chunks arrive a memory at a time; they land in a tail that is merged into the main block once it outgrows

@@ -38,6 +38,8 @@ class TextColumn:
         return len(self._ends)
 
     def __getitem__(self, i: int) -> str | None:
+        if i < 0:
+            i += len(self._ends)
         end = self._ends[i]
         if end < 0:
             return None
@@ -62,7 +64,8 @@ class IdIndex:
     newest ids that is scanned, sorted in when it grows past an eighth of the whole (a store to a cached
     user appends one id; re-sorting every time would cost a big user's query O(n log n)). A hash names
     candidates only: `find` confirms each against the ids themselves. The hashes are this process's
-    (`hash(str)` is salted per process), so a pickled index is rebuilt from the ids (`UserRows`)."""
+    (`hash(str)` is salted per process): pickled, an index is only read back by the process that wrote it
+    (the spill's files are signed with a key each process draws, spill.py)."""
 
     __slots__ = ("_hashes", "_sorted_keys", "_sorted_pos")
 
@@ -80,7 +83,8 @@ class IdIndex:
             self._sorted_keys, self._sorted_pos = keys[order], order.astype(np.int32)
 
     def find(self, ids: list[str], column: TextColumn) -> list[int | None]:
-        """The position of each id (None: not held), confirmed against `column`, the ids by position."""
+        """The position of each id (None: not held), confirmed against `column`, the ids by position; an id
+        held twice gives its newest position, as a dict of id -> position would."""
         if not ids:
             return []
         keys = np.fromiter((hash(i) for i in ids), np.int64, len(ids))
@@ -90,13 +94,18 @@ class IdIndex:
         tail = np.frombuffer(self._hashes[done:], np.int64) if len(self._hashes) > done else None
         out: list[int | None] = []
         for k, wanted in enumerate(ids):
-            found = next((p for p in self._sorted_pos[lo[k]:hi[k]].tolist() if column[p] == wanted), None)
-            if found is None and tail is not None:
-                found = next((done + j for j in np.flatnonzero(tail == keys[k]).tolist()
+            found = None
+            if tail is not None:
+                found = next((done + j for j in np.flatnonzero(tail == keys[k]).tolist()[::-1]
                               if column[done + j] == wanted), None)
+            if found is None:
+                found = next((p for p in sorted(self._sorted_pos[lo[k]:hi[k]].tolist(), reverse=True)
+                              if column[p] == wanted), None)
             out.append(found)
         return out
 
     @property
     def nbytes(self) -> int:
-        return 8 * len(self._hashes) + 12 * len(self._sorted_keys)
+        """20 bytes per id (its hash, and its hash and position once sorted): counted before the sort too, so
+        that an entry counts what the warm-up's estimate says (`vector_cache.row_bytes`)."""
+        return 20 * len(self._hashes)

@@ -23,7 +23,8 @@ class MessageReader(Protocol):
 
     def embedded(self, ids: list[str], user_id: str | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
         """The rows of these ids that exist, and their vectors (float32, row-aligned). user_id (the ids are
-        all that user's): read from memory when the messages domain holds them, at float16 precision."""
+        all that user's): read from memory when the messages domain holds them, at its precision (int8 with a
+        scale per row, messages/quantized.py) either way."""
 
     def search(self, vector: Any, user_id: str, limit: int, include_bot: bool = True, since: float | None = None,
                until: float | None = None, text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:

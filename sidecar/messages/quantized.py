@@ -22,7 +22,7 @@ _buffers = threading.local()
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float vectors (n x dim) -> (int8 rows, float32 scales) with row ~= int8 row * scale."""
     v = np.asarray(vectors, dtype=np.float32)
-    v = v.reshape(-1, v.shape[-1])
+    v = np.nan_to_num(v.reshape(-1, v.shape[-1]), nan=0.0, posinf=0.0, neginf=0.0)  # bad input: no garbage int8
     scales = np.abs(v).max(axis=1, initial=0.0) / 127.0
     scales[scales == 0] = 1.0  # a zero vector stays zero
     rows = np.rint(v / scales[:, None]).astype(np.int8)

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from ..storage import cosine_search, sql_in, sql_num, sql_str
 from .ranking import POOL, fuse_hybrid, hybrid_scores
 from .schema import CACHE_COLUMNS, RESULT_COLUMNS, Context, split
-from .vector_cache import UserRows, row_bytes
+from .vector_cache import TEXT_FIELDS, UserRows, row_bytes
 
 Filter = tuple[bool, "float | None", "float | None"]  # include_bot, since, until
 
@@ -92,12 +92,17 @@ def newest_timestamps(table: Any, where: str, limit: int) -> list[float]:
 
 
 def user_sizes(table: Any, dim: int) -> dict[str, int]:
-    """user_id -> the bytes the vector cache would hold for the user's rows."""
-    ids = table.search().select(["user_id", "content"]).limit(None).to_arrow()
-    sizes: dict[str, int] = {}
-    for uid, content in zip(ids.column("user_id").to_pylist(), ids.column("content").to_pylist()):
-        sizes[uid] = sizes.get(uid, 0) + row_bytes(dim, content)
-    return sizes
+    """user_id -> the bytes the vector cache would hold for the user's rows (their texts' UTF-8 counted as
+    the cache counts them)."""
+    data = table.search().select(["user_id", *TEXT_FIELDS]).limit(None).to_arrow()
+    text = [pc.fill_null(pc.binary_length(data.column(f)), 0) for f in TEXT_FIELDS]
+    total = text[0]
+    for column in text[1:]:
+        total = pc.add(total, column)
+    per_user = pa.table({"user_id": data.column("user_id"), "bytes": total}).group_by("user_id").aggregate(
+        [("bytes", "sum"), ("bytes", "count")])
+    return {uid: row_bytes(dim, 0) * n + int(b) for uid, b, n in
+            zip(*(per_user.column(c).to_pylist() for c in ("user_id", "bytes_sum", "bytes_count")))}
 
 
 def fitting(sizes: dict[str, int], budget: int) -> list[str]:

@@ -26,17 +26,17 @@ from .keywords import KeywordIndex
 from .quantized import quantize, scores, widen
 from .spill import Spill
 
-# Bytes per row beside its vector and scale, timestamp, is_bot flag and content: its links (8), two name
-# slots (16), the id index (20), four text columns' offsets (32) and a 36-character id. The keyword index,
-# once built, counts its own.
-ROW_OVERHEAD = 112
+# Bytes per row beside its vector and scale, timestamp, is_bot flag and texts: its links (8), two name
+# slots (16), the id index (20) and four text columns' offsets (32). The keyword index, once built, counts
+# its own.
+ROW_OVERHEAD = 76
 TEXT_FIELDS = ("id", "content", "message_id", "reply_to")  # held as UTF-8 (columns.py)
 NAMED_FIELDS = ("channel_id", "username")  # few distinct values: interned strings
 
 
-def row_bytes(dim: int, content: str) -> int:
-    """What the cache counts for a row of this content (with a 36-character id), before it is held."""
-    return dim + 4 + 8 + 1 + ROW_OVERHEAD + len(content)
+def row_bytes(dim: int, text_bytes: int) -> int:
+    """What the cache counts for a row whose TEXT_FIELDS hold `text_bytes` bytes of UTF-8, before it is held."""
+    return dim + 4 + 8 + 1 + ROW_OVERHEAD + text_bytes
 
 
 class UserRows:
@@ -65,16 +65,6 @@ class UserRows:
 
     def __len__(self) -> int:
         return len(self._text["id"])
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["_ids"]  # hashes are salted per process: rebuilt from the ids
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._ids = IdIndex()
-        self._ids.extend(self.ids())
 
     def ids(self) -> list[str]:
         column = self._text["id"]
@@ -107,9 +97,16 @@ class UserRows:
         for f, values in self._named.items():
             values.extend(v if (v := r.get(f)) is None else sys.intern(v) for r in rows)
         self._ids.extend(r["id"] for r in rows)
-        wanted = [(k, j, i) for k, r in enumerate(rows) for j, i in enumerate((r.get("prev_id"), r.get("prev2_id")))
-                  if i is not None]
         links = np.full((len(rows), 2), -1, np.int32)
+        batch = {r["id"]: start + k for k, r in enumerate(rows)}  # most links point into their own batch
+        wanted = []
+        for k, r in enumerate(rows):
+            for j, linked in enumerate((r.get("prev_id"), r.get("prev2_id"))):
+                if linked is not None:
+                    if (p := batch.get(linked)) is not None:
+                        links[k, j] = p
+                    else:
+                        wanted.append((k, j, linked))
         for (k, j, _), p in zip(wanted, self.positions([i for _, _, i in wanted])):
             if p is not None:
                 links[k, j] = p
