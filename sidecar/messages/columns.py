@@ -50,14 +50,6 @@ class TextColumn:
     def nbytes(self) -> int:
         return len(self._data) + 8 * len(self._ends)
 
-    def __getstate__(self) -> tuple[bytes, bytes]:
-        return bytes(self._data), self._ends.tobytes()
-
-    def __setstate__(self, state: tuple[bytes, bytes]) -> None:
-        self._data = bytearray(state[0])
-        self._ends = array("q")
-        self._ends.frombytes(state[1])
-
 
 class IdIndex:
     """Row positions of ids, by the ids' hashes: a part sorted by hash that is bisected and a tail of the

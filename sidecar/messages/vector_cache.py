@@ -66,10 +66,6 @@ class UserRows:
     def __len__(self) -> int:
         return len(self._text["id"])
 
-    def ids(self) -> list[str]:
-        column = self._text["id"]
-        return [column[i] for i in range(len(column))]
-
     def row(self, i: int) -> dict[str, Any]:
         """Row i as a result row (schema.py's RESULT_COLUMNS)."""
         _, timestamps, is_bot = self._joined()
