@@ -143,3 +143,8 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     assert len(soak_rows) == 3 and all(r[""] == "ok" for r in soak_rows)
     assert rows["frozen onedir: size, spawn to ready (median)"][""] == "MISSED"
     assert rows["frozen onefile: size, spawn to ready (median)"][""] == "ok"
+    # at 1M memories the budget is 300 MB, and the store reopened for the cold queries is judged too
+    results["b"].update(rows=1_000_000, reopened_peak_rss_mb=880.0)
+    rows = {r["measurement"]: r for r in realuse.report(results)}
+    assert rows["(b) peak RSS"]["target"] == "<= 300 MB at 1M" and rows["(b) peak RSS"][""] == "ok"
+    assert rows["(b) reopened: peak RSS through every user's first query"][""] == "MISSED"

@@ -161,16 +161,21 @@ def test_a_cached_users_rows_by_id_come_from_memory_with_the_tables_vectors_at_i
         store.close()
 
 
-def test_the_ids_a_catch_up_builds_are_the_missing_ones_oldest_first_in_arrow_memory(tmp_path):
+@pytest.mark.parametrize("batch_rows", [search.SCAN_BATCH_ROWS, 2])
+def test_the_ids_a_catch_up_builds_are_the_missing_ones_oldest_first_in_arrow_memory(tmp_path, monkeypatch,
+                                                                                      batch_rows):
     """After a crash or an import the graph's catch-up names every stored message without an episode: oldest
     first (ties by id, so the order does not depend on the fragment layout), held as one Arrow array rather
-    than a Python string each, and sliced into Python lists only as it reads them back."""
+    than a Python string each, and sliced into Python lists only as it reads them back. The table is read in
+    batches (2 rows each here: the order holds across them)."""
     import pyarrow as pa
 
     from sidecar.graph.builder import Builder
 
+    monkeypatch.setattr(search, "SCAN_BATCH_ROWS", batch_rows)
     store = MessageStore(tmp_path, MODEL)
     try:
+        assert store.ids_missing(pa.array([], pa.string())).to_pylist() == []  # an empty table
         rows, v = _rows(6, "u")
         for r, ts in zip(rows, (5.0, 1.0, 3.0, 3.0, 2.0, 4.0)):
             r["timestamp"] = ts
