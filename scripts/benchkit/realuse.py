@@ -232,6 +232,7 @@ def peak_row(label: str, mb: float, rows: int | None) -> dict[str, str]:
 
 def report(r: dict[str, Any]) -> list[dict[str, str]]:
     floor = r["floor_ms"]
+    b_rows = r["b"].get("rows", 100_000)  # results written before the row count was recorded: the 100k default
     rows = [{"measurement": "floor: one short message", "p50 / p99 ms": f"{floor:.2f}", "x floor": "1x",
              "target": "", "": ""},
             {"measurement": "long floor: a 3,000-character memory (its first window)",
@@ -245,12 +246,11 @@ def report(r: dict[str, Any]) -> list[dict[str, str]]:
             long_store = (state, kind) == ("c", "store")  # a long memory's floor: its first 256-token window
             rows.append(ratio_row(f"({state}) {kind}" + (", against the long floor" if long_store else ""), s[kind],
                                   r["floor_long_ms"] if long_store else floor, *limits))
-        rows.append(peak_row(f"({state}) peak RSS", s["peak_rss_mb"], s.get("rows", 100_000) if state == "b" else None))
+        rows.append(peak_row(f"({state}) peak RSS", s["peak_rss_mb"], b_rows if state == "b" else None))
     if "reopened_peak_rss_mb" in r["b"]:  # every user's first query after a restart, then the cold/warm pairs
         forced = r["b"].get("reopened_cache_mb")
         rows.append(peak_row("(b) reopened" + (f" with --cache-mb {forced}" if forced is not None else "")
-                             + ": peak RSS through every user's first query", r["b"]["reopened_peak_rss_mb"],
-                             r["b"].get("rows", 100_000)))
+                             + ": peak RSS through every user's first query", r["b"]["reopened_peak_rss_mb"], b_rows))
     cold = r["b"]["cold"]
     if cold:
         ratio = cold["cold"]["p50_ms"] / cold["warm"]["p50_ms"]
