@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from sidecar.messages.quantized import BLOCK_ROWS, quantize, scores, widen
 from sidecar.messages.vector_cache import VectorCache
@@ -248,13 +249,17 @@ def test_chunks_added_between_two_identical_queries_count_in_the_second():
     assert len(entry.search(q, 8)) == 8
 
 
-def test_the_warm_up_counts_a_users_rows_as_the_cache_will(tmp_path):
+@pytest.mark.parametrize("batch_rows", [None, 3])
+def test_the_warm_up_counts_a_users_rows_as_the_cache_will(tmp_path, monkeypatch, batch_rows):
     """The start-up warm-up picks the users that fit the budget by `search.user_sizes`, read from the table:
     it must agree with what the cache then counts for them, or the last users loaded evict the first.
-    Ids, message ids, reply ids and non-ASCII text all count in UTF-8 bytes."""
+    Ids, message ids, reply ids and non-ASCII text all count in UTF-8 bytes. The table is read in batches
+    (3 rows: each user's rows spread over several), summed across them."""
     from sidecar.messages import search
     from sidecar.messages.store import MessageStore
 
+    if batch_rows is not None:
+        monkeypatch.setattr(search, "SIZE_SCAN_ROWS", batch_rows)
     dim = 8
     rows = [{"id": f"row-{i}-é", "user_id": "u" if i % 3 else "v", "content": f"café {i} ☕" * (i % 4 + 1),
              "is_bot": False, "timestamp": float(i), "message_id": f"discord-{i:018d}" if i % 2 else None,

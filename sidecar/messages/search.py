@@ -18,6 +18,7 @@ from .vector_cache import TEXT_FIELDS, UserRows, row_bytes
 
 Filter = tuple[bool, "float | None", "float | None"]  # include_bot, since, until
 SCAN_BATCH_ROWS = 262_144  # rows per batch of a whole-table scan read as it streams (ids_not_in)
+SIZE_SCAN_ROWS = 65_536  # rows per batch of the warm-up's scan of every text (user_sizes): wider rows than the ids'
 
 
 def where(user_id: str, include_bot: bool, since: float | None, until: float | None) -> str:
@@ -94,16 +95,21 @@ def newest_timestamps(table: Any, where: str, limit: int) -> list[float]:
 
 def user_sizes(table: Any, dim: int) -> dict[str, int]:
     """user_id -> the bytes the vector cache would hold for the user's rows (their texts' UTF-8 counted as
-    the cache counts them)."""
-    data = table.search().select(["user_id", *TEXT_FIELDS]).limit(None).to_arrow()
-    text = [pc.fill_null(pc.binary_length(data.column(f)), 0) for f in TEXT_FIELDS]
-    total = text[0]
-    for column in text[1:]:
-        total = pc.add(total, column)
-    per_user = pa.table({"user_id": data.column("user_id"), "bytes": total}).group_by("user_id").aggregate(
-        [("bytes", "sum"), ("bytes", "count")])
-    return {uid: row_bytes(dim, 0) * n + int(b) for uid, b, n in
-            zip(*(per_user.column(c).to_pylist() for c in ("user_id", "bytes_sum", "bytes_count")))}
+    the cache counts them). The table is read in batches, each summed by user as it comes: at 1,000,000
+    memories, read whole, it peaked 231 MiB over the process's RSS and left 170 held; in batches, 130 and 34,
+    in half the time (docs/performance.md, "A million memories")."""
+    text_bytes: dict[str, int] = {}
+    rows: dict[str, int] = {}
+    for batch in table.search().select(["user_id", *TEXT_FIELDS]).limit(None).to_batches(SIZE_SCAN_ROWS):
+        total = pc.fill_null(pc.binary_length(batch.column(TEXT_FIELDS[0])), 0)
+        for field in TEXT_FIELDS[1:]:
+            total = pc.add(total, pc.fill_null(pc.binary_length(batch.column(field)), 0))
+        per_user = pa.table({"user_id": batch.column("user_id"), "bytes": total}).group_by("user_id").aggregate(
+            [("bytes", "sum"), ("bytes", "count")])
+        for uid, b, n in zip(*(per_user.column(c).to_pylist() for c in ("user_id", "bytes_sum", "bytes_count"))):
+            text_bytes[uid] = text_bytes.get(uid, 0) + b
+            rows[uid] = rows.get(uid, 0) + n
+    return {uid: row_bytes(dim, 0) * rows[uid] + text_bytes[uid] for uid in rows}
 
 
 def fitting(sizes: dict[str, int], budget: int) -> list[str]:

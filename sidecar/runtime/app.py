@@ -82,10 +82,8 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     graph.builder.start()
     store.on_stale.append(graph.drop_cached)  # another sidecar wrote or forgot (object store)
     graph.writable = lambda: store.database.read_only_reason() is None
-    # messages stored without the graph (a crash, --graph false, a store from before graph memory); on an
-    # object store only the sidecar that maintains it (the others' stores are built by themselves)
-    if store.database.maintains():
-        graph.catch_up_in_background()
+    # messages stored without the graph (a crash, --graph false, a store from before graph memory) are
+    # built by the catch-up that maintenance starts after the cache's warm-up, on the sidecar that maintains
     return graph
 
 

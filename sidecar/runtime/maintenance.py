@@ -16,7 +16,8 @@ log = logging.getLogger("sidecar.server")
 
 
 def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> None:
-    """Expiry once at start and then every cleanup interval; cache warm-up; compaction when due;
+    """Expiry once at start and then every cleanup interval; cache warm-up, then the graph's start-up
+    catch-up (messages stored without their episodes); compaction when due;
     graph consolidation when due; freed heap pages returned every few seconds, and the library pages
     that the warm-up left mapped released once (native_memory). On an object store shared
     by several sidecars, expiry and compaction run only on the lease holder, and graph consolidation only
@@ -41,10 +42,14 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
                                if cfg.cleanup_interval_hours > 0 else float("inf"))
             elif warm:
                 warm = False
-                t0 = time.monotonic()
-                users = service.store.warm_cache()
-                log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
-                native_memory.release_code_pages()
+                try:
+                    t0 = time.monotonic()
+                    users = service.store.warm_cache()
+                    log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
+                    native_memory.release_code_pages()
+                finally:  # after the warm-up, not beside it: their two whole-table scans at once set the start's peak
+                    if graph is not None and database.maintains():
+                        graph.catch_up_in_background()
             elif service.store.compact_due():
                 service.store.compact(exclusive=False)
                 native_memory.trim()
