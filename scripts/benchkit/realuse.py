@@ -7,8 +7,9 @@ same run (issue 21's table):
   (a)        right after a batch import (--import-rows over --import-users, batch `store`), with no
              idle time and no compaction: --rounds rounds of one `store` and one `query` per mode
   (b)        steady state: a store of --steady-rows over --steady-users (built directly with random
-             unit vectors, as `ab` builds its store: no embedding), every user queried once, then
-             --rounds rounds as in (a)
+             unit vectors, as `ab` builds its store: no embedding), its graph built by a sidecar left
+             on it (--steady-graph), every user queried once, then --rounds rounds as in (a); its peak
+             RSS read once the graph has built the rounds' stores too (up to 120 s)
   (c)        long memories: --long-users x --long-turns memories of 1,000-3,000 characters, chunked,
              compacted, then --rounds rounds as in (a), each `store` a long memory too
   cold/warm  the (b) store reopened: every user's first query (their rows read from the table), then a
@@ -60,6 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--import-users", type=int, default=100, help="(a): users they are spread over")
     parser.add_argument("--steady-rows", type=int, default=100_000, help="(b): memories in the built store")
     parser.add_argument("--steady-users", type=int, default=1_000, help="(b): users they are spread over")
+    parser.add_argument("--steady-graph", choices=("built", "building"), default="built",
+                        help="(b): 'built' has a sidecar build the store's graph before anything is timed, as a "
+                             "store written with the graph on holds it (100k: 10-20 minutes here); 'building' "
+                             "times (b) while the graph builds the whole store, as after an upgrade (the "
+                             "quicker choice at 1M)")
     parser.add_argument("--rounds", type=int, default=300, help="timed rounds (a store and a query per mode)")
     parser.add_argument("--cold-cache-mb", type=int, default=None,
                         help="cold/warm: run the (b) store again with this --cache-mb (default: the sidecar's)")
@@ -111,11 +117,15 @@ def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
     data = tmp / "b"
     log(f"(b) building {args.steady_rows} memories over {args.steady_users} users (random vectors)")
     build(data, args.steady_rows, args.steady_users, args.seed)
+    if args.steady_graph == "built":
+        build_graph(args, data, tmp)
     with Sidecar(data, python=args.python, stderr=tmp / "b.log", timeout=args.timeout) as sc:
         sc.wait_ready()
         query_every_user(sc, args.steady_users, rng)
         out = rounds(sc, rng, args.steady_users, args.rounds)
-        out["peak_rss_mb"] = sc.vm_status().get("VmHWM", 0) / 1024
+        out["rounds_peak_rss_mb"] = sc.vm_status().get("VmHWM", 0) / 1024
+        out["graph"], out["graph_wait_s"] = args.steady_graph, graph_quiet(sc, GRAPH_WAIT_S)
+        out["peak_rss_mb"] = sc.vm_status().get("VmHWM", 0) / 1024  # the graph's build of the rounds' stores too
         out["rows"] = args.steady_rows
         out["cache"] = sc.request({"type": "stats"}, "stats").get("cache")
         sc.shutdown()
@@ -143,6 +153,39 @@ def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
         out["reopened_cache_mb"] = args.cold_cache_mb
         sc.shutdown()
     return out
+
+
+GRAPH_WAIT_S = 120.0  # after (b)'s rounds: how long the graph may take to build their stores
+
+
+def graph_quiet(sc: Sidecar, limit_s: float) -> float | None:
+    """Wait (up to limit_s) for the graph builder's queue to empty, then 5 s more (a consolidation pass is
+    due after 200 new episodes); the seconds it took, or None if the queue never emptied (a whole store
+    still being built)."""
+    t0 = time.perf_counter()
+    while sc.request({"type": "health"}, "health")["graph"]["queue"]:
+        if time.perf_counter() - t0 > limit_s:
+            return None
+        time.sleep(0.5)
+    time.sleep(5.0)
+    return time.perf_counter() - t0
+
+
+def build_graph(args: argparse.Namespace, data: Path, tmp: Path) -> None:
+    """A sidecar on the built store until its graph holds every memory (the start-up catch-up)."""
+    t0 = time.perf_counter()
+    with Sidecar(data, python=args.python, stderr=tmp / "b-graph.log", timeout=args.timeout) as sc:
+        sc.wait_ready()
+        while True:
+            graph = sc.request({"type": "health"}, "health")["graph"]
+            if graph["episodes"] >= args.steady_rows and not graph["queue"]:
+                break
+            if time.perf_counter() - t0 > 6 * 3600:
+                raise sc.fail(f"the graph built {graph['episodes']} of {args.steady_rows} episodes in 6 hours")
+            log(f"(b) the graph: {graph['episodes']} of {args.steady_rows} episodes built")
+            time.sleep(30.0)
+        sc.shutdown()
+    log(f"(b) the graph built in {time.perf_counter() - t0:.0f} s")
 
 
 def state_c(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str, Any] | None:
@@ -247,6 +290,12 @@ def report(r: dict[str, Any]) -> list[dict[str, str]]:
             rows.append(ratio_row(f"({state}) {kind}" + (", against the long floor" if long_store else ""), s[kind],
                                   r["floor_long_ms"] if long_store else floor, *limits))
         rows.append(peak_row(f"({state}) peak RSS", s["peak_rss_mb"], b_rows if state == "b" else None))
+    if "rounds_peak_rss_mb" in r["b"]:  # the peak above waited for the graph to build the rounds' stores
+        wait = r["b"]["graph_wait_s"]
+        after = f"then {wait:.0f} s of the graph building their stores" if wait is not None else \
+            f"the graph still building after {GRAPH_WAIT_S:.0f} s more"
+        rows.append(peak_row(f"(b) peak RSS at the rounds' end (graph {r['b']['graph']} before them; the row above: "
+                             f"{after})", r["b"]["rounds_peak_rss_mb"], None))
     if "reopened_peak_rss_mb" in r["b"]:  # every user's first query after a restart, then the cold/warm pairs
         forced = r["b"].get("reopened_cache_mb")
         rows.append(peak_row("(b) reopened" + (f" with --cache-mb {forced}" if forced is not None else "")
