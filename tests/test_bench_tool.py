@@ -142,6 +142,10 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     end = rows["(b) peak RSS at the rounds' end (graph built before them; the row above: then 14 s of the graph "
                "building their stores)"]
     assert end["p50 / p99 ms"] == "240 MB" and end[""] == ""  # shown, not judged: the peak above is the one judged
+    results["b"].update(graph="building", graph_wait_s=None)  # the queue never emptied within the wait
+    rows = {r["measurement"]: r for r in realuse.report(results)}
+    assert ("(b) peak RSS at the rounds' end (graph building before them; the row above: up to 120 s more, the graph "
+            "still building or off)") in rows
     assert rows["cold vs warm query (120 users in memory, 880 on disk)"][""] == "MISSED"  # 5x warm
     assert rows["a user's first query since start (read from the table)"]["x floor"] == "7.0x warm"
     assert rows["ready: python -m sidecar (median), RSS at ready"][""] == "MISSED"  # 300 MB at ready

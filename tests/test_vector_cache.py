@@ -272,6 +272,8 @@ def test_the_warm_up_counts_a_users_rows_as_the_cache_will(tmp_path, monkeypatch
         store.add(rows, vectors)
         store.flush()
         sizes = search.user_sizes(store.table, dim)
+        if batch_rows is not None:  # the scan really came in several batches
+            assert sum(1 for _ in store.table.search().select(["id"]).limit(None).to_batches(batch_rows)) > 1
     finally:
         store.close()
     for user in ("u", "v"):

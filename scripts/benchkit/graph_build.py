@@ -56,7 +56,7 @@ def _rss(sc: Sidecar) -> dict[str, Any]:
             "rss_by_kind_mib": rss_by_kind_mib(sc.pid), "lancedb_code_mib": rss_of_file_mib(sc.pid, "_lancedb")}
 
 
-def _settle(sc: Sidecar, graph: bool, limit_s: float = 3600.0) -> None:
+def wait_graph_settled(sc: Sidecar, graph: bool, limit_s: float = 3600.0) -> None:
     """Wait until the graph has built everything stored: `health` says its queue is empty (a graph command
     waits for the builder only up to 30 s)."""
     deadline = time.perf_counter() + limit_s
@@ -77,11 +77,11 @@ def bench_config(args: argparse.Namespace, tmp: Path, graph: bool) -> dict[str, 
         for i in range(args.stores):
             _, t = sc.timed({"type": "store", "user_id": user_id(i % 30), "content": make_message(rng, False)}, "ok")
             times.append(t)
-        _settle(sc, graph)
+        wait_graph_settled(sc, graph)
         log(f"graph {name}: {args.stores} single stores, p50 {pct(times)['p50_ms']:.2f} ms")
         ingest = fill(sc, rng, args.ingest, 100, 200, quiet=True)
         t0 = time.perf_counter()
-        _settle(sc, graph)
+        wait_graph_settled(sc, graph)
         settle = time.perf_counter() - t0
         log(f"graph {name}: ingest {ingest['msgs_per_s']:.0f} msg/s; graph caught up {settle:.1f} s after")
         out = {"store": pct(times), "ingest": ingest, "settle_s": settle, **_rss(sc)}

@@ -27,7 +27,7 @@ same run (issue 21's table):
 The graph is on (the default) everywhere: its background build after an import is part of real use.
 
     python scripts/bench.py realuse                       # 10k import, 100k over 1,000 users
-    python scripts/bench.py realuse --steady-rows 1000000 --steady-users 10000 --cold-cache-mb 128
+    python scripts/bench.py realuse --steady-rows 1000000 --steady-users 10000 --steady-graph building
     python scripts/bench.py realuse --soak-json soak.json --binary dist/onefile/memory-sidecar-x86_64-unknown-linux-gnu
 """
 
@@ -44,8 +44,9 @@ from typing import Any
 
 from . import ROOT, soak
 from .ab import build
-from .client import Sidecar, add_sidecar_arguments
+from .client import BenchError, Sidecar, add_sidecar_arguments
 from .graph import floor_ms
+from .graph_build import wait_graph_settled
 from .long_memories import fill as fill_long
 from .long_memories import long_turn
 from .output import log, print_table, write_json
@@ -161,12 +162,15 @@ GRAPH_WAIT_S = 120.0  # after (b)'s rounds: how long the graph may take to build
 def graph_quiet(sc: Sidecar, limit_s: float) -> float | None:
     """Wait (up to limit_s) for the graph builder's queue to empty, then 5 s more (a consolidation pass is
     due after 200 new episodes); the seconds it took, or None if the queue never emptied (a whole store
-    still being built)."""
+    still being built) or the graph is off."""
     t0 = time.perf_counter()
-    while sc.request({"type": "health"}, "health")["graph"]["queue"]:
-        if time.perf_counter() - t0 > limit_s:
-            return None
-        time.sleep(0.5)
+    graph = sc.request({"type": "health"}, "health")["graph"]["enabled"]
+    try:
+        wait_graph_settled(sc, graph, limit_s)
+    except BenchError:
+        return None
+    if not graph:
+        return None
     time.sleep(5.0)
     return time.perf_counter() - t0
 
@@ -178,6 +182,8 @@ def build_graph(args: argparse.Namespace, data: Path, tmp: Path) -> None:
         sc.wait_ready()
         while True:
             graph = sc.request({"type": "health"}, "health")["graph"]
+            if not graph["enabled"]:  # --graph false (MEMORY_SIDECAR_GRAPH=0): nothing to build
+                break
             if graph["episodes"] >= args.steady_rows and not graph["queue"]:
                 break
             if time.perf_counter() - t0 > 6 * 3600:
@@ -293,7 +299,7 @@ def report(r: dict[str, Any]) -> list[dict[str, str]]:
     if "rounds_peak_rss_mb" in r["b"]:  # the peak above waited for the graph to build the rounds' stores
         wait = r["b"]["graph_wait_s"]
         after = f"then {wait:.0f} s of the graph building their stores" if wait is not None else \
-            f"the graph still building after {GRAPH_WAIT_S:.0f} s more"
+            f"up to {GRAPH_WAIT_S:.0f} s more, the graph still building or off"
         rows.append(peak_row(f"(b) peak RSS at the rounds' end (graph {r['b']['graph']} before them; the row above: "
                              f"{after})", r["b"]["rounds_peak_rss_mb"], None))
     if "reopened_peak_rss_mb" in r["b"]:  # every user's first query after a restart, then the cold/warm pairs

@@ -97,7 +97,7 @@ def user_sizes(table: Any, dim: int) -> dict[str, int]:
     """user_id -> the bytes the vector cache would hold for the user's rows (their texts' UTF-8 counted as
     the cache counts them). The table is read in batches, each summed by user as it comes: at 1,000,000
     memories, read whole, it peaked 231 MiB over the process's RSS and left 170 held; in batches, 130 and 34,
-    in half the time (docs/performance.md, "A million memories")."""
+    in half the time (docs/performance.md, "The start-up's two scans apart")."""
     text_bytes: dict[str, int] = {}
     rows: dict[str, int] = {}
     for batch in table.search().select(["user_id", *TEXT_FIELDS]).limit(None).to_batches(SIZE_SCAN_ROWS):

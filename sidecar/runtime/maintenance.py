@@ -20,19 +20,17 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
     catch-up (messages stored without their episodes); compaction when due;
     graph consolidation when due; freed heap pages returned every few seconds, and the library pages
     that the warm-up left mapped released once (native_memory). On an object store shared
-    by several sidecars, expiry and compaction run only on the lease holder, and graph consolidation only
-    on a sidecar that may write."""
+    by several sidecars, expiry, compaction and the catch-up run only on the lease holder (again when the
+    lease passes here), and graph consolidation only on a sidecar that may write."""
     database = service.store.database
     next_expiry = time.monotonic() if cfg.ttl_days > 0 else float("inf")
     next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
     warm = True
-    held = database.maintains()
+    held = False  # whether this sidecar maintained the store when last looked at, once the warm-up is done
     while not stop.is_set():
         try:
-            if graph is not None and not held and database.maintains():
-                # the lease passed to this sidecar: build what the last holder stored but did not build
-                graph.catch_up_in_background()
-            held = database.maintains()
+            if graph is not None and not warm:
+                held = _follow_lease(database, graph, held)
             if time.monotonic() >= next_trim:
                 native_memory.trim()
                 next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
@@ -42,14 +40,12 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
                                if cfg.cleanup_interval_hours > 0 else float("inf"))
             elif warm:
                 warm = False
-                try:
-                    t0 = time.monotonic()
-                    users = service.store.warm_cache()
-                    log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
-                    native_memory.release_code_pages()
-                finally:  # after the warm-up, not beside it: their two whole-table scans at once set the start's peak
-                    if graph is not None and database.maintains():
-                        graph.catch_up_in_background()
+                t0 = time.monotonic()
+                users = service.store.warm_cache()
+                log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
+                native_memory.release_code_pages()
+                if graph is not None:  # at once: a graph command sent meanwhile waits for the catch-up
+                    held = _follow_lease(database, graph, held)
             elif service.store.compact_due():
                 service.store.compact(exclusive=False)
                 native_memory.trim()
@@ -57,5 +53,18 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
                 graph.consolidate_all(budget=CONSOLIDATE_BUDGET)  # 200 new episodes, or 5 min after the first
         except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
             log.exception("background maintenance failed; will retry")
-            next_expiry = time.monotonic() + 60
+            if cfg.ttl_days > 0:  # expiry off stays off: expire(0) would delete every memory
+                next_expiry = time.monotonic() + 60
         stop.wait(1.0)
+
+
+def _follow_lease(database: Any, graph: Any, held: bool) -> bool:
+    """Start the graph's catch-up if this sidecar has come to maintain the store (at start, once the
+    cache's warm-up is done: their two whole-table scans at once set the start's peak; or when the lease
+    passes here): it builds what was stored and not built. Returns whether it maintains the store."""
+    holds = database.maintains()
+    if holds and not held:
+        graph.catch_up_in_background()
+    elif not holds:
+        graph.caught_up.set()  # the holder builds what is stored: graph commands need not wait for it
+    return holds
