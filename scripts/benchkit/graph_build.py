@@ -56,13 +56,21 @@ def _rss(sc: Sidecar) -> dict[str, Any]:
             "rss_by_kind_mib": rss_by_kind_mib(sc.pid), "lancedb_code_mib": rss_of_file_mib(sc.pid, "_lancedb")}
 
 
-def wait_graph_settled(sc: Sidecar, graph: bool, limit_s: float = 3600.0) -> None:
-    """Wait until the graph has built everything stored: `health` says its queue is empty (a graph command
-    waits for the builder only up to 30 s)."""
-    deadline = time.perf_counter() + limit_s
-    while graph and sc.request({"type": "health"}, "health")["graph"]["queue"]:
-        if time.perf_counter() > deadline:
-            raise sc.fail(f"the graph did not catch up within {limit_s:.0f} s")
+def wait_graph_settled(sc: Sidecar, graph: bool, limit_s: float = 3600.0, episodes: int = 0) -> None:
+    """Wait until the graph has built everything stored: `health` says its queue is empty and it holds at
+    least `episodes` episodes (a start-up catch-up may not have queued anything yet); progress logged every
+    30 s (a graph command waits for the builder only up to 30 s)."""
+    t0 = time.perf_counter()
+    next_log = t0 + 30.0
+    while graph:
+        health = sc.request({"type": "health"}, "health")["graph"]
+        if not health["queue"] and health["episodes"] >= episodes:
+            return
+        if time.perf_counter() - t0 > limit_s:
+            raise sc.fail(f"the graph did not catch up within {limit_s:.0f} s ({health['episodes']} episodes built)")
+        if time.perf_counter() >= next_log:
+            log(f"graph: {health['episodes']} episodes built, {health['queue']} queued")
+            next_log += 30.0
         time.sleep(0.5)
 
 

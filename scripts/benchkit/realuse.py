@@ -164,12 +164,11 @@ def graph_quiet(sc: Sidecar, limit_s: float) -> float | None:
     due after 200 new episodes); the seconds it took, or None if the queue never emptied (a whole store
     still being built) or the graph is off."""
     t0 = time.perf_counter()
-    graph = sc.request({"type": "health"}, "health")["graph"]["enabled"]
-    try:
-        wait_graph_settled(sc, graph, limit_s)
-    except BenchError:
+    if not sc.request({"type": "health"}, "health")["graph"]["enabled"]:
         return None
-    if not graph:
+    try:
+        wait_graph_settled(sc, True, limit_s)
+    except BenchError:
         return None
     time.sleep(5.0)
     return time.perf_counter() - t0
@@ -180,16 +179,8 @@ def build_graph(args: argparse.Namespace, data: Path, tmp: Path) -> None:
     t0 = time.perf_counter()
     with Sidecar(data, python=args.python, stderr=tmp / "b-graph.log", timeout=args.timeout) as sc:
         sc.wait_ready()
-        while True:
-            graph = sc.request({"type": "health"}, "health")["graph"]
-            if not graph["enabled"]:  # --graph false (MEMORY_SIDECAR_GRAPH=0): nothing to build
-                break
-            if graph["episodes"] >= args.steady_rows and not graph["queue"]:
-                break
-            if time.perf_counter() - t0 > 6 * 3600:
-                raise sc.fail(f"the graph built {graph['episodes']} of {args.steady_rows} episodes in 6 hours")
-            log(f"(b) the graph: {graph['episodes']} of {args.steady_rows} episodes built")
-            time.sleep(30.0)
+        enabled = sc.request({"type": "health"}, "health")["graph"]["enabled"]  # off: MEMORY_SIDECAR_GRAPH=0
+        wait_graph_settled(sc, enabled, 6 * 3600.0, episodes=args.steady_rows)
         sc.shutdown()
     log(f"(b) the graph built in {time.perf_counter() - t0:.0f} s")
 
