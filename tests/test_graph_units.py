@@ -436,3 +436,66 @@ def test_a_builder_group_makes_room_before_it_loads_so_memory_holds_the_budget_o
     svc.preload([])
     svc.graph("big0")
     assert held() <= 10 * one  # unpinned: the budget applies again
+
+
+def test_the_graph_cache_keeps_its_byte_count_as_graphs_come_grow_and_leave():
+    """Eviction trusts a running count (GraphCache.total): it must match the graphs held after every kind of change."""
+    from sidecar.graph.cache import GraphCache
+
+    def grown(user_id: str, n: int) -> UserGraph:
+        g = UserGraph(user_id)
+        for i in range(n):
+            _episode(g, i, float(i))
+        return g
+
+    cache = GraphCache(budget=10**9)
+
+    def exact() -> int:
+        return sum(g.approx_bytes() for g in cache.values())
+
+    for k in range(5):
+        cache.put(f"u{k}", grown(f"u{k}", 10 * (k + 1)))
+    assert cache.total == exact()
+    _episode(cache.get("u1"), 999, 1.0)  # the builder adds to a held graph...
+    cache.get("u1").recent.append(np.zeros(384, np.float32))
+    cache.touch("u1")  # ...and its next use counts it
+    assert cache.total == exact() and list(cache)[-1] == "u1"
+    cache.pop("u3")
+    cache.keep_only(lambda u: u != "u0")
+    assert cache.total == exact() and sorted(cache) == ["u1", "u2", "u4"]
+    cache.budget = cache.total - 1  # one over: the oldest unprotected one leaves
+    cache.evict(lambda u: u == "u2")
+    assert list(cache) == ["u2", "u1"] and cache.total == exact()  # u4, the oldest unprotected, left
+
+
+def test_using_a_cached_graph_does_not_measure_every_graph_held():
+    """Regression (a 100,000-request soak, 2026-11-27): every graph use summed approx_bytes over all cached
+    graphs; with 300 users cached that sum took 6% of the soak's CPU under the GIL by its end."""
+    from sidecar.graph import model
+    from sidecar.graph.service import GraphService
+
+    class Tables:
+        def load_many(self, ids):
+            return {u: UserGraph(u) for u in ids}
+
+        def load(self, user_id):
+            return UserGraph(user_id)
+
+    svc = GraphService(Tables(), None, lambda text, n: text, cache_bytes=64 << 20)
+    for i in range(300):
+        svc.graph(f"u{i}")
+    calls = 0
+    original = model.UserGraph.approx_bytes
+
+    def counted(self):
+        nonlocal calls
+        calls += 1
+        return original(self)
+
+    model.UserGraph.approx_bytes = counted
+    try:
+        for i in range(100):
+            svc.graph(f"u{i}")
+    finally:
+        model.UserGraph.approx_bytes = original
+    assert calls <= 2 * 100, calls  # about one measure per use, not one per graph held

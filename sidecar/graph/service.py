@@ -11,7 +11,6 @@ import logging
 import re
 import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -21,6 +20,7 @@ from ..wire import (ConsolidatedResponse, ConsolidateRequest, EntitiesRequest, E
 from ..wire.errors import InvalidRequest, NotFound, TooLarge
 from . import consolidation as cons
 from .builder import Builder, Changes
+from .cache import GraphCache
 from .model import (FLOOR, HALF_LIFE_DAYS, Entity, Episode, Similar, Trace, UserGraph, decayed,  # noqa: F401
                     fold, stable_id)
 from .store import GraphStore
@@ -42,10 +42,10 @@ class GraphService:
                  similar: Similar | None = None):
         self.store = store
         self.reader, self.cut = reader, cut  # the messages domain's MessageReader; the pyramid's word cut (summaries)
-        self.cache_bytes, self.consolidate_every = cache_bytes, consolidate_every  # 0: only on demand (`consolidate`, recall)
+        self.consolidate_every = consolidate_every  # 0: only on demand (`consolidate`, recall)
         self.max_limit, self.clock = max_limit, clock
         self.lock = threading.RLock()  # every graph read and change
-        self._cache: "OrderedDict[str, UserGraph]" = OrderedDict()
+        self._cache = GraphCache(cache_bytes)  # the users' graphs, least recently used first, under the budget
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
         self._stale = False  # drop_cached() was called
         self.writable: Callable[[], bool] = lambda: True  # False on a read-only sidecar: recall writes nothing
@@ -74,10 +74,10 @@ class GraphService:
         with self.lock:
             self._pinned = set(user_ids)
             missing = [u for u in dict.fromkeys(user_ids) if u not in self._cache]
-            mean = sum(g.approx_bytes() for g in self._cache.values()) // max(1, len(self._cache))
-            self._evict(room=mean * len(missing))
+            self._evict(room=self._cache.mean() * len(missing))
             if missing:
-                self._cache.update(self.store.load_many(missing))
+                for uid, g in self.store.load_many(missing).items():
+                    self._cache.put(uid, g)
 
     def graph(self, user_id: str) -> UserGraph:
         """The user's graph, loaded on a miss; the least recently used ones leave past the budget."""
@@ -87,8 +87,8 @@ class GraphService:
             g = self._cache.get(user_id)
             if g is None:
                 g = self.store.load(user_id)
-                self._cache[user_id] = g
-            self._cache.move_to_end(user_id)
+                self._cache.put(user_id, g)
+            self._cache.touch(user_id)
             self._evict(keep=user_id)
             return g
 
@@ -97,17 +97,14 @@ class GraphService:
         `keep` stay); every unpinned one after drop_cached()."""
         if self._stale:
             self._stale = False
-            self._cache = OrderedDict((u, g) for u, g in self._cache.items() if u in self._pinned or u == keep)
-        size = sum(x.approx_bytes() for x in self._cache.values())
-        for uid in [u for u in self._cache if u != keep and u not in self._pinned]:  # oldest first
-            if size + room <= self.cache_bytes:
-                break
-            size -= self._cache.pop(uid).approx_bytes()
+            self._cache.keep_only(lambda u: u in self._pinned or u == keep)
+        self._cache.evict(lambda u: u == keep or u in self._pinned, room)
 
     def _save(self, built: list[tuple[UserGraph, Changes]], rows: dict[str, list] | None) -> dict[str, list]:
         """The builder's group: the rows of what it built (added to `rows`; the builder commits them)."""
         for g, _ in built:
             g.version += 1
+            self._cache.measure(g.user_id)  # grown by what was built
         return self.store.rows([(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])
                                 for g, c in built], into=rows)
 
@@ -181,6 +178,7 @@ class GraphService:
             links = self._link(g, changed)
             self.store.save(g, episodes=[e for e in window if e.id in present],
                             traces=[g.traces[t] for t in changed], links=links)
+            self._cache.measure(user_id)  # grown by its traces
             return {"episodes": len(new), "traces_created": len(created), "traces_updated": len(updated),
                     "links": len(links)}
 
@@ -326,7 +324,8 @@ class GraphService:
         """These users' graphs were written from outside (an import): read them again when next used."""
         self.builder.wait_idle(60.0)
         with self.lock:
-            self._cache = OrderedDict((u, g) for u, g in self._cache.items() if u not in set(user_ids))
+            gone = set(user_ids)
+            self._cache.keep_only(lambda u: u not in gone)
 
     def drop_cached(self) -> None:
         """Another sidecar changed the tables: every graph is read again when next used (takes no lock)."""
@@ -336,7 +335,7 @@ class GraphService:
         if self.deep is not None:
             self.deep.forget(user_id)
         with self.lock:
-            self._cache.pop(user_id, None)
+            self._cache.pop(user_id)
             return self.store.forget_user(user_id)
 
     # ------------------------------------------------------------------ commands
