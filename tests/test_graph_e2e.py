@@ -110,6 +110,29 @@ def test_graph_survives_a_restart_and_forget_user_leaves_nothing_on_disk(spawn, 
     assert sc.shutdown() == 0
 
 
+def test_graphs_only_the_builder_used_are_held_to_an_eighth_of_the_graph_budget(spawn):
+    """A burst of stores by many users (an import) had the builder fill --graph-cache-mb with graphs no
+    command reads: RSS the graph added at 100k episodes, issue 19. Now those are held to an eighth of the
+    budget, while graphs a command used keep the whole of it."""
+    sc = spawn("--graph-cache-mb", "1")
+    for k in range(5):
+        _store_all(sc, f"host{k}", [f"My friend Alice{k} moved to Lisbon."])
+        assert sc.request({"type": "entities", "user_id": f"host{k}"})["entities"]  # the host reads these five
+    for k in range(60):
+        _store_all(sc, f"bulk{k}", [f"I met Bruno{k} in Lisbon.", f"Bruno{k} works at Acme{k} Robotics.",
+                                    "We went hiking in Sintra last weekend."])
+    assert sc.request({"type": "entities", "user_id": "nobody"})["entities"] == []  # waits for the builder
+    g = sc.request({"type": "health"})["graph"]
+    assert g["queue"] == 0 and g["episodes"] == 185
+    budget = 1 << 20
+    assert 0 < g["cached_bytes"] <= budget // 8 + 6 * 20_000, g  # the share, the five hosts' and one being built
+    assert 6 <= g["cached_users"] < 40, g
+    names = {e["name"] for e in sc.request({"type": "entities", "user_id": "bulk3"})["entities"]}
+    assert {"Bruno3", "Lisbon", "Acme3 Robotics"} <= names  # a graph that left is read again from the tables
+    assert sc.request({"type": "stats"})["graph"]["cached_users"] >= 7
+    assert sc.shutdown() == 0
+
+
 def test_a_store_made_without_graph_is_built_at_the_next_start(spawn):
     sc = spawn("--graph", "false")
     _store_all(sc, "u1", ["My friend Jon lives near Oslo."])

@@ -499,3 +499,33 @@ def test_using_a_cached_graph_does_not_measure_every_graph_held():
     finally:
         model.UserGraph.approx_bytes = original
     assert calls <= 2 * 100, calls  # about one measure per use, not one per graph held
+
+
+def test_graphs_only_background_work_used_are_held_to_their_own_share_of_the_budget():
+    """A bulk import builds every user's graph: those graphs no command reads must not fill the cache
+    (RSS added by the graph at 100k episodes, issue 19), while the graphs hosts use stay."""
+    from sidecar.graph.cache import GraphCache
+
+    def sized(user_id: str) -> UserGraph:
+        g = UserGraph(user_id)
+        for i in range(50):
+            _episode(g, i, float(i))
+        return g
+
+    one = sized("x").approx_bytes()
+    cache = GraphCache(budget=20 * one, background_budget=3 * one)
+    for k in range(4):
+        cache.put(f"host{k}", sized(f"host{k}"))
+        cache.touch(f"host{k}")  # a command used it
+    for k in range(10):  # the builder's users, one after another
+        cache.put(f"bg{k}", sized(f"bg{k}"))
+        cache.touch(f"bg{k}", foreground=False)
+        cache.evict(lambda u: u == f"bg{k}")
+    assert sorted(cache) == sorted([f"host{k}" for k in range(4)] + ["bg7", "bg8", "bg9"])
+    assert cache.background <= 3 * one and cache.total == sum(g.approx_bytes() for g in cache.values())
+    cache.touch("bg8")  # recalled: from now on it is the host's, under the whole budget
+    for k in range(10, 13):
+        cache.put(f"bg{k}", sized(f"bg{k}"))
+        cache.evict(lambda u: False)
+    assert "bg8" in cache and "bg9" not in cache
+    assert cache.background == sum(cache.get(u).approx_bytes() for u in cache if u.startswith("bg") and u != "bg8")

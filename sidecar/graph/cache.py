@@ -1,5 +1,10 @@
 """The users' graphs held in memory: least recently used first, with a running count of their bytes.
 
+Graphs that only background work has used (the builder, consolidation, deletes) are held to a share
+of the budget of their own (`background_budget`): a bulk import or a burst of stores by many users no
+longer fills the budget with graphs that no command reads, and a user's graph counts as used by the
+host from its first graph command or recall on.
+
 The count is kept per user and corrected each time a graph is used (`touch`) or changed by the
 builder (`measure`), so eviction costs nothing per graph held. It used to be summed over every cached
 graph on every use: with 300 graphs cached, 6% of a soak's CPU (the maintenance thread's consolidation
@@ -15,11 +20,14 @@ from .model import UserGraph
 
 
 class GraphCache:
-    def __init__(self, budget: int):
+    def __init__(self, budget: int, background_budget: int | None = None):
         self.budget = budget
+        self.background_budget = budget if background_budget is None else background_budget
         self._graphs: "OrderedDict[str, UserGraph]" = OrderedDict()
         self._sizes: dict[str, int] = {}
+        self._used: set[str] = set()  # users whose graphs a command or recall has used since they were loaded
         self.total = 0  # bytes of the graphs held, as last measured
+        self.background = 0  # of which graphs only background work has used
 
     def __len__(self) -> int:
         return len(self._graphs)
@@ -40,23 +48,36 @@ class GraphCache:
         return self.total // max(1, len(self._graphs))
 
     def put(self, user_id: str, g: UserGraph) -> None:
+        self.pop(user_id)
         self._graphs[user_id] = g
         self.measure(user_id)
 
-    def touch(self, user_id: str) -> None:
-        """The user's graph was used: it is the newest, and its size is measured again."""
+    def touch(self, user_id: str, foreground: bool = True) -> None:
+        """The user's graph was used (by a command or recall when `foreground`, else by background work):
+        it is the newest, and its size is measured again."""
         self._graphs.move_to_end(user_id)
+        if foreground and user_id not in self._used:
+            self._used.add(user_id)
+            self.background -= self._sizes.get(user_id, 0)
         self.measure(user_id)
 
     def measure(self, user_id: str) -> None:
         g = self._graphs.get(user_id)
         if g is not None:
             size = g.approx_bytes()
-            self.total += size - self._sizes.get(user_id, 0)
+            change = size - self._sizes.get(user_id, 0)
+            self.total += change
+            if user_id not in self._used:
+                self.background += change
             self._sizes[user_id] = size
 
     def pop(self, user_id: str) -> UserGraph | None:
-        self.total -= self._sizes.pop(user_id, 0)
+        size = self._sizes.pop(user_id, 0)
+        self.total -= size
+        if user_id in self._used:
+            self._used.discard(user_id)
+        else:
+            self.background -= size
         return self._graphs.pop(user_id, None)
 
     def keep_only(self, keep: Callable[[str], bool]) -> None:
@@ -64,7 +85,13 @@ class GraphCache:
             self.pop(user_id)
 
     def evict(self, protected: Callable[[str], bool], room: int = 0) -> None:
-        """The least recently used graphs leave until the rest and `room` fit the budget; `protected` ones stay."""
+        """The least recently used graphs leave until the rest and `room` fit the budget, and those only
+        background work used fit theirs; `protected` ones stay."""
+        if self.background > self.background_budget:
+            for user_id in [u for u in self._graphs if u not in self._used and not protected(u)]:
+                if self.background <= self.background_budget:
+                    break
+                self.pop(user_id)
         if self.total + room <= self.budget:
             return
         for user_id in [u for u in self._graphs if not protected(u)]:  # oldest first

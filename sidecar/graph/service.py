@@ -30,6 +30,7 @@ log = logging.getLogger("sidecar.graph")
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
+BACKGROUND_SHARE = 8  # graphs no command has used are held to 1/8 of --graph-cache-mb (graph/cache.py)
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
@@ -45,14 +46,15 @@ class GraphService:
         self.consolidate_every = consolidate_every  # 0: only on demand (`consolidate`, recall)
         self.max_limit, self.clock = max_limit, clock
         self.lock = threading.RLock()  # every graph read and change
-        self._cache = GraphCache(cache_bytes)  # the users' graphs, least recently used first, under the budget
+        self._cache = GraphCache(cache_bytes, cache_bytes // BACKGROUND_SHARE)  # the users' graphs (graph/cache.py)
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
         self._stale = False  # drop_cached() was called
         self.writable: Callable[[], bool] = lambda: True  # False on a read-only sidecar: recall writes nothing
         self._unconsolidated, self._first_unconsolidated = 0, None  # episodes built since the last pass, and when
         self.last_consolidation: float | None = None
         commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
-        self.builder = Builder(self.lock, self.graph, self._save, commit, self._built, extra_tier, same_fact, similar)
+        graphs = lambda u: self.graph(u, background=True)  # noqa: E731
+        self.builder = Builder(self.lock, graphs, self._save, commit, self._built, extra_tier, same_fact, similar)
         self.builder.preload = self.preload
         self.builder.on_overflow = self.catch_up
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
@@ -75,12 +77,11 @@ class GraphService:
             self._pinned = set(user_ids)
             missing = [u for u in dict.fromkeys(user_ids) if u not in self._cache]
             self._evict(room=self._cache.mean() * len(missing))
-            if missing:
-                for uid, g in self.store.load_many(missing).items():
-                    self._cache.put(uid, g)
+            for uid, g in self.store.load_many(missing).items():  # none read when none are missing
+                self._cache.put(uid, g)
 
-    def graph(self, user_id: str) -> UserGraph:
-        """The user's graph, loaded on a miss; the least recently used ones leave past the budget."""
+    def graph(self, user_id: str, background: bool = False) -> UserGraph:
+        """The user's graph, loaded on a miss (`background`: for the builder, consolidation, a delete)."""
         with self.lock:
             if self._stale:
                 self._evict()
@@ -88,7 +89,7 @@ class GraphService:
             if g is None:
                 g = self.store.load(user_id)
                 self._cache.put(user_id, g)
-            self._cache.touch(user_id)
+            self._cache.touch(user_id, foreground=not background)
             self._evict(keep=user_id)
             return g
 
@@ -158,7 +159,7 @@ class GraphService:
     def consolidate_user(self, user_id: str) -> dict[str, int]:
         """One pass over at most BATCH of the user's unconsolidated episodes (idempotent)."""
         with self.lock:
-            g = self.graph(user_id)
+            g = self.graph(user_id, background=True)
             ordered = sorted(g.episodes.values(), key=lambda e: (e.ts, e.id))
             new = [e for e in ordered if e.trace_id is None and not e.low][:BATCH]
             if not new:
@@ -238,7 +239,7 @@ class GraphService:
             saved: list[tuple[UserGraph, list, list, list, list, list]] = []
             dropped: dict[str, set[str]] = {"relations": set(), "traces": set(), "episodes": gone}
             for uid in users:  # all of them written together: one commit per table, not one per user
-                g = self.graph(uid)
+                g = self.graph(uid, background=True)
                 entities = [e for e in g.entities.values() if gone & set(e.episodes)]
                 before = set(g.relations)
                 touched = g.remove_episodes(gone)
@@ -286,7 +287,7 @@ class GraphService:
         from .deep import LLM_CONFIDENCE, single_valued
 
         with self.lock:
-            g = self.graph(job.user_id)
+            g = self.graph(job.user_id, background=True)
             ep = g.episodes.get(job.episode_id)
             if ep is None:
                 return  # deleted or forgotten meanwhile
@@ -415,5 +416,5 @@ class GraphService:
         return ConsolidatedResponse(**self.consolidate_all(req.user_id))
 
     def health(self) -> dict[str, Any]:
-        counts = self.store.counts()
-        return {**counts, "queue": self.builder.pending, "last_consolidation": self.last_consolidation}
+        return {**self.store.counts(), "queue": self.builder.pending, "last_consolidation": self.last_consolidation,
+                "cached_users": len(self._cache), "cached_bytes": self._cache.total}

@@ -196,7 +196,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("graph_consolidate_every", _non_negative(int), 200, "Consolidate the graph in the background after this "
            "many new episodes (or 5 minutes after the first); 0: only on demand (`consolidate`, `graph_recall`)."),
     Option("graph_cache_mb", _non_negative(int), 32, "Memory budget of the per-user graphs held in memory (least "
-           "recently used users leave first)."),
+           "recently used users leave first; graphs no command has read, an eighth of it)."),
     Option("s3_endpoint", _url, None, "Object store: the S3 API endpoint (MinIO, Ceph, R2, ...). Unset: "
            "AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then AWS S3 in the region."),
     Option("s3_region", str, None, "Object store: the region. Unset: AWS_REGION, then AWS_DEFAULT_REGION, then us-east-1."),

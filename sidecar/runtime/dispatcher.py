@@ -118,6 +118,7 @@ class Dispatcher:
                             entities=g.get("entities", 0), relations_current=g.get("relations_current", 0),
                             relations_closed=g.get("relations_closed", 0), traces=g.get("traces", 0),
                             queue=g.get("queue", 0), last_consolidation=g.get("last_consolidation"),
+                            cached_users=g.get("cached_users", 0), cached_bytes=g.get("cached_bytes", 0),
                             ner={"loaded": False},
                             llm=self.graph.llm_health() if self.graph is not None else {"configured": False,
                                                                                         "reachable": None})

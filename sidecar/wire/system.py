@@ -62,7 +62,8 @@ class StatsResponse(_Response):
     data_dir: str
     versions: dict[str, str] = Field(description="Versions of the main libraries.")
     graph: dict[str, int] | None = Field(None, description="Graph memory (unless switched off): episodes, "
-                                         "entities, relations_current, relations_closed, traces, queue.")
+                                         "entities, relations_current, relations_closed, traces, queue, "
+                                         "cached_users, cached_bytes.")
 
 
 

@@ -1026,7 +1026,7 @@ export interface StatsResponse {
    */
   facts?: number | null;
   /**
-   * Graph memory (unless switched off): episodes, entities, relations_current, relations_closed, traces, queue.
+   * Graph memory (unless switched off): episodes, entities, relations_current, relations_closed, traces, queue, cached_users, cached_bytes.
    */
   graph?: {
     [k: string]: number;
@@ -1551,6 +1551,14 @@ export interface HealthResponse {
  * via the `definition` "GraphHealth".
  */
 export interface GraphHealth {
+  /**
+   * Their estimated bytes; graphs that only background work (the builder, consolidation) has used are held to an eighth of the budget.
+   */
+  cached_bytes?: number;
+  /**
+   * Users whose graphs are held in memory (under --graph-cache-mb).
+   */
+  cached_users?: number;
   enabled: boolean;
   entities: number;
   episodes: number;
