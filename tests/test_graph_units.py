@@ -529,3 +529,33 @@ def test_graphs_only_background_work_used_are_held_to_their_own_share_of_the_bud
         cache.evict(lambda u: False)
     assert "bg8" in cache and "bg9" not in cache
     assert cache.background == sum(cache.get(u).approx_bytes() for u in cache if u.startswith("bg") and u != "bg8")
+
+
+def test_in_a_backlog_the_builder_keeps_its_graphs_under_the_whole_budget_and_trims_them_after():
+    """Held to an eighth during a 100k import's catch-up, the builder spent 64% of its time reading its
+    users' graphs again (py-spy); so a backlog gets the whole budget, and the eighth applies once it is built."""
+    from sidecar.graph.service import BACKGROUND_SHARE, GraphService
+
+    def sized(user_id: str) -> UserGraph:
+        g = UserGraph(user_id)
+        for i in range(50):
+            _episode(g, i, float(i))
+        return g
+
+    class Tables:
+        def load_many(self, ids):
+            return {u: sized(u) for u in ids}
+
+        def load(self, user_id):
+            return sized(user_id)
+
+    one = sized("x").approx_bytes()
+    svc = GraphService(Tables(), None, lambda text, n: text, cache_bytes=BACKGROUND_SHARE * 4 * one)
+    svc.builder.pending = 5_000  # a catch-up's backlog
+    for k in range(20):
+        svc.graph(f"bg{k}", background=True)
+    assert len(svc._cache) == 20
+    svc.builder.pending = 0  # built: the next use trims
+    svc.graph("host", background=False)
+    assert sorted(svc._cache) == ["bg16", "bg17", "bg18", "bg19", "host"]  # the four newest of the builder's stay
+    assert svc._cache.background <= 4 * one

@@ -84,12 +84,13 @@ class GraphCache:
         for user_id in [u for u in self._graphs if not keep(u)]:
             self.pop(user_id)
 
-    def evict(self, protected: Callable[[str], bool], room: int = 0) -> None:
+    def evict(self, protected: Callable[[str], bool], room: int = 0, background_budget: int | None = None) -> None:
         """The least recently used graphs leave until the rest and `room` fit the budget, and those only
-        background work used fit theirs; `protected` ones stay."""
-        if self.background > self.background_budget:
+        background work used fit theirs (`background_budget`, else the cache's); `protected` ones stay."""
+        share = self.background_budget if background_budget is None else background_budget
+        if self.background > share:
             for user_id in [u for u in self._graphs if u not in self._used and not protected(u)]:
-                if self.background <= self.background_budget:
+                if self.background <= share:
                     break
                 self.pop(user_id)
         if self.total + room <= self.budget:

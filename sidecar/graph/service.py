@@ -30,7 +30,7 @@ log = logging.getLogger("sidecar.graph")
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
-BACKGROUND_SHARE = 8  # graphs no command has used are held to 1/8 of --graph-cache-mb (graph/cache.py)
+BACKGROUND_SHARE = 8  # graphs no command has used: 1/8 of --graph-cache-mb, all of it in a backlog (graph/cache.py)
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
@@ -94,12 +94,12 @@ class GraphService:
             return g
 
     def _evict(self, keep: str | None = None, room: int = 0) -> None:
-        """The least recently used graphs leave until the rest and `room` fit the budget (pinned ones and
-        `keep` stay); every unpinned one after drop_cached()."""
+        """Graphs leave to fit the budget (pinned ones and `keep` stay; every unpinned one after drop_cached())."""
         if self._stale:
             self._stale = False
             self._cache.keep_only(lambda u: u in self._pinned or u == keep)
-        self._cache.evict(lambda u: u == keep or u in self._pinned, room)
+        share = self._cache.budget if self.builder.backlog() else self._cache.budget // BACKGROUND_SHARE
+        self._cache.evict(lambda u: u == keep or u in self._pinned, room, share)
 
     def _save(self, built: list[tuple[UserGraph, Changes]], rows: dict[str, list] | None) -> dict[str, list]:
         """The builder's group: the rows of what it built (added to `rows`; the builder commits them)."""
