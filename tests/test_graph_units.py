@@ -106,6 +106,26 @@ def _episode(g: UserGraph, i: int, ts: float, **kw) -> Episode:
     return ep
 
 
+def _sized(user_id: str, episodes: int) -> UserGraph:
+    g = UserGraph(user_id)
+    for i in range(episodes):
+        _episode(g, i, float(i))
+    return g
+
+
+class _Tables:
+    """The graph tables for GraphService's cache tests: every user's graph has the same size."""
+
+    def __init__(self, episodes: int):
+        self.episodes = episodes
+
+    def load_many(self, ids):
+        return {u: _sized(u, self.episodes) for u in ids}
+
+    def load(self, user_id):
+        return _sized(user_id, self.episodes)
+
+
 def test_resolution_by_name_alias_and_first_name():
     g = UserGraph("u")
     alice, new = g.resolve("Alice Smith", "person")
@@ -405,22 +425,8 @@ def test_a_builder_group_makes_room_before_it_loads_so_memory_holds_the_budget_o
     budget, so the graphs in memory peaked at budget + group on every batch (RSS stays at the peak)."""
     from sidecar.graph.service import GraphService
 
-    def sized(user_id: str) -> UserGraph:
-        g = UserGraph(user_id)
-        for i in range(200):
-            _episode(g, i, float(i))
-        return g
-
-    one = sized("x").approx_bytes()
-
-    class Tables:  # the graph tables: every user's graph is the same size
-        def load_many(self, ids):
-            return {u: sized(u) for u in ids}
-
-        def load(self, user_id):
-            return self.load_many([user_id])[user_id]
-
-    svc = GraphService(Tables(), None, lambda text, n: text, cache_bytes=10 * one)
+    one = _sized("x", 200).approx_bytes()
+    svc = GraphService(_Tables(200), None, lambda text, n: text, cache_bytes=10 * one)
     for i in range(10):
         svc.graph(f"old{i}")
     assert len(svc._cache) == 10  # the budget is full
@@ -442,19 +448,13 @@ def test_the_graph_cache_keeps_its_byte_count_as_graphs_come_grow_and_leave():
     """Eviction trusts a running count (GraphCache.total): it must match the graphs held after every kind of change."""
     from sidecar.graph.cache import GraphCache
 
-    def grown(user_id: str, n: int) -> UserGraph:
-        g = UserGraph(user_id)
-        for i in range(n):
-            _episode(g, i, float(i))
-        return g
-
     cache = GraphCache(budget=10**9)
 
     def exact() -> int:
         return sum(g.approx_bytes() for g in cache.values())
 
     for k in range(5):
-        cache.put(f"u{k}", grown(f"u{k}", 10 * (k + 1)))
+        cache.put(f"u{k}", _sized(f"u{k}", 10 * (k + 1)))
     assert cache.total == exact()
     _episode(cache.get("u1"), 999, 1.0)  # the builder adds to a held graph...
     cache.get("u1").recent.append(np.zeros(384, np.float32))
@@ -474,14 +474,7 @@ def test_using_a_cached_graph_does_not_measure_every_graph_held():
     from sidecar.graph import model
     from sidecar.graph.service import GraphService
 
-    class Tables:
-        def load_many(self, ids):
-            return {u: UserGraph(u) for u in ids}
-
-        def load(self, user_id):
-            return UserGraph(user_id)
-
-    svc = GraphService(Tables(), None, lambda text, n: text, cache_bytes=64 << 20)
+    svc = GraphService(_Tables(0), None, lambda text, n: text, cache_bytes=64 << 20)
     for i in range(300):
         svc.graph(f"u{i}")
     calls = 0
@@ -507,10 +500,7 @@ def test_graphs_only_background_work_used_are_held_to_their_own_share_of_the_bud
     from sidecar.graph.cache import GraphCache
 
     def sized(user_id: str) -> UserGraph:
-        g = UserGraph(user_id)
-        for i in range(50):
-            _episode(g, i, float(i))
-        return g
+        return _sized(user_id, 50)
 
     one = sized("x").approx_bytes()
     cache = GraphCache(budget=20 * one, background_budget=3 * one)
@@ -536,21 +526,8 @@ def test_in_a_backlog_the_builder_keeps_its_graphs_under_the_whole_budget_and_tr
     users' graphs again (py-spy); so a backlog gets the whole budget, and the eighth applies once it is built."""
     from sidecar.graph.service import BACKGROUND_SHARE, GraphService
 
-    def sized(user_id: str) -> UserGraph:
-        g = UserGraph(user_id)
-        for i in range(50):
-            _episode(g, i, float(i))
-        return g
-
-    class Tables:
-        def load_many(self, ids):
-            return {u: sized(u) for u in ids}
-
-        def load(self, user_id):
-            return sized(user_id)
-
-    one = sized("x").approx_bytes()
-    svc = GraphService(Tables(), None, lambda text, n: text, cache_bytes=BACKGROUND_SHARE * 4 * one)
+    one = _sized("x", 50).approx_bytes()
+    svc = GraphService(_Tables(50), None, lambda text, n: text, cache_bytes=BACKGROUND_SHARE * 4 * one)
     svc.builder.pending = 5_000  # a catch-up's backlog
     for k in range(20):
         svc.graph(f"bg{k}", background=True)
