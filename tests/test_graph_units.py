@@ -468,7 +468,7 @@ def test_the_graph_cache_keeps_its_byte_count_as_graphs_come_grow_and_leave():
     assert list(cache) == ["u2", "u1"] and cache.total == exact()  # u4, the oldest unprotected, left
 
 
-def test_using_a_cached_graph_does_not_measure_every_graph_held():
+def test_using_a_cached_graph_does_not_measure_every_graph_held(monkeypatch):
     """Regression (a 100,000-request soak, 2026-11-27): every graph use summed approx_bytes over all cached
     graphs; with 300 users cached that sum took 6% of the soak's CPU under the GIL by its end."""
     from sidecar.graph import model
@@ -485,12 +485,9 @@ def test_using_a_cached_graph_does_not_measure_every_graph_held():
         calls += 1
         return original(self)
 
-    model.UserGraph.approx_bytes = counted
-    try:
-        for i in range(100):
-            svc.graph(f"u{i}")
-    finally:
-        model.UserGraph.approx_bytes = original
+    monkeypatch.setattr(model.UserGraph, "approx_bytes", counted)
+    for i in range(100):
+        svc.graph(f"u{i}")
     assert calls <= 2 * 100, calls  # about one measure per use, not one per graph held
 
 
@@ -503,20 +500,20 @@ def test_graphs_only_background_work_used_are_held_to_their_own_share_of_the_bud
         return _sized(user_id, 50)
 
     one = sized("x").approx_bytes()
-    cache = GraphCache(budget=20 * one, background_budget=3 * one)
+    cache = GraphCache(budget=20 * one)
     for k in range(4):
         cache.put(f"host{k}", sized(f"host{k}"))
         cache.touch(f"host{k}")  # a command used it
     for k in range(10):  # the builder's users, one after another
         cache.put(f"bg{k}", sized(f"bg{k}"))
         cache.touch(f"bg{k}", foreground=False)
-        cache.evict(lambda u: u == f"bg{k}")
+        cache.evict(lambda u: u == f"bg{k}", background_budget=3 * one)
     assert sorted(cache) == sorted([f"host{k}" for k in range(4)] + ["bg7", "bg8", "bg9"])
     assert cache.background <= 3 * one and cache.total == sum(g.approx_bytes() for g in cache.values())
     cache.touch("bg8")  # recalled: from now on it is the host's, under the whole budget
     for k in range(10, 13):
         cache.put(f"bg{k}", sized(f"bg{k}"))
-        cache.evict(lambda u: False)
+        cache.evict(lambda u: False, background_budget=3 * one)
     assert "bg8" in cache and "bg9" not in cache
     assert cache.background == sum(cache.get(u).approx_bytes() for u in cache if u.startswith("bg") and u != "bg8")
 

@@ -1,9 +1,9 @@
 """The users' graphs held in memory: least recently used first, with a running count of their bytes.
 
-Graphs that only background work has used (the builder, consolidation, deletes) are held to a share
-of the budget of their own (`background_budget`): a bulk import or a burst of stores by many users no
-longer fills the budget with graphs that no command reads, and a user's graph counts as used by the
-host from its first graph command or recall on.
+Graphs that only background work has used (the builder, consolidation, deletes) can be held to a
+share of the budget of their own (`evict`'s `background_budget`, set by the graph service): a bulk
+import or a burst of stores by many users no longer fills the budget with graphs that no command reads,
+and a user's graph counts as used by the host from its first graph command or recall on.
 
 The count is kept per user and corrected each time a graph is used (`touch`) or changed by the
 builder (`measure`), so eviction costs nothing per graph held. It used to be summed over every cached
@@ -20,9 +20,8 @@ from .model import UserGraph
 
 
 class GraphCache:
-    def __init__(self, budget: int, background_budget: int | None = None):
+    def __init__(self, budget: int):
         self.budget = budget
-        self.background_budget = budget if background_budget is None else background_budget
         self._graphs: "OrderedDict[str, UserGraph]" = OrderedDict()
         self._sizes: dict[str, int] = {}
         self._used: set[str] = set()  # users whose graphs a command or recall has used since they were loaded
@@ -86,8 +85,8 @@ class GraphCache:
 
     def evict(self, protected: Callable[[str], bool], room: int = 0, background_budget: int | None = None) -> None:
         """The least recently used graphs leave until the rest and `room` fit the budget, and those only
-        background work used fit theirs (`background_budget`, else the cache's); `protected` ones stay."""
-        share = self.background_budget if background_budget is None else background_budget
+        background work used fit `background_budget` (None: the whole budget); `protected` ones stay."""
+        share = self.budget if background_budget is None else background_budget
         if self.background > share:
             for user_id in [u for u in self._graphs if u not in self._used and not protected(u)]:
                 if self.background <= share:

@@ -46,7 +46,7 @@ class GraphService:
         self.consolidate_every = consolidate_every  # 0: only on demand (`consolidate`, recall)
         self.max_limit, self.clock = max_limit, clock
         self.lock = threading.RLock()  # every graph read and change
-        self._cache = GraphCache(cache_bytes, cache_bytes // BACKGROUND_SHARE)  # the users' graphs (graph/cache.py)
+        self._cache = GraphCache(cache_bytes)  # the users' graphs (graph/cache.py); see _evict for their share
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
         self._stale = False  # drop_cached() was called
         self.writable: Callable[[], bool] = lambda: True  # False on a read-only sidecar: recall writes nothing
