@@ -162,12 +162,13 @@ def test_a_cached_users_rows_by_id_come_from_memory_with_the_tables_vectors_at_i
 
 
 @pytest.mark.parametrize("batch_rows", [search.SCAN_BATCH_ROWS, 2])
-def test_the_ids_a_catch_up_builds_are_the_missing_ones_oldest_first_in_arrow_memory(tmp_path, monkeypatch,
-                                                                                      batch_rows):
-    """After a crash or an import the graph's catch-up names every stored message without an episode: oldest
-    first (ties by id, so the order does not depend on the fragment layout), held as one Arrow array rather
-    than a Python string each, and sliced into Python lists only as it reads them back. The table is read in
-    batches (2 rows each here: the order holds across them)."""
+def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_first_in_arrow_memory(
+        tmp_path, monkeypatch, batch_rows):
+    """After a crash or an import the graph's catch-up names every stored message without an episode: user by
+    user (so that the builder loads each user's graph once, not once per batch of a 100-user import), each
+    user's oldest first (ties by id, so the order does not depend on the fragment layout), held as one Arrow
+    array rather than a Python string each, and sliced into Python lists only as it reads them back. The
+    table is read in batches (2 rows each here: the order holds across them)."""
     import pyarrow as pa
 
     from sidecar.graph.builder import Builder
@@ -177,23 +178,25 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_oldest_first_in_arrow_me
     try:
         assert store.ids_missing(pa.array([], pa.string())).to_pylist() == []  # an empty table
         rows, v = _rows(6, "u")
-        for r, ts in zip(rows, (5.0, 1.0, 3.0, 3.0, 2.0, 4.0)):
+        others, w = _rows(2, "t")  # another user, whose messages fall between u's in time
+        for r, ts in zip(rows + others, (5.0, 1.0, 3.0, 3.0, 2.0, 4.0, 2.5, 0.5)):
             r["timestamp"] = ts
         rows[2]["id"], rows[3]["id"] = "z" + rows[2]["id"], "a" + rows[3]["id"]  # a tie the ids order against the table's
-        store.add(rows[:3], v[:3])
-        store.add(rows[3:], v[3:])  # two fragments
+        store.add(rows[:3] + others[:1], np.vstack([v[:3], w[:1]]))
+        store.add(rows[3:] + others[1:], np.vstack([v[3:], w[1:]]))  # two fragments
         done = pa.array([rows[5]["id"]], pa.string())  # the one the graph already holds
         missing = store.ids_missing(done)
         assert isinstance(missing, pa.Array)
         if batch_rows == 2:  # the scan really came in several batches
             assert sum(1 for _ in store.table.search().select(["id"]).limit(None).to_batches(2)) > 1
-        assert missing.to_pylist() == [rows[1]["id"], rows[4]["id"], rows[3]["id"], rows[2]["id"], rows[0]["id"]]
-        assert store.ids_missing(pa.array([r["id"] for r in rows], pa.string())).to_pylist() == []
+        assert missing.to_pylist() == [others[1]["id"], others[0]["id"],  # user t, then user u
+                                       rows[1]["id"], rows[4]["id"], rows[3]["id"], rows[2]["id"], rows[0]["id"]]
+        assert store.ids_missing(pa.array([r["id"] for r in rows + others], pa.string())).to_pylist() == []
 
         queued: list[list[str]] = []
         b = Builder(threading.RLock(), None, None, None, lambda n: None)
         b.submit = lambda rows, vectors: queued.append([r["id"] for r in rows])
-        assert b.catch_up(lambda: missing, store.embedded) == 5
+        assert b.catch_up(lambda: missing, store.embedded) == 7
         assert queued == [missing.to_pylist()]  # read back by id, in that order
     finally:
         store.close()

@@ -31,7 +31,7 @@ class MessageReader(Protocol):
         """The user's best messages for a query (rows with `similarity`), best first."""
 
     def ids_missing(self, have: pa.Array) -> pa.Array:
-        """The ids of stored messages not in `have` (an Arrow string array), oldest first."""
+        """The ids of stored messages not in `have` (an Arrow string array), user by user, oldest first."""
 
 
 class Companion(Protocol):

@@ -311,7 +311,7 @@ class MessageStore(LongMemories):
         return rows, vectors if user_id is None else widen(*quantize(vectors))
 
     def ids_missing(self, have: pa.Array) -> pa.Array:
-        """The ids of stored messages not in `have` (an Arrow string array), oldest first."""
+        """The ids of stored messages not in `have` (an Arrow string array), user by user, oldest first."""
         with self._unlocked_read() as table:
             return search.ids_not_in(table, have)
 
