@@ -533,3 +533,36 @@ def test_in_a_backlog_the_builder_keeps_its_graphs_under_the_whole_budget_and_tr
     svc.graph("host", background=False)
     assert sorted(svc._cache) == ["bg16", "bg17", "bg18", "bg19", "host"]  # the four newest of the builder's stay
     assert svc._cache.background <= 4 * one
+
+
+def test_consolidation_reads_a_users_messages_twice_per_pass_not_once_per_trace():
+    """A pass reads the window it groups, then the messages of every trace it made or grew, in one read.
+    Regression: it read them trace by trace (a table read each for a user whose vectors are not cached), with
+    the graph's lock held, and the builder waited through most of a 100k import's catch-up (py-spy)."""
+    from sidecar.graph.service import GraphService
+
+    class Reader:  # the messages domain: every episode's message, on a topic of its own per ten
+        def __init__(self):
+            self.reads: list[list[str]] = []
+
+        def embedded(self, ids, user_id=None):
+            self.reads.append(list(ids))
+            vectors = _unit([[1.0 if d == int(i[1:]) // 10 else 0.01 for d in range(8)] for i in ids])
+            return [{"id": i, "content": f"message {i}"} for i in ids], vectors
+
+    class Tables(_Tables):
+        def save(self, *args, **kw):
+            pass
+
+    reader = Reader()
+    svc = GraphService(Tables(60), reader, lambda text, n: text, cache_bytes=64 << 20)
+    got = svc.consolidate_user("u")
+    g = svc.graph("u")
+    assert got["episodes"] == 60 and got["traces_created"] >= 6
+    assert len(reader.reads) == 2  # the window, then every new trace's messages together
+    assert sorted(reader.reads[1]) == sorted(e for t in g.traces.values() for e in t.episode_ids)
+    for t in g.traces.values():  # each trace made from its own messages only
+        assert t.summary.startswith("message e") and t.vector is not None
+        assert len({int(e[1:]) // 10 for e in t.episode_ids}) == 1
+        assert (t.start, t.end) == (min(g.episodes[e].ts for e in t.episode_ids),
+                                    max(g.episodes[e].ts for e in t.episode_ids))

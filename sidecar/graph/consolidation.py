@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .model import Episode
+from .model import Episode, Trace, UserGraph
 
 WINDOW = 20  # episodes before each one that it may link to
 MIN_CONFIDENCE = 0.7  # edges at least this confident join episodes into one trace
@@ -157,3 +157,19 @@ def links(ids: Sequence[str], vectors: np.ndarray, changed: set[str]) -> dict[tu
                 a, b = sorted((ids[k], ids[int(m)]))
                 out[(a, b)] = float(sims[r, m])
     return out
+
+
+def refresh(g: UserGraph, traces: Sequence[Trace], rows: list[dict], vectors: np.ndarray, cut, now: float) -> None:
+    """Each trace's summary, vector, entities and time span from its current episodes: `rows` (with their
+    `vectors`) are the messages of all of them; a trace none of whose messages is there stays as it was."""
+    at = {r["id"]: k for k, r in enumerate(rows)}
+    for trace in traces:
+        idx = [at[e] for e in trace.episode_ids if e in at]
+        if not idx:
+            continue
+        trace.summary = summarise([rows[k]["content"] for k in idx], vectors[idx], cut)
+        trace.vector = mean_vector(vectors[idx]).astype(np.float16)
+        eps = [g.episodes[rows[k]["id"]] for k in idx if rows[k]["id"] in g.episodes]
+        trace.entity_ids = list(dict.fromkeys(e for ep in eps for e in ep.entity_ids))
+        trace.start, trace.end = min(ep.ts for ep in eps), max(ep.ts for ep in eps)
+        trace.updated_at = now

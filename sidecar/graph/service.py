@@ -203,21 +203,14 @@ class GraphService:
                 created.add(trace.id)
             for ep_id in grp.episode_ids:
                 g.episodes[ep_id].trace_id = trace.id
-        for trace_id in created | updated:
-            self._refresh(g, g.traces[trace_id], now)
+        self._refresh(g, [g.traces[t] for t in created | updated], now)
         return created, updated - created
 
-    def _refresh(self, g: UserGraph, trace: Trace, now: float) -> None:
-        """Summary, vector, entities and time span from the trace's current episodes."""
-        rows, vectors = self.reader.embedded(trace.episode_ids, g.user_id)
-        if not rows:
-            return
-        trace.summary = cons.summarise([r["content"] for r in rows], vectors, self.cut)
-        trace.vector = cons.mean_vector(vectors).astype(np.float16)
-        eps = [g.episodes[r["id"]] for r in rows if r["id"] in g.episodes]
-        trace.entity_ids = list(dict.fromkeys(e for ep in eps for e in ep.entity_ids))
-        trace.start, trace.end = min(ep.ts for ep in eps), max(ep.ts for ep in eps)
-        trace.updated_at = now
+    def _refresh(self, g: UserGraph, traces: list[Trace], now: float) -> None:
+        """The traces made again from their episodes' messages, read in one go (trace by trace, consolidation held
+        the lock through most of a 100k import's catch-up while the builder waited for it)."""
+        if ids := list(dict.fromkeys(e for t in traces for e in t.episode_ids)):
+            cons.refresh(g, traces, *self.reader.embedded(ids, g.user_id), self.cut, now)
 
     def _link(self, g: UserGraph, changed: set[str]) -> list[tuple[str, str]]:
         ids = [t.id for t in g.traces.values() if t.vector is not None and len(t.vector)]
@@ -249,8 +242,7 @@ class GraphService:
                     del g.traces[t]
                     for key in [k for k in g.links if t in k]:
                         del g.links[key]
-                for t in touched - empty:
-                    self._refresh(g, g.traces[t], self.clock())
+                self._refresh(g, [g.traces[t] for t in touched - empty], self.clock())
                 dropped["relations"] |= before - set(g.relations)
                 dropped["traces"] |= empty
                 saved.append((g, [], entities, list(g.relations.values()), [g.traces[t] for t in touched - empty], []))
