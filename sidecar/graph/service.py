@@ -161,7 +161,8 @@ class GraphService:
         with self.lock:
             g = self.graph(user_id, background=True)
             ordered = sorted(g.episodes.values(), key=lambda e: (e.ts, e.id))
-            new = [e for e in ordered if e.trace_id is None and not e.low][:BATCH]
+            unwritten = self.builder.unwritten  # built, not yet written by the builder: the next pass takes them
+            new = [e for e in ordered if e.trace_id is None and not e.low and e.id not in unwritten][:BATCH]
             if not new:
                 return {"episodes": 0, "traces_created": 0, "traces_updated": 0, "links": 0}
             first = ordered.index(new[0])
