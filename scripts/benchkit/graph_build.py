@@ -9,6 +9,9 @@ ratios hold on a noisy machine.
              the graph (target: <= 50 MB added at 100k episodes; --ingest 100000 for that figure), and
              the RSS by kind of mapping (--json; procfs.rss_by_kind_mib) and LanceDB's library code
              resident (graph writes merge, which pages in more of it) for where the difference lies
+  catch-up   the graph-off store reopened with the graph on, as after an import or an upgrade: its start-up
+             catch-up builds every message; seconds from `ready` until the graph holds them all, CPU
+             seconds, RSS then, and the episode rows written against the messages (no duplicates)
   locomo     the LoCoMo conversations (one user each) stored, then one `consolidate` of every user:
              seconds, CPU seconds, episodes, traces, links (target: the ten conversations, about 5,900
              turns, <= 60 s). The vector cache holds the users (new users are cached at their first
@@ -99,6 +102,19 @@ def bench_config(args: argparse.Namespace, tmp: Path, graph: bool) -> dict[str, 
     return out
 
 
+def bench_catch_up(args: argparse.Namespace, tmp: Path, messages: int) -> dict[str, Any]:
+    """The graph-off configuration's store reopened with the graph on: its start-up catch-up."""
+    with Sidecar(tmp / "data-off", [], python=args.python, stderr=tmp / "catch-up.log", timeout=args.timeout) as sc:
+        sc.wait_ready()
+        t0, cpu = time.perf_counter(), cpu_seconds(sc.pid)
+        wait_graph_settled(sc, True, episodes=messages)
+        out = {"seconds": time.perf_counter() - t0, "cpu_s": cpu_seconds(sc.pid) - cpu, "messages": messages,
+               "episode_rows": sc.request({"type": "health"}, "health")["graph"]["episodes"], **_rss(sc)}
+        log(f"graph off -> on: caught up {out['seconds']:.1f} s after ready")
+        sc.shutdown()
+    return out
+
+
 def bench_locomo(args: argparse.Namespace, tmp: Path, convs: list[tuple[str, Any]]) -> dict[str, Any]:
     # consolidation on demand only: the pass timed below is then the whole of it, not what the background
     # schedule left over
@@ -132,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         on = bench_config(args, Path(tmp), True)
         off = bench_config(args, Path(tmp), False)
+        cu = bench_catch_up(args, Path(tmp), args.stores + args.ingest)
         loc = bench_locomo(args, Path(tmp), convs)
     added = on["store"]["p50_ms"] - off["store"]["p50_ms"]
     ratio = on["ingest"]["msgs_per_s"] / off["ingest"]["msgs_per_s"]
@@ -148,6 +165,11 @@ def run(args: argparse.Namespace) -> int:
         {"measurement": "of the mapped files, LanceDB's library (MiB), on / off",
          "value": f"{on['lancedb_code_mib']:.0f} / {off['lancedb_code_mib']:.0f}", "target": ""},
         {"measurement": "peak RSS (MiB), on / off", "value": f"{on['hwm_mib']:.0f} / {off['hwm_mib']:.0f}", "target": ""},
+        {"measurement": "graph-off store reopened with the graph on: caught up after ready",
+         "value": f"{cu['seconds']:.1f} s, {cu['cpu_s']:.0f} s CPU, RSS {cu['rss_mib']:.0f} MiB (peak {cu['hwm_mib']:.0f})",
+         "target": ""},
+        {"measurement": "episode rows written for its messages", "value": f"{cu['episode_rows']} for {cu['messages']}",
+         "target": "one each"},
         {"measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns; vector cache "
                         f"{'off' if loc['uncached'] else 'on'})",
          "value": f"{loc['consolidate_s']:.2f} s, {loc['consolidate_cpu_s']:.2f} s CPU ({per_turn * 5900:.1f} s per 5,900 turns)",
@@ -157,5 +179,5 @@ def run(args: argparse.Namespace) -> int:
     ]
     print_table(rows, "graph memory, building side")
     if args.json:
-        write_json(args.json, {"on": on, "off": off, "locomo": loc})
+        write_json(args.json, {"on": on, "off": off, "catch_up": cu, "locomo": loc})
     return 0
