@@ -593,3 +593,33 @@ def test_consolidation_leaves_episodes_the_builder_has_not_written_yet_for_its_n
     svc.builder.unwritten.clear()  # the batch written: the next pass takes them
     assert svc.consolidate_user("u")["episodes"] == 4
     assert all(g.episodes[f"e{i}"].trace_id is not None for i in range(12))
+
+
+def test_the_builder_marks_a_batchs_episodes_unwritten_until_its_commit_and_keeps_a_failed_batchs():
+    """What consolidation must leave alone (see the test above): a batch's episodes from the moment its first
+    group is built until its commit. A batch whose commit failed keeps them there: nothing writes their rows,
+    so the next start builds them again (the catch-up reads what has no episode row)."""
+    import threading
+
+    from sidecar.graph.builder import Builder
+
+    graphs: dict[str, UserGraph] = {}
+    seen: list[set[str]] = []
+
+    def commit(rows):
+        seen.append(set(b.unwritten))
+        if fail:
+            raise OSError("disk full")
+
+    b = Builder(threading.RLock(), lambda u: graphs.setdefault(u, UserGraph(u)), lambda built, rows: rows, commit,
+                lambda n: None)
+    rows = [{"id": f"m{i}", "user_id": f"u{i % 20}", "timestamp": 1e9 + i, "content": "ok", "channel_id": None,
+             "message_id": None, "username": None} for i in range(40)]  # 20 users: two groups of 16 and 4
+    fail = True
+    with pytest.raises(OSError):
+        b.build(rows[:20], np.zeros((20, 8), np.float32))
+    assert seen[-1] == {f"m{i}" for i in range(20)} == b.unwritten  # both groups', until the commit
+    fail = False
+    b.build(rows[20:], np.zeros((20, 8), np.float32))
+    assert seen[-1] == {f"m{i}" for i in range(40)}
+    assert b.unwritten == {f"m{i}" for i in range(20)}  # the failed batch's stay

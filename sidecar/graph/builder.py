@@ -154,8 +154,8 @@ class Builder:
         self.built = 0
         self.failed = 0
         # episodes built into the graphs but not yet written (the batch commits once, after its last group; the
-        # lock is let go between groups): consolidation leaves them for its next pass. It upserted them, then
-        # the batch appended them again: 901 duplicate episode rows after a 100k catch-up (docs/graph.md)
+        # lock is let go between groups), or whose batch failed: consolidation leaves them alone. It upserted
+        # them, then the batch appended them again: 901 duplicate episode rows after a 100k catch-up (docs/graph.md)
         self.unwritten: set[str] = set()
         self._count = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -324,24 +324,22 @@ class Builder:
         for k, r in enumerate(rows):
             by_user.setdefault(r["user_id"], []).append(k)
         users = list(by_user)
-        written = None
-        try:
-            for start in range(0, len(users), USER_GROUP):
-                group = users[start:start + USER_GROUP]
-                self._step_aside()
-                with self.lock:
-                    if self.preload is not None:
-                        self.preload(group)
-                    built = [self._build_user(u, by_user[u], rows, vectors) for u in group]
-                    self.unwritten.update(ep.id for _, changes in built for ep in changes.episodes)
-                    written = self.save(built, written)
+        written, episodes = None, set()
+        for start in range(0, len(users), USER_GROUP):
+            group = users[start:start + USER_GROUP]
+            self._step_aside()
             with self.lock:
                 if self.preload is not None:
-                    self.preload([])  # unpinned: the budget applies again
-                self.commit(written)
-        finally:
-            with self.lock:
-                self.unwritten.clear()
+                    self.preload(group)
+                built = [self._build_user(u, by_user[u], rows, vectors) for u in group]
+                episodes.update(ep.id for _, changes in built for ep in changes.episodes)
+                self.unwritten |= episodes
+                written = self.save(built, written)
+        with self.lock:
+            if self.preload is not None:
+                self.preload([])  # unpinned: the budget applies again
+            self.commit(written)
+            self.unwritten -= episodes  # a failed batch's stay: nothing writes them, the next start builds them
         self.built += len(rows)
         self.after_batch(len(rows))
 
