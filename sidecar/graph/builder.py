@@ -332,8 +332,9 @@ class Builder:
                 if self.preload is not None:
                     self.preload(group)
                 built = [self._build_user(u, by_user[u], rows, vectors) for u in group]
-                episodes.update(ep.id for _, changes in built for ep in changes.episodes)
-                self.unwritten |= episodes
+                ids = {ep.id for _, changes in built for ep in changes.episodes}
+                episodes |= ids
+                self.unwritten |= ids
                 written = self.save(built, written)
         with self.lock:
             if self.preload is not None:
