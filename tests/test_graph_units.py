@@ -118,12 +118,16 @@ class _Tables:
 
     def __init__(self, episodes: int):
         self.episodes = episodes
+        self.saved: list[str] = []  # the ids of the episodes written (consolidation's saves)
 
     def load_many(self, ids):
         return {u: _sized(u, self.episodes) for u in ids}
 
     def load(self, user_id):
         return _sized(user_id, self.episodes)
+
+    def save(self, g, episodes=(), **kw):
+        self.saved.extend(e.id for e in episodes)
 
 
 def test_resolution_by_name_alias_and_first_name():
@@ -496,23 +500,20 @@ def test_graphs_only_background_work_used_are_held_to_their_own_share_of_the_bud
     (RSS added by the graph at 100k episodes, issue 19), while the graphs hosts use stay."""
     from sidecar.graph.cache import GraphCache
 
-    def sized(user_id: str) -> UserGraph:
-        return _sized(user_id, 50)
-
-    one = sized("x").approx_bytes()
+    one = _sized("x", 50).approx_bytes()
     cache = GraphCache(budget=20 * one)
     for k in range(4):
-        cache.put(f"host{k}", sized(f"host{k}"))
+        cache.put(f"host{k}", _sized(f"host{k}", 50))
         cache.touch(f"host{k}")  # a command used it
     for k in range(10):  # the builder's users, one after another
-        cache.put(f"bg{k}", sized(f"bg{k}"))
+        cache.put(f"bg{k}", _sized(f"bg{k}", 50))
         cache.touch(f"bg{k}", foreground=False)
         cache.evict(lambda u: u == f"bg{k}", background_budget=3 * one)
     assert sorted(cache) == sorted([f"host{k}" for k in range(4)] + ["bg7", "bg8", "bg9"])
     assert cache.background <= 3 * one and cache.total == sum(g.approx_bytes() for g in cache.values())
     cache.touch("bg8")  # recalled: from now on it is the host's, under the whole budget
     for k in range(10, 13):
-        cache.put(f"bg{k}", sized(f"bg{k}"))
+        cache.put(f"bg{k}", _sized(f"bg{k}", 50))
         cache.evict(lambda u: False, background_budget=3 * one)
     assert "bg8" in cache and "bg9" not in cache
     assert cache.background == sum(cache.get(u).approx_bytes() for u in cache if u.startswith("bg") and u != "bg8")
@@ -550,12 +551,8 @@ def test_consolidation_reads_a_users_messages_twice_per_pass_not_once_per_trace(
             vectors = _unit([[1.0 if d == int(i[1:]) // 10 else 0.01 for d in range(8)] for i in ids])
             return [{"id": i, "content": f"message {i}"} for i in ids], vectors
 
-    class Tables(_Tables):
-        def save(self, *args, **kw):
-            pass
-
     reader = Reader()
-    svc = GraphService(Tables(60), reader, lambda text, n: text, cache_bytes=64 << 20)
+    svc = GraphService(_Tables(60), reader, lambda text, n: text, cache_bytes=64 << 20)
     got = svc.consolidate_user("u")
     g = svc.graph("u")
     assert got["episodes"] == 60 and got["traces_created"] >= 6
@@ -578,17 +575,12 @@ def test_consolidation_leaves_episodes_the_builder_has_not_written_yet_for_its_n
         def embedded(self, ids, user_id=None):
             return [{"id": i, "content": f"message {i}"} for i in ids], _unit(np.ones((len(ids), 8)))
 
-    saved: list[str] = []
-
-    class Tables(_Tables):
-        def save(self, g, episodes=(), **kw):
-            saved.extend(e.id for e in episodes)
-
-    svc = GraphService(Tables(12), Reader(), lambda text, n: text, cache_bytes=64 << 20)
+    tables = _Tables(12)
+    svc = GraphService(tables, Reader(), lambda text, n: text, cache_bytes=64 << 20)
     svc.builder.unwritten.update({"e8", "e9", "e10", "e11"})
     assert svc.consolidate_user("u")["episodes"] == 8
     g = svc.graph("u")
-    assert set(saved) == {f"e{i}" for i in range(8)}
+    assert set(tables.saved) == {f"e{i}" for i in range(8)}
     assert all(g.episodes[f"e{i}"].trace_id is None for i in range(8, 12))
     svc.builder.unwritten.clear()  # the batch written: the next pass takes them
     assert svc.consolidate_user("u")["episodes"] == 4
