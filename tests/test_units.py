@@ -217,6 +217,43 @@ def test_model_dir_is_used_first(tmp_path):
     assert found.tokenizer == modelmod.ASSETS_DIR / "tokenizer.json"  # falls back to the packaged tokenizer
 
 
+def test_model_digest_is_the_sha256_of_the_whole_file(tmp_path):
+    import hashlib
+
+    for size in (0, 1, 5 << 20):  # empty, one byte, several of the old reads' megabytes
+        f = tmp_path / f"f{size}"
+        f.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+        assert modelmod.sha256_file(f) == hashlib.sha256(f.read_bytes()).hexdigest()
+
+
+def test_model_load_on_its_thread_hands_over_the_model_or_the_error(tmp_path, monkeypatch):
+    """Start-up loads the model beside its imports (embedding/loading.py): the caller gets the same files and a
+    working embedder, or, when there is no model, the ModelError that names every place tried, from both."""
+    from sidecar.embedding.loading import ModelLoad
+
+    load = ModelLoad(None, True, None, 1)
+    files = load.files()
+    assert files.digest == modelmod.resolve_model(None, offline=True).digest
+    assert load.embedder().embed(["hello"]).shape == (1, files.dim)
+
+    monkeypatch.setattr(modelmod, "ASSETS_DIR", tmp_path / "no-assets")
+    monkeypatch.setattr(modelmod, "OFFLINE_PACKAGES", (("no_such_model_package_xyz", "model.onnx"),))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    missing = ModelLoad(tmp_path / "empty", True, None, 1)
+    for part in (missing.files, missing.embedder):
+        with pytest.raises(modelmod.ModelError, match="--model-dir"):
+            part()
+
+    broken = tmp_path / "broken"  # files found and hashed, but no session can be made from them
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"not an onnx model")
+    (broken / "tokenizer.json").symlink_to(files.tokenizer)
+    bad = ModelLoad(broken, True, None, 1)
+    assert bad.files().onnx == broken / "model.onnx"
+    with pytest.raises(Exception, match="INVALID_PROTOBUF"):  # onnxruntime's own error, as before
+        bad.embedder()
+
+
 def _fake_frozen(monkeypatch, bundle: Path) -> None:
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     monkeypatch.setattr(sys, "_MEIPASS", str(bundle), raising=False)

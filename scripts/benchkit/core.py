@@ -5,7 +5,8 @@ All in one run, so the ratios hold even on a noisy machine:
   floor      the same ONNX model and tokenizer called directly in this process (no pipe, no store):
              one short message; batches of chat messages (~25 tokens); batches of 256-token texts
   ready      spawn -> `ready` line for `python -m sidecar` (empty data dir), for a frozen binary when
-             one is given or found in dist/, and `python -c "import lancedb"` timed the same way
+             one is given or found in dist/, and `python -c "import lancedb"` timed the same way (the
+             package's bytecode written first, as an installed package has it)
   sidecar    one sidecar filled by batch `store` to each size in --sizes (memories spread over
              --users users), then, per size: compaction (a `cleanup` request), sequential single
              round trips, in turn a `store`, a `query` in the default mode (hybrid) and one in
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import ROOT
-from .client import Sidecar, add_sidecar_arguments
+from .client import Sidecar, add_sidecar_arguments, compile_package
 from .output import log, print_table, write_json
 from .timing import pct
 from .workload import fill, make_message, make_question, query_every_user, user_id
@@ -132,6 +133,7 @@ def median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict[
 
 
 def bench_ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    compile_package(args.python)
     out = {"python -m sidecar": median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp),
            'python -c "import lancedb"': median_wall([args.python, "-c", "import lancedb"], args.ready_runs,
                                                        False, tmp)}

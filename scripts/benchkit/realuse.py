@@ -3,7 +3,8 @@ same run (issue 21's table):
 
   floor      one short message embedded directly (no pipe, no store), median of 50
   ready      spawn -> `ready` of `python -m sidecar` on an empty data dir (median), and its RSS then and
-             a second later, once the warm-up has run (medians over as many spawns)
+             a second later, once the warm-up has run (medians over as many spawns); the package's
+             bytecode written first, as an installed package has it
   (a)        right after a batch import (--import-rows over --import-users, batch `store`), with no
              idle time and no compaction: --rounds rounds of one `store` and one `query` per mode
   (b)        steady state: a store of --steady-rows over --steady-users (built directly with random
@@ -44,7 +45,7 @@ from typing import Any
 
 from . import ROOT, soak
 from .ab import build
-from .client import BenchError, Sidecar, add_sidecar_arguments
+from .client import BenchError, Sidecar, add_sidecar_arguments, compile_package
 from .graph import floor_ms
 from .graph_build import wait_graph_settled
 from .long_memories import fill as fill_long
@@ -242,6 +243,7 @@ def ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """Over --ready-runs spawns: the median spawn -> ready, and the medians of RSS read as the ready line
     arrives and SETTLE_SECONDS later (the first includes whatever the warm-up has read in by then)."""
     walls, at_line, settled = [], [], []
+    compile_package(args.python)
     for i in range(max(1, args.ready_runs)):
         with Sidecar(tmp / f"ready-{i}", python=args.python, stderr=tmp / "ready.log", timeout=args.timeout) as sc:
             walls.append(sc.wait_ready()[0])

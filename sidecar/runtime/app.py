@@ -112,23 +112,28 @@ def location(cfg: Config) -> Any:
                        cfg.s3_writers)
 
 
-def build(cfg: Config) -> App:
+def build(cfg: Config, model: Any = None) -> App:
+    """`model`: the ModelLoad the caller started before its own imports (the server does), else one is
+    started here; either way the domains' imports and the store's opening run beside the model's load."""
+    from ..embedding.loading import ModelLoad
+
+    model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads)
     from ..conversation import ConversationService
-    from ..embedding.embedder import Embedder
-    from ..embedding.model import resolve_model
     from ..facts import FactsCompanion, FactService, FactStore
     from ..graph import GraphCompanion
     from ..messages import MemoryService, MessageStore
+    from ..storage import import_lancedb
 
-    files = resolve_model(cfg.model_dir, cfg.offline, cfg.model_sha256)
+    import_lancedb()  # the store's library, while the model's file is still being hashed
+    files = model.files()  # the store needs the model's identity
     log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
-    embedder = Embedder(files, threads=cfg.threads)
     identity = files.identity
-    reembed = embedder.embed if cfg.reembed else None
+    reembed = model.embedder().embed if cfg.reembed else None  # re-embedding at the opening needs it first
     store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
                          compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
                          spill_bytes=cfg.cache_disk_mb << 20)
     try:
+        embedder = model.embedder()
         store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
         fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write, reembed)
         store.also_compact.append(lambda exclusive, keep: fact_store.compact(if_written=not exclusive, keep=keep))

@@ -64,9 +64,13 @@ class Server:
             signal.signal(sig, self._on_signal)
         threading.Thread(target=self._watch_parent_during_startup, name="startup-watchdog", daemon=True).start()
         try:
+            from ..embedding.loading import ModelLoad
+
+            cfg = self.config  # the model loads beside the imports that follow (embedding/loading.py)
+            model = ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads)
             from .app import build
 
-            self.app = build(self.config)
+            self.app = build(cfg, model)
         except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
             message = str(exc) if not isinstance(exc, ImportError) else f"missing dependency: {exc}"
             log.error("start-up failed: %s", message)

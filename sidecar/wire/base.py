@@ -63,7 +63,7 @@ MODE_DESCRIPTION = ("semantic: nearest vectors (cosine); keyword: BM25 full-text
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
+    model_config = ConfigDict(extra="ignore", strict=True, defer_build=True)
 
 
 def _nul_path(value: Any, path: str) -> str | None:

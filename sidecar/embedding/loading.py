@@ -1,0 +1,51 @@
+"""The model's load on a thread of its own, started first, so that start-up's imports and the store's
+opening run beside it: hashing the ONNX file (hashlib) and making the onnxruntime session release the
+GIL for most of their time, and this machine has a second core. Measured over the pipe
+(docs/performance.md, "Spawn to ready"): the model's files and session took 160-240 ms of a start-up
+that did nothing else meanwhile."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .model import ModelFiles, resolve_model
+
+if TYPE_CHECKING:
+    from .embedder import Embedder
+
+
+class ModelLoad:
+    """Finds and verifies the model's files, then makes its embedder, on a daemon thread. `files()`
+    and `embedder()` wait for their part and raise what the load raised (a missing model's ModelError
+    names every place tried, as before)."""
+
+    def __init__(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int):
+        self._files: Future[ModelFiles] = Future()
+        self._embedder: Future[Embedder] = Future()
+        self._args = (model_dir, offline, sha256, threads)
+        threading.Thread(target=self._load, name="model-load", daemon=True).start()
+
+    def _load(self) -> None:
+        model_dir, offline, sha256, threads = self._args
+        try:
+            files = resolve_model(model_dir, offline, sha256)
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, in the caller's thread
+            self._files.set_exception(exc)
+            self._embedder.set_exception(exc)
+            return
+        self._files.set_result(files)
+        try:
+            from .embedder import Embedder
+
+            self._embedder.set_result(Embedder(files, threads=threads))
+        except BaseException as exc:  # noqa: BLE001
+            self._embedder.set_exception(exc)
+
+    def files(self) -> ModelFiles:
+        return self._files.result()
+
+    def embedder(self) -> Embedder:
+        return self._embedder.result()
