@@ -1,9 +1,10 @@
-"""The graph tables' background compaction holds only the graph's write lock: stores, queries and graph reads
-go on meanwhile, graph writes wait for it (a merge and a compaction that rewrites the same fragments cannot
-both commit), and every row is there after it.
+"""The graph tables' background compaction and the graph's commits hold only the graph's write lock: stores,
+queries and graph reads go on meanwhile, graph writes wait for a compaction (a merge and a compaction that
+rewrites the same fragments cannot both commit), and every row is there after it.
 
-Regression: it held the message store's lock, so every request waited for it; by the end of a
-300,000-request soak it took 121-171 ms per compaction (docs/performance.md).
+Regressions: the compaction held the message store's lock, so every request waited for it; by the end of a
+300,000-request soak it took 121-171 ms per compaction (docs/performance.md). So did the builder's commits
+(six tables, two of them merges), which requests right after a batch import waited for.
 
 The real MessageStore and GraphStore on a real LanceDB dir; the compaction is held open at a known point
 (the compaction function wrapped to wait on an event).
@@ -97,3 +98,46 @@ def test_an_exclusive_graph_compaction_holds_requests_back(tmp_path, monkeypatch
         release.set()
         store.close()
 
+
+
+def test_a_graph_commit_holds_requests_back_no_more(tmp_path, monkeypatch):
+    store = MessageStore(tmp_path, MODEL)
+    gs = GraphStore(store.database, store.lock, store.schedule.note_write)
+    entered, release = threading.Event(), threading.Event()
+    real = gs._upsert
+
+    def held(name, rows, append=False):
+        real(name, rows, append)
+        if name == ENTITIES:  # written; the commit's other tables wait
+            entered.set()
+            assert release.wait(30)
+
+    try:
+        gs.commit(_entity_rows(gs, "u1", "Before"))
+        monkeypatch.setattr(gs, "_upsert", held)
+        committing, _ = _in_thread(lambda: gs.commit(_entity_rows(gs, "u1", "During")))
+        assert entered.wait(30)
+
+        rows, vectors = _rows(3, "chat-user")
+
+        def request():
+            store.add(rows, vectors)  # the message store's lock is free
+            return store.search(vectors[1], "chat-user", 1)[0]["id"]
+
+        requesting, found = _in_thread(request)
+        requesting.join(20)  # (it waited for the whole commit before: here, forever)
+        assert not requesting.is_alive() and found == [rows[1]["id"]]
+        assert {e.name for e in gs.load("u1").entities.values()} == {"Before", "During"}  # each table's commit seen
+        assert committing.is_alive()
+
+        other, _ = _in_thread(lambda: gs.commit(_entity_rows(gs, "u2", "Next")))
+        other.join(0.5)
+        assert other.is_alive()  # graph writes still take turns
+        release.set()
+        committing.join(60)
+        other.join(60)
+        assert not committing.is_alive() and not other.is_alive()
+        assert gs.tables[ENTITIES].count_rows() == 3
+    finally:
+        release.set()
+        store.close()

@@ -8,8 +8,14 @@ message as done, so a message without one is (re)built at the next start.
 
 Locks, always in this order: `writes` (every write and every compaction of these tables: a merge or a
 delete and a compaction that rewrites the same fragments cannot both commit), then the message store's
-`lock` (every read and write, and the exclusive compaction). The background compaction holds `writes`
-alone, so stores and queries, which need only the message store's lock, never wait for it.
+`lock` (every read, the deletes and the exclusive compaction). The builder's and consolidation's commits
+and the background compaction hold `writes` alone, so stores and queries, which need only the message
+store's lock, never wait for them; a graph read meanwhile sees each table before or after its commit
+(LanceDB's versions), as after a crash between two of a commit's tables, which loading tolerates (an
+episode row, written last, is what marks a message as built). Commits held the message store's lock
+until 2026-11-27: right after a batch import a commit took 60-160 ms (six tables, two merges), and the
+requests that came meanwhile waited for it (`realuse` (a): p99s 11-21x the floor, up to 149 ms, in three
+runs of four; 2-7x and at most 47 ms in four runs since; docs/performance.md).
 """
 
 from __future__ import annotations
@@ -166,8 +172,9 @@ class GraphStore:
     def commit(self, rows: dict[str, list[dict[str, Any]]], new_episodes: bool = False) -> None:
         """Table rows written, one commit per table; episodes last (they mark their messages as done).
         new_episodes: the episodes (and their mentions) are new, so they are appended; a crash between
-        their mentions and them leaves mentions that `load` reads once."""
-        with self.writes, self.lock:
+        their mentions and them leaves mentions that `load` reads once. Holds `writes` only (the module's
+        docstring)."""
+        with self.writes:
             for name in (ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS, EPISODES):
                 self._upsert(name, _unique(rows[name]), append=new_episodes and name in (MENTIONS, EPISODES))
 
