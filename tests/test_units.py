@@ -181,10 +181,15 @@ def test_compact_max_duty_is_a_share_of_time():
             cfgmod.resolve(["--compact-max-duty", bad], {})
 
 
-def test_missing_model_error_names_every_place(tmp_path, monkeypatch):
+def _no_model_anywhere(tmp_path, monkeypatch) -> None:
+    """No packaged model, no installed model package, an empty hub cache: only --model-dir is left."""
     monkeypatch.setattr(modelmod, "ASSETS_DIR", tmp_path / "no-assets")
     monkeypatch.setattr(modelmod, "OFFLINE_PACKAGES", (("no_such_model_package_xyz", "model.onnx"),))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+
+
+def test_missing_model_error_names_every_place(tmp_path, monkeypatch):
+    _no_model_anywhere(tmp_path, monkeypatch)
     with pytest.raises(modelmod.ModelError) as info:
         modelmod.resolve_model(tmp_path / "empty", offline=True)
     msg = str(info.value)
@@ -236,9 +241,7 @@ def test_model_load_on_its_thread_hands_over_the_model_or_the_error(tmp_path, mo
     assert files.digest == modelmod.resolve_model(None, offline=True).digest
     assert load.embedder().embed(["hello"]).shape == (1, files.dim)
 
-    monkeypatch.setattr(modelmod, "ASSETS_DIR", tmp_path / "no-assets")
-    monkeypatch.setattr(modelmod, "OFFLINE_PACKAGES", (("no_such_model_package_xyz", "model.onnx"),))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    _no_model_anywhere(tmp_path, monkeypatch)
     missing = ModelLoad(tmp_path / "empty", True, None, 1)
     for part in (missing.files, missing.embedder):
         with pytest.raises(modelmod.ModelError, match="--model-dir"):

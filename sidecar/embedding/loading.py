@@ -1,8 +1,9 @@
 """The model's load on a thread of its own, started first, so that start-up's imports and the store's
 opening run beside it: hashing the ONNX file (hashlib) and making the onnxruntime session release the
-GIL for most of their time, and this machine has a second core. Measured over the pipe
-(docs/performance.md, "Spawn to ready"): the model's files and session took 160-240 ms of a start-up
-that did nothing else meanwhile."""
+GIL for most of their time, and the machines we run on have a second core. Timed inside the process,
+the model's files and session took 160-240 ms of a start-up that did nothing else meanwhile; over the
+pipe, with the wire models deferred too, spawn to `ready` 1,214 -> 1,079 ms (docs/performance.md,
+"Spawn to ready")."""
 
 from __future__ import annotations
 
@@ -25,11 +26,10 @@ class ModelLoad:
     def __init__(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int):
         self._files: Future[ModelFiles] = Future()
         self._embedder: Future[Embedder] = Future()
-        self._args = (model_dir, offline, sha256, threads)
-        threading.Thread(target=self._load, name="model-load", daemon=True).start()
+        threading.Thread(target=self._load, args=(model_dir, offline, sha256, threads), name="model-load",
+                         daemon=True).start()
 
-    def _load(self) -> None:
-        model_dir, offline, sha256, threads = self._args
+    def _load(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int) -> None:
         try:
             files = resolve_model(model_dir, offline, sha256)
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, in the caller's thread

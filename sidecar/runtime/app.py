@@ -10,11 +10,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .config import Config
 from .dispatcher import Dispatcher
+
+if TYPE_CHECKING:
+    from ..embedding.loading import ModelLoad
 
 log = logging.getLogger("sidecar.server")
 
@@ -112,7 +114,7 @@ def location(cfg: Config) -> Any:
                        cfg.s3_writers)
 
 
-def build(cfg: Config, model: Any = None) -> App:
+def build(cfg: Config, model: ModelLoad | None = None) -> App:
     """`model`: the ModelLoad the caller started before its own imports (the server does), else one is
     started here; either way the domains' imports and the store's opening run beside the model's load."""
     from ..embedding.loading import ModelLoad
