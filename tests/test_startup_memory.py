@@ -329,3 +329,29 @@ def test_only_clean_resident_read_only_library_mappings_are_chosen():
 
     chosen = list(clean_library_mappings(_SMAPS.splitlines(keepends=True)))
     assert chosen == [(0x7f0000000000, 0x7f0000004000, 16), (0x7f0000012000, 0x7f0000014000, 8)]
+
+
+def test_lancedb_scans_queue_at_most_the_sidecars_buffer_unless_the_host_sets_one(tmp_path):
+    """Lance's scan buffer (2 GiB by default) is 32 MiB in the sidecar, a value the environment gives is
+    kept, and a compaction of rows larger than the buffer still completes (lancedb_import.py)."""
+    code = """
+        import os
+        from datetime import timedelta
+        from sidecar.storage.lancedb_import import import_lancedb
+        lancedb = import_lancedb()
+        print(os.environ["LANCE_DEFAULT_IO_BUFFER_SIZE"])
+        db = lancedb.connect(%r)
+        text = "".join(chr(33 + (i * 7919) %% 90) for i in range(1_500_000))  # 1.5 MB, not compressible to nothing
+        table = db.create_table("t", data=[{"id": 0, "content": text}])
+        for n in range(1, 6):
+            table.add([{"id": n, "content": text[n:]}])
+        table.optimize(cleanup_older_than=timedelta(0))
+        print(table.count_rows(), len(table.to_arrow().column("content")[5].as_py()))
+    """
+    out = _run(code % str(tmp_path / "db"), tmp_path)
+    assert out.split() == [str(32 << 20), "6", str(1_500_000 - 5)]
+    preset = subprocess.run([sys.executable, "-c", textwrap.dedent(code % str(tmp_path / "db2"))],
+                            cwd=str(Path(__file__).parent.parent), capture_output=True, text=True, timeout=120,
+                            env={"PYTHONPATH": str(tmp_path), "LANCE_DEFAULT_IO_BUFFER_SIZE": str(1 << 20)})
+    assert preset.returncode == 0, preset.stderr
+    assert preset.stdout.split() == [str(1 << 20), "6", str(1_500_000 - 5)]

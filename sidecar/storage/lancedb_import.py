@@ -30,6 +30,7 @@ time and its background event loop started twice (a fallback, logged).
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from contextlib import contextmanager
@@ -40,6 +41,7 @@ from .lazy_import import defer_package_init, import_with_stand_ins
 
 DEFERRED_PACKAGES = ("lance_namespace_urllib3_client", "lance_namespace_urllib3_client.models")
 STANDING_IN = ("lance_namespace",)  # packages whose attributes are Deferred while LanceDB imports
+IO_BUFFER_BYTES = 32 << 20  # LANCE_DEFAULT_IO_BUFFER_SIZE unless the environment sets it (see above)
 
 
 @contextmanager
@@ -80,6 +82,7 @@ def table_names(db: Any) -> set[str]:
 
 
 def import_lancedb() -> ModuleType:
+    os.environ.setdefault("LANCE_DEFAULT_IO_BUFFER_SIZE", str(IO_BUFFER_BYTES))
     for name in DEFERRED_PACKAGES:
         defer_package_init(name)
     with marking_overrides():
