@@ -18,7 +18,8 @@ from benchkit.client import BenchError, Sidecar  # noqa: E402
 
 BENCH = str(ROOT / "scripts" / "bench.py")
 SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
-               "fact-thresholds", "graph-build", "graph", "portable", "realuse", "object-store", "long-memories")
+               "fact-thresholds", "graph-build", "graph", "portable", "realuse", "object-store", "long-memories",
+               "compaction")
 # stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
 FAKE = """
 import json, sys
@@ -158,3 +159,18 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     rows = {r["measurement"]: r for r in realuse.report(results)}
     assert rows["(b) peak RSS"]["target"] == "<= 300 MB at 1M" and rows["(b) peak RSS"][""] == "ok"
     assert rows["(b) reopened: peak RSS through every user's first query"][""] == "MISSED"
+
+
+def test_compaction_measures_each_pass_and_the_rewrite_of_the_indexed_table(tmp_path):
+    """`compaction` (docs/performance.md, "Compaction rewrites the table whole"): new one-row fragments merged
+    among themselves first (not yet indexed), then with the indexed table into one fragment, each pass timed."""
+    out = subprocess.run([sys.executable, BENCH, "compaction", "--rows", "3000", "--users", "30", "--appends", "20",
+                          "--io-buffer-mb", "32", "--json", str(tmp_path / "c.json")],
+                         capture_output=True, text=True, timeout=600, cwd=str(ROOT))
+    assert out.returncode == 0, out.stderr
+    import json
+    run = json.loads((tmp_path / "c.json").read_text())["runs"][0]
+    assert run["buffer"] == str(32 << 20) and run["rows"] == 3020
+    fragments = [(p["fragments_before"], p["fragments_after"]) for p in run["passes"]]
+    assert fragments[:2] == [(21, 2), (2, 1)] and fragments[-1] == (1, 1)
+    assert "32 MiB" in out.stdout and all(p["seconds"] > 0 for p in run["passes"])

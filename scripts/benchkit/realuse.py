@@ -51,6 +51,7 @@ from .graph_build import wait_graph_settled
 from .long_memories import fill as fill_long
 from .long_memories import long_turn
 from .output import log, print_table, write_json
+from .timeline import rss_timeline
 from .timing import pct
 from .workload import fill, make_message, make_question, query_every_user, user_id
 
@@ -80,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--binary", type=Path, action="append", default=[],
                         help="a frozen executable to size and time to ready (repeatable; build_binary.py builds them)")
     parser.add_argument("--ready-runs", type=int, default=5, help="spawns timed (their median)")
+    parser.add_argument("--rss-timeline", type=Path, default=None,
+                        help="(b): write its sidecar's RSS every 0.2 s, with its kinds at each new high and the "
+                             "phases marked, to this JSON file (benchkit/timeline.py)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", default="bench-results/realuse.json", help="results file")
     add_sidecar_arguments(parser, timeout=600.0)
@@ -121,12 +125,17 @@ def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
     build(data, args.steady_rows, args.steady_users, args.seed)
     if args.steady_graph == "built":
         build_graph(args, data, tmp)
-    with Sidecar(data, python=args.python, stderr=tmp / "b.log", timeout=args.timeout) as sc:
+    with Sidecar(data, python=args.python, stderr=tmp / "b.log", timeout=args.timeout) as sc, \
+            rss_timeline(args.rss_timeline, sc.pid) as timeline:
         sc.wait_ready()
+        timeline.mark("ready")
         query_every_user(sc, args.steady_users, rng)
+        timeline.mark("every user queried")
         out = rounds(sc, rng, args.steady_users, args.rounds)
+        timeline.mark("rounds done")
         out["rounds_peak_rss_mb"] = sc.vm_status().get("VmHWM", 0) / 1024
         out["graph"], out["graph_wait_s"] = args.steady_graph, graph_quiet(sc, GRAPH_WAIT_S)
+        timeline.mark("graph waited for")
         out["peak_rss_mb"] = sc.vm_status().get("VmHWM", 0) / 1024  # the graph's build of the rounds' stores too
         out["rows"] = args.steady_rows
         out["cache"] = sc.request({"type": "stats"}, "stats").get("cache")
