@@ -166,17 +166,26 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_firs
         tmp_path, monkeypatch, batch_rows):
     """After a crash or an import the graph's catch-up names every stored message without an episode: user by
     user (so that the builder loads each user's graph once, not once per batch of a 100-user import), each
-    user's oldest first (ties by id, so the order does not depend on the fragment layout), held as one Arrow
-    array rather than a Python string each, and sliced into Python lists only as it reads them back. The
-    table is read in batches (2 rows each here: the order holds across them)."""
+    user's oldest first (ties by id, so the order does not depend on the fragment layout), held as Arrow arrays
+    rather than a Python string each, a group of users at a time (a 1M catch-up held all 1M ids for hours), and
+    sliced into Python lists only as it reads them back. The table is read in batches (2 rows each here: the
+    order holds across them)."""
     import pyarrow as pa
 
     from sidecar.graph.builder import Builder
 
     monkeypatch.setattr(search, "SCAN_BATCH_ROWS", batch_rows)
     store = MessageStore(tmp_path, MODEL)
+    asked: list[list[str]] = []
+
+    def done_of(ids: list[str]):
+        def done(users: list[str]) -> pa.Array:
+            asked.append(users)
+            return pa.array(ids, pa.string())
+        return done
+
     try:
-        assert store.ids_missing(pa.array([], pa.string())).to_pylist() == []  # an empty table
+        assert list(store.missing_by_users(done_of([]))) == []  # an empty table: no group at all
         rows, v = _rows(6, "u")
         others, w = _rows(2, "t")  # another user, whose messages fall between u's in time
         for r, ts in zip(rows + others, (5.0, 1.0, 3.0, 3.0, 2.0, 4.0, 2.5, 0.5)):
@@ -184,20 +193,30 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_firs
         rows[2]["id"], rows[3]["id"] = "z" + rows[2]["id"], "a" + rows[3]["id"]  # a tie the ids order against the table's
         store.add(rows[:3] + others[:1], np.vstack([v[:3], w[:1]]))
         store.add(rows[3:] + others[1:], np.vstack([v[3:], w[1:]]))  # two fragments
-        done = pa.array([rows[5]["id"]], pa.string())  # the one the graph already holds
-        missing = store.ids_missing(done)
-        assert isinstance(missing, pa.Array)
+        done = done_of([rows[5]["id"]])  # the one the graph already holds
+        expected = [others[1]["id"], others[0]["id"],  # user t, then user u
+                    rows[1]["id"], rows[4]["id"], rows[3]["id"], rows[2]["id"], rows[0]["id"]]
+        groups = list(store.missing_by_users(done))
+        assert [(first, last, users) for _, first, last, users in groups] == [(1, 2, 2)]  # both users in one group
+        assert isinstance(groups[0][0], pa.Array) and groups[0][0].to_pylist() == expected
+        assert asked[-1] == [others[0]["user_id"], rows[0]["user_id"]]  # the graph asked for the group's done ids
         if batch_rows == 2:  # the scan really came in several batches
             assert sum(1 for _ in store.table.search().select(["id"]).limit(None).to_batches(2)) > 1
-        assert missing.to_pylist() == [others[1]["id"], others[0]["id"],  # user t, then user u
-                                       rows[1]["id"], rows[4]["id"], rows[3]["id"], rows[2]["id"], rows[0]["id"]]
-        assert store.ids_missing(pa.array([r["id"] for r in rows + others], pa.string())).to_pylist() == []
+
+        monkeypatch.setattr(search, "COHORT_USERS", 1)  # one user per group: read and handed over one at a time
+        asked.clear()
+        groups = list(store.missing_by_users(done))
+        assert [(ids.to_pylist(), first, last, users) for ids, first, last, users in groups] == [
+            (expected[:2], 1, 1, 2), (expected[2:], 2, 2, 2)]
+        assert asked == [[others[0]["user_id"]], [rows[0]["user_id"]]]
+        everything = done_of([r["id"] for r in rows + others])
+        assert [ids.to_pylist() for ids, *_ in store.missing_by_users(everything)] == [[], []]
 
         queued: list[list[str]] = []
         b = Builder(threading.RLock(), None, None, None, lambda n: None)
         b.submit = lambda rows, vectors: queued.append([r["id"] for r in rows])
-        assert b.catch_up(lambda: missing, store.embedded) == 7
-        assert queued == [missing.to_pylist()]  # read back by id, in that order
+        assert b.catch_up(lambda: store.missing_by_users(done), store.embedded) == 7
+        assert queued == [expected[:2], expected[2:]]  # read back by id, in that order, group by group
     finally:
         store.close()
 

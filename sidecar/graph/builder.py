@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -184,24 +184,28 @@ class Builder:
             self.submitted += len(rows)
         self.queue.put((rows, vectors))
 
-    def catch_up(self, missing: Callable[[], pa.Array],
+    def catch_up(self, missing: Callable[[], Iterable[tuple[pa.Array, int, int, int]]],
                  embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
-        """Queue the stored messages `missing()` names (an Arrow string array; read by `embedded`, 256 at a
-        time, each slice made Python strings only then) only as fast as they are built; how many. Blocks."""
+        """Queue the stored messages `missing()` names, a group of users at a time ((Arrow string array, the
+        group's first and last user by number, users in all); read by `embedded`, 256 at a time, each slice made Python strings only then),
+        only as fast as they are built; how many. Blocks."""
+        total = 0
         try:
             with self._catching:
-                ids = missing()
-                if ids:
-                    log.warning("graph: building %d stored messages in the background", len(ids))
-                for start in range(0, len(ids), 256):
-                    self.wait_room(CATCH_UP_AHEAD)
-                    rows, vectors = embedded(ids[start:start + 256].to_pylist())
-                    if rows:
-                        self.submit(rows, vectors)
-                return len(ids)
+                for ids, first, last, users in missing():
+                    if ids:
+                        log.warning("graph: building %d stored messages in the background (users %d-%d of %d)",
+                                    len(ids), first, last, users)
+                    for start in range(0, len(ids), 256):
+                        self.wait_room(CATCH_UP_AHEAD)
+                        rows, vectors = embedded(ids[start:start + 256].to_pylist())
+                        if rows:
+                            self.submit(rows, vectors)
+                    total += len(ids)
+                return total
         except Exception:  # noqa: BLE001 - the messages are safe; the next start tries again
             log.exception("graph catch-up failed")
-            return 0
+            return total
 
     def backlog(self) -> bool:
         """A catch-up, or CATCH_UP_AHEAD rows or more waiting: the graphs the builder loads are worth keeping

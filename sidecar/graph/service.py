@@ -127,7 +127,7 @@ class GraphService:
         """Queue every stored message with no episode (a crash, a store from before the graph, an import),
         as fast as the builder builds them; how many. Blocks."""
         try:
-            return self.builder.catch_up(lambda: self.reader.ids_missing(self.store.done_ids()), self.reader.embedded)
+            return self.builder.catch_up(lambda: self.reader.missing_by_users(self.store.done_ids), self.reader.embedded)
         finally:
             self.caught_up.set()
 

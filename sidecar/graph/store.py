@@ -93,10 +93,13 @@ class GraphStore:
         with self.lock:
             return read_graphs(self.tables, user_ids)
 
-    def done_ids(self) -> pa.Array:
-        """Every message id the graph has an episode for (an Arrow string array)."""
+    def done_ids(self, user_ids: list[str] | None = None) -> pa.Array:
+        """Every message id the graph has an episode for (of these users only, when given; an Arrow string array)."""
+        query = self.tables[EPISODES].search()
+        if user_ids is not None:
+            query = query.where(sql_in("user_id", user_ids)) if user_ids else query.where("false")
         with self.lock:
-            return self.tables[EPISODES].search().select(["id"]).limit(None).to_arrow().column("id").combine_chunks()
+            return query.select(["id"]).limit(None).to_arrow().column("id").combine_chunks()
 
     def users_of(self, episode_ids: list[str]) -> set[str]:
         """The users whose graphs hold these episodes."""

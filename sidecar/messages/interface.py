@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -30,8 +30,10 @@ class MessageReader(Protocol):
                until: float | None = None, text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:
         """The user's best messages for a query (rows with `similarity`), best first."""
 
-    def ids_missing(self, have: pa.Array) -> pa.Array:
-        """The ids of stored messages not in `have` (an Arrow string array), user by user, oldest first."""
+    def missing_by_users(self, done: Callable[[list[str]], pa.Array]) -> Iterator[tuple[pa.Array, int, int, int]]:
+        """The ids of stored messages that `done(users)` does not name (Arrow string arrays), user by user,
+        oldest first, a group of users at a time: (ids, the group's first and last user by number, users in
+        all)."""
 
 
 class Companion(Protocol):

@@ -18,6 +18,7 @@ from .vector_cache import TEXT_FIELDS, UserRows, row_bytes
 
 Filter = tuple[bool, "float | None", "float | None"]  # include_bot, since, until
 SCAN_BATCH_ROWS = 262_144  # rows per batch of a whole-table scan read as it streams (ids_not_in)
+COHORT_USERS = 500  # users whose missing ids the graph's catch-up holds at a time (MessageStore.missing_by_users)
 SIZE_SCAN_ROWS = 65_536  # rows per batch of the warm-up's scan of every text (user_sizes): wider rows than the ids'
 
 
@@ -160,19 +161,30 @@ def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[s
     return [rows[k] for k in perm], vectors[perm] if perm else vectors
 
 
-def ids_not_in(table: Any, have: pa.Array) -> pa.Array:
-    """The ids of the table's rows not in `have`, user by user and each user's oldest first (ties by id), as an
-    Arrow array. By user: the graph's catch-up then builds one user's messages after another and loads each
-    user's graph once, not once per batch (docs/graph.md, "Crash safety and speed"). A catch-up of
-    a whole store names every message and holds them for minutes (99,000 ids: 3.8 MiB here against 8.9 MiB
-    as Python strings, found in 58-72 ms against 346-376; docs/graph.md, "Crash safety and speed").
-    The table is read in batches, each filtered as it comes, and only the kept ids are copied to be sorted:
-    at 1,000,000 memories with nothing built this peaked 122-131 MiB over the process's RSS against 217
-    read whole, for an answer of 38 MiB (docs/performance.md, "A million memories"). Arrow hashes `have` again
-    for each batch (`is_in` keeps no set between calls): with a complete graph of 1M that took the scan from
-    1.5 to 2.0 s, and batches of 65,536 rows took a half-built one from 1.3 to 3.5 s."""
+def table_users(table: Any) -> list[str]:
+    """Every user id the table holds, sorted (its user_id column scanned in batches, each batch's distinct ids
+    kept)."""
+    seen = [pc.unique(b.column("user_id"))
+            for b in table.search().select(["user_id"]).limit(None).to_batches(SCAN_BATCH_ROWS)]
+    return sorted(set(pc.unique(pa.concat_arrays(seen)).to_pylist())) if seen else []
+
+
+def ids_not_in(table: Any, have: pa.Array, of_users: list[str] | None = None) -> pa.Array:
+    """The ids of the table's rows (of `of_users` only, when given) not in `have`, user by user and each user's
+    oldest first (ties by id), as an Arrow array. By user: the graph's catch-up then builds one user's messages
+    after another and loads each user's graph once, not once per batch (docs/graph.md, "Crash safety and
+    speed"). A catch-up of a whole store names every message and holds them for minutes (99,000 ids: 3.8 MiB
+    here against 8.9 MiB as Python strings, found in 58-72 ms against 346-376; docs/graph.md, "Crash safety and
+    speed"). The graph's catch-up asks for COHORT_USERS users at a time (`MessageStore.missing_by_users`), so it
+    holds one group's ids, not the store's. The table is read in batches, each filtered as it comes, and only
+    the kept ids are copied to be sorted: at 1,000,000 memories with nothing built this peaked 122-131 MiB over
+    the process's RSS against 217 read whole, for an answer of 38 MiB (docs/performance.md, "A million
+    memories"). Arrow hashes `have` again for each batch (`is_in` keeps no set between calls): with a complete
+    graph of 1M that took the scan from 1.5 to 2.0 s, and batches of 65,536 rows took a half-built one from 1.3
+    to 3.5 s."""
     ids, users, stamps = [], [], []
-    for batch in table.search().select(["id", "user_id", "timestamp"]).limit(None).to_batches(SCAN_BATCH_ROWS):
+    query = table.search() if of_users is None else table.search().where(sql_in("user_id", of_users))
+    for batch in query.select(["id", "user_id", "timestamp"]).limit(None).to_batches(SCAN_BATCH_ROWS):
         keep = pc.invert(pc.is_in(batch.column("id"), value_set=have))
         ids.append(batch.column("id").filter(keep))
         users.append(batch.column("user_id").filter(keep))
