@@ -324,3 +324,31 @@ def test_pending_chunks_survive_a_cut_line_and_stay_small(tmp_path):
     p.done(["b", "c"])
     assert (tmp_path / PENDING_FILE).read_bytes() == b""
     p.close()
+
+
+def test_build_hands_back_a_data_dir_error_only_once_the_models_load_has_ended(tmp_path, monkeypatch):
+    """Regression: `export` given a data dir in use printed its error, then died of SIGABRT (exit -6 instead of
+    1): the process exited while onnxruntime was still making the session on the model's thread. `build` now
+    lets the load end before the store's error reaches the caller (here the load made slow on purpose)."""
+    import time as _time
+
+    from sidecar.embedding import embedder as embedder_mod
+    from sidecar.embedding.loading import ModelLoad
+    from sidecar.runtime import app as app_mod
+    from sidecar.runtime.config import resolve
+    from sidecar.storage import StoreError
+
+    real_init, ended = embedder_mod.Embedder.__init__, []
+
+    def slow_init(self, *args, **kwargs):
+        _time.sleep(1.0)
+        real_init(self, *args, **kwargs)
+        ended.append(True)
+
+    monkeypatch.setattr(embedder_mod.Embedder, "__init__", slow_init)
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("a file where the data dir should be")
+    cfg = resolve(["--data-dir", str(not_a_dir)], {})
+    with pytest.raises(StoreError):
+        app_mod.build(cfg, ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads))
+    assert ended == [True]

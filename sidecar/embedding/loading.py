@@ -8,7 +8,7 @@ pipe, with the wire models deferred too, spawn to `ready` 1,214 -> 1,079 ms (doc
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,12 @@ class ModelLoad:
 
     def files(self) -> ModelFiles:
         return self._files.result()
+
+    def settle(self) -> None:
+        """Wait for the load to end, however it ends. A process that exits while onnxruntime is making its
+        session aborts ("terminate called without an active exception": exit status -6 instead of the
+        error's own 1), as `export` did when the data dir it was given was in use."""
+        wait([self._embedder])
 
     def embedder(self) -> Embedder:
         return self._embedder.result()

@@ -126,14 +126,18 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
     from ..messages import MemoryService, MessageStore
     from ..storage import import_lancedb
 
-    import_lancedb()  # the store's library, while the model's file is still being hashed
-    files = model.files()  # the store needs the model's identity
-    log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
-    identity = files.identity
-    reembed = model.embedder().embed if cfg.reembed else None  # re-embedding at the opening needs it first
-    store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
-                         compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
-                         spill_bytes=cfg.cache_disk_mb << 20)
+    try:
+        import_lancedb()  # the store's library, while the model's file is still being hashed
+        files = model.files()  # the store needs the model's identity
+        log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
+        identity = files.identity
+        reembed = model.embedder().embed if cfg.reembed else None  # re-embedding at the opening needs it first
+        store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
+                             compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
+                             spill_bytes=cfg.cache_disk_mb << 20)
+    except BaseException:
+        model.settle()  # the error reaches the caller, who exits: never while the model's session is being made
+        raise
     try:
         embedder = model.embedder()
         store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
