@@ -187,8 +187,8 @@ class Builder:
     def catch_up(self, missing: Callable[[], Iterable[tuple[pa.Array, int, int, int]]],
                  embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
         """Queue the stored messages `missing()` names, a group of users at a time ((Arrow string array, the
-        group's first and last user by number, users in all); read by `embedded`, 256 at a time, each slice made Python strings only then),
-        only as fast as they are built; how many. Blocks."""
+        group's first and last user by number, users in all); read by `embedded`, 256 at a time, each slice
+        made Python strings only then), only as fast as they are built; how many. Blocks."""
         total = 0
         try:
             with self._catching:

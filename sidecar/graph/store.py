@@ -95,9 +95,11 @@ class GraphStore:
 
     def done_ids(self, user_ids: list[str] | None = None) -> pa.Array:
         """Every message id the graph has an episode for (of these users only, when given; an Arrow string array)."""
+        if user_ids is not None and not user_ids:
+            return pa.array([], pa.string())
         query = self.tables[EPISODES].search()
         if user_ids is not None:
-            query = query.where(sql_in("user_id", user_ids)) if user_ids else query.where("false")
+            query = query.where(sql_in("user_id", user_ids))
         with self.lock:
             return query.select(["id"]).limit(None).to_arrow().column("id").combine_chunks()
 
