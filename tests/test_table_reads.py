@@ -221,6 +221,34 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_firs
         store.close()
 
 
+def test_the_graphs_done_ids_are_read_for_the_group_of_users_the_catch_up_asks_about(tmp_path, monkeypatch):
+    """The catch-up's groups against the real graph tables: each group's done ids are its own users' episodes
+    (GraphStore.done_ids(users)), so a group names exactly its users' messages the graph has not built."""
+    import pyarrow as pa
+
+    from sidecar.graph.model import Episode, UserGraph
+    from sidecar.graph.store import GraphStore
+
+    monkeypatch.setattr(search, "COHORT_USERS", 2)
+    store = MessageStore(tmp_path, MODEL)
+    gs = GraphStore(store.database, store.lock, store.schedule.note_write)
+    try:
+        by_user = {u: _rows(3, u) for u in ("a", "b", "c")}
+        for rows, v in by_user.values():
+            store.add(rows, v)
+        built = {"a": by_user["a"][0][:2], "c": by_user["c"][0]}  # a: two of three built; c: all; b: none
+        gs.commit(gs.rows([(UserGraph(u), [Episode(r["id"], r["timestamp"], None, None, None, 0.5, False)
+                                           for r in rows], [], [], [], []) for u, rows in built.items()]),
+                  new_episodes=True)
+        assert sorted(gs.done_ids(["a"]).to_pylist()) == sorted(r["id"] for r in built["a"])
+        assert gs.done_ids([]) == pa.array([], pa.string()) and len(gs.done_ids()) == 5
+        groups = [(set(ids.to_pylist()), first, last, users)
+                  for ids, first, last, users in store.missing_by_users(gs.done_ids)]
+        assert groups == [({by_user["a"][0][2]["id"], *(r["id"] for r in by_user["b"][0])}, 1, 2, 3), (set(), 3, 3, 3)]
+    finally:
+        store.close()
+
+
 def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_for_them(tmp_path, monkeypatch):
     """The graph builder looks up the fact that each relation it finds states (FactService.same_fact): that read
     of the facts table runs outside the store's lock, which the facts share. Regression: under a stream of
