@@ -5,7 +5,7 @@ cache warm-up reads, and a whole search straight on a table (read-only, for the 
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +18,7 @@ from .vector_cache import TEXT_FIELDS, UserRows, row_bytes
 
 Filter = tuple[bool, "float | None", "float | None"]  # include_bot, since, until
 SCAN_BATCH_ROWS = 262_144  # rows per batch of a whole-table scan read as it streams (ids_not_in)
-COHORT_USERS = 500  # users whose missing ids the graph's catch-up holds at a time (MessageStore.missing_by_users)
+COHORT_USERS = 500  # users whose missing ids the graph's catch-up holds at a time (missing_by_users)
 SIZE_SCAN_ROWS = 65_536  # rows per batch of the warm-up's scan of every text (user_sizes): wider rows than the ids'
 
 
@@ -169,13 +169,29 @@ def table_users(table: Any) -> list[str]:
     return sorted(set(pc.unique(pa.concat_arrays(seen)).to_pylist())) if seen else []
 
 
+def missing_by_users(read: Callable[[], Any], done: Callable[[list[str]], pa.Array]
+                     ) -> Iterator[tuple[pa.Array, int, int, int]]:
+    """The ids of the rows that `done(users)` (an Arrow string array of ids) does not name, user by user, oldest
+    first, COHORT_USERS users at a time: (ids, the group's first and last user by number from 1, users in all).
+    `read()` is a context manager giving the table for one read; each group is one, and nothing is held between
+    them (a 1M catch-up held all 1M ids, about 40 MB, for hours)."""
+    with read() as table:
+        users = table_users(table)
+    for start in range(0, len(users), COHORT_USERS):
+        group = users[start:start + COHORT_USERS]
+        have = done(group)
+        with read() as table:
+            ids = ids_not_in(table, have, group)
+        yield ids, start + 1, start + len(group), len(users)
+
+
 def ids_not_in(table: Any, have: pa.Array, of_users: list[str] | None = None) -> pa.Array:
     """The ids of the table's rows (of `of_users` only, when given) not in `have`, user by user and each user's
     oldest first (ties by id), as an Arrow array. By user: the graph's catch-up then builds one user's messages
     after another and loads each user's graph once, not once per batch (docs/graph.md, "Crash safety and
     speed"). A catch-up of a whole store names every message and holds them for minutes (99,000 ids: 3.8 MiB
     here against 8.9 MiB as Python strings, found in 58-72 ms against 346-376; docs/graph.md, "Crash safety and
-    speed"). The graph's catch-up asks for COHORT_USERS users at a time (`MessageStore.missing_by_users`), so it
+    speed"). The graph's catch-up asks for COHORT_USERS users at a time (`missing_by_users`), so it
     holds one group's ids, not the store's. The table is read in batches, each filtered as it comes, and only
     the kept ids are copied to be sorted: at 1,000,000 memories with nothing built this peaked 122-131 MiB over
     the process's RSS against 217 read whole, for an answer of 38 MiB (docs/performance.md, "A million

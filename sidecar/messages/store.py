@@ -311,18 +311,8 @@ class MessageStore(LongMemories):
         return rows, vectors if user_id is None else widen(*quantize(vectors))
 
     def missing_by_users(self, done: Callable[[list[str]], pa.Array]) -> Iterator[tuple[pa.Array, int, int, int]]:
-        """The ids of stored messages that `done(users)` (an Arrow string array of ids) does not name, user by
-        user, oldest first, COHORT_USERS users at a time: (ids, the group's first and last user by number from
-        1, users in all). Each group is one read of the table; nothing is held between them (a 1M catch-up held
-        all 1M ids, about 40 MB, for hours)."""
-        with self._unlocked_read() as table:
-            users = search.table_users(table)
-        for start in range(0, len(users), search.COHORT_USERS):
-            group = users[start:start + search.COHORT_USERS]
-            have = done(group)
-            with self._unlocked_read() as table:
-                ids = search.ids_not_in(table, have, group)
-            yield ids, start + 1, start + len(group), len(users)
+        """search.missing_by_users over this table, each group one read that stores and queries need not wait for."""
+        return search.missing_by_users(self._unlocked_read, done)
 
     def _unlocked_read(self) -> Any:
         """The table, every logged row committed, for a read that stores and queries need not wait for."""
