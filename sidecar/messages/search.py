@@ -166,7 +166,7 @@ def table_users(table: Any) -> list[str]:
     kept)."""
     seen = [pc.unique(b.column("user_id"))
             for b in table.search().select(["user_id"]).limit(None).to_batches(SCAN_BATCH_ROWS)]
-    return sorted(set(pc.unique(pa.concat_arrays(seen)).to_pylist())) if seen else []
+    return sorted(pc.unique(pa.concat_arrays(seen)).to_pylist()) if seen else []
 
 
 def missing_by_users(read: Callable[[], Any], done: Callable[[list[str]], pa.Array]
@@ -185,22 +185,17 @@ def missing_by_users(read: Callable[[], Any], done: Callable[[list[str]], pa.Arr
         yield ids, start + 1, start + len(group), len(users)
 
 
-def ids_not_in(table: Any, have: pa.Array, of_users: list[str] | None = None) -> pa.Array:
-    """The ids of the table's rows (of `of_users` only, when given) not in `have`, user by user and each user's
-    oldest first (ties by id), as an Arrow array. By user: the graph's catch-up then builds one user's messages
-    after another and loads each user's graph once, not once per batch (docs/graph.md, "Crash safety and
-    speed"). A catch-up of a whole store names every message and holds them for minutes (99,000 ids: 3.8 MiB
-    here against 8.9 MiB as Python strings, found in 58-72 ms against 346-376; docs/graph.md, "Crash safety and
-    speed"). The graph's catch-up asks for COHORT_USERS users at a time (`missing_by_users`), so it
-    holds one group's ids, not the store's. The table is read in batches, each filtered as it comes, and only
-    the kept ids are copied to be sorted: at 1,000,000 memories with nothing built this peaked 122-131 MiB over
-    the process's RSS against 217 read whole, for an answer of 38 MiB (docs/performance.md, "A million
-    memories"). Arrow hashes `have` again for each batch (`is_in` keeps no set between calls): with a complete
-    graph of 1M that took the scan from 1.5 to 2.0 s, and batches of 65,536 rows took a half-built one from 1.3
-    to 3.5 s."""
+def ids_not_in(table: Any, have: pa.Array, of_users: list[str]) -> pa.Array:
+    """The ids of these users' rows not in `have`, user by user and each user's oldest first (ties by id), as an
+    Arrow array (`missing_by_users` asks for a group of users at a time). By user: the graph's catch-up then
+    builds one user's messages after another and loads each user's graph once, not once per batch
+    (docs/graph.md, "Crash safety and speed"). Held as Arrow, not Python strings (99,000 ids: 3.8 MiB against
+    8.9 MiB, found in 58-72 ms against 346-376). The rows are read in batches, each filtered as it comes, and
+    only the kept ids are copied to be sorted (a whole 1M table read at once peaked 217 MiB over the process,
+    122-131 in batches). Arrow hashes `have` again for each batch (`is_in` keeps no set between calls)."""
     ids, users, stamps = [], [], []
-    query = table.search() if of_users is None else table.search().where(sql_in("user_id", of_users))
-    for batch in query.select(["id", "user_id", "timestamp"]).limit(None).to_batches(SCAN_BATCH_ROWS):
+    query = table.search().where(sql_in("user_id", of_users)).select(["id", "user_id", "timestamp"])
+    for batch in query.limit(None).to_batches(SCAN_BATCH_ROWS):
         keep = pc.invert(pc.is_in(batch.column("id"), value_set=have))
         ids.append(batch.column("id").filter(keep))
         users.append(batch.column("user_id").filter(keep))
