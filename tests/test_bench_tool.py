@@ -162,7 +162,7 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
 
 
 def test_compaction_measures_each_pass_and_the_rewrite_of_the_indexed_table(tmp_path):
-    """`compaction` (docs/performance.md, "Compaction rewrites the table whole"): new one-row fragments merged
+    """`compaction` (docs/performance.md, "Compaction's read-ahead bounded"): new one-row fragments merged
     among themselves first (not yet indexed), then with the indexed table into one fragment, each pass timed."""
     out = subprocess.run([sys.executable, BENCH, "compaction", "--rows", "3000", "--users", "30", "--appends", "20",
                           "--io-buffer-mb", "32", "--json", str(tmp_path / "c.json")],

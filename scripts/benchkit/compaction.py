@@ -8,7 +8,7 @@ the process's RSS before it, and the fragments after it.
 LanceDB 0.40's `optimize` compacts with Lance's default target of 1,048,576 rows per fragment and takes no
 options: every fragment below it is a candidate, and Lance merges neighbouring candidates covered by the same
 indexes. New rows are first merged among themselves (not yet indexed), then indexed; the next pass rewrites
-them with the big fragment, the whole table (docs/performance.md, "Compaction rewrites the table whole").
+them with the big fragment, the whole table (docs/performance.md, "Compaction's read-ahead bounded").
 
     python scripts/bench.py compaction --rows 1000000 --users 10000 --io-buffer-mb 2048 --io-buffer-mb 32
 """
@@ -32,9 +32,10 @@ from .output import log, print_table, write_json
 
 SUMMARY = "a compaction of the messages table: its time and peak RSS by Lance's scan buffer"
 
-# The child: append, then optimize until nothing changes, each pass's peak RSS sampled every 20 ms.
+# The child: append, then optimize until nothing changes; each pass's peak is the kernel's own (VmHWM, reset
+# before the pass by writing 5 to /proc/self/clear_refs), not a sample.
 CHILD = r"""
-import json, os, sys, threading, time, uuid
+import json, os, sys, time, uuid
 from datetime import timedelta
 sys.path.insert(0, os.environ["BENCH_ROOT"])
 from sidecar.runtime import native_memory
@@ -42,30 +43,26 @@ native_memory.configure()
 from sidecar.storage.lancedb_import import import_lancedb
 import pyarrow as pa
 sys.path.insert(0, os.path.join(os.environ["BENCH_ROOT"], "scripts"))
-from benchkit.procfs import rss_kib
+from benchkit.procfs import status_kib
 table = import_lancedb().connect(sys.argv[1]).open_table("messages")
 appends = int(sys.argv[2])
 sample = table.search().limit(appends).to_arrow()
 ids = sample.schema.get_field_index("id")
 for i in range(appends):
     table.add(sample.slice(i, 1).set_column(ids, "id", pa.array([str(uuid.uuid4())])))
-peak, stop = [0], threading.Event()
-def poll():
-    while not stop.is_set():
-        peak[0] = max(peak[0], rss_kib())
-        stop.wait(0.02)
-threading.Thread(target=poll, daemon=True).start()
 passes = []
 for _ in range(4):
-    before, fragments = rss_kib(), table.stats()["fragment_stats"]["num_fragments"]
-    peak[0], t0 = before, time.perf_counter()
+    fragments = table.stats()["fragment_stats"]["num_fragments"]
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # VmHWM := VmRSS
+    before, t0 = status_kib()["VmRSS"], time.perf_counter()
     table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
     seconds = time.perf_counter() - t0
-    passes.append({"seconds": seconds, "peak_over_mib": (peak[0] - before) / 1024, "rss_before_mib": before / 1024,
-                   "fragments_before": fragments, "fragments_after": table.stats()["fragment_stats"]["num_fragments"]})
+    passes.append({"seconds": seconds, "peak_over_mib": (status_kib()["VmHWM"] - before) / 1024,
+                   "rss_before_mib": before / 1024, "fragments_before": fragments,
+                   "fragments_after": table.stats()["fragment_stats"]["num_fragments"]})
     if passes[-1]["fragments_after"] == fragments and len(passes) > 1:
         break
-stop.set()
 print(json.dumps({"buffer": os.environ["LANCE_DEFAULT_IO_BUFFER_SIZE"], "rows": table.count_rows(), "passes": passes}))
 """
 
