@@ -174,3 +174,26 @@ def test_compaction_measures_each_pass_and_the_rewrite_of_the_indexed_table(tmp_
     fragments = [(p["fragments_before"], p["fragments_after"]) for p in run["passes"]]
     assert fragments[:2] == [(21, 2), (2, 1)] and fragments[-1] == (1, 1)
     assert "32 MiB" in out.stdout and all(p["seconds"] > 0 for p in run["passes"])
+
+
+def test_rss_timeline_catches_a_child_processs_peak_with_its_kinds_and_the_phases(tmp_path):
+    """`realuse --rss-timeline` (benchkit/timeline.py): a real process that holds 120 MiB for a second shows that
+    peak, its kind (large anonymous mappings) at the high, and the marks in order; no path, no file."""
+    from benchkit.timeline import rss_timeline
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); b = bytearray(120 << 20); "
+                              "b[::4096] = b'x' * len(b[::4096]); time.sleep(1.0)"])
+    try:
+        with rss_timeline(tmp_path / "tl.json", child.pid) as timeline:
+            timeline.mark("started")
+            child.wait(30)
+            timeline.mark("exited")
+        with rss_timeline(None, child.pid) as nothing:
+            nothing.mark("ignored")
+    finally:
+        child.kill()
+    import json
+    out = json.loads((tmp_path / "tl.json").read_text())
+    assert out["peak"][1] >= 120 and [name for _, name in out["marks"]] == ["started", "exited"]
+    assert max(h[2]["anon_large"] for h in out["highs"]) >= 115
+    assert list(tmp_path.iterdir()) == [tmp_path / "tl.json"]

@@ -44,6 +44,13 @@ class RssTimeline:
                 pass
             self._stop.wait(INTERVAL)
 
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
     def mark(self, name: str) -> None:
         self.marks.append([self._now(), name])
 
@@ -64,12 +71,11 @@ def rss_timeline(path: Path | None, pid: int) -> Iterator["RssTimeline | _NoTime
         yield _NoTimeline()
         return
     tl = RssTimeline(pid)
-    tl._thread.start()
+    tl.start()
     try:
         yield tl
     finally:
-        tl._stop.set()
-        tl._thread.join(timeout=5)
+        tl.stop()
         out = tl.result()
         write_json(path, out)
         if out["peak"]:
