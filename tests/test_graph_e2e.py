@@ -152,6 +152,8 @@ def test_a_store_made_without_graph_is_built_at_the_next_start(spawn):
     log = sc.stderr()
     assert "cache: 1 users loaded" in log and "graph: building 1 stored messages" in log, log
     assert log.index("cache: 1 users loaded") < log.index("graph: building 1 stored messages"), log
+    # progress on long work: the catch-up names each group of users it builds (docs/graph.md)
+    assert "graph: building 1 stored messages in the background (users 1-1 of 1)" in log, log
 
 
 HOSTILE = ["Zoë \"Quote\" O'Neil", "Ана", "שלום", "Ünïcødé 🎉", "x' OR '1'='1"]
