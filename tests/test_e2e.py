@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
 
 import pytest
 
-from conftest import files_containing
+from conftest import ROOT, files_containing
 
 DAY = 86_400
 
@@ -492,3 +494,20 @@ def test_pipelined_stores_are_group_committed_and_answered_in_order(spawn):
     sc2 = spawn()
     assert sc2.ready["memories"] == n - 1
     assert sc2.shutdown() == 0
+
+
+def test_a_missing_dependency_is_one_clear_start_up_failure(tmp_path):
+    """A dependency that cannot be imported (here the keyword stemmer's, shadowed by a package that refuses to
+    import) while the model is loading beside the imports: one `startup_failed` line naming it, exit 1, nothing
+    else on stdout, and the process exits cleanly rather than aborting mid model load (server.py settles it)."""
+    shadow = tmp_path / "shadow" / "snowballstemmer"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('snowballstemmer is missing here')\n")
+    env = {**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{ROOT}"}
+    out = subprocess.run([sys.executable, "-m", "sidecar", "--data-dir", str(tmp_path / "data")], input=b"",
+                         capture_output=True, timeout=120, env=env, cwd=str(tmp_path))
+    lines = out.stdout.decode().splitlines()
+    assert out.returncode == 1, out.stderr.decode()[-2000:]
+    assert len(lines) == 1 and json.loads(lines[0])["code"] == "startup_failed"
+    assert "missing dependency" in lines[0] and "snowballstemmer" in lines[0]
+    assert b"terminate called" not in out.stderr

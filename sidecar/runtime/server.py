@@ -63,6 +63,7 @@ class Server:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         threading.Thread(target=self._watch_parent_during_startup, name="startup-watchdog", daemon=True).start()
+        model = None
         try:
             from ..embedding.loading import ModelLoad
 
@@ -72,6 +73,8 @@ class Server:
 
             self.app = build(cfg, model)
         except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
+            if model is not None:
+                model.settle()  # never exit while onnxruntime makes its session (ModelLoad.settle)
             message = str(exc) if not isinstance(exc, ImportError) else f"missing dependency: {exc}"
             log.error("start-up failed: %s", message)
             self.transport.send(encode(StartupFailed(f"start-up failed: {message}").to_response()))
