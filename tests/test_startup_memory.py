@@ -355,3 +355,37 @@ def test_lancedb_scans_queue_at_most_the_sidecars_buffer_unless_the_host_sets_on
                             env={"PYTHONPATH": str(tmp_path), "LANCE_DEFAULT_IO_BUFFER_SIZE": str(1 << 20)})
     assert preset.returncode == 0, preset.stderr
     assert preset.stdout.split() == [str(1 << 20), "6", str(1_500_000 - 5)]
+
+
+def test_the_collector_is_off_through_start_up_and_back_on_once_ready_with_start_ups_objects_frozen(tmp_path):
+    """runtime/collector.py: no cyclic collections over the imports and the store's opening; after `ready`
+    the collector runs again (else cyclic garbage made while serving would never be freed) and what
+    start-up made is in the permanent generation. The other faces turn it back on at once."""
+    out, data = tmp_path / "out.txt", tmp_path / "data"
+    code = textwrap.dedent(f"""
+        import gc, os
+        from sidecar.runtime import cli
+        paused = not gc.isenabled()
+        from sidecar.runtime.config import resolve
+        from sidecar.runtime.server import Server
+        code = Server(resolve(["--data-dir", {str(data)!r}]), parent_pid=os.getppid()).run()
+        open({str(out)!r}, "w").write(f"{{paused}} {{code}} {{gc.isenabled()}} {{gc.get_freeze_count()}}")
+    """)
+    run = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent), input=b'{"type":"shutdown"}\n',
+                         capture_output=True, timeout=180)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert b'"type":"ready"' in run.stdout
+    paused, exit_code, enabled, frozen = out.read_text().split()
+    assert (paused, exit_code, enabled) == ("True", "0", "True")
+    assert int(frozen) > 50_000  # start-up's objects (about 120,000 on 2026-11-27)
+    face = _run("""
+        import gc
+        from sidecar.runtime import cli
+        paused = not gc.isenabled()
+        try:
+            cli.main(["export", "--help"])
+        except SystemExit:
+            pass
+        print("face", paused, gc.isenabled())
+    """, tmp_path)
+    assert "face True True" in face

@@ -8,8 +8,9 @@ import logging
 import os
 import sys
 
-from . import native_memory
+from . import collector, native_memory
 
+collector.pause()  # no cyclic collections over the imports and the store's opening (collector.py)
 native_memory.configure()  # before numpy, onnxruntime and LanceDB are imported and start their threads
 
 from .config import Config, ConfigError, resolve  # noqa: E402 - imports numpy and LanceDB
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     # only: 0700 directories, 0600 files. Memories are private conversation content.
     os.umask(0o077)
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] and args[0] in ("mcp", "inspect", "export", "import"):
+        collector.resume()  # only the NDJSON server settles the collector after its `ready` (Server.run)
     if args[:1] == ["mcp"]:  # `memory-sidecar mcp ...`: the same memory as an MCP server
         return _mcp(args[1:])
     if args[:1] == ["inspect"]:  # `memory-sidecar inspect ...`: a read-only web page over a data dir

@@ -17,7 +17,7 @@ from .. import __version__
 from ..wire import PROTOCOL_VERSION, ReadyResponse, encode
 from ..wire.errors import StartupFailed, TooLarge
 from ..wire.transport import Eof, Incoming, Line, Oversized, StdioTransport
-from . import native_memory
+from . import collector, native_memory
 from .config import Config
 from .maintenance import maintain
 
@@ -91,6 +91,7 @@ class Server:
                                   memories=memories, startup_ms=round((time.monotonic() - t0) * 1000))
             self.transport.send(encode(ready))
             log.info("ready in %d ms", ready.startup_ms)
+            collector.settle()  # start-up's objects frozen, the collector back on (collector.py)
             maintenance = threading.Thread(target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True)
             maintenance.start()
             self._serve(self.app.dispatcher)
