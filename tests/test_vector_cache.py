@@ -145,7 +145,7 @@ def test_cache_is_warmed_at_start_up_and_bounded_by_its_budget(spawn, tmp_path):
     while time.time() < deadline and sc.request({"type": "stats"})["cache"]["users"] < 3:
         time.sleep(0.1)
     cache = sc.request({"type": "stats"})["cache"]  # no query was sent: the start-up warm-up loaded them
-    assert cache["users"] == 3 and 0 < cache["bytes"] <= cache["budget_bytes"] == 48 << 20  # the default
+    assert cache["users"] == 3 and 0 < cache["bytes"] <= cache["budget_bytes"] == 16 << 20  # the default
     assert sc.shutdown() == 0
     off = spawn("--cache-mb", "0", data_dir=data)
     assert off.request({"type": "query", "user_id": "w1", "text": "note 3", "limit": 1})["messages"]

@@ -50,7 +50,7 @@ HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for ot
 class MessageStore(LongMemories):
     def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
                  compact_interval_seconds: float = 60.0, reembed: Callable[[list[str]], np.ndarray] | None = None,
-                 cache_bytes: int = 48 << 20, compact_max_duty: float = COMPACT_MAX_DUTY, spill_bytes: int = 0):
+                 cache_bytes: int = 16 << 20, compact_max_duty: float = COMPACT_MAX_DUTY, spill_bytes: int = 0):
         self.data_dir = data_dir
         self.dim = int(model["dim"])
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)

@@ -149,8 +149,8 @@ OPTIONS: tuple[Option, ...] = (
            "Compact at most this long after the first uncompacted write (0: only by write count)."),
     Option("compact_max_duty", _share, 0.1, "Largest share of wall time background compaction may take: after "
            "one that took d seconds, the next waits at least d * (1 / share - 1); 1 removes the pause."),
-    Option("cache_mb", _non_negative(int), 48, "Memory budget of the per-user in-memory vector cache that serves queries without a "
-           "LanceDB round trip (48 MB: about 60,000 short memories; least recently used users go to the disk spill); 0 disables it."),
+    Option("cache_mb", _non_negative(int), 16, "Memory budget of the per-user in-memory vector cache that serves queries without a "
+           "LanceDB round trip (16 MB: about 20,000 short memories; least recently used users go to the disk spill); 0 disables it."),
     Option("cache_disk_mb", _non_negative(int), 2048, "Disk budget for users evicted from the in-memory cache: kept "
            "in the data dir's spill/ folder (emptied at every start), they come back with a file read instead of "
            "a LanceDB read of their rows; 0 turns the spill off. Local data dirs only."),
