@@ -387,5 +387,7 @@ def test_the_collector_is_off_through_start_up_and_back_on_once_ready_with_start
         except SystemExit:
             pass
         print("face", paused, gc.isenabled())
+        gc.disable()
+        print("refused", cli.main(["--cache-mb", "-1"]), gc.isenabled())  # a configuration error, in process
     """, tmp_path)
-    assert "face True True" in face
+    assert "face True True" in face and "refused 2 True" in face

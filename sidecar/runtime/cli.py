@@ -1,6 +1,7 @@
 """Command-line entry point: resolve the configuration, set up stderr logging, run the server (the
 NDJSON one, with the `mcp` subcommand the MCP one, with `inspect` the read-only web page), or the
-`export` / `import` subcommands."""
+`export` / `import` subcommands. Importing this module turns Python's cyclic collector off (start-up's
+imports, collector.py) until `main` hands over to a face or the NDJSON server says `ready`."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         return portable(args[0], args[1:], setup_logging)
     config = _configured(argv, "ndjson")
     if config is None:
+        collector.resume()  # an in-process caller (a test) goes on with the collector on
         return 2
     from .frozen import exit_now
     from .server import Server
