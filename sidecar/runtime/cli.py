@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Callable
 
 from . import collector, native_memory
 
@@ -35,16 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     # only: 0700 directories, 0600 files. Memories are private conversation content.
     os.umask(0o077)
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] and args[0] in ("mcp", "inspect", "export", "import"):
-        collector.resume()  # only the NDJSON server settles the collector after its `ready` (Server.run)
-    if args[:1] == ["mcp"]:  # `memory-sidecar mcp ...`: the same memory as an MCP server
-        return _mcp(args[1:])
-    if args[:1] == ["inspect"]:  # `memory-sidecar inspect ...`: a read-only web page over a data dir
-        return _inspect(args[1:])
-    if args[:1] in (["export"], ["import"]):  # `memory-sidecar export|import ...`: portability from the shell
-        from .portable_face import run as portable
-
-        return portable(args[0], args[1:], setup_logging)
+    face = FACES.get(args[0]) if args else None
+    if face is not None:
+        collector.resume()  # only the NDJSON server keeps it off until its `ready` (Server.run settles it)
+        return face(args)
     config = _configured(argv, "ndjson")
     if config is None:
         collector.resume()  # an in-process caller (a test) goes on with the collector on
@@ -88,6 +83,12 @@ def _mcp(argv: list[str]) -> int:
     return code
 
 
+def _portable(args: list[str]) -> int:
+    from .portable_face import run
+
+    return run(args[0], args[1:], setup_logging)
+
+
 def _inspect(argv: list[str]) -> int:
     config = _configured(argv, "inspect")
     if config is None:
@@ -95,3 +96,12 @@ def _inspect(argv: list[str]) -> int:
     from .inspect_face import run
 
     return run(config)
+
+
+# The subcommands, each given the whole argument list (its own name first); no subcommand: the NDJSON server.
+FACES: dict[str, Callable[[list[str]], int]] = {
+    "mcp": lambda args: _mcp(args[1:]),  # `memory-sidecar mcp ...`: the same memory as an MCP server
+    "inspect": lambda args: _inspect(args[1:]),  # `memory-sidecar inspect ...`: a read-only web page over a data dir
+    "export": _portable,  # `memory-sidecar export|import ...`: portability from the shell
+    "import": _portable,
+}
