@@ -280,3 +280,24 @@ def test_the_warm_up_counts_a_users_rows_as_the_cache_will(tmp_path, monkeypatch
         mine = [k for k, r in enumerate(rows) if r["user_id"] == user]
         entry = VectorCache(dim, 1 << 30).put(user, [rows[k] for k in mine], vectors[mine])
         assert sizes[user] == entry.nbytes
+
+
+def test_the_default_budget_holds_about_twenty_thousand_short_memories(spawn):
+    """README and docs/data.md: the default 16 MB cache holds about 20,000 short memories (a short chat message,
+    its int8 vector and its keyword index: about 780 bytes). Measured over the real process: a user's 2,000
+    stored chat lines, searched by keyword (which builds the index), as `stats` counts them."""
+    sc = spawn()
+    subjects = ["my sister", "the dog", "our landlord", "Tom from work", "grandma", "the new intern"]
+    doings = ["moved to Lisbon", "started learning the cello", "got a promotion", "ran a half marathon",
+              "adopted a kitten", "booked a trip to Kyoto", "fixed the old bike", "baked sourdough"]
+    lines = [f"{subjects[i % 6]} {doings[(i // 6) % 8]} on day {i}, which was {'great' if i % 3 else 'odd'}"
+             for i in range(2000)]
+    for start in range(0, 2000, 500):
+        assert sc.request({"type": "store", "messages": [{"user_id": "u", "content": c}
+                                                          for c in lines[start:start + 500]]})["type"] == "ok"
+    assert sc.request({"type": "query", "user_id": "u", "text": "cello lessons", "mode": "keyword", "limit": 3})["messages"]
+    cache = sc.request({"type": "stats"})["cache"]
+    per_memory = cache["bytes"] / 2000
+    assert cache["users"] == 1 and cache["budget_bytes"] == 16 << 20
+    assert 400 < per_memory <= (16 << 20) / 20_000, per_memory  # 20,000 fit in the budget (692 on 2026-11-27)
+    assert sc.shutdown() == 0
