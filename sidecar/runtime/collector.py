@@ -9,8 +9,9 @@ before the imports. `settle`, called once `ready` is on the pipe, moves every ob
 the permanent generation (`gc.freeze`: no collection scans them again, so a full collection while
 serving costs what the served data costs, not what start-up left) and turns the collector back on.
 It does not collect first: a full collection there took 31 ms (in front of the first request) and
-found 1,030 objects of start-up garbage, 0.2 MB, which stay frozen instead. The faces that do not
-serve NDJSON turn the collector back on at once (`resume`).
+found 1,030 objects of start-up garbage, 0.2 MB, which stay frozen instead. The subcommands that do
+not serve NDJSON (cli.FACES) turn the collector back on at once (`resume`), and so does a refused
+configuration.
 """
 
 from __future__ import annotations
