@@ -84,9 +84,15 @@ def _mcp(argv: list[str]) -> int:
 
 
 def _portable(args: list[str]) -> int:
+    from .frozen import exit_now
     from .portable_face import run
 
-    return run(args[0], args[1:], setup_logging)
+    code = run(args[0], args[1:], setup_logging)
+    sys.stdout.flush()
+    # the store is closed and the answer written: skip the interpreter's teardown, where the native libraries'
+    # threads aborted the process (exit -6) after about one `import` in six (docs/portability.md)
+    exit_now(code, PARENT_AT_START)
+    return code
 
 
 def _inspect(argv: list[str]) -> int:
