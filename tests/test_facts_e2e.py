@@ -8,6 +8,7 @@ import uuid
 import orjson
 
 from conftest import files_containing
+from sidecar.storage import SCHEMA_VERSION
 
 
 def remember(sc, user, text, category="preference", **extra):
@@ -292,9 +293,9 @@ def test_version_1_data_dir_is_migrated(spawn, tmp_path):
     sc2 = spawn()
     assert sc2.ready["memories"] == 1
     assert "migrating" in sc2.stderr()
-    assert orjson.loads(meta_path.read_bytes())["schema_version"] == 5
+    assert orjson.loads(meta_path.read_bytes())["schema_version"] == SCHEMA_VERSION
     st = sc2.request({"type": "stats"})
-    assert st["schema_version"] == 5 and st["facts"] == 0
+    assert st["schema_version"] == SCHEMA_VERSION and st["facts"] == 0
     assert sc2.request({"type": "query", "user_id": "u", "text": "bees", "limit": 1})["messages"][0]["id"] == mid
     assert remember(sc2, "u", "Keeps bees", "pattern")["action"] == "added"
     assert sc2.shutdown() == 0

@@ -13,6 +13,8 @@ import time
 import orjson
 import pytest
 
+from sidecar.storage import SCHEMA_VERSION
+
 DAY = 86_400
 FACT = "My grandmother's secret lasagna recipe uses freshly grated nutmeg in the bechamel sauce."
 QUESTION = "What spice goes into grandmother's lasagna sauce?"
@@ -197,7 +199,7 @@ def test_a_schema_4_store_migrates_and_chunks_its_long_memories(spawn, tmp_path)
     sc = spawn(data_dir=tmp_path / "old")
     stats = wait_chunked(sc)
     assert stats["vectors"] >= 20
-    assert sc.request({"type": "stats"})["schema_version"] == 5
+    assert sc.request({"type": "stats"})["schema_version"] == SCHEMA_VERSION
     res = sc.request({"type": "query", "user_id": "u", "text": QUESTION, "mode": "semantic"})
     assert res["messages"][0]["id"] == rid and "nutmeg" in res["messages"][0]["content"][slice(*res["messages"][0]["span"])]
     assert sc.shutdown() == 0

@@ -9,6 +9,7 @@ import time
 import orjson
 
 from conftest import files_containing
+from sidecar.storage import SCHEMA_VERSION
 
 MODES = ("semantic", "keyword", "hybrid")
 
@@ -191,8 +192,8 @@ def test_schema_2_data_dir_is_migrated(spawn):
     assert sc2.ready["memories"] == 2
     err = sc2.stderr()
     assert "migrating" in err and "linking 2 memories" in err, err
-    assert orjson.loads(meta_path.read_bytes())["schema_version"] == 5
-    assert sc2.request({"type": "stats"})["schema_version"] == 5
+    assert orjson.loads(meta_path.read_bytes())["schema_version"] == SCHEMA_VERSION
+    assert sc2.request({"type": "stats"})["schema_version"] == SCHEMA_VERSION
     assert [m["id"] for m in query(sc2, "u", "xylophone", "keyword")] == [q]
     assert {m["id"] for m in query(sc2, "u", "xylophone museum", "hybrid", limit=2)} == {q, a}
     r = sc2.request({"type": "facts", "user_id": "u", "text": "bassoon", "mode": "keyword"})

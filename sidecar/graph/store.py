@@ -2,9 +2,15 @@
 the text and vector stay in the messages table), entities, mentions, relations, traces and trace
 links. Loads one user's graph, saves what changed in one commit per table, deletes a user.
 
-Every row is keyed so that writing it twice is harmless (merge on `id`): the builder may redo an
-episode after a crash, and the result is the same. An episode row is written last: it marks the
-message as done, so a message without one is (re)built at the next start.
+Every row is keyed so that writing it twice is harmless: the builder may redo an episode after a
+crash, and the result is the same. An episode row is written last: it marks the message as done, so a
+message without one is (re)built at the next start.
+
+Rows are replaced without LanceDB's `merge_insert` (whose join code alone kept 11 MiB more of LanceDB's
+library resident, and `realuse` (b)'s peak at 100k 20 MB higher, once the builder ran: docs/performance.md):
+each commit stamps its rows with a `rev` of its own, appends them, then deletes the other rows of the same
+ids. A crash between the two leaves two rows of an id: reads keep the one of the highest `rev`, and the
+next commit deletes the other (`_heal`). Tables from before `rev` gain it, 0 in every row, when opened.
 
 Locks, always in this order: `writes` (every write and every compaction of these tables: a merge or a
 delete and a compaction that rewrites the same fragments cannot both commit), then the message store's
@@ -21,6 +27,7 @@ runs of four; 2-7x and at most 47 ms in four runs since; docs/performance.md).
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from contextlib import nullcontext
 from datetime import timedelta
@@ -31,36 +38,8 @@ import pyarrow as pa
 
 from ..storage import Database, compact_tables, sql_in, sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
-
-
-EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS = (
-    "graph_episodes", "graph_entities", "graph_mentions", "graph_relations", "graph_traces", "graph_links")
-_S, _F, _I = pa.string(), pa.float64(), pa.int32()
-
-
-def schemas(dim: int) -> dict[str, pa.Schema]:
-    def s(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
-        return pa.schema([pa.field(n, t, nullable=null) for n, t, null in fields])
-
-    return {
-        EPISODES: s(("id", _S, False), ("user_id", _S, False), ("ts", _F, False), ("channel_id", _S, True),
-                    ("message_id", _S, True), ("reply_to", _S, True), ("quality", pa.float32(), False),
-                    ("low", pa.bool_(), False), ("trace_id", _S, True)),
-        ENTITIES: s(("id", _S, False), ("user_id", _S, False), ("name", _S, False), ("type", _S, False),
-                    ("aliases", pa.list_(_S), False), ("activation", pa.float32(), False)),
-        MENTIONS: s(("id", _S, False), ("user_id", _S, False), ("episode_id", _S, False), ("entity_id", _S, False),
-                    ("seq", _I, False)),
-        RELATIONS: s(("id", _S, False), ("user_id", _S, False), ("subject_id", _S, False), ("predicate", _S, False),
-                     ("object_id", _S, True), ("object_value", _S, False), ("valid_from", _F, False),
-                     ("valid_to", _F, True), ("episode_ids", pa.list_(_S), False), ("confidence", pa.float32(), False),
-                     ("fact_id", _S, True)),
-        TRACES: s(("id", _S, False), ("user_id", _S, False), ("summary", _S, False),
-                  ("episode_ids", pa.list_(_S), False), ("entity_ids", pa.list_(_S), False),
-                  ("activation", pa.float32(), False), ("start", _F, False), ("end", _F, False),
-                  ("created_at", _F, False), ("updated_at", _F, False), ("vector", pa.list_(pa.float32(), dim), False)),
-        LINKS: s(("id", _S, False), ("user_id", _S, False), ("a", _S, False), ("b", _S, False),
-                 ("weight", pa.float32(), False)),
-    }
+from .tables import (ENTITIES, EPISODES, LINKS, MENTIONS, RELATIONS, REV, TRACES, _last_of_each, read_graphs,
+                     schemas)
 
 
 class GraphStore:
@@ -73,7 +52,16 @@ class GraphStore:
         self.tables: dict[str, Any] = {name: database.open_or_create(name, schema)
                                        for name, schema in self._schemas.items()}
         self._written = True
-        self._ensure_indexes()
+        self._rev = 0
+        self._stale: dict[str, set[str]] = {}  # ids read twice (a crash between a commit's two steps)
+        if database.read_only_reason() is None:
+            self._add_rev()
+            self._ensure_indexes()
+
+    def _add_rev(self) -> None:
+        for table in self.tables.values():
+            if REV not in table.schema.names:
+                table.add_columns({REV: "CAST(0 AS BIGINT)"})
 
     def _ensure_indexes(self) -> None:
         with warnings.catch_warnings():
@@ -91,7 +79,7 @@ class GraphStore:
     def load_many(self, user_ids: list[str]) -> dict[str, UserGraph]:
         """Several users' graphs with one read per table (a batch of new users costs 6 reads, not 6 each)."""
         with self.lock:
-            return read_graphs(self.tables, user_ids)
+            return read_graphs(self.tables, user_ids, self._stale)
 
     def done_ids(self, user_ids: list[str] | None = None) -> pa.Array:
         """Every message id the graph has an episode for (of these users only, when given; an Arrow string array)."""
@@ -130,17 +118,39 @@ class GraphStore:
     # ------------------------------------------------------------------ writes
 
     def _upsert(self, name: str, rows: list[dict[str, Any]], append: bool = False) -> None:
-        """One commit: merged on `id`, or appended (`append`: rows that cannot exist yet; cheaper, since
-        a merge joins against the whole table)."""
-        if not rows:
-            return
-        data = pa.Table.from_pylist(rows, schema=self._schemas[name])
-        if append:
-            self.tables[name].add(data)
-        else:
-            self.tables[name].merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        """Rows written in place of the stored rows of their ids, or appended (`append`: rows that cannot
+        exist yet)."""
+        if rows:
+            self._replace(name, pa.Table.from_pylist(rows, schema=self._schemas[name]), append)
+
+    def _replace(self, name: str, data: pa.Table, append: bool = False) -> None:
+        """Append `data` (ids unique) stamped with a new `rev`, then delete every other row of its ids
+        (unless `append`). Under `writes` only."""
+        self._rev = rev = max(time.time_ns(), self._rev + 1)
+        data = data.set_column(data.schema.get_field_index(REV), REV, pa.array([rev] * data.num_rows, pa.int64()))
+        self.tables[name].add(data)
         self._written = True
+        if not append:
+            users, ids = sorted(set(data.column("user_id").to_pylist())), data.column("id").to_pylist()
+            for start in range(0, len(ids), 5000):
+                self.tables[name].delete(f"{sql_in('user_id', users)} AND {sql_in('id', ids[start:start + 5000])} "
+                                         f"AND ({REV} IS NULL OR {REV} <> {rev})")
         self._on_write()
+
+    def _heal(self) -> None:
+        """Delete the older row of each id that reads found twice (under `writes`)."""
+        stale, self._stale = self._stale, {}
+        for name, ids in stale.items():
+            chosen = sorted(ids)
+            for start in range(0, len(chosen), 200):
+                rows = (self.tables[name].search().where(sql_in("id", chosen[start:start + 200]))
+                        .select(["id", REV]).limit(None).to_arrow().to_pylist())
+                newest: dict[str, int] = {}
+                for r in rows:
+                    newest[r["id"]] = max(newest.get(r["id"], -1), r[REV] or 0)
+                if newest:
+                    self._delete(name, " OR ".join(f"(id = {sql_str(i)} AND ({REV} IS NULL OR {REV} < {m}))"
+                                                   for i, m in newest.items()))
 
     def _delete(self, name: str, where: str) -> None:
         self.tables[name].delete(where)
@@ -180,14 +190,16 @@ class GraphStore:
         their mentions and them leaves mentions that `load` reads once. Holds `writes` only (the module's
         docstring)."""
         with self.writes:
+            if self._stale:
+                self._heal()
             for name in (ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS, EPISODES):
                 self._upsert(name, _unique(rows[name]), append=new_episodes and name in (MENTIONS, EPISODES))
 
     def restore(self, name: str, rows: list[tuple[int, dict[str, Any]]],
                 overwrite: bool) -> tuple[list[tuple[int, str]], int]:
-        """Rows of one table as exported (line number, row), merged on `id`: new ones inserted, stored ones
-        kept or (overwrite) replaced. Returns the rows that do not fit the table, (line, reason), and the
-        rows written."""
+        """Rows of one table as exported (line number, row), by `id`: new ones inserted, stored ones kept
+        or (overwrite) replaced. Returns the rows that do not fit the table, (line, reason), and the rows
+        written."""
         schema, bad, good = self._schemas[name], [], rows
         try:
             data = pa.Table.from_pylist([r for _, r in good], schema=schema)
@@ -200,14 +212,18 @@ class GraphStore:
                 except (pa.ArrowException, TypeError, ValueError) as exc:
                     bad.append((n, f"{name} row does not fit the table: {exc}"))
             data = pa.Table.from_pylist(ok, schema=schema)
-        if not data.num_rows:
-            return bad, 0
+        data = _last_of_each(data)
         with self.writes, self.lock:
-            merge = self.tables[name].merge_insert("id")
-            done = (merge.when_matched_update_all() if overwrite else merge).when_not_matched_insert_all().execute(data)
-            self._written = True
-            self._on_write()
-        return bad, done.num_inserted_rows + done.num_updated_rows
+            if data.num_rows and not overwrite:
+                stored = set()
+                for start in range(0, data.num_rows, 500):
+                    ids = data.column("id").slice(start, 500).to_pylist()
+                    stored.update(self.tables[name].search().where(sql_in("id", ids)).select(["id"]).limit(None)
+                                  .to_arrow().column("id").to_pylist())
+                data = data.filter(pa.array([i not in stored for i in data.column("id").to_pylist()]))
+            if data.num_rows:
+                self._replace(name, data, append=not overwrite)
+        return bad, data.num_rows
 
     def replace_mentions(self, g: UserGraph, episode_ids: Iterable[str]) -> None:
         """Rewrite the mentions of these episodes (after a merge moved them to another entity)."""
@@ -259,42 +275,8 @@ class GraphStore:
             compact_tables(self.tables.values(), "the graph tables", keep, exclusive)
 
 
-TABLES = (EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS)
-
-
-def _read(table: Any, where: str) -> list[dict[str, Any]]:
-    data = table.search().where(where).limit(None).to_arrow()
-    if "vector" not in data.column_names or not data.num_rows:
-        return data.to_pylist()
-    # vectors through numpy (float16, one small array each): to_pylist made a Python float of every value
-    flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    matrix = flat.reshape(data.num_rows, -1).astype(np.float16)
-    rows = data.drop_columns(["vector"]).to_pylist()
-    for row, vector in zip(rows, matrix):
-        row["vector"] = vector.copy()
-    return rows
-
-
-def read_graphs(tables: dict[str, Any], user_ids: list[str]) -> dict[str, UserGraph]:
-    """Several users' graphs read from the graph tables (name -> LanceDB table), one read per table per
-    200 users. Only reads: also used by the read-only inspector, beside a running sidecar."""
-    graphs = {uid: UserGraph(uid) for uid in user_ids}
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
-    for start in range(0, len(user_ids), 200):
-        where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start:start + 200])})"
-        for name in TABLES:
-            rows[name] += _read(tables[name], where)
-    by_user: dict[str, dict[str, list]] = {uid: {name: [] for name in TABLES} for uid in user_ids}
-    for name, table_rows in rows.items():
-        for r in table_rows:
-            by_user[r["user_id"]][name].append(r)
-    for uid, g in graphs.items():
-        _fill(g, by_user[uid])
-    return graphs
-
-
 def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last row of each id (a merge takes each id once)."""
+    """The last row of each id (a commit writes each id once)."""
     return list({r["id"]: r for r in rows}.values())
 
 
@@ -314,39 +296,3 @@ def _trace_row(uid: str, t: Trace, dim: int) -> dict[str, Any]:
     return {"id": t.id, "user_id": uid, "summary": t.summary, "episode_ids": t.episode_ids,
             "entity_ids": t.entity_ids, "activation": t.activation, "start": t.start, "end": t.end,
             "created_at": t.created_at, "updated_at": t.updated_at, "vector": np.asarray(vector, np.float32).tolist()}
-
-
-def _fill(g: UserGraph, rows: dict[str, list[dict[str, Any]]]) -> None:
-    """A user's graph from its table rows."""
-    for r in rows[EPISODES]:
-        g.episodes[r["id"]] = Episode(r["id"], r["ts"], r["channel_id"], r["message_id"], r["reply_to"],
-                                      r["quality"], r["low"], [], r["trace_id"])
-        if r["message_id"]:
-            g.by_message_id[r["message_id"]] = r["id"]
-    for r in rows[ENTITIES]:
-        g.entities[r["id"]] = Entity(r["id"], r["name"], r["type"], set(r["aliases"]), r["activation"])
-    order = sorted(rows[MENTIONS], key=lambda r: (g.episodes[r["episode_id"]].ts if r["episode_id"] in g.episodes
-                                                   else 0.0, r["episode_id"], r["seq"]))
-    for r in order:
-        entity, episode = g.entities.get(r["entity_id"]), g.episodes.get(r["episode_id"])
-        if entity is not None and episode is not None and entity.id not in episode.entity_ids:
-            entity.episodes.append(episode.id)
-            episode.entity_ids.append(entity.id)
-    for entity in g.entities.values():
-        g.index(entity)
-    # one string object per id: the lists below reuse the episodes' and entities' own (a third of the bytes)
-    eps = {k: k for k in g.episodes}
-    ents = {k: k for k in g.entities}
-    for r in rows[RELATIONS]:
-        g.relations[r["id"]] = Relation(r["id"], r["subject_id"], r["predicate"], r["object_id"], r["object_value"],
-                                        r["valid_from"], r["valid_to"], [eps.get(e, e) for e in r["episode_ids"]],
-                                        r["confidence"], r["fact_id"])
-    for r in rows[TRACES]:
-        g.traces[r["id"]] = Trace(r["id"], r["summary"], [eps.get(e, e) for e in r["episode_ids"]],
-                                  [ents.get(e, e) for e in r["entity_ids"]], r["activation"], r["start"], r["end"],
-                                  r["created_at"], r["updated_at"], np.asarray(r["vector"], dtype=np.float16))
-    tids = {k: k for k in g.traces}
-    for ep in g.episodes.values():
-        ep.trace_id = tids.get(ep.trace_id, ep.trace_id)
-    for r in rows[LINKS]:
-        g.links[(tids.get(r["a"], r["a"]), tids.get(r["b"], r["b"]))] = r["weight"]

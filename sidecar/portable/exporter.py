@@ -95,6 +95,7 @@ class Exporter:
         for batch in batches(table, where):
             for record in _rows(batch, "graph", True, dim):
                 record.pop("kind")
+                record.pop("rev", None)  # the commit that wrote the row: the importing store stamps its own
                 writer.write({"kind": "graph", "table": name, "row": record})
             counts["graph"] += batch.num_rows
             self.progress("graph", counts["graph"])

@@ -24,7 +24,9 @@ log = logging.getLogger("sidecar.storage")
 # 1: messages; 2: + facts, fact_events, users; 3: + search_text, prev_id, prev2_id, full-text indexes;
 # 4: + the graph tables (graph/store.py creates them; the graph is built from the messages in the background);
 # 5: + the chunks table (messages/chunks.py; the long memories already stored are chunked in the background)
-SCHEMA_VERSION = 5
+# 6: + `rev` on every graph table (graph/store.py adds it as it opens them: rows are replaced by an append and
+#    a delete, no longer merged; a sidecar of version 5 would write rows without it)
+SCHEMA_VERSION = 6
 META_FILE = "meta.json"
 LOCK_FILE = "sidecar.lock"
 LANCE_DIR = "lancedb"
