@@ -115,6 +115,31 @@ def test_client_gives_up_on_a_missing_answer_after_its_timeout(tmp_path):
     assert sc.proc.poll() is not None  # the context manager ended the child
 
 
+def test_realuse_keeps_the_steady_store_and_times_a_copy_of_it_next_time(tmp_path):
+    """--steady-store: (b)'s store (10-20 minutes to build at 100k) is built once per sizes and seed; later runs
+    time a copy, so the kept store stays as built; a half-kept store or other sizes build again."""
+    from benchkit.realuse import kept_or_made
+
+    made = []
+
+    def make_into(data):
+        def make():
+            made.append(data)
+            data.mkdir()
+            (data / "rows").write_text("built")
+        return make
+
+    kept, sizes = tmp_path / "kept", {"rows": 100, "users": 10, "seed": 11, "graph": "built"}
+    assert kept_or_made(kept, sizes, tmp_path / "b1", make_into(tmp_path / "b1")) is False and len(made) == 1
+    (tmp_path / "b1" / "rows").write_text("written by the timed rounds")
+    assert kept_or_made(kept, sizes, tmp_path / "b2", make_into(tmp_path / "b2")) is True and len(made) == 1
+    assert (tmp_path / "b2" / "rows").read_text() == "built"
+    assert kept_or_made(kept, {**sizes, "rows": 200}, tmp_path / "b3", make_into(tmp_path / "b3")) is False
+    (kept / "built.json").unlink()  # as a copy cut short leaves it
+    assert kept_or_made(kept, sizes, tmp_path / "b4", make_into(tmp_path / "b4")) is False and len(made) == 3
+    assert kept_or_made(None, sizes, tmp_path / "b5", make_into(tmp_path / "b5")) is False and len(made) == 4
+
+
 def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     """`realuse`'s one table (issue 21): each state and mode beside the floor, cold vs warm, the soak's
     deciles and each binary, judged against its target."""

@@ -35,13 +35,15 @@ The graph is on (the default) everywhere: its background build after an import i
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import ROOT, soak
 from .ab import build
@@ -69,6 +71,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "store written with the graph on holds it (100k: 10-20 minutes here); 'building' "
                              "times (b) while the graph builds the whole store, as after an upgrade (the "
                              "quicker choice at 1M)")
+    parser.add_argument("--steady-store", type=Path, default=None,
+                        help="(b): keep the built store (with its graph, as --steady-graph left it) in this "
+                             "directory, and on a later run with the same sizes, seed and --steady-graph time "
+                             "a copy of it instead of building again (the kept store stays as built; one kept by an "
+                             "older version is migrated in each copy, so build it again after a schema change)")
     parser.add_argument("--rounds", type=int, default=300, help="timed rounds (a store and a query per mode)")
     parser.add_argument("--cold-cache-mb", type=int, default=None,
                         help="cold/warm: run the (b) store again with this --cache-mb (default: the sidecar's)")
@@ -119,12 +126,33 @@ def state_a(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
     return out
 
 
+def kept_or_made(kept: Path | None, made_as: dict[str, Any], data: Path, make: Callable[[], None]) -> bool:
+    """`data` copied from the store kept in `kept` when it was made as `made_as` (True), else made by `make`
+    and, when `kept` is given, kept there (its description written last: a half-copied store is made again)."""
+    described = kept / "built.json" if kept is not None else None
+    if described is not None and described.exists() and json.loads(described.read_text()) == made_as:
+        shutil.copytree(kept / "data", data)
+        return True
+    make()
+    if kept is not None:
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(data, kept / "data")
+        described.write_text(json.dumps(made_as))
+    return False
+
+
 def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str, Any]:
     data = tmp / "b"
-    log(f"(b) building {args.steady_rows} memories over {args.steady_users} users (random vectors)")
-    build(data, args.steady_rows, args.steady_users, args.seed)
-    if args.steady_graph == "built":
-        build_graph(args, data, tmp)
+
+    def make() -> None:
+        log(f"(b) building {args.steady_rows} memories over {args.steady_users} users (random vectors)")
+        build(data, args.steady_rows, args.steady_users, args.seed)
+        if args.steady_graph == "built":
+            build_graph(args, data, tmp)
+
+    made_as = {"rows": args.steady_rows, "users": args.steady_users, "seed": args.seed, "graph": args.steady_graph}
+    if kept_or_made(args.steady_store, made_as, data, make):
+        log(f"(b) a copy of the store kept in {args.steady_store}")
     with Sidecar(data, python=args.python, stderr=tmp / "b.log", timeout=args.timeout) as sc, \
             rss_timeline(args.rss_timeline, sc.pid) as timeline:
         sc.wait_ready()
