@@ -78,8 +78,9 @@ def test_a_store_from_before_rev_migrates_and_its_rows_are_rewritten_in_place(sp
     assert sc.request({"type": "stats"})["schema_version"] == SCHEMA_VERSION
     lisbon = sc.request({"type": "entity", "user_id": "u1", "name": "Lisbon"})
     assert lisbon["entity"]["mentions"] == 3
-    r = sc.request({"type": "store", "user_id": "u1", "username": "Caroline", "content": "Ana and I took the tram in Lisbon again.",
-                    "timestamp": lisbon["entity"]["last_seen"] + 3600, "channel_id": "general"})
+    r = sc.request({"type": "store", "user_id": "u1", "username": "Caroline", "channel_id": "general",
+                    "content": "Ana and I took the tram in Lisbon again.",
+                    "timestamp": lisbon["entity"]["last_seen"] + 3600})
     assert r["type"] == "ok", r
     assert sc.request({"type": "entity", "user_id": "u1", "name": "Lisbon"})["entity"]["mentions"] == 4
     assert sc.request({"type": "consolidate", "user_id": "u1"})["type"] == "consolidated"

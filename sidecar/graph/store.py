@@ -145,12 +145,14 @@ class GraphStore:
             for start in range(0, len(chosen), 200):
                 rows = (self.tables[name].search().where(sql_in("id", chosen[start:start + 200]))
                         .select(["id", REV]).limit(None).to_arrow().to_pylist())
-                newest: dict[str, int] = {}
+                newest: dict[str, list[int]] = {}
                 for r in rows:
-                    newest[r["id"]] = max(newest.get(r["id"], -1), r[REV] or 0)
-                if newest:
+                    newest.setdefault(r["id"], []).append(r[REV] or 0)
+                # one row left: the commit's own delete came after the read
+                twice = {i: max(revs) for i, revs in newest.items() if len(revs) > 1}
+                if twice:
                     self._delete(name, " OR ".join(f"(id = {sql_str(i)} AND ({REV} IS NULL OR {REV} < {m}))"
-                                                   for i, m in newest.items()))
+                                                   for i, m in twice.items()))
 
     def _delete(self, name: str, where: str) -> None:
         self.tables[name].delete(where)
