@@ -9,6 +9,8 @@ raises); the second the real process over its pipes.
 
 from __future__ import annotations
 
+import threading
+
 import lancedb
 import orjson
 import pytest
@@ -57,6 +59,41 @@ def test_a_rewritten_row_stays_one_row_and_a_crash_between_append_and_delete_hea
         assert gs.load("u1").entities["u1-ana"].aliases == {"Annie", "Ana S", "Ana Silva", "Nana"}
         assert set(gs.load("u2").entities) == {"u2-bo"}
     finally:
+        store.close()
+
+
+def test_counts_wait_for_a_replace_between_its_append_and_its_delete(tmp_path, monkeypatch):
+    """`health` and `stats` count graph rows: mid-replace the table holds the replaced rows twice, and a count
+    then said 100,600 episodes for 100,100 messages (graph-build at 100k)."""
+    store, gs = _open(tmp_path)
+    appended, release = threading.Event(), threading.Event()
+    try:
+        g = UserGraph("u1")
+        people = [Entity(f"u1-p{i}", f"Person{i}", "person") for i in range(20)]
+        gs.save(g, entities=people)
+        table = gs.tables[ENTITIES]
+        real_delete = table.delete
+
+        def held_delete(where):
+            appended.set()
+            assert release.wait(30)
+            return real_delete(where)
+
+        monkeypatch.setattr(table, "delete", held_delete)
+        writer = threading.Thread(target=lambda: gs.save(g, entities=people))
+        writer.start()
+        assert appended.wait(30) and table.count_rows() == 40  # the rows twice, for now
+        counted = []
+        counter = threading.Thread(target=lambda: counted.append(gs.counts()["entities"]))
+        counter.start()
+        counter.join(0.5)
+        assert counter.is_alive()  # the count waits for the commit
+        release.set()
+        writer.join(30)
+        counter.join(30)
+        assert counted == [20]
+    finally:
+        release.set()
         store.close()
 
 

@@ -54,6 +54,7 @@ class GraphStore:
         self._written = True
         self._rev = 0
         self._stale: dict[str, set[str]] = {}  # ids read twice (a crash between a commit's two steps)
+        self._stale_lock = threading.Lock()  # reads add to it on request threads, the next commit takes it
         if database.read_only_reason() is None:
             self._add_rev()
             self._ensure_indexes()
@@ -78,8 +79,14 @@ class GraphStore:
 
     def load_many(self, user_ids: list[str]) -> dict[str, UserGraph]:
         """Several users' graphs with one read per table (a batch of new users costs 6 reads, not 6 each)."""
+        twice: dict[str, set[str]] = {}
         with self.lock:
-            return read_graphs(self.tables, user_ids, self._stale)
+            graphs = read_graphs(self.tables, user_ids, twice)
+        if twice:
+            with self._stale_lock:
+                for name, ids in twice.items():
+                    self._stale.setdefault(name, set()).update(ids)
+        return graphs
 
     def done_ids(self, user_ids: list[str] | None = None) -> pa.Array:
         """Every message id the graph has an episode for (of these users only, when given; an Arrow string array)."""
@@ -108,7 +115,9 @@ class GraphStore:
         return sorted(set(col.to_pylist()))
 
     def counts(self) -> dict[str, int]:
-        with self.lock:
+        """Rows per table. Waits for a commit in progress (`writes`): between a replace's append and its delete
+        the table holds the rows twice (a 100k catch-up's `health` counted 100,600 episodes for 100,100)."""
+        with self.writes, self.lock:
             rel = self.tables[RELATIONS]
             current = rel.count_rows("valid_to IS NULL")
             return {"episodes": self.tables[EPISODES].count_rows(), "entities": self.tables[ENTITIES].count_rows(),
@@ -139,7 +148,8 @@ class GraphStore:
 
     def _heal(self) -> None:
         """Delete the older row of each id that reads found twice (under `writes`)."""
-        stale, self._stale = self._stale, {}
+        with self._stale_lock:
+            stale, self._stale = self._stale, {}
         for name, ids in stale.items():
             chosen = sorted(ids)
             for start in range(0, len(chosen), 200):
