@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from ..storage import Database, compact_tables, sql_in, sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
-from .tables import (ENTITIES, EPISODES, LINKS, MENTIONS, RELATIONS, REV, TRACES, _last_of_each, read_graphs,
+from .tables import (ENTITIES, EPISODES, LINKS, MENTIONS, RELATIONS, REV, TRACES, last_of_each, read_graphs,
                      schemas)
 
 
@@ -224,7 +224,7 @@ class GraphStore:
                 except (pa.ArrowException, TypeError, ValueError) as exc:
                     bad.append((n, f"{name} row does not fit the table: {exc}"))
             data = pa.Table.from_pylist(ok, schema=schema)
-        data = _last_of_each(data)
+        data = last_of_each(data)
         with self.writes, self.lock:
             if data.num_rows and not overwrite:
                 stored = set()

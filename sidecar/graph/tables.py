@@ -17,7 +17,7 @@ from .model import Entity, Episode, Relation, Trace, UserGraph
 EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS = (
     "graph_episodes", "graph_entities", "graph_mentions", "graph_relations", "graph_traces", "graph_links")
 _S, _F, _I = pa.string(), pa.float64(), pa.int32()
-REV = "rev"  # the commit that wrote a row (see the module's docstring)
+REV = "rev"  # the commit that wrote a row (store.py's docstring)
 
 
 def schemas(dim: int) -> dict[str, pa.Schema]:
@@ -52,7 +52,7 @@ def _read(table: Any, where: str, twice: set[str] | None = None) -> list[dict[st
     """The rows matching `where`, one per id (ids found twice added to `twice`), without `rev`."""
     data = table.search().where(where).limit(None).to_arrow()
     if REV in data.column_names:
-        kept = _last_of_each(data)
+        kept = last_of_each(data)
         if kept.num_rows < data.num_rows and twice is not None:
             seen: set[str] = set()
             twice.update(i for i in data.column("id").to_pylist() if i in seen or seen.add(i))
@@ -91,7 +91,7 @@ def read_graphs(tables: dict[str, Any], user_ids: list[str],
     return graphs
 
 
-def _last_of_each(data: pa.Table) -> pa.Table:
+def last_of_each(data: pa.Table) -> pa.Table:
     """One row per id: the one of the highest `rev` (the last of them on a tie, or without `rev`)."""
     if pc.count_distinct(data.column("id")).as_py() == data.num_rows:
         return data
