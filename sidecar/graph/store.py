@@ -129,8 +129,8 @@ class GraphStore:
     def _upsert(self, name: str, rows: list[dict[str, Any]], append: bool = False) -> None:
         """Rows written in place of the stored rows of their ids, or appended (`append`: rows that cannot
         exist yet)."""
-        if rows:
-            self._replace(name, pa.Table.from_pylist(rows, schema=self._schemas[name]), append)
+        if rows:  # an id twice in one batch: its last row (last_of_each: no `rev` yet, the last wins)
+            self._replace(name, last_of_each(pa.Table.from_pylist(rows, schema=self._schemas[name])), append)
 
     def _replace(self, name: str, data: pa.Table, append: bool = False) -> None:
         """Append `data` (ids unique) stamped with a new `rev`, then delete every other row of its ids
@@ -139,11 +139,11 @@ class GraphStore:
         data = data.set_column(data.schema.get_field_index(REV), REV, pa.array([rev] * data.num_rows, pa.int64()))
         self.tables[name].add(data)
         self._written = True
-        if not append:
-            users, ids = sorted(set(data.column("user_id").to_pylist())), data.column("id").to_pylist()
+        if not append:  # by id alone: a `user_id` filter beside them cost the same (LanceDB scans; measured)
+            ids = data.column("id").to_pylist()
             for start in range(0, len(ids), 5000):
-                self.tables[name].delete(f"{sql_in('user_id', users)} AND {sql_in('id', ids[start:start + 5000])} "
-                                         f"AND ({REV} IS NULL OR {REV} <> {rev})")
+                chunk = sql_in("id", ids[start:start + 5000])
+                self.tables[name].delete(f"{chunk} AND ({REV} IS NULL OR {REV} <> {rev})")
         self._on_write()
 
     def _heal(self) -> None:
@@ -151,18 +151,22 @@ class GraphStore:
         with self._stale_lock:
             stale, self._stale = self._stale, {}
         for name, ids in stale.items():
-            chosen = sorted(ids)
-            for start in range(0, len(chosen), 200):
-                rows = (self.tables[name].search().where(sql_in("id", chosen[start:start + 200]))
-                        .select(["id", REV]).limit(None).to_arrow().to_pylist())
-                newest: dict[str, list[int]] = {}
-                for r in rows:
-                    newest.setdefault(r["id"], []).append(r[REV] or 0)
-                # one row left: the commit's own delete came after the read
-                twice = {i: max(revs) for i, revs in newest.items() if len(revs) > 1}
-                if twice:
-                    self._delete(name, " OR ".join(f"(id = {sql_str(i)} AND ({REV} IS NULL OR {REV} < {m}))"
-                                                   for i, m in twice.items()))
+            revs: dict[str, list[int]] = {}
+            for r in self._stored(name, sorted(ids), (REV,)):
+                revs.setdefault(r["id"], []).append(r[REV] or 0)
+            # one row left: the commit's own delete came after the read
+            twice = sorted((i, max(found)) for i, found in revs.items() if len(found) > 1)
+            for start in range(0, len(twice), 200):
+                self._delete(name, " OR ".join(f"(id = {sql_str(i)} AND ({REV} IS NULL OR {REV} < {m}))"
+                                               for i, m in twice[start:start + 200]))
+
+    def _stored(self, name: str, ids: list[str], columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """The stored rows of these ids (500 at a time), their `id` and `columns`."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(ids), 500):
+            found += (self.tables[name].search().where(sql_in("id", ids[start:start + 500]))
+                      .select(["id", *columns]).limit(None).to_arrow().to_pylist())
+        return found
 
     def _delete(self, name: str, where: str) -> None:
         self.tables[name].delete(where)
@@ -205,7 +209,7 @@ class GraphStore:
             if self._stale:
                 self._heal()
             for name in (ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS, EPISODES):
-                self._upsert(name, _unique(rows[name]), append=new_episodes and name in (MENTIONS, EPISODES))
+                self._upsert(name, rows[name], append=new_episodes and name in (MENTIONS, EPISODES))
 
     def restore(self, name: str, rows: list[tuple[int, dict[str, Any]]],
                 overwrite: bool) -> tuple[list[tuple[int, str]], int]:
@@ -227,11 +231,7 @@ class GraphStore:
         data = last_of_each(data)
         with self.writes, self.lock:
             if data.num_rows and not overwrite:
-                stored = set()
-                for start in range(0, data.num_rows, 500):
-                    ids = data.column("id").slice(start, 500).to_pylist()
-                    stored.update(self.tables[name].search().where(sql_in("id", ids)).select(["id"]).limit(None)
-                                  .to_arrow().column("id").to_pylist())
+                stored = {r["id"] for r in self._stored(name, data.column("id").to_pylist())}
                 data = data.filter(pa.array([i not in stored for i in data.column("id").to_pylist()]))
             if data.num_rows:
                 self._replace(name, data, append=not overwrite)
@@ -285,11 +285,6 @@ class GraphStore:
                 return
             self._written = False
             compact_tables(self.tables.values(), "the graph tables", keep, exclusive)
-
-
-def _unique(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last row of each id (a commit writes each id once)."""
-    return list({r["id"]: r for r in rows}.values())
 
 
 def _episode_row(uid: str, ep: Episode) -> dict[str, Any]:
