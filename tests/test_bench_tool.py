@@ -222,3 +222,16 @@ def test_rss_timeline_catches_a_child_processs_peak_with_its_kinds_and_the_phase
     assert out["peak"][1] >= 120 and [name for _, name in out["marks"]] == ["started", "exited"]
     assert max(h[2]["anon_large"] for h in out["highs"]) >= 115
     assert list(tmp_path.iterdir()) == [tmp_path / "tl.json"]
+
+
+def test_graph_build_times_single_stores_in_alternating_blocks_of_both_configurations():
+    """graph-build's store figure (issue 19's "added p50"): both configurations get every store, in blocks
+    taking turns, with the first of each pair alternating, so a machine's drift during the run weighs on both."""
+    from benchkit.graph_build import store_blocks
+
+    blocks = store_blocks(120, 50)
+    assert blocks == [(True, 0, 50), (False, 0, 50), (False, 50, 100), (True, 50, 100), (True, 100, 120),
+                      (False, 100, 120)]
+    for graph in (True, False):
+        assert sum(end - first for on, first, end in blocks if on is graph) == 120
+    assert store_blocks(0, 50) == []
