@@ -62,6 +62,18 @@ def test_a_rewritten_row_stays_one_row_and_a_crash_between_append_and_delete_hea
         store.close()
 
 
+def test_an_id_twice_in_one_commit_is_written_once_with_its_last_row(tmp_path):
+    """A commit's rows share one `rev`, so its own delete cannot tell two rows of one id apart: they are made one
+    (the last) before the append, or the table would keep both for good."""
+    store, gs = _open(tmp_path)
+    try:
+        gs.save(UserGraph("u1"), entities=[Entity("u1-ana", "Ana", "person"), Entity("u1-ana", "Ana Silva", "person")])
+        assert gs.tables[ENTITIES].count_rows() == 1
+        assert gs.load("u1").entities["u1-ana"].name == "Ana Silva"
+    finally:
+        store.close()
+
+
 def test_counts_wait_for_a_replace_between_its_append_and_its_delete(tmp_path, monkeypatch):
     """`health` and `stats` count graph rows: mid-replace the table holds the replaced rows twice, and a count
     then said 100,600 episodes for 100,100 messages (graph-build at 100k)."""
