@@ -95,6 +95,13 @@ def wait_graph_settled(sc: Sidecar, graph: bool, limit_s: float = 3600.0, episod
         time.sleep(0.5)
 
 
+def _sidecar(args: argparse.Namespace, tmp: Path, graph: bool) -> Sidecar:
+    """The configuration's sidecar over its own data dir (the same one each time it is opened)."""
+    name = "on" if graph else "off"
+    return Sidecar(tmp / f"data-{name}", [] if graph else ["--graph", "false"], python=args.python,
+                   stderr=tmp / f"{name}.log", timeout=args.timeout)
+
+
 def store_blocks(stores: int, block: int) -> list[tuple[bool, int, int]]:
     """(graph on, first, end) of each block of single stores: every configuration gets `stores`, in blocks
     of `block`, the two taking turns, and which goes first alternates from one pair of blocks to the next."""
@@ -109,9 +116,7 @@ def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[bool, dict[str, fl
     """--stores single stores into each configuration (graph on: True), in alternating blocks."""
     rngs = {True: random.Random(args.seed), False: random.Random(args.seed)}  # the same messages for both
     times: dict[bool, list[float]] = {True: [], False: []}
-    with Sidecar(tmp / "data-on", [], python=args.python, stderr=tmp / "on.log", timeout=args.timeout) as on, \
-            Sidecar(tmp / "data-off", ["--graph", "false"], python=args.python, stderr=tmp / "off.log",
-                    timeout=args.timeout) as off:
+    with _sidecar(args, tmp, True) as on, _sidecar(args, tmp, False) as off:
         on.wait_ready()
         off.wait_ready()
         for graph, first, end in store_blocks(args.stores, STORE_BLOCK):
@@ -132,9 +137,7 @@ def bench_config(args: argparse.Namespace, tmp: Path, graph: bool) -> dict[str, 
     """The ingest into the configuration's store (reopened after its single stores), and its RSS."""
     rng = random.Random(args.seed + 1)
     name = "on" if graph else "off"
-    flags = [] if graph else ["--graph", "false"]
-    with Sidecar(tmp / f"data-{name}", flags, python=args.python, stderr=tmp / f"{name}.log",
-                 timeout=args.timeout) as sc:
+    with _sidecar(args, tmp, graph) as sc:
         sc.wait_ready()
         ingest = fill(sc, rng, args.ingest, 100, 200, quiet=True)
         t0 = time.perf_counter()
