@@ -140,6 +140,7 @@ class Builder:
         self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
         self.on_built: Callable[[UserGraph, Episode, dict[str, Any]], None] | None = None
         self.preload: Callable[[list[str]], None] | None = None  # load the batch's users' graphs together
+        self.group_size: Callable[[], int] = lambda: USER_GROUP  # users loaded together (the service: by their bytes)
         self.graphs = graphs
         self.save = save  # (built, rows so far) -> rows: what a group built, as table rows
         self.commit = commit  # rows -> None: the batch written, one commit per table
@@ -206,11 +207,6 @@ class Builder:
         except Exception:  # noqa: BLE001 - the messages are safe; the next start tries again
             log.exception("graph catch-up failed")
             return total
-
-    def backlog(self) -> bool:
-        """A catch-up, or CATCH_UP_AHEAD rows or more waiting: the graphs the builder loads are worth keeping
-        (held to an eighth of the budget, a 100k import's catch-up spent 64% of its time reading them again)."""
-        return self.pending >= CATCH_UP_AHEAD or self._catching.locked()
 
     def wait_room(self, ahead: int) -> None:
         """Block while `ahead` rows or more are queued or being built (while the builder runs): the
@@ -321,16 +317,18 @@ class Builder:
                 return
 
     def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        """Build a batch of stored messages, every user's, USER_GROUP users at a time (loaded together, so
-        that a batch over many users never holds more of their graphs than a group beyond the memory
-        budget), then write it all with one commit per table."""
+        """Build a batch of stored messages, every user's, a group of users at a time (`group_size()` of
+        them, at most USER_GROUP: loaded together, so that a batch over many users never holds more of their
+        graphs than a group beyond the memory budget), then write it all with one commit per table."""
         by_user: dict[str, list[int]] = {}
         for k, r in enumerate(rows):
             by_user.setdefault(r["user_id"], []).append(k)
         users = list(by_user)
         written, episodes = None, set()
-        for start in range(0, len(users), USER_GROUP):
-            group = users[start:start + USER_GROUP]
+        start = 0
+        while start < len(users):
+            group = users[start:start + max(1, min(USER_GROUP, self.group_size()))]
+            start += len(group)
             self._step_aside()
             with self.lock:
                 if self.preload is not None:

@@ -19,7 +19,7 @@ from ..wire import (ConsolidatedResponse, ConsolidateRequest, EntitiesRequest, E
     EntityRequest, EntityResponse, MergedResponse, MergeEntitiesRequest, RelationOut, TraceOut)
 from ..wire.errors import InvalidRequest, NotFound, TooLarge
 from . import consolidation as cons
-from .builder import Builder, Changes
+from .builder import USER_GROUP, Builder, Changes
 from .cache import GraphCache
 from .model import (FLOOR, HALF_LIFE_DAYS, Entity, Episode, Similar, Trace, UserGraph, decayed,  # noqa: F401
                     fold, stable_id)
@@ -30,7 +30,8 @@ log = logging.getLogger("sidecar.graph")
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
-BACKGROUND_SHARE = 8  # graphs no command has used: 1/8 of --graph-cache-mb, all of it in a backlog (graph/cache.py)
+BACKGROUND_SHARE = 8  # graphs no command has used: 1/8 of --graph-cache-mb (graph/cache.py)
+GROUP_SHARE = 4  # the builder's group of users loaded together: 1/4 of --graph-cache-mb at their mean size
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
@@ -56,6 +57,7 @@ class GraphService:
         graphs = lambda u: self.graph(u, background=True)  # noqa: E731
         self.builder = Builder(self.lock, graphs, self._save, commit, self._built, extra_tier, same_fact, similar)
         self.builder.preload = self.preload
+        self.builder.group_size = self.group_size
         self.builder.on_overflow = self.catch_up
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
         self.llm, self.deep = llm, None
@@ -80,6 +82,14 @@ class GraphService:
             for uid, g in self.store.load_many(missing).items():  # none read when none are missing
                 self._cache.put(uid, g)
 
+    def group_size(self) -> int:
+        """How many users' graphs the builder loads together: as many as fit GROUP_SHARE of the budget at the
+        cached graphs' mean size (the builder caps it at USER_GROUP; no graph cached yet: that cap). Python keeps
+        the object memory of its busiest moment (docs/graph.md, "Memory"), so the group is what bounds it."""
+        with self.lock:
+            mean = self._cache.mean()
+            return self._cache.budget // GROUP_SHARE // mean if mean else USER_GROUP
+
     def graph(self, user_id: str, background: bool = False) -> UserGraph:
         """The user's graph, loaded on a miss (`background`: for the builder, consolidation, a delete)."""
         with self.lock:
@@ -98,8 +108,7 @@ class GraphService:
         if self._stale:
             self._stale = False
             self._cache.keep_only(lambda u: u in self._pinned or u == keep)
-        share = self._cache.budget if self.builder.backlog() else self._cache.budget // BACKGROUND_SHARE
-        self._cache.evict(lambda u: u == keep or u in self._pinned, room, share)
+        self._cache.evict(lambda u: u == keep or u in self._pinned, room, self._cache.budget // BACKGROUND_SHARE)
 
     def _save(self, built: list[tuple[UserGraph, Changes]], rows: dict[str, list] | None) -> dict[str, list]:
         """The builder's group: the rows of what it built (added to `rows`; the builder commits them)."""

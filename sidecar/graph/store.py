@@ -302,4 +302,5 @@ def _trace_row(uid: str, t: Trace, dim: int) -> dict[str, Any]:
     vector = t.vector if t.vector is not None else np.zeros(dim, dtype=np.float32)
     return {"id": t.id, "user_id": uid, "summary": t.summary, "episode_ids": t.episode_ids,
             "entity_ids": t.entity_ids, "activation": t.activation, "start": t.start, "end": t.end,
-            "created_at": t.created_at, "updated_at": t.updated_at, "vector": np.asarray(vector, np.float32).tolist()}
+            "created_at": t.created_at, "updated_at": t.updated_at,
+            "vector": np.asarray(vector, np.float32)}  # as an array: a list made 384 Python floats a trace

@@ -48,24 +48,42 @@ def schemas(dim: int) -> dict[str, pa.Schema]:
 TABLES = (EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS)
 
 
-def _read(table: Any, where: str, twice: set[str] | None = None) -> list[dict[str, Any]]:
-    """The rows matching `where`, one per id (ids found twice added to `twice`), without `rev`."""
+# The columns a graph is filled from, per table (user_id only sorts rows by user; a mention's own id is unused).
+# Read column by column: a dict per row (to_pylist on the table) made every load churn through short-lived
+# objects between the ones the graph keeps, and Python frees an object arena only when all of it is free.
+COLUMNS = {
+    EPISODES: ("id", "ts", "channel_id", "message_id", "reply_to", "quality", "low", "trace_id"),
+    ENTITIES: ("id", "name", "type", "aliases", "activation"),
+    MENTIONS: ("episode_id", "entity_id", "seq"),
+    RELATIONS: ("id", "subject_id", "predicate", "object_id", "object_value", "valid_from", "valid_to", "episode_ids",
+                "confidence", "fact_id"),
+    TRACES: ("id", "summary", "episode_ids", "entity_ids", "activation", "start", "end", "created_at", "updated_at"),
+    LINKS: ("a", "b", "weight"),
+}
+
+
+def _read(table: Any, where: str, twice: set[str] | None = None) -> pa.Table:
+    """The rows matching `where`, one per id (ids found twice added to `twice`)."""
     data = table.search().where(where).limit(None).to_arrow()
     if REV in data.column_names:
         kept = last_of_each(data)
         if kept.num_rows < data.num_rows and twice is not None:
             seen: set[str] = set()
             twice.update(i for i in data.column("id").to_pylist() if i in seen or seen.add(i))
-        data = kept.drop_columns([REV])
-    if "vector" not in data.column_names or not data.num_rows:
-        return data.to_pylist()
-    # vectors through numpy (float16, one small array each): to_pylist made a Python float of every value
-    flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    matrix = flat.reshape(data.num_rows, -1).astype(np.float16)
-    rows = data.drop_columns(["vector"]).to_pylist()
-    for row, vector in zip(rows, matrix):
-        row["vector"] = vector.copy()
-    return rows
+        data = kept
+    return data
+
+
+def _per_user(data: pa.Table) -> dict[str, pa.Table]:
+    """A table's rows split by user, each user's in the table's order (users without rows absent)."""
+    if not data.num_rows:
+        return {}
+    codes = data.column("user_id").combine_chunks().dictionary_encode()
+    index = codes.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(index, kind="stable")
+    bounds = np.searchsorted(index[order], np.arange(len(codes.dictionary) + 1))
+    data = data.take(order)  # one take, then slices (a take per user cost 0.7 ms each over LanceDB's many chunks)
+    return {uid: data.slice(bounds[k], bounds[k + 1] - bounds[k]) for k, uid in enumerate(codes.dictionary.to_pylist())}
 
 
 def read_graphs(tables: dict[str, Any], user_ids: list[str],
@@ -74,18 +92,16 @@ def read_graphs(tables: dict[str, Any], user_ids: list[str],
     200 users; ids found twice are added to `stale` (table name -> ids) when given. Only reads: also used
     by the read-only inspector, beside a running sidecar."""
     graphs = {uid: UserGraph(uid) for uid in user_ids}
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+    by_user: dict[str, dict[str, pa.Table]] = {uid: {} for uid in user_ids}
     for start in range(0, len(user_ids), 200):
         where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start:start + 200])})"
         for name in TABLES:
-            rows[name] += _read(tables[name], where, None if stale is None else stale.setdefault(name, set()))
+            data = _read(tables[name], where, None if stale is None else stale.setdefault(name, set()))
+            for uid, rows in _per_user(data).items():
+                by_user[uid][name] = rows
     if stale is not None:
         for name in [n for n, ids in stale.items() if not ids]:
             del stale[name]
-    by_user: dict[str, dict[str, list]] = {uid: {name: [] for name in TABLES} for uid in user_ids}
-    for name, table_rows in rows.items():
-        for r in table_rows:
-            by_user[r["user_id"]][name].append(r)
     for uid, g in graphs.items():
         _fill(g, by_user[uid])
     return graphs
@@ -104,19 +120,26 @@ def last_of_each(data: pa.Table) -> pa.Table:
     return data.take(sorted(best.values()))
 
 
-def _fill(g: UserGraph, rows: dict[str, list[dict[str, Any]]]) -> None:
-    """A user's graph from its table rows."""
-    for r in rows[EPISODES]:
-        g.episodes[r["id"]] = Episode(r["id"], r["ts"], r["channel_id"], r["message_id"], r["reply_to"],
-                                      r["quality"], r["low"], [], r["trace_id"])
-        if r["message_id"]:
-            g.by_message_id[r["message_id"]] = r["id"]
-    for r in rows[ENTITIES]:
-        g.entities[r["id"]] = Entity(r["id"], r["name"], r["type"], set(r["aliases"]), r["activation"])
-    order = sorted(rows[MENTIONS], key=lambda r: (g.episodes[r["episode_id"]].ts if r["episode_id"] in g.episodes
-                                                   else 0.0, r["episode_id"], r["seq"]))
-    for r in order:
-        entity, episode = g.entities.get(r["entity_id"]), g.episodes.get(r["episode_id"])
+def _columns(data: dict[str, pa.Table], name: str) -> Any:
+    """The table's rows of one user as tuples of COLUMNS[name], in the table's order."""
+    rows = data.get(name)
+    if rows is None:
+        return iter(())
+    return zip(*(rows.column(c).to_pylist() for c in COLUMNS[name]))
+
+
+def _fill(g: UserGraph, data: dict[str, pa.Table]) -> None:
+    """A user's graph from its table rows (table name -> that user's rows)."""
+    for id_, ts, channel_id, message_id, reply_to, quality, low, trace_id in _columns(data, EPISODES):
+        g.episodes[id_] = Episode(id_, ts, channel_id, message_id, reply_to, quality, low, [], trace_id)
+        if message_id:
+            g.by_message_id[message_id] = id_
+    for id_, name, type_, aliases, activation in _columns(data, ENTITIES):
+        g.entities[id_] = Entity(id_, name, type_, set(aliases), activation)
+    order = sorted(_columns(data, MENTIONS), key=lambda m: (g.episodes[m[0]].ts if m[0] in g.episodes else 0.0,
+                                                           m[0], m[2]))
+    for episode_id, entity_id, _seq in order:
+        entity, episode = g.entities.get(entity_id), g.episodes.get(episode_id)
         if entity is not None and episode is not None and entity.id not in episode.entity_ids:
             entity.episodes.append(episode.id)
             episode.entity_ids.append(entity.id)
@@ -125,16 +148,25 @@ def _fill(g: UserGraph, rows: dict[str, list[dict[str, Any]]]) -> None:
     # one string object per id: the lists below reuse the episodes' and entities' own (a third of the bytes)
     eps = {k: k for k in g.episodes}
     ents = {k: k for k in g.entities}
-    for r in rows[RELATIONS]:
-        g.relations[r["id"]] = Relation(r["id"], r["subject_id"], r["predicate"], r["object_id"], r["object_value"],
-                                        r["valid_from"], r["valid_to"], [eps.get(e, e) for e in r["episode_ids"]],
-                                        r["confidence"], r["fact_id"])
-    for r in rows[TRACES]:
-        g.traces[r["id"]] = Trace(r["id"], r["summary"], [eps.get(e, e) for e in r["episode_ids"]],
-                                  [ents.get(e, e) for e in r["entity_ids"]], r["activation"], r["start"], r["end"],
-                                  r["created_at"], r["updated_at"], np.asarray(r["vector"], dtype=np.float16))
+    for id_, subject, predicate, obj, value, start, end, episode_ids, confidence, fact_id in _columns(data, RELATIONS):
+        g.relations[id_] = Relation(id_, subject, predicate, obj, value, start, end,
+                                    [eps.get(e, e) for e in episode_ids], confidence, fact_id)
+    _fill_traces(g, data.get(TRACES), eps, ents)
     tids = {k: k for k in g.traces}
     for ep in g.episodes.values():
         ep.trace_id = tids.get(ep.trace_id, ep.trace_id)
-    for r in rows[LINKS]:
-        g.links[(tids.get(r["a"], r["a"]), tids.get(r["b"], r["b"]))] = r["weight"]
+    for a, b, weight in _columns(data, LINKS):
+        g.links[(tids.get(a, a), tids.get(b, b))] = weight
+
+
+def _fill_traces(g: UserGraph, rows: pa.Table | None, eps: dict[str, str], ents: dict[str, str]) -> None:
+    if rows is None:
+        return
+    # the vectors as one float16 matrix of the user's, each trace's a row of it (one array per trace made
+    # a small block of the C heap each, freed one by one as consolidation replaced them)
+    flat = rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    matrix = flat.reshape(rows.num_rows, -1).astype(np.float16)
+    for (id_, summary, episode_ids, entity_ids, activation, start, end, created, updated), vector in zip(
+            _columns({TRACES: rows}, TRACES), matrix):
+        g.traces[id_] = Trace(id_, summary, [eps.get(e, e) for e in episode_ids], [ents.get(e, e) for e in entity_ids],
+                              activation, start, end, created, updated, vector)

@@ -130,8 +130,7 @@ class GraphHealth(_Model):
     queue: int = Field(description="Episodes waiting for the graph builder.")
     cached_users: int = Field(0, description="Users whose graphs are held in memory (under --graph-cache-mb).")
     cached_bytes: int = Field(0, description="Their estimated bytes; graphs that only background work (the builder, "
-                                             "consolidation) has used are held to an eighth of the budget "
-                                             "while the builder has no backlog.")
+                                             "consolidation) has used are held to an eighth of the budget.")
     last_consolidation: float | None = Field(None, description="Unix seconds of the last consolidation pass.")
     ner: dict[str, str | bool] = Field(description="The middle (NER) tier: `loaded`, and its `model` when loaded.")
     llm: dict[str, bool | int | None] = Field(

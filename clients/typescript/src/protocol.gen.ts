@@ -1552,7 +1552,7 @@ export interface HealthResponse {
  */
 export interface GraphHealth {
   /**
-   * Their estimated bytes; graphs that only background work (the builder, consolidation) has used are held to an eighth of the budget while the builder has no backlog.
+   * Their estimated bytes; graphs that only background work (the builder, consolidation) has used are held to an eighth of the budget.
    */
   cached_bytes?: number;
   /**
