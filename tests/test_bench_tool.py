@@ -235,3 +235,28 @@ def test_graph_build_times_single_stores_in_alternating_blocks_of_both_configura
     for graph in (True, False):
         assert sum(end - first for on, first, end in blocks if on is graph) == 120
     assert store_blocks(0, 50) == []
+
+
+def test_the_python_heap_probe_reads_a_hooked_process_and_never_signals_another(monkeypatch, tmp_path):
+    """graph-build's arenas row: a Python started after enable() answers SIGUSR2 with its allocator's state (and
+    keeps running); one started before has no hook, and read() leaves it alone (SIGUSR2 would end it)."""
+    from benchkit import pyheap
+
+    monkeypatch.setattr(pyheap, "_DIR", [])
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    monkeypatch.delenv("BENCH_PYHEAP_DIR", raising=False)
+    code = "import sys, time; keep = [str(i) * 20 for i in range(200_000)]; print('up', flush=True); time.sleep(60)"
+    plain = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    pyheap.enable()
+    hooked = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert plain.stdout.readline() == b"up\n" and hooked.stdout.readline() == b"up\n"
+        assert pyheap.read(plain.pid) is None and plain.poll() is None
+        heap = pyheap.read(hooked.pid)
+        assert heap is not None and hooked.poll() is None
+        assert heap["arenas_highwater_mark"] >= heap["arenas_allocated_current"] >= 10  # 200k strings: 10+ MB
+        assert heap["bytes_in_allocated_blocks"] > 200_000 * 60
+    finally:
+        for p in (plain, hooked):
+            p.kill()
+            p.wait()

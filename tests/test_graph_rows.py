@@ -12,11 +12,12 @@ from __future__ import annotations
 import threading
 
 import lancedb
+import numpy as np
 import orjson
 import pytest
 
 from sidecar.graph import GRAPH_TABLES
-from sidecar.graph.model import Entity, UserGraph
+from sidecar.graph.model import Entity, Episode, Trace, UserGraph
 from sidecar.graph.store import ENTITIES, GraphStore
 from sidecar.messages.store import MessageStore
 from sidecar.storage import SCHEMA_VERSION
@@ -70,6 +71,59 @@ def test_an_id_twice_in_one_commit_is_written_once_with_its_last_row(tmp_path):
         gs.save(UserGraph("u1"), entities=[Entity("u1-ana", "Ana", "person"), Entity("u1-ana", "Ana Silva", "person")])
         assert gs.tables[ENTITIES].count_rows() == 1
         assert gs.load("u1").entities["u1-ana"].name == "Ana Silva"
+    finally:
+        store.close()
+
+
+def _graph_of(user_id: str, n: int, dim: int) -> tuple[UserGraph, list]:
+    """A small graph: episodes mentioning two entities, a relation, traces with vectors of their own, a link."""
+    g = UserGraph(user_id)
+    me, _ = g.resolve(f"{user_id} Person", "person")
+    place, _ = g.resolve(f"Town{user_id}", "place")
+    episodes, traces = [], []
+    for i in range(n):
+        ep = Episode(f"{user_id}-m{i}", 1000.0 + i, "c1", f"p{i}" if i % 2 else None, None, 0.5, False)
+        g.episodes[ep.id] = ep
+        for e in (me, place)[: 1 + i % 2]:
+            ep.entity_ids.append(e.id)
+            e.episodes.append(ep.id)
+        episodes.append(ep)
+        g.add_relation(me, "lives_in", True, place, place.name, ep, 0.6)
+        vector = np.arange(dim, dtype=np.float32) * (i + 1) + sum(map(ord, user_id))  # of its own
+        trace = Trace(f"{user_id}-t{i}", f"summary {i}", [ep.id], [me.id], 0.5, ep.ts, ep.ts, 1.0, 2.0, vector)
+        ep.trace_id = trace.id
+        g.traces[trace.id] = trace
+        traces.append(trace)
+    g.links[(traces[0].id, traces[1].id)] = 0.9
+    return g, [episodes, [me, place], list(g.relations.values()), traces, [(traces[0].id, traces[1].id)]]
+
+
+def test_users_loaded_together_read_the_same_graphs_as_one_by_one(tmp_path):
+    """Several users' graphs come from one read per table, split by user (rows read column by column, each
+    user's trace vectors one matrix): every user's graph is the one it would read alone, vectors included."""
+    store, gs = _open(tmp_path)
+    try:
+        for k, uid in enumerate(("ann", "bob", "cy")):  # a commit each: the tables hold several fragments
+            g, (episodes, entities, relations, traces, links) = _graph_of(uid, 3 + k, gs.dim)
+            gs.save(g, episodes, entities, relations, traces, links, new_episodes=True)
+        together = gs.load_many(["cy", "ann", "bob", "nobody"])
+        assert not together["nobody"].episodes and not together["nobody"].traces
+        for uid in ("ann", "bob", "cy"):
+            alone, both = gs.load(uid), together[uid]
+            assert len(both.episodes) == len(both.traces) == {"ann": 3, "bob": 4, "cy": 5}[uid]
+            for t in both.traces.values():
+                i = int(t.id.rsplit("-t", 1)[1])
+                assert np.array_equal(t.vector, (np.arange(gs.dim) * (i + 1) + sum(map(ord, uid))).astype(np.float16))
+                assert np.array_equal(t.vector, alone.traces[t.id].vector) and t.episode_ids == [f"{uid}-m{i}"]
+            assert {e: (x.entity_ids, x.trace_id, x.message_id) for e, x in both.episodes.items()} == \
+                {e: (x.entity_ids, x.trace_id, x.message_id) for e, x in alone.episodes.items()}
+            assert {e: (x.name, x.episodes) for e, x in both.entities.items()} == \
+                {e: (x.name, x.episodes) for e, x in alone.entities.items()}
+            assert [(r.object_value, r.valid_to, r.episode_ids) for r in both.relations.values()] == \
+                [(r.object_value, r.valid_to, r.episode_ids) for r in alone.relations.values()]
+            assert both.links == alone.links == {(f"{uid}-t0", f"{uid}-t1"): pytest.approx(0.9)}
+            odd = {f"p{i}": f"{uid}-m{i}" for i in range(len(both.episodes)) if i % 2}
+            assert both.by_message_id == alone.by_message_id == odd
     finally:
         store.close()
 

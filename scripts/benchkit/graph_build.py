@@ -14,7 +14,8 @@ ratios hold on a noisy machine.
              figure): with every message built and, graph on, consolidated (one `consolidate`, which
              the background schedule would run within minutes), the median of one sample a second over
              HELD_SECONDS (a malloc_trim tick falls in it); and the RSS by kind of mapping (--json;
-             procfs.rss_by_kind_mib) and LanceDB's library code resident for where the difference lies
+             procfs.rss_by_kind_mib), LanceDB's library code resident and Python's object arenas (now and
+             at their high-water mark, pyheap.py) for where the difference lies
   catch-up   the graph-off store reopened with the graph on, as after an import or an upgrade: its start-up
              catch-up builds every message; seconds from `ready` until the graph holds them all, CPU
              seconds, RSS then, and the episode rows written against the messages (no duplicates)
@@ -38,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import pyheap
 from .client import Sidecar, add_sidecar_arguments
 from .locomo import DEFAULT_DIR, load, turns
 from .output import log, print_table, write_json
@@ -149,6 +151,7 @@ def bench_config(args: argparse.Namespace, tmp: Path, graph: bool) -> dict[str, 
             sc.request({"type": "consolidate"}, "consolidated")
             out["graph"] = sc.request({"type": "stats"}, "stats").get("graph")
         out["held"] = held_rss(sc)
+        out["pyheap"] = pyheap.read(sc.pid)  # Python's object arenas then, and their high-water mark
         sc.shutdown()
     return out
 
@@ -190,12 +193,23 @@ def bench_locomo(args: argparse.Namespace, tmp: Path, convs: list[tuple[str, Any
     return out
 
 
+def _arenas(on: dict[str, Any], off: dict[str, Any]) -> str:
+    """Python's 1 MiB object arenas in use (high-water mark) and its live objects' MB, on / off."""
+    def one(heap: dict[str, Any] | None) -> str:
+        if not heap:
+            return "?"
+        return (f"{heap['arenas_allocated_current']} ({heap['arenas_highwater_mark']}; live "
+                f"{heap['bytes_in_allocated_blocks'] / 1e6:.0f} MB)")
+    return f"{one(on.get('pyheap'))} / {one(off.get('pyheap'))}"
+
+
 def run(args: argparse.Namespace) -> int:
     # read before the ingests: a wrong --locomo (the default is beside this source tree) fails now, not 15 minutes in
     convs = load([args.locomo]) if args.locomo.exists() else []
     if not convs:
         print(f"no LoCoMo conversation files at {args.locomo} (--locomo names a file or a folder)", file=sys.stderr)
         return 2
+    pyheap.enable()
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         stores = bench_stores(args, Path(tmp))
         on = {"store": stores[True], **bench_config(args, Path(tmp), True)}
@@ -216,6 +230,8 @@ def run(args: argparse.Namespace) -> int:
         {"measurement": f"RSS held, built and consolidated (MiB, median of {HELD_SECONDS} s), on / off", "value": f"{on_held['rss_mib']:.0f} / {off_held['rss_mib']:.0f} (+{on_held['rss_mib'] - off_held['rss_mib']:.0f})", "target": "<= +50 at 100k"},
         {"measurement": "RSS held added, by kind of mapping (MiB)", "value": ", ".join(
             f"{k} {on_held['rss_by_kind_mib'][k] - off_held['rss_by_kind_mib'][k]:+.0f}" for k in on_held["rss_by_kind_mib"]), "target": ""},
+        {"measurement": "Python's object arenas held (MiB; high-water mark), on / off", "value": _arenas(on, off),
+         "target": ""},
         {"measurement": "of the mapped files, LanceDB's library (MiB), on / off",
          "value": f"{on_held['lancedb_code_mib']:.0f} / {off_held['lancedb_code_mib']:.0f}", "target": ""},
         {"measurement": "peak RSS (MiB), on / off", "value": f"{on_held['hwm_mib']:.0f} / {off_held['hwm_mib']:.0f}", "target": ""},

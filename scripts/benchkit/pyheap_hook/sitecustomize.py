@@ -1,0 +1,55 @@
+"""Loaded by a sidecar the benchmarks start with this folder first on PYTHONPATH (benchkit/pyheap.py): on SIGUSR2
+it writes the state of Python's object allocator and of glibc's malloc to $BENCH_PYHEAP_DIR/PID.json. Never stdout."""
+
+import os
+import signal
+
+if os.environ.get("BENCH_PYHEAP_DIR"):
+    def _debugmallocstats() -> str:
+        import sys
+        r, w = os.pipe()  # CPython prints these to fd 2: caught through a pipe (a few KB, within its buffer)
+        saved = os.dup(2)
+        os.dup2(w, 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(w)
+        chunks = []
+        while chunk := os.read(r, 65536):
+            chunks.append(chunk)
+        os.close(r)
+        return b"".join(chunks).decode(errors="replace")
+
+    def _write(_signum, _frame) -> None:
+        import ctypes
+        import gc
+        import json
+
+        out = {}
+        for line in _debugmallocstats().splitlines():
+            key, sep, value = line.partition("=")
+            name = key.strip().lstrip("# ")
+            if sep and name in ("arenas allocated current", "arenas highwater mark", "arenas reclaimed",
+                                "bytes in allocated blocks", "bytes in available blocks"):
+                out[name.replace(" ", "_")] = int(value.strip().replace(",", ""))
+
+        class Mallinfo2(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                        "fsmblks", "uordblks", "fordblks", "keepcost")]
+        try:
+            libc = ctypes.CDLL("libc.so.6")
+            libc.mallinfo2.restype = Mallinfo2
+            info = libc.mallinfo2()
+            out["malloc"] = {f: getattr(info, f) for f in ("arena", "hblkhd", "uordblks", "fordblks")}
+        except (OSError, AttributeError):  # not glibc
+            pass
+        out["gc_objects"] = len(gc.get_objects())
+        path = os.path.join(os.environ["BENCH_PYHEAP_DIR"], f"{os.getpid()}.json")
+        with open(path + ".part", "w") as f:
+            json.dump(out, f)
+        os.replace(path + ".part", path)
+
+    signal.signal(signal.SIGUSR2, _write)
+    open(os.path.join(os.environ["BENCH_PYHEAP_DIR"], f"{os.getpid()}.ready"), "w").close()  # read() may signal
