@@ -247,7 +247,7 @@ def test_the_python_heap_probe_reads_a_hooked_process_and_never_signals_another(
     monkeypatch.delenv("BENCH_PYHEAP_DIR", raising=False)
     code = "import sys, time; keep = [str(i) * 20 for i in range(200_000)]; print('up', flush=True); time.sleep(60)"
     plain = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-    pyheap.enable()
+    pyheap.enable(tmp_path)
     hooked = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
         assert plain.stdout.readline() == b"up\n" and hooked.stdout.readline() == b"up\n"

@@ -126,6 +126,9 @@ class _Tables:
     def load(self, user_id):
         return _sized(user_id, self.episodes)
 
+    def read_rows(self, ids):  # the builder's group: no rows here, so graph() loads each user alone
+        return {}
+
     def save(self, g, episodes=(), **kw):
         self.saved.extend(e.id for e in episodes)
 
@@ -424,9 +427,10 @@ def test_a_delete_waits_for_the_rows_queued_before_it_not_for_a_stream_of_later_
     b.stop()
 
 
-def test_a_builder_group_makes_room_before_it_loads_so_memory_holds_the_budget_or_the_group_not_both():
-    """The builder loads a batch's users 16 at a time (`preload`). It used to load them on top of a full
-    budget, so the graphs in memory peaked at budget + group on every batch (RSS stays at the peak)."""
+def test_a_builder_group_holds_its_rows_not_its_graphs_so_memory_holds_the_budget():
+    """The builder reads a batch's users a group at a time (`preload`: their rows) and makes one user's graph at a
+    time. It loaded the group's graphs together: on top of a full budget until 2026-11-25 (memory peaked at budget
+    + group on every batch), then in its place until 2026-11-28, and RSS stays at the peak either way."""
     from sidecar.graph.service import GraphService
 
     one = _sized("x", 200).approx_bytes()
@@ -438,14 +442,15 @@ def test_a_builder_group_makes_room_before_it_loads_so_memory_holds_the_budget_o
     def held() -> int:
         return sum(g.approx_bytes() for g in svc._cache.values())
 
-    svc.preload([f"new{i}" for i in range(4)])
-    assert held() <= 10 * one  # four old ones left first, not after
-    assert list(svc._cache) == [f"old{i}" for i in range(4, 10)] + [f"new{i}" for i in range(4)]
-    svc.preload([f"big{i}" for i in range(12)])  # a group larger than the budget: it alone is held
-    assert sorted(svc._cache) == sorted(f"big{i}" for i in range(12))
+    svc.preload([f"new{i}" for i in range(12)])  # a group larger than the budget
+    assert list(svc._cache) == [f"old{i}" for i in range(10)]  # no graph made yet
+    for i in range(12):
+        svc.graph(f"new{i}", background=True)
+        assert held() <= 10 * one and f"new{i}" in svc._cache
+        svc.release(f"new{i}")
     svc.preload([])
-    svc.graph("big0")
-    assert held() <= 10 * one  # unpinned: the budget applies again
+    assert held() <= 10 * one and not svc._pinned
+    assert sum(u.startswith("new") for u in svc._cache) == 1  # the builder's: an eighth of the budget
 
 
 def test_the_graph_cache_keeps_its_byte_count_as_graphs_come_grow_and_leave():
@@ -535,30 +540,34 @@ def test_the_builders_graphs_keep_to_their_share_in_a_backlog_too():
     assert "host" in svc._cache and svc._cache.background <= 4 * one
 
 
-def test_the_builder_loads_together_as_many_users_as_a_quarter_of_the_budget_holds():
-    """The group of users whose graphs the builder loads at once is the graph's busiest moment, so it is bounded
-    by bytes (GROUP_SHARE of the budget at the cached graphs' mean size), not only by a count of users."""
+def test_the_builder_reads_a_groups_rows_together_and_holds_one_users_graph_at_a_time():
+    """The builder reads a group of users' rows with one read per table, as many users as the budget holds at
+    the cached graphs' mean size (at most USER_GROUP), but makes and keeps one user's graph at a time: it loaded
+    the group's graphs together (16 users of 1,000 episodes, 25 MiB), and Python keeps the object memory of its
+    busiest moment (graph-build at 100k: +68 MiB held, target 50)."""
     from sidecar.graph.builder import USER_GROUP
-    from sidecar.graph.service import BACKGROUND_SHARE, GROUP_SHARE, GraphService
+    from sidecar.graph.service import BACKGROUND_SHARE, GraphService
 
     one = _sized("x", 50).approx_bytes()
-    budget = int(GROUP_SHARE * 3.5 * one)  # three graphs of 50 episodes (and a few more) per group
-    svc = GraphService(_Tables(50), None, lambda text, n: text, cache_bytes=budget)
+    budget = int(3.5 * one)  # three graphs of 50 episodes (and a few more)
+    tables = _Tables(50)
+    read: list[list[str]] = []
+    tables.read_rows = lambda users: (read.append(list(users)), {})[1]
+    svc = GraphService(tables, None, lambda text, n: text, cache_bytes=budget)
     assert svc.group_size() == USER_GROUP  # no graph known yet: the cap
     svc.graph("x", background=True)
     assert svc.group_size() == 3
-    groups: list[list[str]] = []
-    preload = svc.preload
-    svc.builder.preload = lambda users: (groups.append(list(users)), preload(users))
+    held: list[int] = []
+    release = svc.release
+    svc.builder.release = lambda u: (release(u), held.append(svc._cache.total))
     svc.builder.save = lambda built, rows: rows
     svc.builder.commit = lambda rows: None
     rows = [{"id": f"m{i}", "user_id": f"u{i % 10}", "content": "We met Alice in Paris.", "timestamp": 1e9 + i}
             for i in range(20)]
     svc.builder.build(rows, _unit([[1.0] * 8] * 20))
-    assert groups[-1] == []  # unpinned at the end
-    assert [len(g) for g in groups[:-1]] == [3, 3, 3, 1]
-    assert sum(groups[:-1], []) == [f"u{i}" for i in range(10)]
-    assert svc._cache.background <= budget // BACKGROUND_SHARE
+    assert read == [["u0", "u1", "u2"], ["u3", "u4", "u5"], ["u6", "u7", "u8"], ["u9"]]
+    assert len(held) == 10 and max(held) <= budget // BACKGROUND_SHARE  # each user's graph trimmed once built
+    assert not svc._pinned
 
 
 def test_consolidation_reads_a_users_messages_twice_per_pass_not_once_per_trace():

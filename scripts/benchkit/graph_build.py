@@ -209,8 +209,8 @@ def run(args: argparse.Namespace) -> int:
     if not convs:
         print(f"no LoCoMo conversation files at {args.locomo} (--locomo names a file or a folder)", file=sys.stderr)
         return 2
-    pyheap.enable()
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
+        pyheap.enable(tmp)
         stores = bench_stores(args, Path(tmp))
         on = {"store": stores[True], **bench_config(args, Path(tmp), True)}
         off = {"store": stores[False], **bench_config(args, Path(tmp), False)}

@@ -2,7 +2,7 @@
 high-water mark, the bytes its live objects take, and glibc's malloc totals. Python frees an arena only when
 every object in it is gone, so the arenas a process once needed mostly stay (docs/graph.md, "Memory").
 
-`enable()` before starting sidecars (from source: `python -m sidecar`) puts pyheap_hook/ first on their
+`enable(dir)` before starting sidecars (from source: `python -m sidecar`) puts pyheap_hook/ first on their
 PYTHONPATH; `read(pid)` signals one (SIGUSR2) and returns what its hook wrote, or None (no hook loaded there: a
 frozen binary, or a sidecar started before enable())."""
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,10 @@ HOOK = Path(__file__).with_name("pyheap_hook")
 _DIR: list[str] = []
 
 
-def enable() -> None:
+def enable(directory: str | Path) -> None:
+    """Sidecars started from now on load the hook, which writes into `directory` (a temporary one of the run)."""
     if not _DIR:
-        _DIR.append(tempfile.mkdtemp(prefix="bench-pyheap-"))
+        _DIR.append(str(directory))
         os.environ["BENCH_PYHEAP_DIR"] = _DIR[0]
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK), os.environ.get("PYTHONPATH")) if p)
 

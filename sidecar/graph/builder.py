@@ -140,7 +140,8 @@ class Builder:
         self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
         self.on_built: Callable[[UserGraph, Episode, dict[str, Any]], None] | None = None
         self.preload: Callable[[list[str]], None] | None = None  # load the batch's users' graphs together
-        self.group_size: Callable[[], int] = lambda: USER_GROUP  # users loaded together (the service: by their bytes)
+        self.group_size: Callable[[], int] = lambda: USER_GROUP  # users read together (the service: by their bytes)
+        self.release: Callable[[str], None] | None = None  # a user of the group built: its graph may leave
         self.graphs = graphs
         self.save = save  # (built, rows so far) -> rows: what a group built, as table rows
         self.commit = commit  # rows -> None: the batch written, one commit per table
@@ -333,11 +334,14 @@ class Builder:
             with self.lock:
                 if self.preload is not None:
                     self.preload(group)
-                built = [self._build_user(u, by_user[u], rows, vectors) for u in group]
-                ids = {ep.id for _, changes in built for ep in changes.episodes}
-                episodes |= ids
-                self.unwritten |= ids
-                written = self.save(built, written)
+                for u in group:  # one user's graph at a time (the group's rows were read together)
+                    built = self._build_user(u, by_user[u], rows, vectors)
+                    ids = {ep.id for ep in built[1].episodes}
+                    episodes |= ids
+                    self.unwritten |= ids
+                    written = self.save([built], written)
+                    if self.release is not None:
+                        self.release(u)
         with self.lock:
             if self.preload is not None:
                 self.preload([])  # unpinned: the budget applies again

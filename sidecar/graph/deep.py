@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -80,6 +81,7 @@ class DeepTier:
         self.llm = llm
         self.apply = apply
         self.done = self.failed = 0
+        self._reachable: tuple[float, bool | None] = (0.0, None)  # (when checked, whether the LLM answered)
         self.jobs = JobQueue(self._one, "graph-llm", DEEP_QUEUE_MAX, drop_oldest=True)
 
     @property
@@ -94,6 +96,15 @@ class DeepTier:
 
     def pending(self) -> int:
         return self.jobs.pending()
+
+    def health(self) -> dict[str, Any]:
+        """Whether its server answers (checked at most every 30 s), and its jobs."""
+        at, ok = self._reachable
+        if time.monotonic() - at > 30:
+            ok = self.llm.reachable()
+            self._reachable = (time.monotonic(), ok)
+        return {"configured": True, "reachable": ok, "pending": self.pending(), "done": self.done,
+                "failed": self.failed, "dropped": self.dropped}
 
     def stop(self) -> None:
         self.jobs.stop()

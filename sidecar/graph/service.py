@@ -24,6 +24,7 @@ from .cache import GraphCache
 from .model import (FLOOR, HALF_LIFE_DAYS, Entity, Episode, Similar, Trace, UserGraph, decayed,  # noqa: F401
                     fold, stable_id)
 from .store import GraphStore
+from .tables import graph_of
 
 log = logging.getLogger("sidecar.graph")
 
@@ -31,7 +32,6 @@ CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
 BACKGROUND_SHARE = 8  # graphs no command has used: 1/8 of --graph-cache-mb (graph/cache.py)
-GROUP_SHARE = 4  # the builder's group of users loaded together: 1/4 of --graph-cache-mb at their mean size
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
@@ -49,46 +49,48 @@ class GraphService:
         self.lock = threading.RLock()  # every graph read and change
         self._cache = GraphCache(cache_bytes)  # the users' graphs (graph/cache.py); see _evict for their share
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
-        self._stale = False  # drop_cached() was called
+        self._rows: dict[str, dict[str, Any]] = {}  # the group's rows not made into graphs yet (preload)
+        self._stale, self._read_bytes = False, 0  # drop_cached() was called; the graphs read lately, mean bytes
         self.writable: Callable[[], bool] = lambda: True  # False on a read-only sidecar: recall writes nothing
         self._unconsolidated, self._first_unconsolidated = 0, None  # episodes built since the last pass, and when
         self.last_consolidation: float | None = None
         commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
         graphs = lambda u: self.graph(u, background=True)  # noqa: E731
         self.builder = Builder(self.lock, graphs, self._save, commit, self._built, extra_tier, same_fact, similar)
-        self.builder.preload = self.preload
-        self.builder.group_size = self.group_size
+        self.builder.preload, self.builder.release, self.builder.group_size = self.preload, self.release, self.group_size
         self.builder.on_overflow = self.catch_up
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
         self.llm, self.deep = llm, None
         if llm is not None:
             from .deep import DeepTier
-
             self.deep = DeepTier(llm, self._apply_deep)
             self.builder.on_built = self._to_deep_tier
-        self._reachable: tuple[float, bool | None] = (0.0, None)  # (when checked, whether the LLM answered)
         from .recaller import Recaller
         self.recaller = Recaller(self, embed) if embed is not None else None
 
     # ------------------------------------------------------------------ graphs
 
     def preload(self, user_ids: list[str]) -> None:
-        """Load these users' graphs together; they stay (whatever the budget) until the next preload. Others leave
-        first to make room for them (at the cached graphs' mean size): memory holds the budget or the group, not both."""
+        """Read these users' rows together (one read per table, held as Arrow), for `graph()` to make one user's
+        graph at a time; each stays (whatever the budget) until `release` or the next preload (docs/graph.md)."""
         with self.lock:
             self._pinned = set(user_ids)
             missing = [u for u in dict.fromkeys(user_ids) if u not in self._cache]
-            self._evict(room=self._cache.mean() * len(missing))
-            for uid, g in self.store.load_many(missing).items():  # none read when none are missing
-                self._cache.put(uid, g)
+            self._rows = self.store.read_rows(missing) if missing else {}
+            self._evict()
+
+    def release(self, user_id: str) -> None:
+        """The builder is done with this user's graph: the budget applies to it again."""
+        with self.lock:
+            self._pinned.discard(user_id)
+            self._rows.pop(user_id, None)
+            self._evict()
 
     def group_size(self) -> int:
-        """How many users' graphs the builder loads together: as many as fit GROUP_SHARE of the budget at the
-        cached graphs' mean size (the builder caps it at USER_GROUP; no graph cached yet: that cap). Python keeps
-        the object memory of its busiest moment (docs/graph.md, "Memory"), so the group is what bounds it."""
+        """How many users' rows the builder reads together: as many as the budget holds at the mean size of the
+        graphs read lately (their rows take less; the builder caps it at USER_GROUP; none read yet: that cap)."""
         with self.lock:
-            mean = self._cache.mean()
-            return self._cache.budget // GROUP_SHARE // mean if mean else USER_GROUP
+            return self._cache.budget // self._read_bytes if self._read_bytes else USER_GROUP
 
     def graph(self, user_id: str, background: bool = False) -> UserGraph:
         """The user's graph, loaded on a miss (`background`: for the builder, consolidation, a delete)."""
@@ -97,18 +99,21 @@ class GraphService:
                 self._evict()
             g = self._cache.get(user_id)
             if g is None:
-                g = self.store.load(user_id)
+                rows = self._rows.pop(user_id, None)  # read with the builder's group
+                g = graph_of(user_id, rows) if rows is not None else self.store.load(user_id)
                 self._cache.put(user_id, g)
+                size = g.approx_bytes()  # the mean of the graphs read lately, for group_size
+                self._read_bytes = size if not self._read_bytes else (self._read_bytes * 7 + size) // 8
             self._cache.touch(user_id, foreground=not background)
             self._evict(keep=user_id)
             return g
 
-    def _evict(self, keep: str | None = None, room: int = 0) -> None:
+    def _evict(self, keep: str | None = None) -> None:
         """Graphs leave to fit the budget (pinned ones and `keep` stay; every unpinned one after drop_cached())."""
         if self._stale:
             self._stale = False
             self._cache.keep_only(lambda u: u in self._pinned or u == keep)
-        self._cache.evict(lambda u: u == keep or u in self._pinned, room, self._cache.budget // BACKGROUND_SHARE)
+        self._cache.evict(lambda u: u == keep or u in self._pinned, 0, self._cache.budget // BACKGROUND_SHARE)
 
     def _save(self, built: list[tuple[UserGraph, Changes]], rows: dict[str, list] | None) -> dict[str, list]:
         """The builder's group: the rows of what it built (added to `rows`; the builder commits them)."""
@@ -314,14 +319,7 @@ class GraphService:
 
     def llm_health(self) -> dict[str, Any]:
         """Whether the deep tier is on and (checked at most every 30 s) its server answers."""
-        if self.llm is None:
-            return {"configured": False, "reachable": None}
-        at, ok = self._reachable
-        if time.monotonic() - at > 30:
-            ok = self.llm.reachable()
-            self._reachable = (time.monotonic(), ok)
-        return {"configured": True, "reachable": ok, "pending": self.deep.pending(), "done": self.deep.done,
-                "failed": self.deep.failed, "dropped": self.deep.dropped}
+        return self.deep.health() if self.deep is not None else {"configured": False, "reachable": None}
 
     def reload(self, user_ids: list[str]) -> None:
         """These users' graphs were written from outside (an import): read them again when next used."""

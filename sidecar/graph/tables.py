@@ -86,12 +86,11 @@ def _per_user(data: pa.Table) -> dict[str, pa.Table]:
     return {uid: data.slice(bounds[k], bounds[k + 1] - bounds[k]) for k, uid in enumerate(codes.dictionary.to_pylist())}
 
 
-def read_graphs(tables: dict[str, Any], user_ids: list[str],
-                stale: dict[str, set[str]] | None = None) -> dict[str, UserGraph]:
-    """Several users' graphs read from the graph tables (name -> LanceDB table), one read per table per
-    200 users; ids found twice are added to `stale` (table name -> ids) when given. Only reads: also used
-    by the read-only inspector, beside a running sidecar."""
-    graphs = {uid: UserGraph(uid) for uid in user_ids}
+def read_rows(tables: dict[str, Any], user_ids: list[str],
+              stale: dict[str, set[str]] | None = None) -> dict[str, dict[str, pa.Table]]:
+    """Several users' rows from the graph tables (name -> LanceDB table), one read per table per 200 users:
+    user id -> table name -> that user's rows (Arrow, as read: compact, until `graph_of` makes the objects).
+    Ids found twice are added to `stale` (table name -> ids) when given."""
     by_user: dict[str, dict[str, pa.Table]] = {uid: {} for uid in user_ids}
     for start in range(0, len(user_ids), 200):
         where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start:start + 200])})"
@@ -102,9 +101,14 @@ def read_graphs(tables: dict[str, Any], user_ids: list[str],
     if stale is not None:
         for name in [n for n, ids in stale.items() if not ids]:
             del stale[name]
-    for uid, g in graphs.items():
-        _fill(g, by_user[uid])
-    return graphs
+    return by_user
+
+
+def read_graphs(tables: dict[str, Any], user_ids: list[str],
+                stale: dict[str, set[str]] | None = None) -> dict[str, UserGraph]:
+    """Several users' graphs (see `read_rows`). Only reads: also used by the read-only inspector, beside a
+    running sidecar."""
+    return {uid: graph_of(uid, rows) for uid, rows in read_rows(tables, user_ids, stale).items()}
 
 
 def last_of_each(data: pa.Table) -> pa.Table:
@@ -128,8 +132,9 @@ def _columns(data: dict[str, pa.Table], name: str) -> Any:
     return zip(*(rows.column(c).to_pylist() for c in COLUMNS[name]))
 
 
-def _fill(g: UserGraph, data: dict[str, pa.Table]) -> None:
-    """A user's graph from its table rows (table name -> that user's rows)."""
+def graph_of(user_id: str, data: dict[str, pa.Table]) -> UserGraph:
+    """A user's graph from its table rows (table name -> that user's rows, from `read_rows`)."""
+    g = UserGraph(user_id)
     for id_, ts, channel_id, message_id, reply_to, quality, low, trace_id in _columns(data, EPISODES):
         g.episodes[id_] = Episode(id_, ts, channel_id, message_id, reply_to, quality, low, [], trace_id)
         if message_id:
@@ -157,6 +162,7 @@ def _fill(g: UserGraph, data: dict[str, pa.Table]) -> None:
         ep.trace_id = tids.get(ep.trace_id, ep.trace_id)
     for a, b, weight in _columns(data, LINKS):
         g.links[(tids.get(a, a), tids.get(b, b))] = weight
+    return g
 
 
 def _fill_traces(g: UserGraph, rows: pa.Table | None, eps: dict[str, str], ents: dict[str, str]) -> None:
