@@ -32,7 +32,7 @@ RECENT = 10  # a user's recent episodes that novelty compares with
 QUEUE_MAX = 4_096  # rows waiting (about 2 KB each with the vector); past this, new ones wait for a catch-up
 BATCH_DELAY = 1.0  # seconds a stored message may wait to be built with the ones after it
 BATCH_ROWS = 512
-USER_GROUP = 16  # users built (and their graphs loaded) together within a batch
+USER_GROUP = 16  # users of a batch whose rows are read together (their graphs made one at a time)
 # The builder steps aside while requests are in hand (`busy`): before each group it waits, YIELD_STEP at a
 # time, up to YIELD_MAX, so a bulk import runs at nearly its graph-off speed and the graph follows in the
 # pauses; under requests that never pause it still builds a group every YIELD_MAX. Measured with
@@ -139,11 +139,11 @@ class Builder:
         self.similar = similar  # resolution by meaning (names.NameMatcher), or None
         self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
         self.on_built: Callable[[UserGraph, Episode, dict[str, Any]], None] | None = None
-        self.preload: Callable[[list[str]], None] | None = None  # load the batch's users' graphs together
+        self.preload: Callable[[list[str]], None] | None = None  # read a group's users' rows together
         self.group_size: Callable[[], int] = lambda: USER_GROUP  # users read together (the service: by their bytes)
         self.release: Callable[[str], None] | None = None  # a user of the group built: its graph may leave
         self.graphs = graphs
-        self.save = save  # (built, rows so far) -> rows: what a group built, as table rows
+        self.save = save  # (built, rows so far) -> rows: what was built, as table rows
         self.commit = commit  # rows -> None: the batch written, one commit per table
         self.after_batch = after_batch
         self.extra = extra
@@ -318,9 +318,10 @@ class Builder:
                 return
 
     def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
-        """Build a batch of stored messages, every user's, a group of users at a time (`group_size()` of
-        them, at most USER_GROUP: loaded together, so that a batch over many users never holds more of their
-        graphs than a group beyond the memory budget), then write it all with one commit per table."""
+        """Build a batch of stored messages, every user's, a group of users at a time (`group_size()` of them,
+        at most USER_GROUP: their rows read together, their graphs made and let go one at a time, so that a
+        batch over many users never holds more than one graph beyond the memory budget), then write it all with
+        one commit per table."""
         by_user: dict[str, list[int]] = {}
         for k, r in enumerate(rows):
             by_user.setdefault(r["user_id"], []).append(k)
