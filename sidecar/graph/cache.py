@@ -43,13 +43,12 @@ class GraphCache:
     def get(self, user_id: str) -> UserGraph | None:
         return self._graphs.get(user_id)
 
-    def mean(self) -> int:
-        return self.total // max(1, len(self._graphs))
-
-    def put(self, user_id: str, g: UserGraph) -> None:
+    def put(self, user_id: str, g: UserGraph) -> int:
+        """Hold the graph; returns its bytes as measured."""
         self.pop(user_id)
         self._graphs[user_id] = g
         self.measure(user_id)
+        return self._sizes[user_id]
 
     def touch(self, user_id: str, foreground: bool = True) -> None:
         """The user's graph was used (by a command or recall when `foreground`, else by background work):
@@ -83,18 +82,18 @@ class GraphCache:
         for user_id in [u for u in self._graphs if not keep(u)]:
             self.pop(user_id)
 
-    def evict(self, protected: Callable[[str], bool], room: int = 0, background_budget: int | None = None) -> None:
-        """The least recently used graphs leave until the rest and `room` fit the budget, and those only
-        background work used fit `background_budget` (None: the whole budget); `protected` ones stay."""
+    def evict(self, protected: Callable[[str], bool], background_budget: int | None = None) -> None:
+        """The least recently used graphs leave until the rest fit the budget, and those only background work
+        used fit `background_budget` (None: the whole budget); `protected` ones stay."""
         share = self.budget if background_budget is None else background_budget
         if self.background > share:
             for user_id in [u for u in self._graphs if u not in self._used and not protected(u)]:
                 if self.background <= share:
                     break
                 self.pop(user_id)
-        if self.total + room <= self.budget:
+        if self.total <= self.budget:
             return
         for user_id in [u for u in self._graphs if not protected(u)]:  # oldest first
-            if self.total + room <= self.budget:
+            if self.total <= self.budget:
                 break
             self.pop(user_id)

@@ -88,7 +88,7 @@ class GraphService:
 
     def group_size(self) -> int:
         """How many users' rows the builder reads together: as many as the budget holds at the mean size of the
-        graphs read lately (their rows take less; the builder caps it at USER_GROUP; none read yet: that cap)."""
+        graphs read lately (their rows, as Arrow, take about as much; the builder caps it at USER_GROUP)."""
         with self.lock:
             return self._cache.budget // self._read_bytes if self._read_bytes else USER_GROUP
 
@@ -101,8 +101,7 @@ class GraphService:
             if g is None:
                 rows = self._rows.pop(user_id, None)  # read with the builder's group
                 g = graph_of(user_id, rows) if rows is not None else self.store.load(user_id)
-                self._cache.put(user_id, g)
-                size = g.approx_bytes()  # the mean of the graphs read lately, for group_size
+                size = self._cache.put(user_id, g)  # its bytes: the graphs read lately, their mean, for group_size
                 self._read_bytes = size if not self._read_bytes else (self._read_bytes * 7 + size) // 8
             self._cache.touch(user_id, foreground=not background)
             self._evict(keep=user_id)
@@ -113,7 +112,7 @@ class GraphService:
         if self._stale:
             self._stale = False
             self._cache.keep_only(lambda u: u in self._pinned or u == keep)
-        self._cache.evict(lambda u: u == keep or u in self._pinned, 0, self._cache.budget // BACKGROUND_SHARE)
+        self._cache.evict(lambda u: u == keep or u in self._pinned, self._cache.budget // BACKGROUND_SHARE)
 
     def _save(self, built: list[tuple[UserGraph, Changes]], rows: dict[str, list] | None) -> dict[str, list]:
         """The builder's group: the rows of what it built (added to `rows`; the builder commits them)."""
