@@ -156,7 +156,7 @@ def graph_of(user_id: str, data: dict[str, pa.Table]) -> UserGraph:
     for id_, subject, predicate, obj, value, start, end, episode_ids, confidence, fact_id in _columns(data, RELATIONS):
         g.relations[id_] = Relation(id_, subject, predicate, obj, value, start, end,
                                     [eps.get(e, e) for e in episode_ids], confidence, fact_id)
-    _fill_traces(g, data.get(TRACES), eps, ents)
+    _fill_traces(g, data, eps, ents)
     tids = {k: k for k in g.traces}
     for ep in g.episodes.values():
         ep.trace_id = tids.get(ep.trace_id, ep.trace_id)
@@ -165,7 +165,8 @@ def graph_of(user_id: str, data: dict[str, pa.Table]) -> UserGraph:
     return g
 
 
-def _fill_traces(g: UserGraph, rows: pa.Table | None, eps: dict[str, str], ents: dict[str, str]) -> None:
+def _fill_traces(g: UserGraph, data: dict[str, pa.Table], eps: dict[str, str], ents: dict[str, str]) -> None:
+    rows = data.get(TRACES)
     if rows is None:
         return
     # the vectors as one float16 matrix of the user's, each trace's a row of it (one array per trace made
@@ -173,6 +174,6 @@ def _fill_traces(g: UserGraph, rows: pa.Table | None, eps: dict[str, str], ents:
     flat = rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     matrix = flat.reshape(rows.num_rows, -1).astype(np.float16)
     for (id_, summary, episode_ids, entity_ids, activation, start, end, created, updated), vector in zip(
-            _columns({TRACES: rows}, TRACES), matrix):
+            _columns(data, TRACES), matrix):
         g.traces[id_] = Trace(id_, summary, [eps.get(e, e) for e in episode_ids], [ents.get(e, e) for e in entity_ids],
                               activation, start, end, created, updated, vector)
