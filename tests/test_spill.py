@@ -42,8 +42,7 @@ def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
     cache = _cache(tmp_path)
     cache.put("a", *_rows("a", 30))
     cache.put("b", *_rows("b", 30))  # a spilled
-    rows_a, rows_b = _rows("a", 1, start=30), _rows("b", 1, start=30)
-    cache.append([*rows_a[0], *rows_b[0]], np.vstack([rows_a[1], rows_b[1]]))  # an import: a's file no longer holds every row
+    cache.append(*_rows("a", 1, start=30))  # a new row of a: its file no longer holds every row
     assert cache.get("a") is None and cache.stats()["spilled_users"] == 0
     cache.put("a", *_rows("a", 31))  # now b is spilled
     cache.add_chunks("b", ["b-1"], np.array([[0, 2]], np.int32), np.ones((1, 8), np.float16))
@@ -58,20 +57,6 @@ def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
     assert len(cache.get("c")) == 31
     cache.clear()
     assert cache.get("c") is None and list((tmp_path / "spill").iterdir()) == []
-
-
-def test_a_store_for_a_spilled_user_brings_it_back_with_its_keyword_index(tmp_path):
-    cache = _cache(tmp_path)
-    entry = cache.put("a", *_rows("a", 30))
-    cache.keyword_ids("a", entry, "m7", ("content", "search_text"), 5)  # a's keyword index built
-    cache.put("b", *_rows("b", 30))  # a spilled, index and all
-    cache.append(*_rows("a", 2, start=30))  # a chat's store for a: one user's rows
-    back = cache._users.get("a")
-    assert back is not None and len(back) == 32  # in memory, old rows and new, without a read of the table
-    assert back.keywords is not None and back.keywords.rows == 32  # the index came back and took the new rows
-    assert cache.keyword_ids("a", back, "m31", ("content", "search_text"), 5)[0] == ["a-31"]
-    assert cache.stats()["users"] == 1 and cache.get("b") is not None  # b made room and went to the spill
-    assert len(cache.get("a")) == 32  # a, evicted with its new rows, comes back whole from a new file
 
 
 def test_a_deleted_users_file_goes_and_other_users_files_stay(tmp_path):

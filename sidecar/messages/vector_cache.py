@@ -282,16 +282,10 @@ class VectorCache:
         entry = self._users.get(user_id)
         if entry is not None:
             self._users.move_to_end(user_id)
-        elif (entry := self._restore(user_id)) is not None:
-            self._evict()
-        return entry
-
-    def _restore(self, user_id: str) -> UserRows | None:
-        """A spilled user's entry back in memory, as the most recently used (nothing evicted yet), or None."""
-        entry = self.spill.load(user_id) if self.spill is not None else None
-        if entry is not None:
+        elif self.spill is not None and (entry := self.spill.load(user_id)) is not None:
             self._users[user_id] = entry
             self.nbytes += entry.nbytes
+            self._evict()
         return entry
 
     def put(self, user_id: str, rows: list[dict[str, Any]], vectors: np.ndarray,
@@ -317,18 +311,13 @@ class VectorCache:
 
     def append(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """Committed rows: added to the users that are cached, and a user's first rows ever (not in `known`)
-        cached as that user's complete set while the budget has room. Rows of one user who is in the spill
-        bring that user back to memory first (a chat's store comes before its query for the same user, and a
-        stale file would send that query to the table and rebuild the keyword index: 100-150 ms for a user of
-        1,000 rows); rows of several users (an import) only make their files stale, so that an import does not
-        read and rewrite every spilled user's file. Other users load from the table on demand: after an
-        import, that first query per user read the table (about 10 ms each)."""
+        cached as that user's complete set while the budget has room. Other users load from the table on
+        demand: after an import, that first query per user read the table (about 10 ms each)."""
         by_user: dict[str, list[int]] = {}
         new: dict[str, list[int]] = {}
-        one_user = len({r["user_id"] for r in rows}) == 1
         for i, r in enumerate(rows):
             uid = r["user_id"]
-            if uid in self._users or (one_user and i == 0 and self._restore(uid) is not None):
+            if uid in self._users:
                 by_user.setdefault(uid, []).append(i)
             elif self.known is not None and uid not in self.known:  # `known` grows after the loop
                 new.setdefault(uid, []).append(i)
