@@ -126,12 +126,12 @@ def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Cha
 
 
 class Builder:
-    """The background thread. `graphs(user_id)` gives the user's graph under `lock`; `save` turns what a
-    group of users built into table rows and `commit` writes a batch's; `after_batch(n)` is told how
+    """The background thread. `graphs(user_id)` gives the user's graph under `lock`; `save` turns what was
+    built in one user's graph into table rows and `commit` writes a batch's; `after_batch(n)` is told how
     many episodes were built (the consolidation schedule)."""
 
     def __init__(self, lock: threading.RLock, graphs: Callable[[str], UserGraph],
-                 save: Callable[[list[tuple[UserGraph, Changes]], Any], Any], commit: Callable[[Any], None],
+                 save: Callable[[tuple[UserGraph, Changes], Any], Any], commit: Callable[[Any], None],
                  after_batch: Callable[[int], None],
                  extra: Callable[[str], list[Mention]] | None = None,
                  same_fact: Callable[[str, str], str | None] | None = None, similar: Similar | None = None):
@@ -143,7 +143,7 @@ class Builder:
         self.group_size: Callable[[], int] = lambda: USER_GROUP  # users read together (the service: by their bytes)
         self.release: Callable[[str], None] | None = None  # a user of the group built: its graph may leave
         self.graphs = graphs
-        self.save = save  # (built, rows so far) -> rows: what was built, as table rows
+        self.save = save  # ((graph, changes), rows so far) -> rows: what was built, as table rows
         self.commit = commit  # rows -> None: the batch written, one commit per table
         self.after_batch = after_batch
         self.extra = extra
@@ -340,7 +340,7 @@ class Builder:
                     ids = {ep.id for ep in built[1].episodes}
                     episodes |= ids
                     self.unwritten |= ids
-                    written = self.save([built], written)
+                    written = self.save(built, written)
                     if self.release is not None:
                         self.release(u)
         with self.lock:

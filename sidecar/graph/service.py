@@ -114,13 +114,13 @@ class GraphService:
             self._cache.keep_only(lambda u: u in self._pinned or u == keep)
         self._cache.evict(lambda u: u == keep or u in self._pinned, self._cache.budget // BACKGROUND_SHARE)
 
-    def _save(self, built: list[tuple[UserGraph, Changes]], rows: dict[str, list] | None) -> dict[str, list]:
-        """The builder's group: the rows of what it built (added to `rows`; the builder commits them)."""
-        for g, _ in built:
-            g.version += 1
-            self._cache.measure(g.user_id)  # grown by what was built
-        return self.store.rows([(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])
-                                for g, c in built], into=rows)
+    def _save(self, built: tuple[UserGraph, Changes], rows: dict[str, list] | None) -> dict[str, list]:
+        """What the builder built in one user's graph, as table rows (added to `rows`; the builder commits them)."""
+        g, c = built
+        g.version += 1
+        self._cache.measure(g.user_id)  # grown by what was built
+        return self.store.rows([(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])],
+                               into=rows)
 
     def _built(self, n: int) -> None:
         self._unconsolidated += n
