@@ -38,16 +38,40 @@ def test_an_evicted_user_comes_back_from_the_spill_with_the_same_answers(tmp_pat
     assert cache.get("nobody") is None
 
 
+def test_a_store_for_a_spilled_user_keeps_its_file_and_the_next_query_has_the_row(tmp_path):
+    """A chat host stores a message, then queries for the same user: the new rows wait beside the spilled file
+    (its tail) and join the entry, keyword index included, when it comes back; no table read in between."""
+    cache = _cache(tmp_path, users_fit=8)  # the tails' share of the budget (1/16) holds a's two rows
+    rows, vecs = _rows("a", 30)
+    entry = cache.put("a", rows, vecs)
+    cache.keyword_ids("a", entry, "m1", ("content",), 5)  # a's keyword index is built, and spilled with it
+    for i in range(16):
+        cache.put(f"o{i}", *_rows(f"o{i}", 30))  # a spilled
+    new_rows, new_vecs = _rows("a", 2, start=30)
+    new_rows[0]["content"] = "quokka bike"
+    cache.append(new_rows, new_vecs)
+    assert cache.stats()["spilled_users"] >= 1 and cache.stats()["bytes"] > 0
+    back = cache.get("a")
+    assert back is not None and len(back) == 32 and back.keywords is not None
+    assert cache.keyword_ids("a", back, "quokka", ("content",), 5) == [["a-30"]]
+    assert back.search(new_vecs[1], 1)[0]["id"] == "a-31"
+    for i in range(16, 32):
+        cache.put(f"o{i}", *_rows(f"o{i}", 30))  # a evicted again: written anew, with its two new rows
+    assert len(cache.get("a")) == 32
+
+
 def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
     cache = _cache(tmp_path)
     cache.put("a", *_rows("a", 30))
     cache.put("b", *_rows("b", 30))  # a spilled
-    cache.append(*_rows("a", 1, start=30))  # a new row of a: its file no longer holds every row
+    cache.append(*_rows("a", 40, start=30))  # more new rows of a than its tail may hold: the file goes stale
     assert cache.get("a") is None and cache.stats()["spilled_users"] == 0
-    cache.put("a", *_rows("a", 31))  # now b is spilled
-    cache.add_chunks("b", ["b-1"], np.array([[0, 2]], np.int32), np.ones((1, 8), np.float16))
+    cache.put("a", *_rows("a", 30))  # now b is spilled
+    cache.append(*_rows("b", 1, start=30))  # b's tail ...
+    cache.add_chunks("b", ["b-1"], np.array([[0, 2]], np.int32), np.ones((1, 8), np.float16))  # ... goes with its file
     assert cache.get("b") is None
     cache.put("c", *_rows("c", 30))  # a spilled
+    cache.append(*_rows("a", 1, start=30))  # a tail, then a discard: neither the file nor the tail comes back
     cache.discard("a")
     assert cache.get("a") is None
     cache.put("a", *_rows("a", 30))  # c spilled
@@ -57,6 +81,39 @@ def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
     assert len(cache.get("c")) == 31
     cache.clear()
     assert cache.get("c") is None and list((tmp_path / "spill").iterdir()) == []
+
+
+def test_whatever_happens_a_user_back_from_the_spill_has_exactly_the_tables_rows(tmp_path):
+    """Stores, queries, chunks, deletes and clears in a random order over a cache that spills and holds
+    tails: every entry a query gets holds the user's rows as the table does, in order, none twice."""
+    rng = np.random.default_rng(7)
+    cache = _cache(tmp_path, users_fit=6)
+    table: dict[str, list[str]] = {}
+    users, applied = [f"u{i}" for i in range(16)], 0
+    for step in range(2000):
+        user, op = users[rng.integers(len(users))], rng.random()
+        if op < 0.5:  # a store of 1-3 rows
+            rows, vecs = _rows(user, int(rng.integers(1, 4)), start=1000 * step)
+            table.setdefault(user, []).extend(r["id"] for r in rows)
+            cache.append(rows, vecs)
+        elif op < 0.95:  # a query: the entry from memory or the spill, else read from the table
+            tails = cache.spill.tail_nbytes
+            entry = cache.get(user)
+            applied += cache.spill.tail_nbytes < tails
+            if entry is None:
+                rows, vecs = _rows(user, len(table.get(user, [])))
+                for r, i in zip(rows, table.get(user, [])):
+                    r["id"] = i
+                entry = cache.put(user, rows, vecs)
+            assert [entry.row(i)["id"] for i in range(len(entry))] == table.get(user, []), step
+        elif op < 0.97 and table.get(user):
+            cache.add_chunks(user, [table[user][0]], np.array([[0, 1]], np.int32), np.ones((1, 8), np.float16))
+        elif op < 0.999 or len(table.get(user, [])) > 60:
+            table[user] = []  # a delete of the user's rows
+            cache.drop(user)
+        else:
+            cache.clear()
+    assert applied >= 30, applied  # users came back from the spill with a tail
 
 
 def test_a_deleted_users_file_goes_and_other_users_files_stay(tmp_path):

@@ -30,8 +30,10 @@ from .spill import Spill
 # slots (16), the id index (20) and four text columns' offsets (32). The keyword index, once built, counts
 # its own.
 ROW_OVERHEAD = 76
+TAIL_SHARE = 16  # the spilled users' new rows held in memory (spill.py): up to this share of the budget
 TEXT_FIELDS = ("id", "content", "message_id", "reply_to")  # held as UTF-8 (columns.py)
 NAMED_FIELDS = ("channel_id", "username")  # few distinct values: interned strings
+KEPT_FIELDS = ("user_id", "timestamp", "is_bot", "prev_id", "prev2_id", *TEXT_FIELDS, *NAMED_FIELDS)  # `extend` reads
 
 
 def row_bytes(dim: int, text_bytes: int) -> int:
@@ -269,7 +271,8 @@ class VectorCache:
         self.budget = budget_bytes
         self._users: "OrderedDict[str, UserRows]" = OrderedDict()
         self.nbytes = 0
-        self.spill = Spill(spill_dir, spill_bytes) if budget_bytes and spill_bytes and spill_dir else None
+        self.spill = (Spill(spill_dir, spill_bytes, budget_bytes // TAIL_SHARE)
+                      if budget_bytes and spill_bytes and spill_dir else None)
         # every user with rows in the table (read by the start-up warm-up, then kept by `append`); None:
         # not known (before the warm-up, or after another sidecar wrote to the table)
         self.known: set[str] | None = None
@@ -311,18 +314,25 @@ class VectorCache:
 
     def append(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         """Committed rows: added to the users that are cached, and a user's first rows ever (not in `known`)
-        cached as that user's complete set while the budget has room. Other users load from the table on
-        demand: after an import, that first query per user read the table (about 10 ms each)."""
+        cached as that user's complete set while the budget has room, and a spilled user's rows held as its
+        file's tail (spill.py). Other users load from the table on demand: after an import, that first query
+        per user read the table (about 10 ms each)."""
         by_user: dict[str, list[int]] = {}
         new: dict[str, list[int]] = {}
+        spilled: dict[str, list[int]] = {}
         for i, r in enumerate(rows):
             uid = r["user_id"]
             if uid in self._users:
                 by_user.setdefault(uid, []).append(i)
             elif self.known is not None and uid not in self.known:  # `known` grows after the loop
                 new.setdefault(uid, []).append(i)
-            if self.spill is not None:
+            else:
+                spilled.setdefault(uid, []).append(i)
+        if self.spill is not None:
+            for uid in by_user:
                 self.spill.invalidate(uid)  # its file no longer holds every row
+            for uid, idx in spilled.items():  # the file's tail (spill.py), or the file goes stale
+                self.spill.add(uid, [{f: rows[i].get(f) for f in KEPT_FIELDS} for i in idx], vectors[idx])
         if self.known is not None:
             self.known.update(r["user_id"] for r in rows)
         for uid, idx in new.items():
@@ -387,7 +397,8 @@ class VectorCache:
 
     def stats(self) -> dict[str, int]:
         spill = self.spill
-        return {"users": len(self), "bytes": self.nbytes, "budget_bytes": self.budget,
+        tails = spill.tail_nbytes if spill else 0  # rows of spilled users, held for their files (spill.py)
+        return {"users": len(self), "bytes": self.nbytes + tails, "budget_bytes": self.budget,
                 "spilled_users": len(spill) if spill else 0, "spilled_bytes": spill.nbytes if spill else 0}
 
     def close(self) -> None:
@@ -397,7 +408,7 @@ class VectorCache:
             self.spill.close()
 
     def _evict(self) -> None:
-        while self.nbytes > self.budget and self._users:
+        while self.nbytes + (self.spill.tail_nbytes if self.spill else 0) > self.budget and self._users:
             uid, entry = self._users.popitem(last=False)
             self.nbytes -= entry.nbytes
             if self.spill is not None:
