@@ -8,17 +8,18 @@ one for a cached user. An entry read back from here takes well under a milliseco
 
 Only ever a copy of what the table holds, made by this process: the folder is emptied when the store
 opens and when it closes, every file is signed with a key this process drew at random (a file it did
-not write, or one cut short, is a miss and is deleted), everything that changes a user's rows makes
-that user's file stale (never read again), and any delete removes every file, as it drops the memory
-cache. Bounded by its own byte budget, stale files then the least recently evicted first out. A disk
+not write, or one cut short, is a miss and is deleted), everything that changes a user's rows other
+than new rows makes that user's file stale (never read again), and any delete removes every file, as it
+drops the memory cache. Bounded by its own byte budget, stale files then the least recently evicted first out. A disk
 that refuses a write only turns the spill off for that entry.
 
 New rows for a user on disk (a chat host's store, then its query for the same user) do not make the file
-stale: they are held in memory as the file's tail, within `tail_budget` bytes, and applied to the entry
-when it is read back. Without the tail, each such store sent the next query to the table (1,000 rows read
+stale: they are held in memory as the file's tail, all tails within `tail_budget` bytes, and applied to
+the entry when it is read back. Without the tail, each such store sent the next query to the table (1,000 rows read
 and their keyword index rebuilt: hybrid p95 105 ms at 100k memories over 100 users, docs/performance.md);
-bringing the user back on the store instead cost the store half again. A tail past its budget makes its
-file stale, as before; whatever makes a file stale or removes it drops its tail.
+bringing the user back on the store instead cost the store half again. Rows that would take the tails
+past their budget make their user's file stale, as before; whatever makes a file stale or removes it
+drops its tail.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ DIGEST = 32  # bytes of the HMAC-SHA256 in front of each file
 
 
 class Spill:
-    """Files of evicted users. A file read back stays valid while its user's rows do not change, so a user
-    going back and forth between memory and disk is written once; a changed user's file is only marked
+    """Files of evicted users. A file read back stays valid while its user's rows do not change (the entry
+    in memory is then what the file holds; one that took its file's tail is written again when evicted),
+    so a user going back and forth between memory and disk is written once; a changed user's file is only marked
     stale (removing a file cost about 1.3 ms on this VM's disk, a third of a query) and is overwritten by
     the next eviction or removed when the budget needs room, by `clear` and at close."""
 
@@ -55,8 +57,8 @@ class Spill:
         self._tail_bytes: dict[str, int] = {}
         self.tail_nbytes = 0  # in memory
         self._key = os.urandom(32)
-        # user -> (bytes on disk, the entry's nbytes when written): files holding the user's current rows,
-        # least recently evicted first
+        # user -> (bytes on disk, the entry's nbytes when written): files that, with their tails, hold the
+        # user's current rows, least recently evicted first
         self._valid: "OrderedDict[str, tuple[int, int]]" = OrderedDict()
         self._stale: dict[str, int] = {}  # user -> bytes on disk: files never to be read again
         self.nbytes = 0  # both kinds
@@ -98,7 +100,7 @@ class Spill:
             self.drop(next(iter(self._stale)) if self._stale else next(iter(self._valid)))
 
     def load(self, user_id: str) -> Any | None:
-        """The user's entry from a valid file (which stays valid), or None."""
+        """The user's entry from a valid file (which stays valid) with the file's tail applied, or None."""
         if user_id not in self._valid:
             return None
         path = self._path(user_id)
@@ -112,16 +114,24 @@ class Spill:
             self.drop(user_id)
             return None
         entry = pickle.loads(data)
-        for rows, vectors in self._drop_tail(user_id):
-            entry.extend(rows, vectors)
+        try:
+            for rows, vectors in self._drop_tail(user_id):
+                entry.extend(rows, vectors)
+        except BaseException:  # the tail is gone: the file alone would miss its rows
+            self.drop(user_id)
+            raise
         return entry
+
+    def __contains__(self, user_id: str) -> bool:
+        """The user has a valid file."""
+        return user_id in self._valid
 
     def add(self, user_id: str, rows: list[dict[str, Any]], vectors: Any) -> None:
         """New rows of the user (an entry's `extend` arguments): the file's tail while it has room, else the
         file is stale."""
         if user_id not in self._valid:
             return
-        size = vectors.nbytes + sum(sys.getsizeof(v) for r in rows for v in r.values()) + 64 * len(rows)
+        size = vectors.nbytes + sum(sys.getsizeof(r) + sum(map(sys.getsizeof, r.values())) for r in rows)
         if self.tail_nbytes + size > self.tail_budget:
             self.invalidate(user_id)
             return

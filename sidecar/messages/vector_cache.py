@@ -331,10 +331,11 @@ class VectorCache:
             else:
                 spilled.setdefault(uid, []).append(i)
         if self.spill is not None:
-            for uid in by_user:
+            for uid in (*by_user, *new):  # (a new user may have a file: an empty entry, from a query)
                 self.spill.invalidate(uid)  # its file no longer holds every row
             for uid, idx in spilled.items():  # the file's tail (spill.py), or the file goes stale
-                self.spill.add(uid, [{f: rows[i].get(f) for f in KEPT_FIELDS} for i in idx], vectors[idx])
+                if uid in self.spill:
+                    self.spill.add(uid, [{f: rows[i].get(f) for f in KEPT_FIELDS} for i in idx], vectors[idx])
         if self.known is not None:
             self.known.update(r["user_id"] for r in rows)
         for uid, idx in new.items():

@@ -46,7 +46,8 @@ class StatsResponse(_Response):
     users: int
     facts: int | None = Field(None, description="Active facts.")
     cache: dict[str, int] = Field(default_factory=dict, description="The in-memory query cache: `users` held, "
-                                  "`bytes` used, `budget_bytes` (--cache-mb); the spill to disk (--cache-disk-mb): "
+                                  "`bytes` used (with the new rows of users on disk, held for their files: up to a 16th of the "
+                                  "budget beside it), `budget_bytes` (--cache-mb); the spill to disk (--cache-disk-mb): "
                                   "`spilled_users` with a valid file (a user back in memory keeps it while "
                                   "unchanged), `spilled_bytes` on disk.")
     chunks: dict[str, int] | None = Field(None, description="Long memories' chunk vectors: `vectors` stored, "

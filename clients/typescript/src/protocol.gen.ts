@@ -1002,7 +1002,7 @@ export interface MessageOut {
  */
 export interface StatsResponse {
   /**
-   * The in-memory query cache: `users` held, `bytes` used, `budget_bytes` (--cache-mb); the spill to disk (--cache-disk-mb): `spilled_users` with a valid file (a user back in memory keeps it while unchanged), `spilled_bytes` on disk.
+   * The in-memory query cache: `users` held, `bytes` used (with the new rows of users on disk, held for their files: up to a 16th of the budget beside it), `budget_bytes` (--cache-mb); the spill to disk (--cache-disk-mb): `spilled_users` with a valid file (a user back in memory keeps it while unchanged), `spilled_bytes` on disk.
    */
   cache?: {
     [k: string]: number;
