@@ -174,8 +174,8 @@ def test_a_file_not_as_written_is_a_miss_and_the_budget_holds(tmp_path):
 
 def test_a_small_cache_spills_and_answers_stay_right_end_to_end(spawn, tmp_path):
     """--cache-mb 1 over 4 users of 1,000 memories (about 550 KB each in the cache): users go to the spill and
-    come back; a memory stored for a spilled user is found at once; forgetting a user leaves none of their text in the data dir;
-    the spill folder is gone after shutdown."""
+    come back; a memory stored for a spilled user is found at once (it waits beside the user's file); forgetting a
+    user leaves none of their text in the data dir; the spill folder is gone after shutdown."""
     sc = spawn("--cache-mb", "1")
     marker = {u: f"zebracorn{u}" for u in range(4)}
     for u in range(4):

@@ -10,16 +10,16 @@ Only ever a copy of what the table holds, made by this process: the folder is em
 opens and when it closes, every file is signed with a key this process drew at random (a file it did
 not write, or one cut short, is a miss and is deleted), everything that changes a user's rows other
 than new rows makes that user's file stale (never read again), and any delete removes every file, as it
-drops the memory cache. Bounded by its own byte budget, stale files then the least recently evicted first out. A disk
-that refuses a write only turns the spill off for that entry.
+drops the memory cache. Bounded by its own byte budget, stale files then the least recently evicted first
+out. A disk that refuses a write only turns the spill off for that entry.
 
 New rows for a user on disk (a chat host's store, then its query for the same user) do not make the file
 stale: they are held in memory as the file's tail, all tails within `tail_budget` bytes, and applied to
-the entry when it is read back. Without the tail, each such store sent the next query to the table (1,000 rows read
-and their keyword index rebuilt: hybrid p95 105 ms at 100k memories over 100 users, docs/performance.md);
-bringing the user back on the store instead cost the store half again. Rows that would take the tails
-past their budget make their user's file stale, as before; whatever makes a file stale or removes it
-drops its tail.
+the entry when it is read back. Without the tail, each such store sent the next query to the table (1,000
+rows read and their keyword index rebuilt: hybrid p95 105 ms at 100k memories over 100 users,
+docs/performance.md); bringing the user back on the store instead cost the store half again. Rows that
+would take the tails past their budget make their user's file stale, as before; whatever makes a file
+stale or removes it drops its tail.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ DIGEST = 32  # bytes of the HMAC-SHA256 in front of each file
 class Spill:
     """Files of evicted users. A file read back stays valid while its user's rows do not change (the entry
     in memory is then what the file holds; one that took its file's tail is written again when evicted),
-    so a user going back and forth between memory and disk is written once; a changed user's file is only marked
-    stale (removing a file cost about 1.3 ms on this VM's disk, a third of a query) and is overwritten by
+    so a user going back and forth between memory and disk is written once; a changed user's file is only
+    marked stale (removing a file cost about 1.3 ms on this VM's disk, a third of a query) and is overwritten by
     the next eviction or removed when the budget needs room, by `clear` and at close."""
 
     def __init__(self, directory: Path, budget_bytes: int, tail_budget: int = 0):

@@ -30,8 +30,8 @@ from .spill import Spill
 # slots (16), the id index (20) and four text columns' offsets (32). The keyword index, once built, counts
 # its own.
 ROW_OVERHEAD = 76
-# the spilled users' new rows held in memory (spill.py): up to this share of the budget, beside it (counting
-# them in it made each store evict users to make room: (b)'s store 1.7x -> 2.2x the floor, its queries slower)
+# the spilled users' new rows held in memory (spill.py): up to this share of the budget, beside it (counted in
+# it, a store could evict users to make room; realuse (b)'s store p50 was 2.2x the floor in that one run)
 TAIL_SHARE = 16
 TEXT_FIELDS = ("id", "content", "message_id", "reply_to")  # held as UTF-8 (columns.py)
 NAMED_FIELDS = ("channel_id", "username")  # few distinct values: interned strings
