@@ -52,10 +52,9 @@ class Spill:
         self.dir = directory
         self.budget = budget_bytes
         self.tail_budget = tail_budget
-        # user -> (rows, vectors) batches stored since the user's valid file was written, oldest first
-        self._tails: dict[str, list[tuple[list[dict[str, Any]], Any]]] = {}
-        self._tail_bytes: dict[str, int] = {}
-        self.tail_nbytes = 0  # in memory
+        # user -> (rows, vectors, bytes) batches stored since the user's valid file was written, oldest first
+        self._tails: dict[str, list[tuple[list[dict[str, Any]], Any, int]]] = {}
+        self.tail_nbytes = 0  # in memory, all tails
         self._key = os.urandom(32)
         # user -> (bytes on disk, the entry's nbytes when written): files that, with their tails, hold the
         # user's current rows, least recently evicted first
@@ -115,7 +114,7 @@ class Spill:
             return None
         entry = pickle.loads(data)
         try:
-            for rows, vectors in self._drop_tail(user_id):
+            for rows, vectors, _ in self._drop_tail(user_id):
                 entry.extend(rows, vectors)
         except BaseException:  # the tail is gone: the file alone would miss its rows
             self.drop(user_id)
@@ -135,13 +134,13 @@ class Spill:
         if self.tail_nbytes + size > self.tail_budget:
             self.invalidate(user_id)
             return
-        self._tails.setdefault(user_id, []).append((rows, vectors))
-        self._tail_bytes[user_id] = self._tail_bytes.get(user_id, 0) + size
+        self._tails.setdefault(user_id, []).append((rows, vectors, size))
         self.tail_nbytes += size
 
-    def _drop_tail(self, user_id: str) -> list[tuple[list[dict[str, Any]], Any]]:
-        self.tail_nbytes -= self._tail_bytes.pop(user_id, 0)
-        return self._tails.pop(user_id, [])
+    def _drop_tail(self, user_id: str) -> list[tuple[list[dict[str, Any]], Any, int]]:
+        batches = self._tails.pop(user_id, [])
+        self.tail_nbytes -= sum(size for _, _, size in batches)
+        return batches
 
     def invalidate(self, user_id: str) -> None:
         """The user's rows changed: their file is never read again."""

@@ -321,21 +321,20 @@ class VectorCache:
         per user read the table (about 10 ms each)."""
         by_user: dict[str, list[int]] = {}
         new: dict[str, list[int]] = {}
-        spilled: dict[str, list[int]] = {}
+        on_disk: dict[str, list[int]] = {}  # users with a valid spill file
         for i, r in enumerate(rows):
             uid = r["user_id"]
             if uid in self._users:
                 by_user.setdefault(uid, []).append(i)
             elif self.known is not None and uid not in self.known:  # `known` grows after the loop
                 new.setdefault(uid, []).append(i)
-            else:
-                spilled.setdefault(uid, []).append(i)
+            elif self.spill is not None and uid in self.spill:
+                on_disk.setdefault(uid, []).append(i)
         if self.spill is not None:
             for uid in (*by_user, *new):  # (a new user may have a file: an empty entry, from a query)
                 self.spill.invalidate(uid)  # its file no longer holds every row
-            for uid, idx in spilled.items():  # the file's tail (spill.py), or the file goes stale
-                if uid in self.spill:
-                    self.spill.add(uid, [{f: rows[i].get(f) for f in KEPT_FIELDS} for i in idx], vectors[idx])
+            for uid, idx in on_disk.items():  # the file's tail (spill.py), or the file goes stale
+                self.spill.add(uid, [{f: rows[i].get(f) for f in KEPT_FIELDS} for i in idx], vectors[idx])
         if self.known is not None:
             self.known.update(r["user_id"] for r in rows)
         for uid, idx in new.items():
