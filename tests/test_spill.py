@@ -5,8 +5,10 @@ through the real process: a small --cache-mb spills, answers stay right, deletes
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from conftest import files_containing
+from sidecar.messages.spill import Spill
 from sidecar.messages.vector_cache import VectorCache
 
 from test_vector_cache import _rows
@@ -49,8 +51,12 @@ def test_a_store_for_a_spilled_user_keeps_its_file_and_the_next_query_has_the_ro
         cache.put(f"o{i}", *_rows(f"o{i}", 30))  # a spilled
     new_rows, new_vecs = _rows("a", 2, start=30)
     new_rows[0]["content"] = "quokka bike"
+    before = cache.stats()
     cache.append(new_rows, new_vecs)
     assert cache.stats()["spilled_users"] >= 1 and cache.stats()["bytes"] > 0
+    after = cache.stats()  # the tail is counted in `bytes`, beside the budget: no one was evicted for it
+    assert after["bytes"] > before["bytes"] and after["users"] == before["users"]
+    assert after["spilled_users"] == before["spilled_users"]
     back = cache.get("a")
     assert back is not None and len(back) == 32 and back.keywords is not None
     assert cache.keyword_ids("a", back, "quokka", ("content",), 5) == [["a-30"]]
@@ -116,6 +122,28 @@ def test_whatever_happens_a_user_back_from_the_spill_has_exactly_the_tables_rows
             cache.clear()
             cache.known = {u for u, ids in table.items() if ids}  # the warm-up after another sidecar's write
     assert applied >= 20, applied  # users came back from the spill with a tail
+
+
+class _Unextendable:
+    """An entry whose `extend` fails (as on a MemoryError): the spill's own logic, no cache around it."""
+    nbytes = 1
+
+    def extend(self, rows, vectors):
+        raise MemoryError
+
+
+def test_a_tail_that_cannot_be_applied_drops_its_file(tmp_path):
+    """If the tail fails to join the entry read back, the error reaches the caller and the file goes: read
+    alone later, it would miss the tail's rows."""
+    spill = Spill(tmp_path / "spill", 1 << 20, tail_budget=1 << 20)
+    spill.put("a", _Unextendable())
+    rows, vecs = _rows("a", 1)
+    spill.add("a", rows, vecs)
+    assert spill.tail_nbytes > 0
+    with pytest.raises(MemoryError):
+        spill.load("a")
+    assert "a" not in spill and spill.tail_nbytes == 0 and spill.load("a") is None
+    assert list((tmp_path / "spill").iterdir()) == []
 
 
 def test_a_new_users_first_rows_make_the_file_of_their_empty_entry_stale(tmp_path):
@@ -194,7 +222,11 @@ def test_a_small_cache_spills_and_answers_stay_right_end_to_end(spawn, tmp_path)
     cache = sc.request({"type": "stats"})["cache"]
     assert cache["spilled_users"] >= 2 and cache["users"] <= 2, cache
     assert {u: top(f"s{u}", marker[u]) for u in range(4)} == first  # back from the spill, same answers
+    before = sc.request({"type": "stats"})["cache"]  # s0, queried first, is on disk again
     assert sc.request({"type": "store", "user_id": "s0", "content": "my new bike is called Quokka"})["type"] == "ok"
+    after = sc.request({"type": "stats"})["cache"]
+    # the store kept s0's file valid (its row waits beside it, counted in `bytes`): no table read to come
+    assert after["spilled_users"] == before["spilled_users"] and after["bytes"] > before["bytes"], (before, after)
     for u in (1, 2, 3):
         top(f"s{u}", "garden")  # s0 is evicted again
     assert top("s0", "Quokka", "keyword") == ["my new bike is called Quokka"]
