@@ -29,12 +29,38 @@ def _days(window):
     ("what did I read last year", ("2025-01-01", "2026-01-01")),
     ("three days ago", ("2026-11-19", "2026-11-22")),
     ("in May 2023, and also last year", ("2023-05-01", "2023-06-01")),  # the absolute date wins
+    ("where was John on December 1,2023?", ("2023-11-30", "2023-12-03")),
+    # words before the time move or narrow it: a span before / after it, open-ended, a range, a part
+    ("Where was Tim in the week before 16 November 2023?", ("2023-11-08", "2023-11-17")),
+    ("what did she do last weekend before April 10, 2023", ("2023-04-02", "2023-04-11")),
+    ("the puppy she got two weeks before August 11, 2023", ("2023-07-27", "2023-08-12")),
+    ("shown on the Sunday before October 25, 2022", ("2022-10-17", "2022-10-26")),
+    ("two days after 4 July 2023", ("2023-07-04", "2023-07-08")),
+    ("what did I read before 2020?", ("1970-01-01", "2020-01-02")),
+    ("how many games had he won by July 10, 2022", ("1970-01-01", "2022-07-12")),
+    ("as of December 2023", ("1970-01-01", "2024-01-02")),
+    ("what did I cook after March 2023", ("2023-03-31", "2100-01-01")),
+    ("since 2021", ("2020-12-31", "2100-01-01")),
+    ("Where was John between August 11 and August 15 2023?", ("2023-08-10", "2023-08-17")),
+    ("between May 3, 2023 and June 2, 2023", ("2023-05-02", "2023-06-04")),
+    ("from May to July 2023", ("2023-05-01", "2023-08-01")),
+    ("from 2021 to 2023", ("2021-01-01", "2024-01-01")),
+    ("which tournament in the beginning of November 2022?", ("2022-10-31", "2022-11-12")),
+    ("was the first half of September 2022 good", ("2022-08-31", "2022-09-17")),
+    ("in mid-May 2023", ("2023-05-10", "2023-05-22")),
+    ("in late 2022", ("2022-08-31", "2023-01-02")),
+    ("early 2023", ("2022-12-31", "2023-05-03")),
+    ("the second week of November 2023", ("2023-11-07", "2023-11-16")),
+    ("the last week of February 2024", ("2024-02-22", "2024-03-02")),
+    ("between 31 February and 3 March 2023", ("2023-03-02", "2023-03-05")),  # no such start: the day named
+    ("after his trip in August 2023", ("2023-08-01", "2023-09-01")),  # "after" not about the time: the month
 ])
 def test_named_windows(text, days):
     assert _days(named_window(text, NOW)) == days
 
 
 @pytest.mark.parametrize("text", ["in June", "may I ask you something?", "the 2023 trip", "on 31 February, 2023",
+                                  "the second week of November",
                                   "", "🙂🙂", "a" * 40_000, "when did I adopt the cat?"])
 def test_no_window_where_no_time_is_named(text):
     assert named_window(text, NOW) is None
@@ -50,6 +76,11 @@ def test_a_query_naming_a_date_ranks_that_days_memories_first(sidecar):
         r = sidecar.request({"type": "query", "user_id": "t", "text": f"What did I cook on {month} 3, 2024?", "limit": 3})
         assert dishes[k] in r["messages"][0]["content"], (month, [m["content"] for m in r["messages"]])
         assert len(r["messages"]) == 3  # a hint, not a filter: other memories still follow
+    # words around the time move it: what came before or after ranks first
+    for text, dish in (("What did I cook before February 2024?", dishes[0]), ("What did I cook after August 2024?", dishes[4]),
+                       ("What did I cook between February 1 and April 1, 2024?", dishes[1])):
+        r = sidecar.request({"type": "query", "user_id": "t", "text": text, "limit": 3})
+        assert dish in r["messages"][0]["content"], (text, [m["content"] for m in r["messages"]])
     # an explicit window is the host's: it filters, and the text's date is not applied on top
     r = sidecar.request({"type": "query", "user_id": "t", "text": "What did I cook on March 3, 2024?",
                          "since": int(days[3]) - 60, "limit": 5})
