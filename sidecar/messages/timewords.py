@@ -26,26 +26,27 @@ _YEAR_SEP = r"(?:,\s*|\s+)"  # "1 February, 2023", "December 1,2023", "May 2023"
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
 _MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?{_YEAR_SEP}(\d{{4}})\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
-# a bare year counts after a word that makes it a time ("in 2022", "early 2023"), not in "the 2023 trip"
-_YEAR = re.compile(r"\b(in|of|during|from|for|since|before|after|until|till|by|early|mid|late|between|and|to)"
-                   r"[\s-]+((?:19|20)\d\d)\b", re.I)
+# a bare year counts after a word that makes it a time ("in 2022", "early 2023"), not in "the 2023 trip"; after
+# "by", "to", "and", "between" only when no word follows it ("by 2025?", not "by 2000 steps" or "to 2024 points")
+_YEAR = re.compile(r"\b(?:(?:in|of|during|from|for|since|before|after|until|till|early|mid|late)[\s-]+((?:19|20)\d\d)\b"
+                   r"|(?:by|to|and|between)\s+((?:19|20)\d\d)\b(?!\s+(?!(?:and|to|until|till|through)\b)[a-z]))", re.I)
 # words just before an absolute time that move or narrow its window (matched on the text before it, lower case)
-_COUNT = r"\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+_COUNT = r"\d{1,4}|a couple(?: of)?|couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten"
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _SPAN_DAYS = {"day": 1, "week": 7, "weekend": 7, "fortnight": 14, "month": 30.44, "year": 365.25}
 _SPAN_BEFORE_AFTER = re.compile(rf"(?:\b({_COUNT})\s+)?\b(day|weekend|week|fortnight|month|year|{'|'.join(_WEEKDAYS)})s?"
                                 r"\s+(before|after|prior to)$")
 _OPEN_ENDED = re.compile(r"\b(before|prior to|after|since|until|till|by|as of|up to)$")
-_TO = re.compile(r"\s*(?:and|to|until|till|through|-)\s+", re.I)
+_TO = re.compile(r"\s*(and|to|until|till|through|-)\s+", re.I)  # "<time> to <time>"; "and" only after "between"
 _BETWEEN = re.compile(r"\b(?:between|from)\s+(.{1,40}?)\s+(?:and|to|until|till|through)$")
 _PARTS = {"beginning": (0, 1 / 3), "start": (0, 1 / 3), "early": (0, 1 / 3), "middle": (1 / 3, 2 / 3),
           "mid": (1 / 3, 2 / 3), "end": (2 / 3, 1), "late": (2 / 3, 1), "first half": (0, 0.5),
           "second half": (0.5, 1)}
-_PART = re.compile(r"(?:\b(beginning|start|middle|end|first half|second half|(?:first|second|third|fourth|last)\s+week)"
-                   r"\s+of(?:\s+the\s+(?:month|year)(?:\s+of)?)?|\b(early|mid|late))[\s-]*(?:in|of)?$")
-FAR_FUTURE = 4_102_444_800.0  # 2100-01-01: the open end of "after" / "since"
+_PART = re.compile(r"(?:\b(?:the\s+)?(beginning|start|middle|end|first half|second half|(?:first|second|third|fourth|last)"
+                   r"\s+week)\s+of(?:\s+the\s+(?:month|year)(?:\s+of)?)?|\b(early|mid|late))[\s-]*$")
+FAR_PAST, FAR_FUTURE = -2_208_988_800.0, 4_102_444_800.0  # 1900 and 2100: the open ends of "before" and "after"
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-            "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+            "nine": 9, "ten": 10, "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "several": 3}
 _AGO = re.compile(r"\b(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
                   r"(day|week|month|year)s?\s+ago\b", re.I)
 _RELATIVE = re.compile(r"\b(yesterday|today|last\s+(?:week|weekend|month|year)|this\s+(?:week|month|year))\b", re.I)
@@ -63,65 +64,82 @@ def _utc(y: int, m: int, d: int = 1) -> float:
 
 def _anchor(text: str) -> tuple[float, float, int, int, str] | None:
     """The absolute time the text names, unwidened: (start, end, where in the text it starts and ends, its
-    kind: "day", "month" or "year"); None for none, or for a date that does not exist ("31 February")."""
-    m = _DAY_MONTH_YEAR.search(text)
-    if m:
-        day, month, year = int(m.group(1)), _month(m.group(2)), int(m.group(3))
-    elif (m := _MONTH_DAY_YEAR.search(text)) is not None:
-        month, day, year = _month(m.group(1)), int(m.group(2)), int(m.group(3))
-    elif (m := _MONTH_YEAR.search(text)) is not None:
-        month, year = _month(m.group(1)), int(m.group(2))
-        return _utc(year, month), _utc(year + month // 12, month % 12 + 1), m.start(), m.end(), "month"
-    elif (m := _YEAR.search(text)) is not None:
-        year = int(m.group(2))
-        return _utc(year, 1), _utc(year + 1, 1), m.start(2), m.end(), "year"
-    else:
-        return None
+    kind: "day", "month" or "year"); None for none, or for a date that does not exist ("31 February",
+    "May 0000")."""
     try:
-        start = _utc(year, month, day)
-    except ValueError:  # "31 February"
+        if (m := _DAY_MONTH_YEAR.search(text)) is not None:
+            start = _utc(int(m.group(3)), _month(m.group(2)), int(m.group(1)))
+        elif (m := _MONTH_DAY_YEAR.search(text)) is not None:
+            start = _utc(int(m.group(3)), _month(m.group(1)), int(m.group(2)))
+        elif (m := _MONTH_YEAR.search(text)) is not None:
+            month, year = _month(m.group(1)), int(m.group(2))
+            return _utc(year, month), _utc(year + month // 12, month % 12 + 1), m.start(), m.end(), "month"
+        elif (m := _YEAR.search(text)) is not None:
+            g = 1 if m.group(1) else 2
+            year = int(m.group(g))
+            return _utc(year, 1), _utc(year + 1, 1), m.start(g), m.end(), "year"
+        else:
+            return None
+    except (ValueError, OverflowError):
         return None
     return start, start + DAY, m.start(), m.end(), "day"
 
 
+def _range_start(first: str, start: float, end: float) -> tuple[float, float, int, int, str] | None:
+    """The first time of "between <first> and <time>" / "from <first> to <time>", which may leave out what
+    the second names: "between 11 and 15 August 2023", "between August 11 and August 15 2023", "between
+    December 20 and January 5, 2024", "from 2021 to May 2023"."""
+    named = datetime.fromtimestamp(start, timezone.utc)
+    if re.fullmatch(r"(?:19|20)\d\d", first):
+        tries = [f"in {first}"]
+    elif re.fullmatch(r"\d{1,2}(?:st|nd|rd|th)?", first):
+        tries = [f"{first} {named:%B %Y}"]
+    elif re.search(r"\b\d{4}\b", first):
+        tries = [first]
+    else:
+        tries = [f"{first} {named.year}", f"{first} {named.year - 1}"]
+    return next((a for a in map(_anchor, tries) if a is not None and a[0] < end), None)
+
+
 def _absolute(text: str) -> tuple[float, float] | None:
-    """The window of an absolute time, read with the words just before it: "the week before", "two days
-    after", bare "before" / "after" / "since" / "by", "between <time> and", "the beginning / middle / end
-    / first half / second week of", "early / mid / late"."""
+    """The window of an absolute time, read with the words around it: "the week before", "two days after",
+    bare "before" / "after" / "since" / "by", "between <time> and <time>", "<time> to <time>", "the
+    beginning / middle / end / first half / second week of", "early / mid / late"."""
     found = _anchor(text)
     if found is None:
         return None
     start, end, at, stop, kind = found
-    if (m := _TO.match(text, stop)) is not None and (b := _anchor(text[stop:])) is not None \
-            and b[2] == m.end() - stop and b[1] > start:  # "between May 3, 2023 and June 2, 2023", "from 2021 to 2023"
-        return _widen(start, b[1], "day" if "day" in (kind, b[4]) else kind)
     before = text[:at].rstrip().casefold()
-    if (m := _BETWEEN.search(before)) is not None:
-        first = m.group(1)
-        if not re.search(r"\b(?:19|20)\d\d\b", first):  # "between August 11 and August 15 2023"
-            first += datetime.fromtimestamp(start, timezone.utc).strftime(" %Y")
-        if (a := _anchor(first)) is not None and a[0] < end:
-            return _widen(a[0], end, "day" if "day" in (kind, a[4]) else kind)
+    if (m := _TO.match(text, stop)) is not None and (m.group(1).lower() != "and" or before.endswith("between")) \
+            and (b := _anchor(text[stop:])) is not None and b[2] == m.end() - stop and b[1] > start:
+        return _widen(start, b[1], "day" if "day" in (kind, b[4]) else kind)  # "between May 3, 2023 and June 2, 2023"
+    if (m := _BETWEEN.search(before)) is not None and (a := _range_start(m.group(1), start, end)) is not None:
+        return _widen(a[0], end, "day" if "day" in (kind, a[4]) else kind)
     if (m := _SPAN_BEFORE_AFTER.search(before)) is not None:
         word = " ".join((m.group(1) or "a").split())
         days = (int(word) if word.isdigit() else _NUMBERS[word]) * _SPAN_DAYS.get(m.group(2), 7)
         if m.group(3) == "after":
             return end - DAY, end + (days + 1) * DAY
         return start - (days + 1) * DAY, start + DAY  # the day itself too: "last Friday", said that day
+    if kind != "day" and (m := _PART.search(before)) is not None:  # "the end of May 2023", "early 2023"
+        start, end = _part(" ".join((m.group(1) or m.group(2)).split()), start, end)
+        kind, before = "day", before[:m.start()].rstrip()  # a part gets a day's slack; "since the end of ..."
     if (m := _OPEN_ENDED.search(before)) is not None:
         word = m.group(1)
         if word in ("after", "since"):  # open-ended: everything from then on ranks up
-            return (end if word == "after" else start) - DAY, FAR_FUTURE
-        return 0.0, (start if word in ("before", "prior to") else end) + DAY
-    if kind != "day" and (m := _PART.search(before)) is not None:
-        part = " ".join((m.group(1) or m.group(2)).split())
-        if part.endswith("week"):  # "the second week of November 2023", "the last week of 2022"
-            nth = part.split()[0]
-            first = end - 7 * DAY if nth == "last" else start + 7 * DAY * ["first", "second", "third", "fourth"].index(nth)
-            return first - DAY, first + 8 * DAY
-        lo, hi = _PARTS[part]
-        return start + lo * (end - start) - DAY, start + hi * (end - start) + DAY
+            return (end if word == "after" else start) - DAY, max(FAR_FUTURE, end + DAY)
+        return min(FAR_PAST, start - DAY), (start if word in ("before", "prior to") else end) + DAY
     return _widen(start, end, kind)
+
+
+def _part(part: str, start: float, end: float) -> tuple[float, float]:
+    """A part of a month or a year: "the second week of", "the last week of", "the end of", "early"."""
+    if part.endswith("week"):
+        nth = part.split()[0]
+        first = end - 7 * DAY if nth == "last" else start + 7 * DAY * ["first", "second", "third", "fourth"].index(nth)
+        return first, first + 7 * DAY
+    lo, hi = _PARTS[part]
+    return start + lo * (end - start), start + hi * (end - start)
 
 
 def _widen(start: float, end: float, kind: str) -> tuple[float, float]:
@@ -164,4 +182,5 @@ def _relative(text: str, now: float) -> tuple[float, float] | None:
 def named_window(text: str, now: float) -> tuple[float, float] | None:
     """(since, until) of the time the text names, or None. An absolute date wins over a relative one."""
     head = text[:2_000]  # a question names its time early; a pasted document is read no further
-    return _absolute(head) or _relative(head, now)
+    window = _absolute(head) or _relative(head, now)
+    return window if window is None or window[0] < window[1] else None
