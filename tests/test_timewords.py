@@ -104,3 +104,9 @@ def test_a_query_naming_a_date_ranks_that_days_memories_first(sidecar):
     r = sidecar.request({"type": "query", "user_id": "t", "text": "What did I cook on March 3, 2024?",
                          "since": int(days[3]) - 60, "limit": 5})
     assert [m["content"] for m in r["messages"]] and all(m["timestamp"] >= days[3] - 60 for m in r["messages"])
+    # a date that no calendar has is no window, not an error (year 0 raised inside the query before)
+    for text in ("What did I cook in Dec 0000?", "What did I cook in December 9999?"):
+        r = sidecar.request({"type": "query", "user_id": "t", "text": text, "limit": 5})
+        assert r["type"] == "results" and len(r["messages"]) == 5, r
+        r = sidecar.request({"type": "graph_recall", "user_id": "t", "text": text})
+        assert r["type"] == "graph_recall", r
