@@ -73,13 +73,25 @@ def _days(window):
     ("between May 0000 and 3 May 2023", ("2023-05-02", "2023-05-05")),  # no year 0: the other time alone
     ("May 2023 to December 9999", ("2023-05-01", "2023-06-01")),
     ("3 May 2023 and May 0000", ("2023-05-02", "2023-05-05")),
+    # a second review's findings, one case each
+    ("Where was I from 2021 to 2023 in Paris?", ("2021-01-01", "2024-01-01")),
+    ("What had I saved by 2023 for the house?", ("1900-01-01", "2024-01-02")),
+    ("the week before the end of May 2023", ("2023-05-13", "2023-05-22")),
+    ("after 3 May 2023 and before 9 May 2023", ("2023-05-03", "2023-05-10")),
+    ("Did I work from home between 11 and 15 August 2023?", ("2023-08-10", "2023-08-17")),
+    ("from 2021 through 2023", ("2021-01-01", "2024-01-01")),
+    ("from 2021-2023", ("2021-01-01", "2024-01-01")),
+    ("by the end of the year 2023", ("1900-01-01", "2024-01-02")),
+    ("between the 11th and 15th of August 2023", ("2023-08-10", "2023-08-17")),
+    ("since last year", ("2024-12-31", "2100-01-01")),
+    ("before yesterday", ("1900-01-01", "2026-11-23")),
 ])
 def test_named_windows(text, days):
     assert _days(named_window(text, NOW)) == days
 
 
 @pytest.mark.parametrize("text", ["in June", "may I ask you something?", "the 2023 trip", "on 31 February, 2023",
-                                  "the second week of November", "How did I increase my steps by 2000 a day?",
+                                  "the second week of November", "How did I increase my steps by 2000 a day?", "the year 2000 problem",
                                   "Did I eat between 1500 and 2000 calories a day?", "raise the limit to 2024 points",
                                   "in December 9999", "Dec 0000", "May 0000",
                                   "", "🙂🙂", "a" * 40_000, "when did I adopt the cat?"])

@@ -3,8 +3,9 @@
 "3 days ago", "two weeks ago", and an absolute time read with the words just before it: "the week before
 16 November 2023", "two days after 4 July 2023", "before 2020" / "after March 2023" / "since 2021" /
 "by July 10, 2022" (open-ended), "between August 11 and August 15 2023", "from May to July 2023", "the
-beginning / middle / end / first half / second week of November 2022", "early / mid / late 2023". Pure:
-the text and the present in, a window or None out.
+beginning / middle / end / first half / second week of November 2022", "early / mid / late 2023", "after
+3 May 2023 and before 9 May 2023", "since last year". Pure: the text and the present in, a window or None
+out; no text raises (a date no calendar has, "May 0000", names no window).
 
 A window is a hint, not a filter: ranking puts memories inside it first (messages/ranking.py,
 graph recall); a host that wants a hard limit sends `since`/`until`. A date is widened by a day on
@@ -27,9 +28,12 @@ _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}{_
 _MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?{_YEAR_SEP}(\d{{4}})\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
 # a bare year counts after a word that makes it a time ("in 2022", "early 2023"), not in "the 2023 trip"; after
-# "by", "to", "and", "between" only when no word follows it ("by 2025?", not "by 2000 steps" or "to 2024 points")
+# "by", "to", "and", "between", "year" only when no noun follows it ("by 2025 for the house", not "by 2000 steps",
+# "to 2024 points", "the year 2000 problem")
+_GLUE = r"and|or|to|until|till|through|for|in|on|at|when|with|i|we|you|he|she|they|it|but|so|if|because"
 _YEAR = re.compile(r"\b(?:(?:in|of|during|from|for|since|before|after|until|till|early|mid|late)[\s-]+((?:19|20)\d\d)\b"
-                   r"|(?:by|to|and|between)\s+((?:19|20)\d\d)\b(?!\s+(?!(?:and|to|until|till|through)\b)[a-z]))", re.I)
+                   rf"|(?:by|to|and|between|year)\s+((?:19|20)\d\d)\b(?!\s+(?!(?:{_GLUE})\b)[a-z]))", re.I)
+_BARE_YEAR = re.compile(r"((?:19|20)\d\d)\b")  # the second year of a range: "from 2021 to 2023 in Paris"
 # words just before an absolute time that move or narrow its window (matched on the text before it, lower case)
 _COUNT = r"\d{1,4}|a couple(?: of)?|couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten"
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
@@ -37,8 +41,10 @@ _SPAN_DAYS = {"day": 1, "week": 7, "weekend": 7, "fortnight": 14, "month": 30.44
 _SPAN_BEFORE_AFTER = re.compile(rf"(?:\b({_COUNT})\s+)?\b(day|weekend|week|fortnight|month|year|{'|'.join(_WEEKDAYS)})s?"
                                 r"\s+(before|after|prior to)$")
 _OPEN_ENDED = re.compile(r"\b(before|prior to|after|since|until|till|by|as of|up to)$")
-_TO = re.compile(r"\s*(and|to|until|till|through|-)\s+", re.I)  # "<time> to <time>"; "and" only after "between"
-_BETWEEN = re.compile(r"\b(?:between|from)\s+(.{1,40}?)\s+(?:and|to|until|till|through)$")
+_TO = re.compile(r"\s*(?:(and|to|until|till|through)\s+|-\s*)", re.I)  # "<time> to <time>"; "and" only after "between"
+# the text before a range's second time: from the last "between" / "from" ("work from home between 11 and")
+_BETWEEN = re.compile(r"\b(?:between|from)\s+((?:(?!\b(?:between|from)\b).){1,40}?)\s+(?:and|to|until|till|through)$")
+_CLOSE = re.compile(r"\s*,?\s*(?:and|but)\s+(before|until|till|by|prior to)\s", re.I)  # "after May 3 and before May 9"
 _PARTS = {"beginning": (0, 1 / 3), "start": (0, 1 / 3), "early": (0, 1 / 3), "middle": (1 / 3, 2 / 3),
           "mid": (1 / 3, 2 / 3), "end": (2 / 3, 1), "late": (2 / 3, 1), "first half": (0, 0.5),
           "second half": (0.5, 1)}
@@ -87,18 +93,31 @@ def _anchor(text: str) -> tuple[float, float, int, int, str] | None:
 
 def _range_start(first: str, start: float, end: float) -> tuple[float, float, int, int, str] | None:
     """The first time of "between <first> and <time>" / "from <first> to <time>", which may leave out what
-    the second names: "between 11 and 15 August 2023", "between August 11 and August 15 2023", "between
-    December 20 and January 5, 2024", "from 2021 to May 2023"."""
+    the second names: "between 11 and 15 August 2023", "between the 11th and 15th of August 2023", "between
+    August 11 and August 15 2023", "between December 20 and January 5, 2024", "from 2021 to May 2023"."""
     named = datetime.fromtimestamp(start, timezone.utc)
     if re.fullmatch(r"(?:19|20)\d\d", first):
         tries = [f"in {first}"]
-    elif re.fullmatch(r"\d{1,2}(?:st|nd|rd|th)?", first):
-        tries = [f"{first} {named:%B %Y}"]
+    elif (day := re.fullmatch(r"(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?", first)) is not None:
+        tries = [f"{day.group(1)} {named:%B %Y}"]
     elif re.search(r"\b\d{4}\b", first):
         tries = [first]
     else:
         tries = [f"{first} {named.year}", f"{first} {named.year - 1}"]
     return next((a for a in map(_anchor, tries) if a is not None and a[0] < end), None)
+
+
+def _range_end(text: str, stop: int, before: str, start: float) -> tuple[float, float, int, int, str] | None:
+    """The second time of "<time> to <time>", "between <time> and <time>", "from 2021-2023", if the text
+    goes on with one right after the first (ending at `stop`)."""
+    m = _TO.match(text, stop)
+    if m is None or (m.group(1) or "").lower() == "and" and not before.endswith("between"):
+        return None
+    b = _anchor(text[stop:])
+    if b is None or b[2] != m.end() - stop:
+        y = _BARE_YEAR.match(text, m.end())
+        b = (_utc(int(y.group(1)), 1), _utc(int(y.group(1)) + 1, 1), 0, 0, "year") if y is not None else None
+    return b if b is not None and b[1] > start else None
 
 
 def _absolute(text: str) -> tuple[float, float] | None:
@@ -110,26 +129,36 @@ def _absolute(text: str) -> tuple[float, float] | None:
         return None
     start, end, at, stop, kind = found
     before = text[:at].rstrip().casefold()
-    if (m := _TO.match(text, stop)) is not None and (m.group(1).lower() != "and" or before.endswith("between")) \
-            and (b := _anchor(text[stop:])) is not None and b[2] == m.end() - stop and b[1] > start:
-        return _widen(start, b[1], "day" if "day" in (kind, b[4]) else kind)  # "between May 3, 2023 and June 2, 2023"
+    if (b := _range_end(text, stop, before, start)) is not None:  # "between May 3, 2023 and June 2, 2023"
+        return _widen(start, b[1], "day" if "day" in (kind, b[4]) else kind)
     if (m := _BETWEEN.search(before)) is not None and (a := _range_start(m.group(1), start, end)) is not None:
         return _widen(a[0], end, "day" if "day" in (kind, a[4]) else kind)
+    if kind != "day" and (m := _PART.search(before)) is not None:  # "the end of May 2023", "early 2023"
+        start, end = _part(" ".join((m.group(1) or m.group(2)).split()), start, end)
+        kind, before = "day", before[:m.start()].rstrip()  # a part gets a day's slack; "since the end of ..."
     if (m := _SPAN_BEFORE_AFTER.search(before)) is not None:
         word = " ".join((m.group(1) or "a").split())
         days = (int(word) if word.isdigit() else _NUMBERS[word]) * _SPAN_DAYS.get(m.group(2), 7)
         if m.group(3) == "after":
             return end - DAY, end + (days + 1) * DAY
         return start - (days + 1) * DAY, start + DAY  # the day itself too: "last Friday", said that day
-    if kind != "day" and (m := _PART.search(before)) is not None:  # "the end of May 2023", "early 2023"
-        start, end = _part(" ".join((m.group(1) or m.group(2)).split()), start, end)
-        kind, before = "day", before[:m.start()].rstrip()  # a part gets a day's slack; "since the end of ..."
-    if (m := _OPEN_ENDED.search(before)) is not None:
-        word = m.group(1)
-        if word in ("after", "since"):  # open-ended: everything from then on ranks up
-            return (end if word == "after" else start) - DAY, max(FAR_FUTURE, end + DAY)
-        return min(FAR_PAST, start - DAY), (start if word in ("before", "prior to") else end) + DAY
-    return _widen(start, end, kind)
+    window = _open_ended(before, start, end)
+    if window is not None and window[1] >= FAR_FUTURE and (m := _CLOSE.match(text, stop)) is not None \
+            and (b := _anchor(text[m.start(1):])) is not None and text[m.start(1):m.start(1) + b[2]].strip() \
+            .casefold() in ("", m.group(1).casefold()) and b[0] >= window[0]:  # "after May 3 and before May 9"
+        return window[0], (b[0] if m.group(1).casefold() in ("before", "prior to") else b[1]) + DAY
+    return window or _widen(start, end, kind)
+
+
+def _open_ended(before: str, start: float, end: float) -> tuple[float, float] | None:
+    """The window of a time after "before" / "prior to" / "by" / "until" / "as of" (everything up to it) or
+    "after" / "since" (everything from it on), the text before it lower case; None for none of them."""
+    if (m := _OPEN_ENDED.search(before)) is None:
+        return None
+    word = m.group(1)
+    if word in ("after", "since"):
+        return (end if word == "after" else start) - DAY, max(FAR_FUTURE, end + DAY)
+    return min(FAR_PAST, start - DAY), (start if word in ("before", "prior to") else end) + DAY
 
 
 def _part(part: str, start: float, end: float) -> tuple[float, float]:
@@ -149,6 +178,15 @@ def _widen(start: float, end: float, kind: str) -> tuple[float, float]:
 
 
 def _relative(text: str, now: float) -> tuple[float, float] | None:
+    """The window of a time relative to now, read with an open-ended word before it ("since last year")."""
+    found = _relative_time(text, now)
+    if found is None:
+        return None
+    start, end, at = found
+    return _open_ended(text[:at].rstrip().casefold(), start, end) or (start, end)
+
+
+def _relative_time(text: str, now: float) -> tuple[float, float, int] | None:
     today = datetime.fromtimestamp(now, timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     m = _AGO.search(text)
     if m:
@@ -157,14 +195,14 @@ def _relative(text: str, now: float) -> tuple[float, float] | None:
         days = n * _UNIT_DAYS[m.group(2).lower()]
         centre = today.timestamp() - days * DAY
         spread = max(1.0, days / 4) * DAY  # "3 days ago" means about then; "two years ago", roughly
-        return centre - spread, centre + spread + DAY
+        return centre - spread, centre + spread + DAY, m.start()
     m = _RELATIVE.search(text)
     if m is None:
         return None
     word = " ".join(m.group(1).lower().split())
     if word in ("today", "yesterday"):
         start = today - timedelta(days=1 if word == "yesterday" else 0)
-        return start.timestamp(), start.timestamp() + DAY
+        return start.timestamp(), start.timestamp() + DAY, m.start()
     week = today - timedelta(days=today.weekday())
     month = today.replace(day=1)
     year = today.replace(month=1, day=1)
@@ -176,7 +214,7 @@ def _relative(text: str, now: float) -> tuple[float, float] | None:
         "this year": (year, today + timedelta(days=1)), "last year": (year.replace(year=year.year - 1), year),
     }
     start, end = spans[word]
-    return start.timestamp(), end.timestamp()
+    return start.timestamp(), end.timestamp(), m.start()
 
 
 def named_window(text: str, now: float) -> tuple[float, float] | None:
