@@ -85,13 +85,17 @@ def _days(window):
     ("between the 11th and 15th of August 2023", ("2023-08-10", "2023-08-17")),
     ("since last year", ("2024-12-31", "2100-01-01")),
     ("before yesterday", ("1900-01-01", "2026-11-23")),
+    ("between August 11 and 15, 2023", ("2023-08-10", "2023-08-17")),  # days of one month
+    ("August 11-15, 2023", ("2023-08-10", "2023-08-17")),
+    ("11 to 15 August 2023", ("2023-08-10", "2023-08-17")),
+    ("from the 3rd to the 9th of May 2023", ("2023-05-02", "2023-05-11")),
 ])
 def test_named_windows(text, days):
     assert _days(named_window(text, NOW)) == days
 
 
 @pytest.mark.parametrize("text", ["in June", "may I ask you something?", "the 2023 trip", "on 31 February, 2023",
-                                  "the second week of November", "How did I increase my steps by 2000 a day?", "the year 2000 problem",
+                                  "the second week of November", "How did I increase my steps by 2000 a day?", "the year 2000 problem", "August 11-35, 2023",
                                   "Did I eat between 1500 and 2000 calories a day?", "raise the limit to 2024 points",
                                   "in December 9999", "Dec 0000", "May 0000",
                                   "", "🙂🙂", "a" * 40_000, "when did I adopt the cat?"])

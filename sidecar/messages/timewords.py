@@ -1,6 +1,7 @@
 """The time a query names, as a window of unix seconds (UTC): "on 13 October, 2023", "October 13,
 2023", "in May 2023", "in 2022", "yesterday", "last week", "last month", "last year", "this year",
-"3 days ago", "two weeks ago", and an absolute time read with the words just before it: "the week before
+"3 days ago", "two weeks ago", days of one month ("August 11-15, 2023", "11 to 15 August 2023"), and an
+absolute time read with the words just before it: "the week before
 16 November 2023", "two days after 4 July 2023", "before 2020" / "after March 2023" / "since 2021" /
 "by July 10, 2022" (open-ended), "between August 11 and August 15 2023", "from May to July 2023", "the
 beginning / middle / end / first half / second week of November 2022", "early / mid / late 2023", "after
@@ -27,6 +28,11 @@ _YEAR_SEP = r"(?:,\s*|\s+)"  # "1 February, 2023", "December 1,2023", "May 2023"
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
 _MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?{_YEAR_SEP}(\d{{4}})\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
+# days of one month: "August 11-15, 2023", "August 11 and 15, 2023", "11 to 15 August 2023"
+_ORD = r"(?:st|nd|rd|th)?"
+_TO_DAY = r"\s*(?:-|–|to|and|through|until|till)\s*"
+_MONTH_DAYS_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}}){_ORD}{_TO_DAY}(\d{{1,2}}){_ORD}{_YEAR_SEP}(\d{{4}})\b", re.I)
+_DAYS_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORD}{_TO_DAY}(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
 # a bare year counts after a word that makes it a time ("in 2022", "early 2023"), not in "the 2023 trip"; after
 # "by", "to", "and", "between", "year" only when no noun follows it ("by 2025 for the house", not "by 2000 steps",
 # "to 2024 points", "the year 2000 problem")
@@ -43,7 +49,8 @@ _SPAN_BEFORE_AFTER = re.compile(rf"(?:\b({_COUNT})\s+)?\b(day|weekend|week|fortn
 _OPEN_ENDED = re.compile(r"\b(before|prior to|after|since|until|till|by|as of|up to)$")
 _TO = re.compile(r"\s*(?:(and|to|until|till|through)\s+|-\s*)", re.I)  # "<time> to <time>"; "and" only after "between"
 # the text before a range's second time: from the last "between" / "from" ("work from home between 11 and")
-_BETWEEN = re.compile(r"\b(?:between|from)\s+((?:(?!\b(?:between|from)\b).){1,40}?)\s+(?:and|to|until|till|through)$")
+_BETWEEN = re.compile(r"\b(?:between|from)\s+((?:(?!\b(?:between|from)\b).){1,40}?)\s+(?:and|to|until|till|through)"
+                      r"(?:\s+the)?$")
 _CLOSE = re.compile(r"\s*,?\s*(?:and|but)\s+(before|until|till|by|prior to)\s", re.I)  # "after May 3 and before May 9"
 _PARTS = {"beginning": (0, 1 / 3), "start": (0, 1 / 3), "early": (0, 1 / 3), "middle": (1 / 3, 2 / 3),
           "mid": (1 / 3, 2 / 3), "end": (2 / 3, 1), "late": (2 / 3, 1), "first half": (0, 0.5),
@@ -73,6 +80,13 @@ def _anchor(text: str) -> tuple[float, float, int, int, str] | None:
     kind: "day", "month" or "year"); None for none, or for a date that does not exist ("31 February",
     "May 0000")."""
     try:
+        if (m := _MONTH_DAYS_YEAR.search(text) or _DAYS_MONTH_YEAR.search(text)) is not None:
+            month_first = m.re is _MONTH_DAYS_YEAR
+            month = _month(m.group(1 if month_first else 3))
+            first, last = (int(m.group(2)), int(m.group(3))) if month_first else (int(m.group(1)), int(m.group(2)))
+            year = int(m.group(4))
+            if first < last:
+                return _utc(year, month, first), _utc(year, month, last) + DAY, m.start(), m.end(), "day"
         if (m := _DAY_MONTH_YEAR.search(text)) is not None:
             start = _utc(int(m.group(3)), _month(m.group(2)), int(m.group(1)))
         elif (m := _MONTH_DAY_YEAR.search(text)) is not None:
