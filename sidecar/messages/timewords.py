@@ -1,12 +1,12 @@
 """The time a query names, as a window of unix seconds (UTC): "on 13 October, 2023", "October 13,
 2023", "in May 2023", "in 2022", "yesterday", "last week", "last month", "last year", "this year",
 "3 days ago", "two weeks ago", days of one month ("August 11-15, 2023", "11 to 15 August 2023"), and an
-absolute time read with the words just before it: "the week before
-16 November 2023", "two days after 4 July 2023", "before 2020" / "after March 2023" / "since 2021" /
-"by July 10, 2022" (open-ended), "between August 11 and August 15 2023", "from May to July 2023", "the
-beginning / middle / end / first half / second week of November 2022", "early / mid / late 2023", "after
-3 May 2023 and before 9 May 2023", "since last year". Pure: the text and the present in, a window or None
-out; no text raises (a date no calendar has, "May 0000", names no window).
+absolute time read with the words just before it: "the week before 16 November 2023", "two days after 4
+July 2023", "before 2020" / "after March 2023" / "since 2021" / "by July 10, 2022" (open-ended), "between
+August 11 and August 15 2023", "from May to July 2023", "the beginning / middle / end / first half /
+second week of November 2022", "early / mid / late 2023", "after 3 May 2023 and before 9 May 2023",
+"since last year". Pure: the text and the present in, a window or None out; no text raises (a date no
+calendar has, "May 0000", names no window).
 
 A window is a hint, not a filter: ranking puts memories inside it first (messages/ranking.py,
 graph recall); a host that wants a hard limit sends `since`/`until`. A date is widened by a day on
