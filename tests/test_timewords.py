@@ -30,6 +30,8 @@ def _days(window):
     ("last month", ("2026-10-01", "2026-11-01")),
     ("what did I read last year", ("2025-01-01", "2026-01-01")),
     ("three days ago", ("2026-11-19", "2026-11-22")),
+    ("a couple days ago", ("2026-11-20", "2026-11-23")),  # "ago" counts as "before" does
+    ("several weeks ago", ("2026-10-27", "2026-11-08")),
     ("in May 2023, and also last year", ("2023-05-01", "2023-06-01")),  # the absolute date wins
     ("where was John on December 1,2023?", ("2023-11-30", "2023-12-03")),
     # words before the time move or narrow it: a span before / after it, open-ended, a range, a part

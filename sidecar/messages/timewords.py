@@ -25,11 +25,11 @@ _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "augu
 _M = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul" \
      r"|aug|sept|sep|oct|nov|dec)\.?"
 _YEAR_SEP = r"(?:,\s*|\s+)"  # "1 February, 2023", "December 1,2023", "May 2023"
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?{_YEAR_SEP}(\d{{4}})\b", re.I)
+_ORD = r"(?:st|nd|rd|th)?"
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}}){_ORD}{_YEAR_SEP}(\d{{4}})\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
 # days of one month: "August 11-15, 2023", "August 11 and 15, 2023", "11 to 15 August 2023"
-_ORD = r"(?:st|nd|rd|th)?"
 _TO_DAY = r"\s*(?:-|–|to|and|through|until|till)\s*"
 _MONTH_DAYS_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}}){_ORD}{_TO_DAY}(\d{{1,2}}){_ORD}{_YEAR_SEP}(\d{{4}})\b", re.I)
 _DAYS_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORD}{_TO_DAY}(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
@@ -41,9 +41,12 @@ _YEAR = re.compile(r"\b(?:(?:in|of|during|from|for|since|before|after|until|till
                    rf"|(?:by|to|and|between|year)\s+((?:19|20)\d\d)\b(?!\s+(?!(?:{_GLUE})\b)[a-z]))", re.I)
 _BARE_YEAR = re.compile(r"((?:19|20)\d\d)\b")  # the second year of a range: "from 2021 to 2023 in Paris"
 # words just before an absolute time that move or narrow its window (matched on the text before it, lower case)
-_COUNT = r"\d{1,4}|a couple(?: of)?|couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+            "nine": 9, "ten": 10, "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "several": 3}
+_COUNT = "|".join([r"\d{1,4}", *sorted(_NUMBERS, key=len, reverse=True)])  # "a couple of" before "a"
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30.44, "year": 365.25}
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
-_SPAN_DAYS = {"day": 1, "week": 7, "weekend": 7, "fortnight": 14, "month": 30.44, "year": 365.25}
+_SPAN_DAYS = {**_UNIT_DAYS, "weekend": 7, "fortnight": 14}  # a weekday ("the Sunday before"): 7
 _SPAN_BEFORE_AFTER = re.compile(rf"(?:\b({_COUNT})\s+)?\b(day|weekend|week|fortnight|month|year|{'|'.join(_WEEKDAYS)})s?"
                                 r"\s+(before|after|prior to)$")
 _OPEN_ENDED = re.compile(r"\b(before|prior to|after|since|until|till|by|as of|up to)$")
@@ -58,12 +61,8 @@ _PARTS = {"beginning": (0, 1 / 3), "start": (0, 1 / 3), "early": (0, 1 / 3), "mi
 _PART = re.compile(r"(?:\b(?:the\s+)?(beginning|start|middle|end|first half|second half|(?:first|second|third|fourth|last)"
                    r"\s+week)\s+of(?:\s+the\s+(?:month|year)(?:\s+of)?)?|\b(early|mid|late))[\s-]*$")
 FAR_PAST, FAR_FUTURE = -2_208_988_800.0, 4_102_444_800.0  # 1900 and 2100: the open ends of "before" and "after"
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-            "nine": 9, "ten": 10, "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "several": 3}
-_AGO = re.compile(r"\b(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+"
-                  r"(day|week|month|year)s?\s+ago\b", re.I)
+_AGO = re.compile(rf"\b({_COUNT})\s+(day|week|month|year)s?\s+ago\b", re.I)
 _RELATIVE = re.compile(r"\b(yesterday|today|last\s+(?:week|weekend|month|year)|this\s+(?:week|month|year))\b", re.I)
-_UNIT_DAYS = {"day": 1, "week": 7, "month": 30.44, "year": 365.25}
 
 
 def _month(name: str) -> int:
@@ -112,7 +111,7 @@ def _range_start(first: str, start: float, end: float) -> tuple[float, float, in
     named = datetime.fromtimestamp(start, timezone.utc)
     if re.fullmatch(r"(?:19|20)\d\d", first):
         tries = [f"in {first}"]
-    elif (day := re.fullmatch(r"(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?", first)) is not None:
+    elif (day := re.fullmatch(rf"(?:the\s+)?(\d{{1,2}}){_ORD}", first)) is not None:
         tries = [f"{day.group(1)} {named:%B %Y}"]
     elif re.search(r"\b\d{4}\b", first):
         tries = [first]
@@ -144,9 +143,9 @@ def _absolute(text: str) -> tuple[float, float] | None:
     start, end, at, stop, kind = found
     before = text[:at].rstrip().casefold()
     if (b := _range_end(text, stop, before, start)) is not None:  # "between May 3, 2023 and June 2, 2023"
-        return _widen(start, b[1], "day" if "day" in (kind, b[4]) else kind)
+        return _widen(start, b[1], kind, b[4])
     if (m := _BETWEEN.search(before)) is not None and (a := _range_start(m.group(1), start, end)) is not None:
-        return _widen(a[0], end, "day" if "day" in (kind, a[4]) else kind)
+        return _widen(a[0], end, kind, a[4])
     if kind != "day" and (m := _PART.search(before)) is not None:  # "the end of May 2023", "early 2023"
         start, end = _part(" ".join((m.group(1) or m.group(2)).split()), start, end)
         kind, before = "day", before[:m.start()].rstrip()  # a part gets a day's slack; "since the end of ..."
@@ -157,11 +156,21 @@ def _absolute(text: str) -> tuple[float, float] | None:
             return end - DAY, end + (days + 1) * DAY
         return start - (days + 1) * DAY, start + DAY  # the day itself too: "last Friday", said that day
     window = _open_ended(before, start, end)
-    if window is not None and window[1] >= FAR_FUTURE and (m := _CLOSE.match(text, stop)) is not None \
-            and (b := _anchor(text[m.start(1):])) is not None and text[m.start(1):m.start(1) + b[2]].strip() \
-            .casefold() in ("", m.group(1).casefold()) and b[0] >= window[0]:  # "after May 3 and before May 9"
-        return window[0], (b[0] if m.group(1).casefold() in ("before", "prior to") else b[1]) + DAY
+    if window is not None and window[1] >= FAR_FUTURE:
+        return _closed(text, stop, window)
     return window or _widen(start, end, kind)
+
+
+def _closed(text: str, stop: int, window: tuple[float, float]) -> tuple[float, float]:
+    """The window of an open "after / since <time>" (ending at `stop`), closed by what follows it if that is
+    "and before / until / by <time>": "after 3 May 2023 and before 9 May 2023"."""
+    since = window[0]
+    if (m := _CLOSE.match(text, stop)) is not None:
+        word = m.group(1).casefold()
+        b = _anchor(text[m.start(1):])  # from the word on: "before 2024" is a year only with its word
+        if b is not None and text[m.start(1):m.start(1) + b[2]].strip().casefold() in ("", word) and b[0] >= since:
+            return since, (b[0] if word in ("before", "prior to") else b[1]) + DAY
+    return window
 
 
 def _open_ended(before: str, start: float, end: float) -> tuple[float, float] | None:
@@ -185,10 +194,11 @@ def _part(part: str, start: float, end: float) -> tuple[float, float]:
     return start + lo * (end - start), start + hi * (end - start)
 
 
-def _widen(start: float, end: float, kind: str) -> tuple[float, float]:
-    """A day is widened by a day on either side (a conversation's date and its messages' times differ by
-    the session's length); a month or a year is its own slack."""
-    return (start - DAY, end + DAY) if kind == "day" else (start, end)
+def _widen(start: float, end: float, *kinds: str) -> tuple[float, float]:
+    """A window with a day at either end ("kinds" of its ends) is widened by a day on either side (a
+    conversation's date and its messages' times differ by the session's length); a month or a year is its
+    own slack."""
+    return (start - DAY, end + DAY) if "day" in kinds else (start, end)
 
 
 def _relative(text: str, now: float) -> tuple[float, float] | None:
@@ -234,5 +244,4 @@ def _relative_time(text: str, now: float) -> tuple[float, float, int] | None:
 def named_window(text: str, now: float) -> tuple[float, float] | None:
     """(since, until) of the time the text names, or None. An absolute date wins over a relative one."""
     head = text[:2_000]  # a question names its time early; a pasted document is read no further
-    window = _absolute(head) or _relative(head, now)
-    return window if window is None or window[0] < window[1] else None
+    return _absolute(head) or _relative(head, now)
