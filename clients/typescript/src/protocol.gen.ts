@@ -1473,9 +1473,9 @@ export interface RelationOut {
    */
   valid_from: number;
   /**
-   * Unix seconds: when a later episode contradicted it; null while current.
+   * Unix seconds: when a later episode contradicted it; null while current (always present).
    */
-  valid_to?: number | null;
+  valid_to: number | null;
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
