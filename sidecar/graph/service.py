@@ -372,8 +372,9 @@ class GraphService:
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
             if e is None:
                 raise NotFound(f"user {req.user_id!r} has no entity {req.id or req.name!r}")
+            # what is true now first, then what was (each in the order it was stated)
             rels = sorted((r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),
-                          key=lambda r: (r.valid_from, r.predicate, r.object_value, r.id))
+                          key=lambda r: (r.valid_to is not None, r.valid_from, r.predicate, r.object_value, r.id))
             traces = sorted((t for t in g.traces.values() if e.id in t.entity_ids), key=lambda t: (t.start, t.id))
             now = self.clock()
             return EntityResponse(entity=self._entity_out(g, e), relations=[self._relation_out(g, r) for r in rels],
