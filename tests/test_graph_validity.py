@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sidecar.graph import validity
-from sidecar.graph.model import Episode, UserGraph
+from sidecar.graph.model import Episode, Relation, UserGraph
 from sidecar.graph.recall import rank_by_validity
 from sidecar.graph.validity import BOTH, PAST, PRESENT, order, predicates, tense
 
@@ -141,3 +141,35 @@ def test_rank_by_validity_puts_the_favoured_first_and_leaves_the_rest_in_order(m
         # the question names the relation: the current one's episode rises to the best activation
         assert out["e:e3"] == (0.95 if o.seed else 0.4)
         assert rank_by_validity(moved, {"e:e1": 0.9}, o) == {"e:e1": 0.9}  # no favoured one fired: nothing to do
+
+
+def test_what_is_true_now_as_context_shows_it(moved):
+    got = validity.true_now(moved, "any tips for my commute?", [], 5)
+    assert [(r["sentence"], r["since"]) for r in got] == [
+        ("Lives in Paris", 300.0), ("Works at Acme", 400.0), ("Has a sister, Ana", None)]  # Berlin is closed
+    # what the text asks about first; a person it names adds their own current relations, by name
+    ana = moved.entities[moved.by_key["ana"]]
+    rome, _ = moved.resolve("Rome", "place")
+    moved.add_relation(ana, "lives_in", True, rome, "Rome", _episode(moved, 6, 600.0), 0.6)
+    moved.add_relation(ana, "partner", True, None, "Tom", _episode(moved, 7, 700.0), 0.6)
+    got = [r["sentence"] for r in validity.true_now(moved, "how is my job going? and Ana?", [ana.id], 10)]
+    assert got[0] == "Works at Acme" and {"Ana lives in Rome", "Ana's partner is Tom"} <= set(got)
+    assert validity.true_now(moved, None, [], 2) == validity.true_now(moved, "", [], 5)[:2]
+    assert validity.true_now(moved, "x", [], 0) == []
+    # an object merged into another entity is named by what it is now called
+    acme = moved.entities[moved.by_key["acme"]]
+    corp, _ = moved.resolve("Acme Corporation", "organisation")
+    moved.merge(acme, corp)
+    assert "Works at Acme Corporation" in [r["sentence"] for r in validity.true_now(moved, None, [], 5)]
+
+
+def test_what_is_true_now_of_ten_thousand_relations_keeps_to_its_limit():
+    g = UserGraph("big")
+    me, _ = g.resolve("me", "person")
+    for n in range(10_000):  # made directly: add_relation looks through every relation of the user
+        r = Relation(f"r{n}", me.id, "likes", None, f"thing {n}", float(n), None, [_episode(g, n, float(n)).id], 0.6)
+        g.relations[r.id] = r
+    home, _ = g.resolve("Oslo", "place")
+    g.add_relation(me, "lives_in", True, home, "Oslo", _episode(g, 10_000, 1.0), 0.6)
+    got = validity.true_now(g, "what do I like about thing 42?", [], 5)
+    assert len(got) == 5 and got[0]["sentence"] == "Likes thing 42" and got[1]["sentence"] == "Lives in Oslo"

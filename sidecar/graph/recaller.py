@@ -57,7 +57,7 @@ class Recaller:
             if since is not None or until is not None:  # a hard window: no favoured episode from outside it
                 valid.favoured = {e for e in valid.favoured if self._inside(g, e, since, until)}
             known, best, fired = recall(g, self.view(g), seeds, text, params,
-                                        lambda t: svc.trace_activation(t, now), gate, valid)
+                                        lambda t: decayed(t.activation, t.updated_at, now), gate, valid)
             if since is not None or until is not None:
                 fired = {n: a for n, a in fired.items() if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
             elif window is not None:  # the query names a time: episodes then rank up
@@ -167,6 +167,15 @@ class Recaller:
                 t.activation = min(1.0, decayed(t.activation, t.updated_at, now) + boost)
                 t.updated_at = now
             svc.store.save(g, traces=traces)
+
+    def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
+        """`context`'s "what is true now": the user's current relations as sentences (validity.true_now), from
+        what is built so far: a prompt block does not wait for the builder (it takes milliseconds a message)."""
+        if limit <= 0:
+            return []
+        with self.service.lock:
+            g = self.service.graph(user_id)
+            return validity.true_now(g, text, named(g, text) if text else [], limit)
 
     def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
         """`[related memories]` lines, one per recalled trace (date and summary), within `words` words

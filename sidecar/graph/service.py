@@ -266,14 +266,14 @@ class GraphService:
 
     # ------------------------------------------------------------------ recall
 
-    def trace_activation(self, trace: Trace, now: float) -> float:
-        return decayed(trace.activation, trace.updated_at, now)
-
     def graph_recall(self, req: Any) -> Any:
         return self.recaller.graph_recall(req)
 
     def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
         return self.recaller.related_block(users, text, per_user, words)
+
+    def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
+        return self.recaller.true_now(user_id, text, limit)
 
     def search(self, *args: Any) -> list[dict[str, Any]]:  # (user_id, text, vector, limit, since, until)
         return self.recaller.search(*args)

@@ -27,11 +27,14 @@ English words only: a question in another language is ranked as before (nothing 
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Iterable, Mapping
 
 from .model import Relation, UserGraph
+from .relations import AS_FACT, PREDICATES
 
 PRESENT, PAST, BOTH = "present", "past", "both"
 SEEDED_PER_RELATION = 5  # a relation stated again and again: its latest episodes seed recall
@@ -178,4 +181,75 @@ def rank_below(scores: dict[str, float], favoured: set[str], disfavoured: set[st
     if lift:
         top = max(out.values())
         out = {k: max(v, top) if k in favoured else v for k, v in out.items()}
+    return out
+
+
+# ---------------------------------------------------------------- what is true now (context)
+
+# predicates whose value changes over a life: their sentence carries the time it has been true since
+CHANGING = ("lives_in", "works_at", "job_title", "studies_at", "partner")
+_WORD = re.compile(r"\w+")
+_FROM = attrgetter("valid_from")
+_VERB_FIRST = re.compile(r"^(?:Lives|Works|Studies|Has|Is|Likes|Dislikes|Was)\b")
+
+
+def sentence(predicate: str, obj: str, subject: str | None = None) -> str:
+    """A relation as a plain sentence: about the user with no name ("Lives in Paris", relations.AS_FACT),
+    about someone else with theirs ("Ana lives in Rome", "Ana's partner is Tom")."""
+    template = AS_FACT.get(predicate)
+    text = template.format(obj) if template else f"{predicate.replace('_', ' ').capitalize()}: {obj}"
+    if subject is None:
+        return text
+    if _VERB_FIRST.match(text):
+        return f"{subject} {text[0].lower()}{text[1:]}"
+    return f"{subject}'s {text[0].lower()}{text[1:]}"
+
+
+def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -> list[dict[str, object]]:
+    """The user's current relations (and those of the people `text` names), as `context` shows them:
+    {sentence, object, predicate, since (None: a relation whose start says nothing, a sister), fact_id},
+    at most `limit`. First the relations the text asks about (validity.predicates) or whose object it
+    names, then those that change over a life (where they live, work, study, their partner), then the rest,
+    each kind most recently stated first."""
+    if limit <= 0 or not g.relations:
+        return []
+    me = g.by_key.get("me")
+    named = set(named)
+    others = {n for n in named if n != me and n in g.entities and g.entities[n].type == "person"}
+    asked = predicates(text) if text else set()
+    folded = _fold(text) if text else ""
+    words = " " + " ".join(_WORD.findall(folded)) + " "
+    rank = {p: i for i, p in enumerate(dict.fromkeys((*CHANGING, *PREDICATES)))}
+    groups: dict[tuple[str, bool], list[Relation]] = {}
+    for r in g.relations.values():
+        if r.valid_to is None and (r.subject_id == me or r.subject_id in others):
+            groups.setdefault((r.predicate, r.subject_id == me), []).append(r)
+
+    def obj(r: Relation) -> str:
+        entity = g.entities.get(r.object_id) if r.object_id else None
+        return entity.name if entity is not None else r.object_value
+
+    def named_obj(r: Relation) -> bool:  # the text names the object, as whole words
+        return f" {' '.join(_WORD.findall(obj(r).casefold()))} " in words
+
+    # the candidates: each group's latest `limit`, and those whose object the text may name (cheap tests first:
+    # 10,000 relations of one user are looked at in a few milliseconds)
+    pool = {r.id: r for rels in groups.values() for r in heapq.nlargest(limit, rels, key=_FROM)}
+    if folded:
+        pool.update((r.id, r) for rels in groups.values() for r in rels
+                    if (r.object_id in named or r.object_value.casefold() in folded) and named_obj(r))
+    hits = {rid for rid, r in pool.items() if folded and named_obj(r)}
+
+    def key(r: Relation) -> tuple:
+        return (r.predicate not in asked and r.id not in hits, r.subject_id != me, rank.get(r.predicate, len(rank)),
+                -r.valid_from, r.id)
+
+    out = []
+    for r in sorted(pool.values(), key=key)[:limit]:
+        subject = None if r.subject_id == me else (g.entities[r.subject_id].name if r.subject_id in g.entities
+                                                    else None)
+        if r.subject_id != me and subject is None:
+            continue  # a relation of an entity gone meanwhile: nothing to say it of
+        out.append({"sentence": sentence(r.predicate, obj(r), subject), "object": obj(r), "predicate": r.predicate,
+                    "since": r.valid_from if r.predicate in CHANGING else None, "fact_id": r.fact_id})
     return out
