@@ -98,6 +98,11 @@ def test_query_mode_graph_needs_the_graph(spawn):
     r = sc.request({"type": "query", "user_id": "u", "text": "x", "mode": "graph"})
     assert r["type"] == "error" and r["code"] == "disabled"
     assert sc.request({"type": "graph_recall", "user_id": "u", "text": "x"})["code"] == "disabled"
+    # context: what is true now needs the graph when asked for by name; by default it is simply left out
+    sc.store("u", "I live in Oslo and my cat Miso hates the vacuum.")
+    assert sc.request({"type": "context", "user_id": "u", "text": "x", "include": ["now"]})["code"] == "disabled"
+    r = sc.request({"type": "context", "user_id": "u", "text": "what toy should I get my cat?"})
+    assert r["relations"] == 0 and r["memories"] == 1 and "<true_now>" not in r["text"] and "Miso" in r["text"]
     assert sc.shutdown() == 0
 
 
