@@ -24,6 +24,7 @@ from .validity import Order
 USE_BOOST = 0.1
 TIME_BOOST = 1.0  # an episode inside the time the query names (messages/timewords.py): activation x (1 + this)
 SIMILARITY_WEIGHT = 0.6  # query mode graph: cosine vs fired activation in an episode's score
+TRUE_NOW_WAIT = 0.5  # seconds `context` waits at most for the builder (a backlog: it answers with what is built)
 
 
 class Recaller:
@@ -169,10 +170,12 @@ class Recaller:
             svc.store.save(g, traces=traces)
 
     def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
-        """`context`'s "what is true now": the user's current relations as sentences (validity.true_now), from
-        what is built so far: a prompt block does not wait for the builder (it takes milliseconds a message)."""
+        """`context`'s "what is true now": the user's current relations as sentences (validity.true_now). It
+        waits at most TRUE_NOW_WAIT for the messages stored before it to be built (milliseconds each), so that
+        "I moved to Paris" stored just before shows; then answers with what is built."""
         if limit <= 0:
             return []
+        self.service.builder.wait_built(TRUE_NOW_WAIT)
         with self.service.lock:
             g = self.service.graph(user_id)
             return validity.true_now(g, text, named(g, text) if text else [], limit)
