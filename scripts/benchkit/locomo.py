@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     if floors:
         print()
         print_table(floors, floatfmt=".3f", title="context's relevant memories: the top 3 of the default query at "
-                                                  "or above a cosine floor (sidecar.conversation.service.MEMORY_FLOOR)")
+                                                  "or above a cosine floor (context's memories_min_similarity)")
     if args.json:
         write_json(args.json, {**{m: {"summary": summarize(r["questions"]), "latency": r["latency"]}
                                   for m, r in results.items()}, "memory_floor": floors})
@@ -214,7 +214,7 @@ def memory_floor(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], top: int 
     """Per floor: of the questions asked of their own user, the share whose memories (the top `top` of the
     default query at or above the floor) hold an evidence turn, and the memories shown on average; of the same
     questions asked of the next conversation's user (who holds none of it), the share shown any memory."""
-    from sidecar.conversation.service import MEMORY_FLOOR
+    from sidecar.wire.conversation import MEMORY_FLOOR
 
     right: list[tuple[list[float], list[bool]]] = []
     wrong: list[list[float]] = []

@@ -22,16 +22,11 @@ from ..wire import (
     HistoryOptions,
     HistoryResponse,
 )
+from ..wire.conversation import MEMORY_FLOOR
 from ..wire.errors import InvalidRequest, NotFound, TooLarge
 from . import threads as conv
 
 log = logging.getLogger("sidecar.conversation")
-
-# `context`'s relevant memories: a stored message shows only at this cosine to the request's text or above
-# (`python scripts/bench.py locomo --memory-floor`: what it keeps of the evidence of questions asked of the
-# right user, and what it lets through of questions asked of another)
-MEMORY_FLOOR = 0.4
-
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,7 @@ class ConversationService:
         is handed `memories` (its relevant memories), which leaves out what the channel and history blocks
         already show."""
         if conv.opted_out(req.text, self.opt_out_marker):
-            return ContextResponse(format=req.format, text="", facts=0, opted_out=True,
+            return ContextResponse(format=req.format, text="", facts=0, relations=0, memories=0, opted_out=True,
                                    channel_block="" if req.channel is not None else None,
                                    history_block="" if req.history is not None else None)
         channel = self.channel_block(req.channel) if req.channel is not None else None

@@ -18,7 +18,7 @@ PREFERENCE = "preference"
 
 # what `context` is handed by the graph and the conversation domains (runtime/dispatcher.py wires them)
 TrueNow = Callable[[str, "str | None", int], list[dict[str, Any]]]  # user, text, limit -> relations
-Memories = Callable[[dict[str, str], str, np.ndarray, int, int], dict[str, list[Any]]]  # -> memory lines by user
+Memories = Callable[[dict[str, str], str, np.ndarray, int, int, float], dict[str, list[Any]]]  # -> lines by user
 
 
 class ContextBlocks:
@@ -57,7 +57,7 @@ class ContextBlocks:
                 u.now = u.now[:req.now_limit]
         if memories is not None and "memories" in include and vector is not None and req.memories_limit:
             found = memories({u.user_id: u.name for u in users}, req.text or "", vector, req.memories_limit,
-                             req.memories_words)
+                             req.memories_words, req.memories_min_similarity)
             for u in users:
                 u.memories = [ContextMemory(m.timestamp, m.label, m.text) for m in found.get(u.user_id, [])]
         if req.format == "xml":

@@ -112,6 +112,9 @@ class HistoryRequest(_Request, HistoryOptions):
 
 ContextSection = Literal["facts", "now", "memories"]
 CONTEXT_SECTIONS: tuple[ContextSection, ...] = ("facts", "now", "memories")
+# `context`'s relevant memories: a stored message shows at this cosine to the request's text or above
+# (`python scripts/bench.py locomo --memory-floor`: docs/facts.md, "Why 0.40 for memories")
+MEMORY_FLOOR = 0.4
 
 
 class ContextRequest(_Request):
@@ -133,6 +136,8 @@ class ContextRequest(_Request):
     memories_limit: StrictInt = Field(3, ge=0, le=20, description="`memories`: memories per user at most.")
     memories_words: StrictInt = Field(120, ge=10, le=2000, description="`memories`: word budget of all memory "
                                                                        "lines together (each is cut to its share).")
+    memories_min_similarity: Number = Field(MEMORY_FLOOR, ge=-1, le=1, description="`memories`: the least cosine "
+                                                                                   "similarity to `text` shown.")
     users: UserMap | None = None
     user_id: Id | None = Field(None, description="Shorthand for one user (with `username`).")
     username: StrictStr | None = None
@@ -183,8 +188,8 @@ class ContextResponse(_Response):
     format: Literal["xml", "markdown"]
     text: str = Field(description="The block to paste into a system prompt; empty when there is nothing.")
     facts: int = Field(description="How many facts the block shows.")
-    relations: int = Field(0, description="How many current relations its `now` section shows.")
-    memories: int = Field(0, description="How many memories its `memories` section shows.")
+    relations: int = Field(description="How many current relations its `now` section shows.")
+    memories: int = Field(description="How many memories its `memories` section shows.")
     channel_block: str | None = Field(None, description="With `channel`: the channel_context block.")
     history_block: str | None = Field(None, description="With `history`: the history block.")
     related_block: str | None = Field(None, description="With `related`: traces recalled by `text`, compressed.")

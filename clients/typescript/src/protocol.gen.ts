@@ -589,6 +589,10 @@ export interface ContextRequest {
    */
   memories_limit?: number;
   /**
+   * `memories`: the least cosine similarity to `text` shown.
+   */
+  memories_min_similarity?: number;
+  /**
    * `memories`: word budget of all memory lines together (each is cut to its share).
    */
   memories_words?: number;
@@ -1378,7 +1382,7 @@ export interface ContextResponse {
   /**
    * How many memories its `memories` section shows.
    */
-  memories?: number;
+  memories: number;
   /**
    * The request's text carried the opt-out marker: every block is empty.
    */
@@ -1390,7 +1394,7 @@ export interface ContextResponse {
   /**
    * How many current relations its `now` section shows.
    */
-  relations?: number;
+  relations: number;
   request_id?: string | number | null;
   /**
    * The block to paste into a system prompt; empty when there is nothing.
