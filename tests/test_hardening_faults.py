@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Sidecar
+from conftest import Sidecar, linux_only
+
+NAMESPACE = "a tmpfs in a private mount namespace (unshare -m, mount, nsenter; as root)"
 
 
 class Namespace:
@@ -75,6 +77,7 @@ def contents(sc: Sidecar, user: str) -> list[str]:
     return sorted(m["content"] for m in res["messages"])
 
 
+@linux_only(NAMESPACE)
 def test_read_only_data_dir(namespace, spawn):
     ns = namespace("64m")
     data_dir = ns.mountpoint / "data"
@@ -111,6 +114,7 @@ def test_read_only_data_dir(namespace, spawn):
     assert sc.shutdown() == 0
 
 
+@linux_only(NAMESPACE)
 def test_full_disk(namespace, spawn):
     ns = namespace("2m")
     data_dir = ns.mountpoint / "data"
