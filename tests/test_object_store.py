@@ -9,7 +9,6 @@ has one writer, and a wrong key, a missing bucket, an unreachable endpoint each 
 
 from __future__ import annotations
 
-import datetime as dt
 import socket
 import threading
 import time
@@ -108,35 +107,6 @@ def test_locations_and_settings_are_parsed():
     assert s.lance_options()["allow_http"] == "true"
     assert ObjectStoreSettings.resolve(env, endpoint="https://minio:9000", region="r").base_url == "https://minio:9000"
     assert ObjectStoreSettings.resolve({}).base_url == "https://s3.us-east-1.amazonaws.com"
-
-
-def test_request_signature_matches_botocore(monkeypatch):
-    """The sidecar signs its own requests (no boto3 at run time): the same request signed by botocore
-    carries the same Authorization header."""
-    from botocore.auth import S3SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
-    settings = ObjectStoreSettings("http://127.0.0.1:9000", "eu-central-1", "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG",
-                                   "session-token")
-    client = S3Client(settings, "my-bucket")
-    when = dt.datetime(2026, 11, 23, 12, 0, 0, tzinfo=dt.timezone.utc)
-    body = b'{"a": 1}'
-    ours = client.sign("PUT", "/my-bucket/pre%20fix/lease.json", "", body, {"if-match": '"e"'}, now=when)
-
-    request = AWSRequest(method="PUT", url="http://127.0.0.1:9000/my-bucket/pre%20fix/lease.json", data=body,
-                         headers={"x-amz-content-sha256": ours["x-amz-content-sha256"]})
-    auth = S3SigV4Auth(Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG", "session-token"), "s3", "eu-central-1")
-    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: when)  # the same fixed clock
-    auth.add_auth(request)
-    assert ours["authorization"] == request.headers["Authorization"]
-
-    q = "list-type=2&max-keys=1&prefix=a%2Fb"
-    ours = client.sign("GET", "/my-bucket", q, b"", {}, now=when)
-    request = AWSRequest(method="GET", url=f"http://127.0.0.1:9000/my-bucket?{q}",
-                         headers={"x-amz-content-sha256": ours["x-amz-content-sha256"]})
-    auth.add_auth(request)
-    assert ours["authorization"] == request.headers["Authorization"]
 
 
 def test_start_up_problems_are_told_apart_and_the_probe_reads_a_store_that_ignores_conditions():
