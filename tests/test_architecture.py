@@ -192,6 +192,29 @@ def platform_calls(path: Path) -> list[str]:
     return [f"{path.relative_to(ROOT)}:{line}: {what}" for line, what in sorted(set(found)) if what not in allowed]
 
 
+def text_mode_opens(path: Path) -> list[str]:
+    """`os.open` calls whose flags leave out O_BINARY: on Windows such an fd is in text mode, and every
+    \n byte written through it becomes \r\n (a write-ahead log's vectors, corrupted)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "open"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "os"
+                and "O_BINARY" not in ast.dump(node)):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.open without O_BINARY")
+    return found
+
+
+def test_files_opened_by_descriptor_are_binary_on_windows():
+    assert [hit for path in _modules() for hit in text_mode_opens(path)] == []
+    probe = PACKAGE / "messages" / "_probe_open.py"
+    probe.write_text("import os\nfd = os.open('x', os.O_WRONLY | os.O_CREAT)\n"
+                     "ok = os.open('y', os.O_RDONLY | getattr(os, 'O_BINARY', 0))\n")
+    try:
+        assert text_mode_opens(probe) == ["sidecar/messages/_probe_open.py:2: os.open without O_BINARY"]
+    finally:
+        probe.unlink()
+
+
 def test_platform_specific_calls_live_in_the_platform_module():
     found = [hit for path in _modules() if path != PLATFORM_MODULE for hit in platform_calls(path)]
     assert found == [], "use sidecar/runtime/platform.py (or extend it, with the other systems' path):\n" + "\n".join(found)
