@@ -4,9 +4,8 @@ In a onefile build two processes run: the launcher (PyInstaller's bootloader, th
 spawned) unpacks the bundle into a temporary `_MEIxxxxxx` folder, starts the Python process as its
 child, waits for it and then deletes the folder. When the launcher is killed outright, the Python
 process sees its parent gone and exits (server.py, platform.py), and nobody is left to delete the
-folder: `remove_orphaned_unpack_dir` does it on the way out. On Windows the files of loaded DLLs cannot
-be deleted while the process runs, so what is left of the folder stays in %TEMP% until PyInstaller's
-next onefile start of the same build or the user's temp cleanup. In a onedir build the bundle is the
+folder: `remove_orphaned_unpack_dir` does it on the way out. On Windows the DLLs the process has loaded
+cannot be deleted while it runs, so what is left of the folder stays in %TEMP%. In a onedir build the bundle is the
 `_internal/` folder next to the executable and there is nothing to clean.
 """
 
