@@ -6,7 +6,7 @@ LanceDB's own storage is built on): request signing, credentials, retries and co
 (`If-None-Match: *` to create, `If-Match: <etag>` to replace) are its. It speaks path-style URLs, like
 LanceDB's client, to AWS S3 and to S3-compatible servers (MinIO, Ceph, R2, moto). It is also how
 start-up tells a wrong key, a missing bucket and an unreachable endpoint apart before LanceDB opens
-anything (`check_access`). Imported only for an object-store data dir.
+anything (`check_access`). obstore is imported only when a client is made (an `s3://` data dir).
 """
 
 from __future__ import annotations
