@@ -141,6 +141,19 @@ def test_start_up_problems_are_told_apart_and_the_probe_reads_a_store_that_ignor
         assert conditional_put_works(store, loc, "t") is honours and store.keys == set()
 
 
+def test_without_obstore_an_object_store_data_dir_says_what_to_install(monkeypatch):
+    """obstore is imported only for an s3:// data dir; a build without it (a trimmed binary) fails start-up
+    with the package to install, not with an ImportError's traceback."""
+    import sys
+
+    from sidecar.storage.shared import SharedAccess, SharedStore, SharedStoreError
+
+    monkeypatch.setitem(sys.modules, "obstore", None)  # `import obstore` raises ImportError
+    store = SharedStore(ObjectLocation.parse("s3://bucket-x/p"), ObjectStoreSettings("http://127.0.0.1:1", "r", "k", "s"))
+    with pytest.raises(SharedStoreError, match=r"need the obstore package .*pip install"):
+        SharedAccess(store)
+
+
 # ---------------------------------------------------------------- two sidecars, one bucket
 
 
