@@ -82,8 +82,11 @@ def test_inspect_options():
 
 
 def _browser_paths() -> tuple[str | None, str | None]:
-    chrome = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
-    return chrome, shutil.which("chromedriver")
+    # Debian's chromium here; Google Chrome and its driver ($CHROMEWEBDRIVER) on GitHub's Ubuntu runners (ci.yml)
+    names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+    chrome = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    driver = shutil.which("chromedriver") or shutil.which("chromedriver", path=os.environ.get("CHROMEWEBDRIVER", ""))
+    return chrome, driver
 
 
 def ensure_browser() -> tuple[str, str]:
