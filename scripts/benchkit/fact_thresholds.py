@@ -113,7 +113,8 @@ def relations(emb, show: bool) -> None:
         rows.append({"rule": f"similarity >= {t:.2f}", **pr(sims >= t, truth)})
     for t in sorted({0.6, 0.7, 0.8, DUPLICATE_THRESHOLD, 0.92}):
         chosen = " (chosen)" if t == DUPLICATE_THRESHOLD else ""
-        rule = np.array([same_as_fact(s, p["object"], p["fact"], float(x), t) for s, p, x in zip(sentences, pairs, sims)])
+        rule = np.array([same_as_fact(s, p["object"], p["fact"], float(x), t)
+                         for s, p, x in zip(sentences, pairs, sims)])
         rows.append({"rule": f"same_as_fact at {t:.2f}{chosen}", **pr(rule, truth)})
     print_table(rows, floatfmt=".3f", title=f"{len(pairs)} relation/fact pairs ({int(truth.sum())} the same) from "
                                             f"{RELATION_PAIRS.relative_to(ROOT)}")

@@ -236,9 +236,9 @@ def memory_floor(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], top: int 
         hit = sum(any(e for s, e in zip(sims, ev) if s >= f) for sims, ev in right) / len(right)
         shown = sum(sum(s >= f for s in sims) for sims, _ in right) / len(right)
         junk = sum(any(s >= f for s in sims) for sims in wrong) / len(wrong) if wrong else float("nan")
+        theirs = sum(sum(s >= f for s in sims) for sims in wrong) / max(1, len(wrong))
         rows.append({"floor": f"{f:.2f}" + (" (chosen)" if f == MEMORY_FLOOR else ""),
                      "own user: evidence shown": hit, "memories shown": shown,
-                     "another user: any shown": junk, "its memories shown": sum(sum(s >= f for s in sims)
-                                                                                for sims in wrong) / max(1, len(wrong))})
+                     "another user: any shown": junk, "its memories shown": theirs})
     log(f"  memory floor: {len(right)} questions of their own user, {len(wrong)} of another")
     return rows

@@ -126,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
                                "graph_recall")
                 ranked = {"graph_recall": [e["id"] for t in r["traces"] for e in t["episodes"]]}
                 for mode in ("graph", "hybrid"):
-                    q = sc.request({"type": "query", "user_id": uid, "text": text, "mode": mode, "limit": 10}, "results")
+                    q = sc.request({"type": "query", "user_id": uid, "text": text, "mode": mode, "limit": 10},
+                                   "results")
                     ranked["query " + ("graph" if mode == "graph" else "default")] = [m["id"] for m in q["messages"]]
                 if args.misses and (not ranked["graph_recall"] or ranked["graph_recall"][0] != right):
                     content = {i: m["content"] for i, m in zip(ids[uid], _msgs)}

@@ -151,7 +151,8 @@ class ConversationService:
         lines = conv.history_lines(window, tiers, conv.Speakers(opts.bot_user_id, opts.bot_name),
                                    exclude_ids=opts.exclude_ids)
         log.debug("history: window of %d messages, %d shown", len(window), len(lines))
-        shown = frozenset(conv.normal(m.content) for m in conv.history_kept(window, tiers, exclude_ids=opts.exclude_ids))
+        kept = conv.history_kept(window, tiers, exclude_ids=opts.exclude_ids)
+        shown = frozenset(conv.normal(m.content) for m in kept)
         return HistoryBlock(conv.render_history_block(lines), len(lines), shown=shown)
 
     # ------------------------------------------------------------------ windows

@@ -25,11 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from . import activation as act
+from . import activation as act, validity
 from .consolidation import HUB_SHARE, SESSION_GAP
 from .mentions import find_mentions
 from .model import UserGraph, fold
-from . import validity
 from .validity import Order
 
 MIN_SIMILARITY = 0.3

@@ -13,8 +13,7 @@ from ..messages import named_window
 from ..storage import sql_in
 from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, RecalledEpisode, RecalledTrace
 from ..wire.errors import TooLarge
-from . import activation as act
-from . import validity
+from . import activation as act, validity
 from .model import UserGraph
 from .service import BATCH, decayed
 from .recall import (BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity,
@@ -60,7 +59,8 @@ class Recaller:
             known, best, fired = recall(g, self.view(g), seeds, text, params,
                                         lambda t: decayed(t.activation, t.updated_at, now), gate, valid)
             if since is not None or until is not None:
-                fired = {n: a for n, a in fired.items() if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
+                fired = {n: a for n, a in fired.items()
+                         if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
             elif window is not None:  # the query names a time: episodes then rank up
                 fired = {n: min(1.0, a * (1 + TIME_BOOST)) if n.startswith("e:") and self._inside(g, n[2:], *window)
                          else a for n, a in fired.items()}
@@ -79,8 +79,8 @@ class Recaller:
         o = req.params.model_dump(exclude_none=True) if req.params is not None else {}
         gate = o.pop("gate", GATE)
         params = act.Params(**o)
-        g, known, best, fired, valid = self._fired(req.user_id, req.text, self.embed(req.text), req.since, req.until,
-                                            params, gate)
+        g, known, best, fired, valid = self._fired(req.user_id, req.text, self.embed(req.text), req.since,
+                                                   req.until, params, gate)
         if not known:
             return GraphRecallResponse(known=False, confidence=round(best, 4), traces=[])
         ranked = self._traces(g, fired, valid)
