@@ -12,7 +12,8 @@ for the present, the first statement for the past.
 Per mode (`graph_recall` with strengthen off: its first trace's first episode; `query` mode `graph`; the
 default `query`, which does not read validity, for reference) it prints hit@1 (the labelled episode
 first) and "right above wrong" (the labelled episode returned, and above the other statement when that
-is returned too). --tree runs another source tree's sidecar (its working directory), to compare:
+is returned too). --tree runs another source tree's sidecar (its working directory), to compare;
+--big-user N adds one user with N current relations and times `context` for them:
 
     python scripts/bench.py validity
     git archive main | tar -x -C /tmp/base && python scripts/bench.py validity --tree /tmp/base
@@ -81,6 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                   "default: this one")
     add_sidecar_arguments(parser, timeout=300.0)
     parser.add_argument("--misses", action="store_true", help="print each question graph_recall missed (stderr)")
+    parser.add_argument("--big-user", type=int, default=0, metavar="N",
+                        help="also one user stating N likes (N current relations): context's latency and size")
     parser.add_argument("--json", type=Path, help="write the results here too")
 
 
@@ -138,12 +141,39 @@ def run(args: argparse.Namespace) -> int:
                     c[0] += bool(got) and got[0] == right
                     c[1] += right in got and (wrong not in got or got.index(right) < got.index(wrong))
                     c[2] += 1
+        big = big_user(sc, args.big_user, t0) if args.big_user else None
         sc.shutdown()
     rows = [{"mode": mode, "asks": kind, "questions": n, "hit@1": round(hit / n, 3),
              "right above wrong": round(above / n, 3)} for (mode, kind), (hit, above, n) in sorted(counts.items())]
     print_table(rows, floatfmt=".3f")
     print(f"\n{args.histories} histories (seed {args.seed}), tree {args.tree or Path(__file__).parents[2]}",
           file=sys.stdout)
+    if big:
+        print()
+        print_table([big], floatfmt=".1f")
     if args.json:
-        write_json(args.json, {"rows": rows})
+        write_json(args.json, {"rows": rows, "big_user": big})
     return 0
+
+
+def big_user(sc: Sidecar, n: int, t0: int, requests: int = 30) -> dict[str, Any]:
+    """One user who stated n likes ("I love thing 17.") and where they live: `context` (default sections) for
+    them, timed; the block's relations and words."""
+    msgs = [{"user_id": "big", "content": f"I love thing {k}.", "timestamp": t0 + k} for k in range(n)]
+    msgs.append({"user_id": "big", "content": "I live in Oslo.", "timestamp": t0 + n})
+    for start in range(0, len(msgs), 1_000):
+        sc.request({"type": "store", "messages": msgs[start:start + 1_000]}, "ok")
+    deadline = time.monotonic() + 1_800
+    while sc.request({"type": "health"}, "health")["graph"]["queue"] and time.monotonic() < deadline:
+        time.sleep(1.0)  # the builder at work (each new relation looks through the user's others)
+    built = sc.request({"type": "entity", "user_id": "big", "name": "me"}, "entity")
+    log(f"big user: {len(built['relations'])} relations")
+    times, last = [], {}
+    for k in range(requests):
+        last, seconds = sc.timed({"type": "context", "user_id": "big", "text": f"what about thing {k * 7}?"},
+                                 "context")
+        times.append(seconds * 1000)
+    times.sort()
+    return {"relations stated": len(built["relations"]), "context p50 ms": times[len(times) // 2],
+            "context p95 ms": times[int(len(times) * 0.95)], "relations shown": last["relations"],
+            "memories shown": last["memories"], "words in text": len(last["text"].split())}
