@@ -22,6 +22,7 @@ FLOOR = 0.1
 EPISODE_BYTES = 400
 ENTITY_BYTES = 1_050
 RELATION_BYTES = 620
+RELATION_INDEX_BYTES = 150  # its key in the relation index (an estimate: a list slot, a set entry, a shared key)
 TRACE_BYTES = 1_470
 LINK_BYTES = 125
 VIEW_EPISODE_BYTES = 90
@@ -30,12 +31,26 @@ NAME_VECTOR_BYTES = 950  # float16, with its key
 ARRAY_BYTES = 112  # a numpy array's own header, on top of its data
 
 
+_ACCENTS = re.compile("[\u0300-\u036f]+")
+# a key wholly in a script written without spaces (or Korean): the fast tier looks for it inside runs of text
+_SPACELESS_KEY = re.compile("[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff"
+                            "\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+USERNAMES = 512
+
+
+def fold_chars(text: str) -> str:
+    """Case folded, compatibility forms unified and the accents of Latin, Greek and Cyrillic letters dropped
+    ("Zoë" -> "zoe"), every other script's marks kept and recomposed (a Korean syllable stays one character,
+    a Devanagari vowel sign or a Japanese voicing mark stays on its letter)."""
+    if text.isascii():
+        return text.casefold()
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold())))
+
+
 def fold(name: str) -> str:
-    """The key a name is matched by: case and diacritics folded, punctuation at the ends and repeated
-    spaces dropped ("Zoë  O'Neil." -> "zoe o'neil")."""
-    text = unicodedata.normalize("NFKD", name.casefold())
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    return re.sub(r"\s+", " ", text).strip(" .,;:!?\"'’()[]{}")
+    """The key a name is matched by: case and diacritics folded (`fold_chars`), punctuation at the ends and
+    repeated spaces dropped ("Zoë  O'Neil." -> "zoe o'neil")."""
+    return re.sub(r"\s+", " ", fold_chars(name)).strip(" .,;:!?\"'’()[]{}")
 
 
 def decayed(activation: float, since: float, now: float) -> float:
@@ -126,7 +141,13 @@ class UserGraph:
     version: int = 0  # raised by every change of structure (recall caches its view of the graph by it)
     max_words: int = 1  # the longest indexed name, in words
     first_names: dict[str, set[str]] = field(default_factory=dict)  # a person's first name -> ids (full names)
+    last_names: dict[str, set[str]] = field(default_factory=dict)  # a person's last name -> ids (full names)
     single_names: dict[str, set[str]] = field(default_factory=dict)  # a one-word person name -> ids
+    # (subject id, predicate) -> (object key -> relation ids, ids of the current ones): built on first use, dropped
+    # by whatever moves or removes relations (a user with 10,000 relations made adding one a scan of all of them)
+    rel_index: dict[tuple[str, str], tuple[dict[str, list[str]], set[str]]] | None = None
+    spaceless_lengths: set[int] = field(default_factory=set)  # lengths of the keys in scripts without spaces
+    usernames: dict[str, str] = field(default_factory=dict)  # folded -> as written: the speakers seen (not stored)
     view: Any = None  # (version, recall's view of this graph): cached here so it leaves with the graph
 
     def approx_bytes(self) -> int:
@@ -135,6 +156,8 @@ class UserGraph:
         size = 4_000 + EPISODE_BYTES * len(self.episodes) + ENTITY_BYTES * len(self.entities)
         size += RELATION_BYTES * len(self.relations) + TRACE_BYTES * len(self.traces) + LINK_BYTES * len(self.links)
         size += NAME_VECTOR_BYTES * len(self.name_vectors)
+        if self.rel_index is not None:
+            size += RELATION_INDEX_BYTES * len(self.relations)
         if self.recent:  # the latest vectors, all of one size (summing them: 5% of a soak's samples, 2026-11-27)
             size += len(self.recent) * (self.recent[-1].nbytes + ARRAY_BYTES)
         if self.view is not None:
@@ -147,6 +170,8 @@ class UserGraph:
         for key in entity.keys():
             self.by_key.setdefault(key, entity.id)
             self.max_words = max(self.max_words, len(key.split()))
+            if len(key) > 1 and _SPACELESS_KEY.fullmatch(key):
+                self.spaceless_lengths.add(len(key))
             if len(compact(key)) > 1:
                 self.by_compact.setdefault(compact(key), entity.id)
         if entity.type == "person":
@@ -154,19 +179,35 @@ class UserGraph:
             if tokens:
                 bucket = self.first_names if len(tokens) > 1 else self.single_names
                 bucket.setdefault(tokens[0], set()).add(entity.id)
+                if len(tokens) > 1:
+                    self.last_names.setdefault(tokens[-1], set()).add(entity.id)
 
     def gazetteer(self) -> tuple["_Types", int]:
         """(folded name or alias -> entity type, the longest name in words) for the fast tier: a live view
         of the index, so a new name costs nothing to add."""
         return _Types(self), self.max_words
 
+    def note_username(self, username: str | None) -> None:
+        """A speaker's username: the fast tier finds it when a message names them, in any script (kept in
+        memory only, the USERNAMES most recent; once mentioned, the person is an entity like any other)."""
+        key = fold(username or "")
+        if len(key) < 2 or key in self.usernames or key in self.by_key:
+            return
+        if len(self.usernames) >= USERNAMES:
+            del self.usernames[next(iter(self.usernames))]
+        self.usernames[key] = username
+        self.max_words = max(self.max_words, len(key.split()))
+        if _SPACELESS_KEY.fullmatch(key):
+            self.spaceless_lengths.add(len(key))
+
     def resolve(self, name: str, type_: str, similar: Similar | None = None) -> tuple[Entity, bool]:
         """The entity a mention names, created when none matches; True when it is new.
 
         Exact name, then alias (case and diacritics folded), then the compact name ("the Grand
         Canyon" = "Grand-Canyon"); for people, then a first name that names exactly one known full
-        name ("Alice" -> "Alice Smith"), or a full name whose first name is exactly one known
-        single-name person ("Alice Smith" -> "Alice", who is renamed and keeps "Alice" as an alias);
+        name ("Alice" -> "Alice Smith"), else a last name that does ("Miller" -> "Bob Miller"), or a
+        full name whose first name is exactly one known single-name person ("Alice Smith" -> "Alice",
+        who is renamed and keeps "Alice" as an alias);
         for anything else, `similar` (a known name of the same type close in meaning: "NYC" -> "New
         York City"). Otherwise a new entity."""
         key = fold(name)
@@ -196,10 +237,15 @@ class UserGraph:
         tokens = key.split()
         if not tokens:
             return None
-        if len(tokens) == 1:  # a first name: the one known full name it starts
-            ids = self.first_names.get(tokens[0], ())
-            found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
-                     and len(fold(self.entities[i].name).split()) > 1 and fold(self.entities[i].name).split()[0] == tokens[0]]
+        if len(tokens) == 1:  # a first name: the one known full name it starts (else the one it ends)
+            found = []
+            for index, at in ((self.first_names, 0), (self.last_names, -1)):
+                ids = index.get(tokens[0], ())
+                found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
+                         and len(fold(self.entities[i].name).split()) > 1
+                         and fold(self.entities[i].name).split()[at] == tokens[0]]
+                if found:
+                    break
         else:  # a full name: the one known person of that single name
             ids = self.single_names.get(tokens[0], ())
             found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
@@ -232,7 +278,10 @@ class UserGraph:
             if source.id in (rel.subject_id, rel.object_id):
                 rel.subject_id = target.id if rel.subject_id == source.id else rel.subject_id
                 rel.object_id = target.id if rel.object_id == source.id else rel.object_id
+                if rel.object_id == target.id:
+                    rel.object_value = target.name
                 moved["relations"] += 1
+        self.rel_index = None
         for trace in self.traces.values():
             if source.id in trace.entity_ids:
                 trace.entity_ids = list(dict.fromkeys(target.id if e == source.id else e for e in trace.entity_ids))
@@ -246,30 +295,119 @@ class UserGraph:
 
     # ------------------------------------------------------------------ relations
 
+    @staticmethod
+    def _key(obj_id: str | None, value: str) -> str:
+        return obj_id if obj_id is not None else "=" + fold(value)
+
+    def _relations_of(self, subject_id: str, predicate: str) -> tuple[dict[str, list[str]], set[str]]:
+        """(object key -> relation ids, the current ones' ids) of one subject's predicate."""
+        if self.rel_index is None:
+            index: dict[tuple[str, str], tuple[dict[str, list[str]], set[str]]] = {}
+            for rel in self.relations.values():
+                by_obj, current = index.setdefault((rel.subject_id, rel.predicate), ({}, set()))
+                by_obj.setdefault(self._key(rel.object_id, rel.object_value), []).append(rel.id)
+                if rel.valid_to is None:
+                    current.add(rel.id)
+            self.rel_index = index
+        return self.rel_index.setdefault((subject_id, predicate), ({}, set()))
+
     def add_relation(self, subject: Entity, predicate: str, single: bool, obj: Entity | None, value: str,
                      episode: Episode, confidence: float) -> tuple[Relation, list[Relation]]:
         """Record a stated relation (or one more episode stating a current one). For a single-valued
         predicate, a current relation with another object is closed at this episode's time (not
         deleted). Returns the relation and the ones it closed."""
-        target = obj.id if obj is not None else fold(value)
-        for rel in self.relations.values():
-            same = rel.object_id == target if obj is not None else fold(rel.object_value) == target
-            if rel.subject_id == subject.id and rel.predicate == predicate and rel.valid_to is None and same:
-                if episode.id not in rel.episode_ids:
-                    rel.episode_ids.append(episode.id)
+        target = self._key(obj.id if obj is not None else None, value)
+        by_obj, current = self._relations_of(subject.id, predicate)
+        for rel_id in by_obj.get(target, ()):
+            if episode.id in self.relations[rel_id].episode_ids:
+                return self.relations[rel_id], []  # this episode built again
+        for rel_id in by_obj.get(target, ()):
+            rel = self.relations[rel_id]
+            if rel.valid_to is None:
+                rel.episode_ids.append(episode.id)
                 return rel, []
         closed = []
         if single:
-            for rel in self.relations.values():
-                if (rel.subject_id == subject.id and rel.predicate == predicate and rel.valid_to is None
-                        and rel.valid_from <= episode.ts):
+            for rel_id in list(current):
+                rel = self.relations[rel_id]
+                if rel.valid_from <= episode.ts:
                     rel.valid_to = episode.ts
+                    current.discard(rel_id)
                     closed.append(rel)
-        rel = Relation(stable_id(self.user_id, subject.id, predicate, target, episode.id), subject.id, predicate,
-                       obj.id if obj is not None else None, obj.name if obj is not None else value, episode.ts, None,
-                       [episode.id], confidence)
-        self.relations[rel.id] = rel
+        rel = Relation(stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id), subject.id,
+                       predicate, obj.id if obj is not None else None, obj.name if obj is not None else value,
+                       episode.ts, None, [episode.id], confidence)
+        self._put(rel)
         return rel, closed
+
+    def end_relation(self, subject: Entity, predicate: str, obj: Entity | None, value: str, episode: Episode,
+                     confidence: float) -> tuple[Relation, list[Relation]]:
+        """A statement that a relation no longer holds ("I quit Siemens", "I used to live in Oslo"): the current
+        one with this object is closed at this episode's time; with none, a relation is recorded that ended
+        then (valid_from = valid_to = the episode's time: known to have held, not since when). Returns it and
+        the ones closed."""
+        target = self._key(obj.id if obj is not None else None, value)
+        by_obj, current = self._relations_of(subject.id, predicate)
+        for rel_id in by_obj.get(target, ()):
+            if episode.id in self.relations[rel_id].episode_ids:
+                return self.relations[rel_id], []
+        for rel_id in by_obj.get(target, ()):
+            rel = self.relations[rel_id]
+            if rel.valid_to is None and rel.valid_from <= episode.ts:
+                rel.valid_to = episode.ts
+                rel.episode_ids.append(episode.id)
+                current.discard(rel_id)
+                return rel, [rel]
+        rel = Relation(stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id, "ended"),
+                       subject.id, predicate, obj.id if obj is not None else None,
+                       obj.name if obj is not None else value, episode.ts, episode.ts, [episode.id], confidence)
+        self._put(rel)
+        return rel, []
+
+    def _put(self, rel: Relation) -> None:
+        self.relations[rel.id] = rel
+        if self.rel_index is not None:
+            by_obj, current = self._relations_of(rel.subject_id, rel.predicate)
+            by_obj.setdefault(self._key(rel.object_id, rel.object_value), []).append(rel.id)
+            if rel.valid_to is None:
+                current.add(rel.id)
+
+    def fold_relations(self, single: Callable[[str], bool]) -> list[str]:
+        """After a merge: relations that became one (the same subject, predicate and object, both current) are
+        joined into the oldest, a relation of an entity with itself is dropped, and of a single-valued
+        predicate's current relations only the latest stays current (the others close when it began). Returns
+        the ids dropped (their rows are to be deleted)."""
+        self.rel_index = None
+        dropped: list[str] = []
+        keep: dict[tuple[str, str, str], Relation] = {}
+        for rel in sorted(self.relations.values(), key=lambda r: (r.valid_from, r.id)):
+            if rel.object_id is not None and rel.object_id == rel.subject_id:
+                dropped.append(rel.id)
+                continue
+            if rel.valid_to is not None:
+                continue
+            key = (rel.subject_id, rel.predicate, self._key(rel.object_id, rel.object_value))
+            first = keep.get(key)
+            if first is None:
+                keep[key] = rel
+                continue
+            first.episode_ids = list(dict.fromkeys(first.episode_ids + rel.episode_ids))
+            first.confidence = max(first.confidence, rel.confidence)
+            first.fact_id = first.fact_id or rel.fact_id
+            dropped.append(rel.id)
+        for rel_id in dropped:
+            del self.relations[rel_id]
+        latest: dict[tuple[str, str], Relation] = {}
+        for rel in keep.values():
+            if single(rel.predicate):
+                k = (rel.subject_id, rel.predicate)
+                if k not in latest or rel.valid_from >= latest[k].valid_from:
+                    latest[k] = rel
+        for rel in keep.values():
+            last = latest.get((rel.subject_id, rel.predicate))
+            if last is not None and rel is not last:
+                rel.valid_to = max(rel.valid_from, last.valid_from)
+        return dropped
 
     # ------------------------------------------------------------------ forgetting
 
@@ -289,6 +427,7 @@ class UserGraph:
             rel.episode_ids = [e for e in rel.episode_ids if e not in ids]
             if not rel.episode_ids:
                 del self.relations[rel_id]
+                self.rel_index = None
         for trace_id in touched & self.traces.keys():
             trace = self.traces[trace_id]
             trace.episode_ids = [e for e in trace.episode_ids if e not in ids]
@@ -303,13 +442,25 @@ class _Types:
 
     def get(self, key: str) -> str | None:
         entity = self.g.entities.get(self.g.by_key.get(key, ""))
-        return entity.type if entity is not None else None
+        if entity is None:
+            return "person" if key in self.g.usernames else None
+        return entity.type
+
+    @property
+    def spaceless_lengths(self) -> set[int]:
+        return self.g.spaceless_lengths
 
     def __bool__(self) -> bool:
-        return bool(self.g.by_key)
+        return bool(self.g.by_key) or bool(self.g.usernames)
 
     def __len__(self) -> int:
-        return len(self.g.by_key)
+        return len(self.g.by_key) + len(self.g.usernames)
 
     def __iter__(self):
-        return iter(self.g.by_key)
+        yield from self.g.by_key
+        yield from self.g.usernames
+
+
+def _unkeyed(key: str) -> str:
+    """An object key as the relation id was always made of: the entity id, or the folded value."""
+    return key[1:] if key.startswith("=") else key
