@@ -287,6 +287,11 @@ _OPENERS = re.compile(
 # subjectless chat lines ("Just moved to Dublin!", "Started at Zalando today"): the verbs that may open one
 _BARE = {"lives", "lives_past", "moved_from", "works", "works_past", "joined", "quit", "laid_off", "left", "studies",
          "title", "married", "divorced", "has_pet", "lives_used", "works_used"}
+_NAME_NEXT = re.compile(r"(?:['’]s|(?<=['’]s))[ \t]+birthday\b|[ \t]*,[ \t]*who\b|[ \t]+who\b")
+_BE_NEXT = re.compile(r"(?i:a|an|into|obsessed|passionate|crazy|mad|addicted)\b")
+_BARE_VERB = re.compile(r"(?i:moved|relocated|lived|living|started|starting|joined|quit|left|got|just|been|working|"
+                        r"worked|studying|studied|married|divorced|broke|adopted|retired|lost|resigned|laid|fired|"
+                        r"finally|recently|officially|currently)\b")
 _BARE_START = re.compile(r"(?i:(?:just|finally|recently|officially|so|now|still|been|currently)\s+)*")
 _WE_KINDS = {"lives", "lives_past", "lives_used", "moved_from", "has_pet"}
 _UNKNOWN_NAME_KINDS = {"lives", "works", "studies", "born", "title_be", "moved_from", "quit", "joined"}
@@ -331,8 +336,8 @@ def _sentences(text: str) -> list[tuple[int, int, bool]]:
     for m in _SENT_END.finditer(text):
         mark = m.group(0)
         if mark == ".":
-            word = re.search(r"([\w.]+)$", text[start:m.start()])
-            if word and (word.group(1).casefold() in _ABBREV or (len(word.group(1)) == 1 and word.group(1).isupper())):
+            word = text[max(text.rfind(" ", start, m.start()), text.rfind("\n", start, m.start()), start - 1) + 1:m.start()]
+            if word.casefold() in _ABBREV or (len(word) == 1 and word.isupper()):
                 continue
         out.append((start, m.end(), "?" in mark))
         start = m.end()
@@ -347,9 +352,12 @@ def _clause_start(s: str, lo: int, pos: int) -> int:
     cut = max(s.rfind(c, lo, pos) for c in ",;:()—–") + 1
     dash = s.rfind(" - ", lo, pos)
     cut = max(cut, dash + 2 if dash >= 0 else 0, lo)
-    conj = re.search(r"\b(?:and|but|so|because|cause|although|though|while|whereas|plus|then|now|yet)[ \t]+$",
-                     s[cut:pos], re.IGNORECASE)
-    return cut + conj.start() if conj else cut
+    conj = _CONJ_BEFORE.search(s, cut, pos)
+    return conj.start() if conj else cut
+
+
+_CONJ_BEFORE = re.compile(r"\b(?:and|but|so|because|cause|although|though|while|whereas|plus|then|now|yet)[ \t]+$",
+                          re.IGNORECASE)
 
 
 def _ordinary(word: str) -> bool:
@@ -488,6 +496,11 @@ class _Reader:
                 continue
             if m.start() < taken and not (m.group("kin") or m.group("pet") or m.group("appos")):
                 continue
+            if m.group("name") and not _NAME_NEXT.match(s, m.end(), hi):
+                fill = _FILL.match(s, m.end(), hi)
+                if _verb_at(s, fill.end(), fill) is None and (fill.group("be") is None or not _BE_NEXT.match(
+                        s, fill.end(), hi)):
+                    continue
             subject = self.anchor(s, m, lo, hi, question or hypothetical)
             if subject is None or question or hypothetical:
                 continue
@@ -496,9 +509,7 @@ class _Reader:
     def bare(self, s: str, body: int, lo: int, hi: int) -> int:
         """A chat line without a subject: "Just moved to Dublin!", "Starting as a data analyst at Spotify".
         Returns where its reading stopped (`body` when it is not one)."""
-        if not re.match(r"(?i:moved|relocated|lived|living|started|starting|joined|quit|left|got|just|been|working|"
-                        r"worked|studying|studied|married|divorced|broke|adopted|retired|lost|resigned|laid|fired|"
-                        r"finally|recently|officially|currently)\b", s[body:hi]):
+        if not _BARE_VERB.match(s, body, hi):
             return body
         m = _BARE_START.match(s, body, hi)
         found = _verb_at(s, m.end() if m else body)
@@ -649,7 +660,7 @@ class _Reader:
 
     def predicates(self, s: str, subj: _Subject, lo: int, hi: int) -> int:
         """The verb phrases after a subject, and those coordinated with them; returns where reading stopped."""
-        clause = _clause_start(s, lo, subj.start)
+        clause = -1  # where the subject's clause starts: found once a verb is
         pos, first = subj.end, True
         while True:
             fill = _FILL.match(s, pos, hi)
@@ -662,6 +673,8 @@ class _Reader:
                     return pos
             kind, vend = found
             verb_start = at
+            if clause < 0:
+                clause = _clause_start(s, lo, subj.start)
             status = self.status(s, clause, subj, verb_start, hi)
             end = self.objects(s, subj, kind, vend, status, fill, hi)
             if end is None:
@@ -870,20 +883,28 @@ _PRONOUN_AFTER = re.compile(r"[ \t]+(?i:them|it|him|her|you|me|us|this|that)\b")
 _ANCHOR_HERE = re.compile(r"(?:[Ii]|[Ww]e|[Ss]he|[Hh]e|[Mm]y|[Oo]ur)\b")
 
 
+# every verb phrase in one pattern, first listed first (one match in C instead of forty in Python); without
+# "into" / "a student at", which only follow a form of "to be"
+_VERB_ALL = re.compile("|".join(f"(?P<v{i}>{rx.pattern})" for i, (_k, rx) in enumerate(_VERBS)))
+_VERB_NOT_BE = re.compile("|".join(f"(?P<v{i}>{rx.pattern})" for i, (k, rx) in enumerate(_VERBS)
+                                   if k not in ("likes_be", "student")))
+_VERB_START = re.compile(r"[^\W\d_]|['’]")
+
+
 def _verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, int] | None:
     """The verb phrase starting at `at`: (kind, where its object starts)."""
-    for kind, rx in _VERBS:
-        if kind in ("likes_be", "student") and (fill is None or fill.group("be") is None):
-            continue
-        m = rx.match(s, at)
-        if m:
-            return kind, m.end()
-    return None
+    if not _VERB_START.match(s, at):
+        return None
+    m = (_VERB_ALL if fill is not None and fill.group("be") is not None else _VERB_NOT_BE).match(s, at)
+    return (_VERBS[int(m.lastgroup[1:])][0], m.end()) if m else None
 
 
 def _clause_end(s: str, pos: int, hi: int) -> int:
-    m = re.compile(r"[.;!?…]|,[ \t]+(?:but|so|because)\b|[ \t]-[ \t]|—|–|\n").search(s, pos, hi)
+    m = _CLAUSE_END.search(s, pos, hi)
     return m.start() if m else hi
+
+
+_CLAUSE_END = re.compile(r"[.;!?…]|,[ \t]+(?:but|so|because)\b|[ \t]-[ \t]|—|–|\n")
 
 
 def find_relations(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:
