@@ -23,7 +23,6 @@ from .builder import USER_GROUP, Builder, Changes
 from .cache import GraphCache
 from .model import (FLOOR, HALF_LIFE_DAYS, Entity, Episode, Similar, Trace, UserGraph, decayed,  # noqa: F401
                     fold, stable_id)
-from .relations import PREDICATES
 from .store import GraphStore
 from .tables import graph_of
 
@@ -406,9 +405,7 @@ class GraphService:
             episodes = list(source.episodes)
             moved = g.merge(source, target)
             g.version += 1
-            # relations that became one, or of the target with itself, go (graph/model.py, fold_relations)
-            dropped = g.fold_relations(lambda p: PREDICATES.get(p, (False, ""))[0])
-            self.store.delete_rows(g, entities=[source.id], relations=dropped)
+            self.store.delete_rows(g, entities=[source.id], relations=g.fold_relations())  # relations made one
             self.store.replace_mentions(g, episodes)
             self.store.save(g, entities=[target], relations=g.relations.values(),
                             traces=[t for t in g.traces.values() if target.id in t.entity_ids])
