@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .predicates import FoundRelation  # noqa: F401 - the type emitted
 from .words import (_ANCHOR_HERE, _AND_NAME, _AND_VERB, _ANYMORE, _BE_TITLE, _BINOMIALS, _BLOCK, _CLAUSE_AFTER,
                     _CORRECTION, _DATE, _FILL, _FUTURE, _LIGHT, _MODIFIED, _NAMED_LATER, _NAME_RX, _NEG_ONLY,
                     _NOT_JOB, _PET_NAMES, _PLACE_INNER, _PLATFORMS, _PRONOUN_AFTER, _THEN_AT, _THEN_BASED, _THING,

@@ -192,7 +192,6 @@ _BLOCK = re.compile(
     r"believe|believes|guess|heard|hear|claims|claimed|apparently|supposedly|rumou?red|pretends|when\s+will|"
     r"what\s+if|no\s+longer|instead\s+of|rather\s+than|expect|expecting|applying|applied|interview\w*|once)\b"
     r"|['’](?:d|ll)\b", re.IGNORECASE)
-_NEG = re.compile(r"n['’]t\b|\b(?:not|never|no\s+longer|cannot)\b", re.IGNORECASE)
 _NEG_ONLY = re.compile(r"n['’]t\b|\b(?:not|no\s+longer)\b", re.IGNORECASE)
 _ANYMORE = re.compile(r"\b(?:anymore|any\s+more|any\s+longer)\b", re.IGNORECASE)
 _FUTURE = re.compile(r"\b(?:next|tomorrow|soon|later\s+this|in\s+(?:a|two|three|\d+)\s+(?:days?|weeks?|months?)|"
