@@ -1,86 +1,49 @@
 """BM25 over one user's cached rows, in process: the keyword half of a query without a LanceDB round trip.
 
-Two fields are ranked, as LanceDB's full-text indexes rank them: `content` (the row's own text) and
-`search_text` (the previous two messages of the same user and channel, each cut to its last
-CONTEXT_CHARS characters, then the row's text; messages/schema.py). The second is never stored
-here: it is derived from the first through each row's links to its previous rows, so the index holds
-one posting per (term, row) and nothing else.
+Two fields are ranked: `content` (the row's own text) and `search_text` (the previous two messages of
+the same user and channel, each cut to its last CONTEXT_CHARS characters, then the row's text;
+messages/schema.py). The second is never stored here: it is derived from the first through each row's
+links to its previous rows, so the index holds one posting per (term, row) and nothing else.
 
-Text analysis follows LanceDB's default (tantivy's `simple` tokenizer, lower case, ASCII folding,
-Snowball English stemming, English stop words, tokens of 40 characters or more dropped), and the
-scoring is tantivy's BM25 (k1 1.2, b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))) with the
-statistics of the user's own rows. The index is derived data: built from the cached rows on the
-first keyword search of a user, extended with every row the cache gets, dropped with the cache entry.
-Pure data structure: no I/O.
+Text analysis is sidecar/text's, for every script: Han, Kana, Hangul, Thai and the other spaceless
+scripts as bigrams, words stemmed in their memory's language with its stop words dropped (English as
+LanceDB's default tokenizer has it). The index counts the languages of its rows; a query is analysed in
+each language that holds at least QUERY_LANGUAGE_SHARE of them. The scoring is tantivy's BM25 (k1 1.2,
+b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))) with the statistics of the user's own rows; a query with more
+than MAX_QUERY_TERMS distinct terms (a pasted page of Chinese has thousands of bigrams) keeps the ones
+with the highest tf-idf, as Lucene's MoreLikeThis keeps 25. The index is derived data: built from the
+cached rows on the first keyword search of a user, extended with every row the cache gets, dropped with
+the cache entry. Pure data structure: no I/O.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from collections import Counter
 
 import numpy as np
 
 from ..storage.lazy_import import defer_package_init
+from ..text import language_of, query_terms
+from ..text import terms as text_terms
 from .schema import CONTEXT_CHARS
 
 K1, B = 1.2, 0.75
-MAX_TOKEN_CHARS = 40
-# English stop words (NLTK's list, as LanceDB's tokenizer has it), compared with the *stemmed* token,
-# as LanceDB does: "being" (-> "be") is dropped, "during" (-> "dure") is kept. Probed against LanceDB 0.40.
-STOP_WORDS = frozenset("""
-    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself
-    it its itself they them their theirs themselves what which who whom this that these those am is are was were be
-    been being have has had having do does did doing a an the and but if or because as until while of at by for with
-    about against between into through during before after above below to from up down in out on off over under
-    again further then once here there when where why how all any both each few more most other some such no nor not
-    only own same so than too very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn
-    hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn""".split())
-_WORD = re.compile(r"[^\W_]+")
-_STEMS: dict[str, str] = {}
-_STEMS_MAX = 200_000
-
-
-def _english_stemmer():
-    """Snowball's English stemmer alone: `snowballstemmer`'s own `__init__` imports the stemmers of all its
-    30-odd languages (12-15 ms and 2.9 MiB of start-up), so that package is registered with its `__init__`
-    deferred and the English module imported by path (the same class `snowballstemmer.stemmer("english")`
-    gives when PyStemmer is not installed)."""
-    defer_package_init("snowballstemmer")
-    from snowballstemmer.english_stemmer import EnglishStemmer
-
-    return EnglishStemmer()
-
-
-_STEMMER = _english_stemmer()
+MAX_QUERY_TERMS = 32
+QUERY_LANGUAGE_SHARE = 0.01  # a language a query is stemmed in: at least this share of the rows (or 1 row)
+# snowballstemmer's own `__init__` imports the stemmers of all its 30-odd languages (12-15 ms and 2.9 MiB of
+# start-up): the package is registered with its `__init__` deferred, and sidecar/text imports each
+# language's module as it is first needed
+defer_package_init("snowballstemmer")
 _DTYPES = (np.int64, np.int32, np.uint16, np.uint16)
 # bytes per posting (term hash, row, two term frequencies) and per row (lengths and links), for the cache budget
 POSTING_BYTES = 16
 ROW_BYTES = 16
 
 
-def _fold(text: str) -> str:
-    if text.isascii():
-        return text
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
 def terms(text: str) -> list[str]:
-    """The index terms of a text, in order (over-long tokens dropped, stemmed, stop words dropped)."""
-    out = []
-    for word in _WORD.findall(_fold(text).lower()):
-        if len(word) >= MAX_TOKEN_CHARS:
-            continue
-        stem = _STEMS.get(word)
-        if stem is None:
-            if len(_STEMS) >= _STEMS_MAX:
-                _STEMS.clear()
-            stem = _STEMS[word] = _STEMMER.stemWord(word)
-        if stem not in STOP_WORDS:
-            out.append(stem)
-    return out
+    """The index terms of a memory, in order (sidecar/text: by script, stemmed in its language)."""
+    return text_terms(text)
 
 
 class KeywordIndex:
@@ -100,6 +63,7 @@ class KeywordIndex:
         self._prev2: list[np.ndarray] = []
         self.rows = 0
         self.nbytes = 0
+        self.languages: Counter[str] = Counter()  # the languages of the rows, as sidecar/text decided them
 
     def extend(self, contents: list[str], prev: list[int], prev2: list[int]) -> None:
         """Index rows numbered from `self.rows` on; prev/prev2: the positions of their previous rows (-1: none)."""
@@ -110,9 +74,13 @@ class KeywordIndex:
         lengths, borrowed = [], []
         for k, content in enumerate(contents):
             row = self.rows + k
-            words = terms(content)
+            language = language_of(content)
+            if language is not None:
+                self.languages[language] += 1
+            words = text_terms(content, language)
             counts = Counter(words)
-            tail = Counter(terms(content[-CONTEXT_CHARS:])) if len(content) > CONTEXT_CHARS else counts
+            tail = (Counter(text_terms(content[-CONTEXT_CHARS:], language)) if len(content) > CONTEXT_CHARS
+                    else counts)
             lengths.append(len(words))
             borrowed.append(sum(tail.values()) if tail is not counts else len(words))
             keys = counts.keys() | tail.keys() if tail is not counts else counts.keys()
@@ -163,12 +131,40 @@ class KeywordIndex:
             tail[p[at]] = t2[at]
         return tf, tail
 
+    def query_languages(self) -> list[str]:
+        """The languages a query is analysed in: those of at least QUERY_LANGUAGE_SHARE of the rows (a line
+        the detector took for another language now and then does not add that language's stems)."""
+        least = max(1.0, QUERY_LANGUAGE_SHARE * sum(self.languages.values()))
+        return sorted(code for code, n in self.languages.items() if n >= least)
+
+    def _query(self, text: str) -> Counter[str]:
+        """The query's terms and their counts; past MAX_QUERY_TERMS distinct ones, the best by tf-idf among
+        those the index holds."""
+        query = Counter(query_terms(text, self.query_languages()))
+        if len(query) <= MAX_QUERY_TERMS:
+            return query
+        found = self._document_frequencies(np.array([hash(t) for t in query], np.int64))
+        scored = [(times * math.log(1 + (self.rows - n + 0.5) / (n + 0.5)), term)
+                  for (term, times), n in zip(query.items(), found.tolist()) if n]
+        return Counter({term: query[term] for _, term in sorted(scored, reverse=True)[:MAX_QUERY_TERMS]})
+
+    def _document_frequencies(self, hashes: np.ndarray) -> np.ndarray:
+        """Rows holding each term (by hash), in the sorted part and the tail."""
+        keys = self._sorted[0]
+        found = np.searchsorted(keys, hashes, "right") - np.searchsorted(keys, hashes, "left")
+        if self._tail:
+            tail = np.sort(np.concatenate([t[0] for t in self._tail]))
+            found += np.searchsorted(tail, hashes, "right") - np.searchsorted(tail, hashes, "left")
+        return found
+
     def search(self, text: str, field: str, candidates: np.ndarray | None, limit: int) -> list[int]:
         """The best `limit` rows (positions) for the query text in `field` ("content" or "search_text"),
         best first; rows outside `candidates` (a boolean mask; None: all) are never returned, and rows
         sharing no term with the query neither."""
-        query = Counter(terms(text))
-        if not query or not self.rows or limit <= 0:
+        if not self.rows or limit <= 0:
+            return []
+        query = self._query(text)
+        if not query:
             return []
         length, borrowed, prev, prev2 = self._columns()
         has1, has2 = prev >= 0, prev2 >= 0

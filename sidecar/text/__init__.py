@@ -1,0 +1,9 @@
+"""Text analysis for keyword search, the same for every index and every script: normalisation and cutting
+by Unicode script (tokens.py), the language decision and the Snowball stemmers (languages.py), stop words
+(stopwords.py), and the terms of a memory or of a query (analysis.py). Pure; imports no other part of
+the sidecar."""
+
+from .analysis import configure, language_of, query_terms, settings, terms
+from .languages import LANGUAGES, STEMMERS
+
+__all__ = ["configure", "language_of", "query_terms", "settings", "terms", "LANGUAGES", "STEMMERS"]

@@ -1,0 +1,134 @@
+"""Keyword terms of a text, the same way for every index (the messages' in-process BM25, the facts'
+full-text index): normalised and cut by script (tokens.py), then
+
+- Han, Kana, Thai, Lao, Khmer, Myanmar runs: overlapping bigrams of grapheme clusters (a run of one
+  cluster is a unigram), as Lucene's CJKBigramFilter; never stemmed, no stop words;
+- Hangul: each word without the particle or copula ending glued to it (Korean writes 기타를 for
+  "the guitar" as object), then bigrams of what is left, so 김치찌개 finds 김치찌개예요 and 찌개 finds it too;
+- other words: stemmed by Snowball in the memory's language when the word is in that language's script,
+  else in its script's default language (languages.py); stop words dropped; Latin words lose their
+  accents (after stemming, so the stemmer sees them: English folds before, as LanceDB's tokenizer did);
+  words of 40 characters or more dropped.
+
+A query is analysed in every language its index holds: each word becomes one term per distinct stem
+(`query_terms`), so a German query finds German memories stemmed in German beside English ones.
+
+Pure: no I/O. The stemmers are imported on first use (languages.py)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .languages import SCRIPT_OF_LANGUAGE, Languages, stemmer
+from .stopwords import STOP_WORDS
+from .tokens import bigrams, fold_marks, normalize, runs, script_of
+
+MAX_TOKEN_CHARS = 40
+_STEMS: dict[tuple[str, str], str] = {}
+_STEMS_MAX = 200_000
+_SETTINGS = {"languages": Languages()}
+
+# Korean particles and copula endings, longest first: stripped from the end of a Hangul word that keeps
+# at least one syllable before them
+HANGUL_ENDINGS = tuple(sorted("""
+    이에요 예요 입니다 이야 이다 이고 이랑 랑 에서는 에서도 에서 에게서 에게 한테서 한테 께서 께 으로는 으로 로는 로
+    은 는 이 가 을 를 의 에는 에도 에 와 과 도 만 까지 부터 보다 처럼 마다 야 아""".split(), key=len, reverse=True))
+
+
+def configure(languages: list[str] | None) -> None:
+    """The languages memories may be in (ISO 639-1 codes; None: every language the detector knows)."""
+    _SETTINGS["languages"] = Languages(languages)
+
+
+def settings() -> Languages:
+    return _SETTINGS["languages"]
+
+
+def _stem(word: str, language: str | None) -> str | None:
+    """One word's term in a language: stemmed, folded; None for a stop word or an over-long word."""
+    if len(word) >= MAX_TOKEN_CHARS:
+        return None
+    key = (word, language or "")
+    if key in _STEMS:
+        return _STEMS[key]
+    latin = script_of(word) == "Latin"
+    stem = stemmer(language) if language else None
+    if language in (None, "en"):  # as LanceDB's tokenizer: accents folded first, the stem checked for a stop word
+        word = fold_marks(word) if latin else word
+        term: str | None = stem(word) if stem else word
+        if term in STOP_WORDS["en"] and language == "en":
+            term = None
+    elif word in STOP_WORDS.get(language, ()):
+        term = None
+    else:
+        term = stem(word) if stem else word
+        term = fold_marks(term) if latin else term
+    if len(_STEMS) >= _STEMS_MAX:
+        _STEMS.clear()
+    _STEMS[key] = term
+    return term
+
+
+def hangul_terms(word: str) -> list[str]:
+    """A Hangul word without its particle, as bigrams (one syllable left: itself)."""
+    for ending in HANGUL_ENDINGS:
+        if word.endswith(ending) and len(word) > len(ending):
+            word = word[: -len(ending)]
+            break
+    return bigrams(word)
+
+
+def language_of(text: str) -> str | None:
+    """The language a memory's words are stemmed in (None: no script of it stems)."""
+    normal = normalize(text)
+    words = [script_of(run) for kind, run in runs(normal) if kind == "word"]
+    scripts = set(words) - {""}
+    return settings().decide(normal, scripts, len(words)) if scripts else None
+
+
+def terms(text: str, language: str | None = None) -> list[str]:
+    """The index terms of a memory, in order. `language`: the memory's (language_of), else decided here."""
+    normal = normalize(text)
+    out: list[str] = []
+    words: list[str] = []
+    for kind, run in runs(normal):
+        if kind == "word":
+            words.append(run)
+        elif kind == "hangul":
+            out += hangul_terms(run)
+        else:
+            out += bigrams(run)
+    if words:
+        langs = settings()
+        if language is None:
+            scripts = {script_of(w) for w in words} - {""}
+            language = langs.decide(normal, scripts, len(words)) if scripts else None
+        own = SCRIPT_OF_LANGUAGE.get(language or "", "Latin")
+        for w in words:
+            script = script_of(w)
+            term = _stem(w, language if script == own and language else langs.default(script))
+            if term is not None:
+                out.append(term)
+    return out
+
+
+def query_terms(text: str, languages: Iterable[str]) -> list[str]:
+    """The terms of a query against an index whose memories are in `languages`: each word in every one of
+    them of its script (or its script's default when none is), each distinct stem once per word."""
+    normal = normalize(text)
+    by_script: dict[str, list[str]] = {}
+    for code in languages:
+        by_script.setdefault(SCRIPT_OF_LANGUAGE.get(code, "Latin"), []).append(code)
+    langs = settings()
+    out: list[str] = []
+    for kind, run in runs(normal):
+        if kind == "hangul":
+            out += hangul_terms(run)
+        elif kind != "word":
+            out += bigrams(run)
+        else:
+            script = script_of(run)
+            chosen = by_script.get(script) or [langs.default(script)]
+            variants = {_stem(run, code) for code in chosen}
+            out += sorted(v for v in variants if v is not None)
+    return out
