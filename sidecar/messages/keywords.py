@@ -26,6 +26,7 @@ import numpy as np
 from ..storage.lazy_import import defer_package_init
 from ..text import language_of, query_terms
 from ..text import terms as text_terms
+from .postings import TF_MAX, Postings, short_key
 from .schema import CONTEXT_CHARS
 
 K1, B = 1.2, 0.75
@@ -35,9 +36,7 @@ QUERY_LANGUAGE_SHARE = 0.01  # a language a query is stemmed in: at least this s
 # start-up): the package is registered with its `__init__` deferred, and sidecar/text imports each
 # language's module as it is first needed
 defer_package_init("snowballstemmer")
-_DTYPES = (np.int64, np.int32, np.uint16, np.uint16)
-# bytes per posting (term hash, row, two term frequencies) and per row (lengths and links), for the cache budget
-POSTING_BYTES = 16
+# bytes per row (lengths and links), for the cache budget; a posting counts its own (postings.py)
 ROW_BYTES = 16
 
 
@@ -47,16 +46,12 @@ def terms(text: str) -> list[str]:
 
 
 class KeywordIndex:
-    """Postings of one user's rows: (term hash, row, term frequency in the row's text, term frequency in
-    the part of it a later row's search_text borrows). Rows are numbered as the cache numbers them.
-
-    New postings land in an unsorted tail that is scanned; past a share of the sorted part they are
-    merged into it, so appends stay cheap and lookups logarithmic."""
+    """Postings of one user's rows (postings.py: words by a 64-bit hash, terms of one or two characters by
+    their code points). Rows are numbered as the cache numbers them."""
 
     def __init__(self) -> None:
-        self._sorted = tuple(np.empty(0, dt) for dt in _DTYPES)
-        self._tail: list[tuple[np.ndarray, ...]] = []
-        self._tail_len = 0
+        self._words = Postings(np.int64)
+        self._pairs = Postings(np.uint32)
         self._length: list[np.ndarray] = []  # per row: terms in its text, terms in its borrowed part
         self._borrowed: list[np.ndarray] = []
         self._prev: list[np.ndarray] = []  # per row: the rows (positions) its search_text borrows from, or -1
@@ -67,10 +62,7 @@ class KeywordIndex:
 
     def extend(self, contents: list[str], prev: list[int], prev2: list[int]) -> None:
         """Index rows numbered from `self.rows` on; prev/prev2: the positions of their previous rows (-1: none)."""
-        h: list[int] = []
-        pos: list[int] = []
-        tf: list[int] = []
-        tail_tf: list[int] = []
+        columns: dict[bool, tuple[list[int], ...]] = {False: ([], [], [], []), True: ([], [], [], [])}
         lengths, borrowed = [], []
         for k, content in enumerate(contents):
             row = self.rows + k
@@ -85,27 +77,22 @@ class KeywordIndex:
             borrowed.append(sum(tail.values()) if tail is not counts else len(words))
             keys = counts.keys() | tail.keys() if tail is not counts else counts.keys()
             for term in keys:
-                h.append(hash(term))
+                short = short_key(term)
+                h, pos, tf, tail_tf = columns[short is not None]
+                h.append(hash(term) if short is None else short)
                 pos.append(row)
-                tf.append(min(counts.get(term, 0), 65535))
-                tail_tf.append(min(tail.get(term, 0), 65535))
-        self._tail.append(tuple(np.array(c, dt) for c, dt in zip((h, pos, tf, tail_tf), _DTYPES)))
-        self._tail_len += len(h)
+                tf.append(min(counts.get(term, 0), TF_MAX))
+                tail_tf.append(min(tail.get(term, 0), TF_MAX))
+        before = self._words.posting_bytes * len(self._words) + self._pairs.posting_bytes * len(self._pairs)
+        self._words.add(*columns[False])
+        self._pairs.add(*columns[True])
         self._length.append(np.array(lengths, np.float32))
         self._borrowed.append(np.array(borrowed, np.float32))
         self._prev.append(np.array(prev, np.int32))
         self._prev2.append(np.array(prev2, np.int32))
         self.rows += len(contents)
-        self.nbytes += len(h) * POSTING_BYTES + len(contents) * ROW_BYTES
-        if self._tail_len > max(4096, len(self._sorted[0]) // 8):
-            self._merge()
-
-    def _merge(self) -> None:
-        parts = [self._sorted, *self._tail]
-        joined = [np.concatenate([p[i] for p in parts]) for i in range(4)]
-        order = np.argsort(joined[0], kind="stable")
-        self._sorted = tuple(a[order] for a in joined)
-        self._tail, self._tail_len = [], 0
+        after = self._words.posting_bytes * len(self._words) + self._pairs.posting_bytes * len(self._pairs)
+        self.nbytes += after - before + len(contents) * ROW_BYTES
 
     def _columns(self) -> tuple[np.ndarray, ...]:
         for name in ("_length", "_borrowed", "_prev", "_prev2"):
@@ -114,22 +101,12 @@ class KeywordIndex:
                 setattr(self, name, [np.concatenate(parts)])
         return self._length[0], self._borrowed[0], self._prev[0], self._prev2[0]
 
-    def _frequencies(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+    def _frequencies(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Dense per-row term frequencies of one term: in the row's text, and in its borrowed part."""
-        tf = np.zeros(self.rows, np.float32)
-        tail = np.zeros(self.rows, np.float32)
-        keys, pos, f, tf_tail = self._sorted
-        lo, hi = np.searchsorted(keys, term, "left"), np.searchsorted(keys, term, "right")
-        tf[pos[lo:hi]] = f[lo:hi]
-        tail[pos[lo:hi]] = tf_tail[lo:hi]
-        if len(self._tail) > 1:
-            self._tail = [tuple(np.concatenate([t[i] for t in self._tail]) for i in range(4))]
-        if self._tail:
-            h, p, f2, t2 = self._tail[0]
-            at = h == term
-            tf[p[at]] = f2[at]
-            tail[p[at]] = t2[at]
-        return tf, tail
+        short = short_key(term)
+        if short is None:
+            return self._words.frequencies(hash(term), self.rows)
+        return self._pairs.frequencies(short, self.rows)
 
     def query_languages(self) -> list[str]:
         """The languages a query is analysed in: those of at least QUERY_LANGUAGE_SHARE of the rows (a line
@@ -143,18 +120,21 @@ class KeywordIndex:
         query = Counter(query_terms(text, self.query_languages()))
         if len(query) <= MAX_QUERY_TERMS:
             return query
-        found = self._document_frequencies(np.array([hash(t) for t in query], np.int64))
+        found = self._document_frequencies(list(query))
         scored = [(times * math.log(1 + (self.rows - n + 0.5) / (n + 0.5)), term)
                   for (term, times), n in zip(query.items(), found.tolist()) if n]
         return Counter({term: query[term] for _, term in sorted(scored, reverse=True)[:MAX_QUERY_TERMS]})
 
-    def _document_frequencies(self, hashes: np.ndarray) -> np.ndarray:
-        """Rows holding each term (by hash), in the sorted part and the tail."""
-        keys = self._sorted[0]
-        found = np.searchsorted(keys, hashes, "right") - np.searchsorted(keys, hashes, "left")
-        if self._tail:
-            tail = np.sort(np.concatenate([t[0] for t in self._tail]))
-            found += np.searchsorted(tail, hashes, "right") - np.searchsorted(tail, hashes, "left")
+    def _document_frequencies(self, terms: list[str]) -> np.ndarray:
+        """Rows holding each term."""
+        shorts = [short_key(t) for t in terms]
+        found = np.zeros(len(terms), np.int64)
+        words = [i for i, k in enumerate(shorts) if k is None]
+        pairs = [i for i, k in enumerate(shorts) if k is not None]
+        if words:
+            found[words] = self._words.document_frequencies(np.array([hash(terms[i]) for i in words], np.int64))
+        if pairs:
+            found[pairs] = self._pairs.document_frequencies(np.array([shorts[i] for i in pairs], np.uint32))
         return found
 
     def search(self, text: str, field: str, candidates: np.ndarray | None, limit: int) -> list[int]:
@@ -173,7 +153,7 @@ class KeywordIndex:
         norm = K1 * (1 - B + B * length / max(float(length.mean()), 1e-9))
         scores = np.zeros(self.rows, np.float32)
         for term, times in query.items():
-            tf, tail = self._frequencies(hash(term))
+            tf, tail = self._frequencies(term)
             if field == "search_text":
                 tf = tf + np.where(has1, tail[prev], 0) + np.where(has2, tail[prev2], 0)
             n = int(np.count_nonzero(tf))

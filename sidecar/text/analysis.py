@@ -3,8 +3,10 @@ full-text index): normalised and cut by script (tokens.py), then
 
 - Han, Kana, Thai, Lao, Khmer, Myanmar runs: overlapping bigrams of grapheme clusters (a run of one
   cluster is a unigram), as Lucene's CJKBigramFilter; never stemmed, no stop words;
-- Hangul: each word without the particle or copula ending glued to it (Korean writes 기타를 for
-  "the guitar" as object), then bigrams of what is left, so 김치찌개 finds 김치찌개예요 and 찌개 finds it too;
+- Hangul: bigrams of each word, so 김치찌개 finds 김치찌개예요 (Korean glues particles and endings to the
+  word) and 찌개 finds it too; a word that is one syllable before its particle (차를, 책이) adds that
+  syllable, so 차 finds it. Stripping particles instead was measured worse: a noun ending in a syllable
+  that is also a particle (치과, "dentist's") lost it (docs/languages.md);
 - other words: stemmed by Snowball in the memory's language when the word is in that language's script,
   else in its script's default language (languages.py); stop words dropped; Latin words lose their
   accents (after stemming, so the stemmer sees them: English folds before, as LanceDB's tokenizer did);
@@ -28,8 +30,7 @@ _STEMS: dict[tuple[str, str], str] = {}
 _STEMS_MAX = 200_000
 _SETTINGS = {"languages": Languages()}
 
-# Korean particles and copula endings, longest first: stripped from the end of a Hangul word that keeps
-# at least one syllable before them
+# Korean particles and copula endings, longest first (hangul_terms)
 HANGUL_ENDINGS = tuple(sorted("""
     이에요 예요 입니다 이야 이다 이고 이랑 랑 에서는 에서도 에서 에게서 에게 한테서 한테 께서 께 으로는 으로 로는 로
     은 는 이 가 을 를 의 에는 에도 에 와 과 도 만 까지 부터 보다 처럼 마다 야 아""".split(), key=len, reverse=True))
@@ -70,12 +71,14 @@ def _stem(word: str, language: str | None) -> str | None:
 
 
 def hangul_terms(word: str) -> list[str]:
-    """A Hangul word without its particle, as bigrams (one syllable left: itself)."""
-    for ending in HANGUL_ENDINGS:
-        if word.endswith(ending) and len(word) > len(ending):
-            word = word[: -len(ending)]
-            break
-    return bigrams(word)
+    """A Hangul word as bigrams, and the syllable before its particle when one is all there is (차를 -> 차)."""
+    found = bigrams(word)
+    if len(word) > 1:
+        for ending in HANGUL_ENDINGS:
+            if word.endswith(ending) and len(word) == len(ending) + 1:
+                found.append(word[0])
+                break
+    return found
 
 
 def language_of(text: str) -> str | None:

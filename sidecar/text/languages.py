@@ -47,16 +47,66 @@ LANGUAGES = sorted(set(STEMMERS))
 
 
 def stemmer(language: str) -> Callable[[str], str] | None:
-    """The Snowball stemmer of a language (its `stemWord`), imported on first use; None: it has none."""
+    """The Snowball stemmer of a language (its `stemWord`, with the steps before it below), imported on
+    first use; None: it has none."""
     found = _STEMMERS.get(language)
     if found is None and language not in _STEMMERS:
         name = STEMMERS.get(language)
         if name is not None:
             module = importlib.import_module(f"snowballstemmer.{name}_stemmer")
-            cls = getattr(module, "".join(p.title() for p in name.split("_")) + "Stemmer")
-            found = cls().stemWord
+            found = getattr(module, "".join(p.title() for p in name.split("_")) + "Stemmer")().stemWord
+            found = _BEFORE.get(language, _plain)(found)
         _STEMMERS[language] = found
     return found
+
+
+def _plain(stem: Callable[[str], str]) -> Callable[[str], str]:
+    return stem
+
+
+def _to_fixed_point(stem: Callable[[str], str]) -> Callable[[str], str]:
+    """Turkish stacks suffixes, and Snowball's stemmer takes off one layer too few now and then (fıstığa ->
+    fıstık, but fıstık -> fıs): stemmed again until nothing changes (at most three times)."""
+    def again(word: str) -> str:
+        for _ in range(3):
+            stemmed = stem(word)
+            if stemmed == word:
+                break
+            word = stemmed
+        return word
+    return again
+
+
+_PT_PLURALS = (("ões", "ão"), ("ães", "ão"), ("ãos", "ão"), ("ns", "m"), ("ás", "á"), ("és", "é"), ("ós", "ó"))
+
+
+def _portuguese_plurals(stem: Callable[[str], str]) -> Callable[[str], str]:
+    """The plurals Snowball's Portuguese stemmer leaves (violões / violão, amendoins / amendoim, chás / chá),
+    reduced first, as the plural step of RSLP (Lucene's Portuguese stemmers) does."""
+    def plural_first(word: str) -> str:
+        for ending, singular in _PT_PLURALS:
+            if word.endswith(ending) and len(word) > len(ending) + 1:
+                return stem(word[: -len(ending)] + singular)
+        return stem(word)
+    return plural_first
+
+
+_AR_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
+
+
+def _arabic_article(stem: Callable[[str], str]) -> Callable[[str], str]:
+    """The article and the particles glued before it (ال, وال, بال, كال, فال, لل) taken off first when two
+    letters or more stay, as the light10 stemmer (Lucene's Arabic stemmer) does: Snowball's keeps it on
+    short words (الشاي -> الشا, but شاي -> شا)."""
+    def article_first(word: str) -> str:
+        for prefix in _AR_PREFIXES:
+            if word.startswith(prefix) and len(word) - len(prefix) >= 2:
+                return stem(word[len(prefix):])
+        return stem(word)
+    return article_first
+
+
+_BEFORE = {"tr": _to_fixed_point, "pt": _portuguese_plurals, "ar": _arabic_article}
 
 
 _STEMMERS: dict[str, Callable[[str], str] | None] = {}
