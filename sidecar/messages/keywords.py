@@ -141,6 +141,10 @@ class KeywordIndex:
         """The best `limit` rows (positions) for the query text in `field` ("content" or "search_text"),
         best first; rows outside `candidates` (a boolean mask; None: all) are never returned, and rows
         sharing no term with the query neither."""
+        return [pos for pos, _ in self.ranked(text, field, candidates, limit)]
+
+    def ranked(self, text: str, field: str, candidates: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+        """`search` as (position, BM25 score) pairs."""
         if not self.rows or limit <= 0:
             return []
         query = self._query(text)
@@ -167,4 +171,5 @@ class KeywordIndex:
         found = np.flatnonzero(hit)
         if len(found) > limit:
             found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
-        return found[np.lexsort((found, -scores[found]))].tolist()
+        found = found[np.lexsort((found, -scores[found]))]
+        return list(zip(found.tolist(), scores[found].astype(np.float64).tolist()))

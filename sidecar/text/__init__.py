@@ -4,6 +4,7 @@ by Unicode script (tokens.py), the language decision and the Snowball stemmers (
 the sidecar."""
 
 from .analysis import configure, language_of, query_terms, settings, terms
-from .languages import LANGUAGES, STEMMERS
+from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
 
-__all__ = ["configure", "language_of", "query_terms", "settings", "terms", "LANGUAGES", "STEMMERS"]
+__all__ = ["configure", "language_of", "query_terms", "settings", "terms", "KNOWN_LANGUAGES", "LANGUAGES",
+           "STEMMERS"]

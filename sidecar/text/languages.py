@@ -44,6 +44,9 @@ SCRIPT_DEFAULT = {"Latin": "en", "Cyrillic": "ru", "Arabic": "ar", "Devanagari":
 MIN_DETECT_WORDS = 3  # fewer words are too few to tell a language by ("then", "You too!", "Bye Joanna!")
 DETECT_CHARS = 300  # the detector reads this much of a memory (a 1 MB memory is told by its start)
 LANGUAGES = sorted(set(STEMMERS))
+# codes `--languages` accepts: the stemmed ones, those of the other scripts, and the spaceless ones
+KNOWN_LANGUAGES = frozenset(STEMMERS) | frozenset(SCRIPT_OF_LANGUAGE) | {"zh", "ja", "ko", "th", "lo", "km", "my",
+                                                                           "vi"}
 
 
 def stemmer(language: str) -> Callable[[str], str] | None:
