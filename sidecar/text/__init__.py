@@ -5,6 +5,7 @@ the sidecar."""
 
 from .analysis import configure, language_of, query_terms, settings, terms
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
+from .tokens import written_without_spaces
 
 __all__ = ["configure", "language_of", "query_terms", "settings", "terms", "KNOWN_LANGUAGES", "LANGUAGES",
-           "STEMMERS"]
+           "STEMMERS", "written_without_spaces"]

@@ -119,3 +119,14 @@ def fold_marks(word: str) -> str:
         return word
     return unicodedata.normalize("NFC", "".join(c for c in unicodedata.normalize("NFD", word)
                                                  if not unicodedata.combining(c)))
+
+
+_SPACELESS_NAMES = ("CJK ", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC", "THAI", "LAO ", "KHMER", "MYANMAR")
+
+
+def written_without_spaces(ch: str) -> bool:
+    """A character of a script written without spaces between words (Han, Kana, Thai, Lao, Khmer, Myanmar),
+    or CJK punctuation."""
+    if ch.isascii():
+        return False
+    return unicodedata.name(ch, "").startswith(_SPACELESS_NAMES) or "\u3000" <= ch <= "\u303f"
