@@ -16,8 +16,10 @@ store in every language at once: the "mixed" columns). Then each query is asked 
 semantic, and hybrid, the default: no mode sent), limit 3. Prints, by language: exact-word recall@1 in
 keyword mode and @3 in hybrid, inflected-word recall@3 (keyword, hybrid), paraphrase recall@3 (semantic,
 hybrid); the query p50 per mode against the floor (a question embedded alone, in this process, with the
-default model); and the keyword index's memory per 1,000 memories by script, and per MB of their text
-(built in this process from the same memories: sidecar/messages/keywords.py).
+default model); the language decided for each memory, right or wrong (and for LoCoMo's English turns, when
+that research data is beside the repository: ../shared/bench/locomo); and the keyword index's memory per
+1,000 memories by script, and per MB of their text (built in this process from the same memories:
+sidecar/messages/keywords.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from . import ROOT
 from .client import Sidecar, add_sidecar_arguments
 from .output import log, print_table, write_json
 from .timing import pct
@@ -48,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sidecar-arg", action="append", default=[], metavar="FLAG",
                         help="one more sidecar flag, e.g. --sidecar-arg=--model=REPO (repeatable)")
     parser.add_argument("--no-mixed", action="store_true", help="skip the user holding every language")
+    parser.add_argument("--locomo", type=Path, default=ROOT.parent / "shared" / "bench" / "locomo",
+                        help="LoCoMo's folder: how many of its English turns are decided English (skipped when absent)")
     add_sidecar_arguments(parser, timeout=600.0)
     parser.add_argument("--json", type=Path, help="write all results here")
 
@@ -144,6 +149,28 @@ def index_memory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def decisions(rows: list[dict[str, Any]], locomo: Path | None) -> list[dict[str, Any]]:
+    """The language decided for each memory of the sample (in this process: sidecar/text), right or wrong by
+    language (Chinese, Japanese, Korean, Thai: none is right, they are never stemmed); and the share of LoCoMo's
+    turns decided English, when its folder is given."""
+    from sidecar.text import language_of
+
+    out = []
+    for lang in sorted({r["lang"] for r in rows}):
+        want = None if lang in ("zh", "ja", "ko", "th") else lang
+        got = [language_of(r["memory"]) for r in rows if r["lang"] == lang]
+        out.append({"memories of": lang, "n": len(got), "decided right": round(sum(g == want for g in got) / len(got), 2),
+                    "decided instead": ", ".join(sorted({str(g) for g in got if g != want})) or "-"})
+    if locomo is not None and locomo.is_dir():
+        turns = [t["text"] for f in sorted(locomo.glob("*.json")) for k, v in json.loads(f.read_text()).items()
+                 if k.startswith("session_") and isinstance(v, list) for t in v if isinstance(t, dict) and "text" in t]
+        got = [language_of(t) for t in turns]
+        out.append({"memories of": "LoCoMo turns (en)", "n": len(got),
+                    "decided right": round(sum(g == "en" for g in got) / len(got), 3),
+                    "decided instead": ", ".join(sorted({str(g) for g in got if g != "en"})) or "-"})
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from .long_memories import model_floor
 
@@ -172,11 +199,14 @@ def run(args: argparse.Namespace) -> int:
                 "p50 / floor": 1.0})
     print()
     print_table(lat, title="query latency over the pipe (limit 3)", floatfmt=".2f")
+    decided = decisions(rows, args.locomo)
+    print()
+    print_table(decided, title="the language decision of each memory (sidecar/text, in process)", floatfmt=".3f")
     memory = index_memory(rows)
     print()
     print_table(memory, title="keyword index memory by script (built in process from the sample's memories)",
                 floatfmt=".2f")
     if args.json:
         write_json(args.json, {"half": args.half, "ready": ready, "recall": table, "latency": lat,
-                               "index_memory": memory, "queries": qs})
+                               "index_memory": memory, "decisions": decided, "queries": qs})
     return 0
