@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..facts import (
-    CANDIDATE_THRESHOLD,
-    DEFAULT_CATEGORIES,
-    DUPLICATE_THRESHOLD,
-    parse_categories,
-)
+from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
+from ..text import parse_languages
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 
@@ -104,21 +100,6 @@ def _writers(value: str) -> str:
     return v
 
 
-def _languages(value: str) -> tuple[str, ...] | None:
-    """`auto` (every language the detector tells apart) or ISO 639-1 codes, comma-separated."""
-    from ..text import KNOWN_LANGUAGES
-
-    v = value.strip().lower()
-    if v in ("", "auto"):
-        return None
-    codes = tuple(dict.fromkeys(c.strip() for c in v.split(",") if c.strip()))
-    unknown = [c for c in codes if c not in KNOWN_LANGUAGES]
-    if unknown:
-        raise ValueError(f"unknown language code(s) {', '.join(unknown)}: use ISO 639-1 codes such as "
-                         f"{', '.join(sorted(KNOWN_LANGUAGES)[:12])}, ... or auto (docs/languages.md)")
-    return codes or None
-
-
 def _log_level(value: str) -> str:
     v = value.strip().lower()
     if v not in LOG_LEVELS:
@@ -187,9 +168,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
     Option("reembed", _bool, False, "At start-up, re-embed every stored memory with the current model "
            "(the way out when the data dir was made with another model).", flag_only=True),
-    Option("languages", _languages, None, "The languages memories are written in, as ISO 639-1 codes "
-           "(`en,de`), for keyword search: each memory is stemmed in the one of them a detector picks (one "
-           "per script: no detector at all). Default `auto`: any language (docs/languages.md)."),
+    Option("languages", parse_languages, None, "The languages memories are written in, as ISO 639-1 codes (`en,de`), "
+           "for keyword search: each memory is stemmed in the one a detector picks (one per script: no detector). "
+           "Default `auto`: any language (docs/languages.md)."),
     Option("fact_categories", parse_categories, DEFAULT_CATEGORIES,
            "Comma-separated fact categories accepted in <memory> tags, remember and extraction."),
     Option("duplicate_threshold", _fraction, DUPLICATE_THRESHOLD,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .languages import SCRIPT_OF_LANGUAGE, Languages, stemmer
+from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, Languages, stemmer
 from .stopwords import STOP_WORDS
 from .tokens import bigrams, fold_marks, normalize, runs, script_of
 
@@ -39,6 +39,17 @@ HANGUL_ENDINGS = tuple(sorted("""
 def configure(languages: list[str] | None) -> None:
     """The languages memories may be in (ISO 639-1 codes; None: every language the detector knows)."""
     _SETTINGS["languages"] = Languages(languages)
+
+
+def parse_languages(value: str) -> tuple[str, ...] | None:
+    """`--languages`: `auto` (None: every language the detector tells apart) or ISO 639-1 codes, comma-separated."""
+    v = value.strip().lower()
+    codes = tuple(dict.fromkeys(c.strip() for c in v.split(",") if c.strip())) if v != "auto" else ()
+    unknown = [c for c in codes if c not in KNOWN_LANGUAGES]
+    if unknown:
+        raise ValueError(f"unknown language code(s) {', '.join(unknown)}: use ISO 639-1 codes such as "
+                         f"{', '.join(sorted(KNOWN_LANGUAGES)[:12])}, ... or auto (docs/languages.md)")
+    return codes or None
 
 
 def settings() -> Languages:
