@@ -14,8 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..text import language_of, query_terms
-from ..text import terms as text_terms
+from ..text import analyse, query_terms
 
 log = logging.getLogger("sidecar.fact_store")
 
@@ -35,8 +34,8 @@ def analysed(texts: list[str]) -> tuple[list[str], list[str | None]]:
     """The `terms` and `language` columns of facts with these texts."""
     terms, languages = [], []
     for text in texts:
-        language = language_of(text)
-        terms.append(" ".join(text_terms(text, language)))
+        language, found = analyse(text)
+        terms.append(" ".join(found))
         languages.append(language or "")  # "": no language (LanceDB's update takes no None)
     return terms, languages
 

@@ -24,7 +24,7 @@ from collections import Counter
 import numpy as np
 
 from ..storage.lazy_import import defer_package_init
-from ..text import language_of, query_terms
+from ..text import analyse, query_terms
 from ..text import terms as text_terms
 from .postings import TF_MAX, Postings, short_key
 from .schema import CONTEXT_CHARS
@@ -66,10 +66,9 @@ class KeywordIndex:
         lengths, borrowed = [], []
         for k, content in enumerate(contents):
             row = self.rows + k
-            language = language_of(content)
+            language, words = analyse(content)
             if language is not None:
                 self.languages[language] += 1
-            words = text_terms(content, language)
             counts = Counter(words)
             tail = (Counter(text_terms(content[-CONTEXT_CHARS:], language)) if len(content) > CONTEXT_CHARS
                     else counts)
@@ -77,7 +76,7 @@ class KeywordIndex:
             borrowed.append(sum(tail.values()) if tail is not counts else len(words))
             keys = counts.keys() | tail.keys() if tail is not counts else counts.keys()
             for term in keys:
-                short = short_key(term)
+                short = short_key(term) if len(term) <= 2 else None
                 h, pos, tf, tail_tf = columns[short is not None]
                 h.append(hash(term) if short is None else short)
                 pos.append(row)

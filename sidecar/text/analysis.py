@@ -23,11 +23,12 @@ from typing import Iterable
 
 from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, Languages, stemmer
 from .stopwords import STOP_WORDS
-from .tokens import bigrams, fold_marks, normalize, runs, script_of
+from .tokens import ascii_words, bigrams, fold_marks, normalize, runs, script_of
 
 MAX_TOKEN_CHARS = 40
-_STEMS: dict[tuple[str, str], str] = {}
-_STEMS_MAX = 200_000
+_STEMS: dict[str, dict[str, str | None]] = {}  # language -> word -> term (None: dropped)
+_STEMS_MAX = 200_000  # words held per language
+_MISS = object()
 _SETTINGS = {"languages": Languages()}
 
 # Korean particles and copula endings, longest first (hangul_terms)
@@ -58,27 +59,30 @@ def settings() -> Languages:
 
 def _stem(word: str, language: str | None) -> str | None:
     """One word's term in a language: stemmed, folded; None for a stop word or an over-long word."""
+    cache = _STEMS.get(language or "")
+    if cache is None:
+        cache = _STEMS[language or ""] = {}
+    term = cache.get(word, _MISS)
+    if term is _MISS:
+        term = cache[word] = _stem_now(word, language)
+        if len(cache) >= _STEMS_MAX:
+            cache.clear()
+    return term
+
+
+def _stem_now(word: str, language: str | None) -> str | None:
     if len(word) >= MAX_TOKEN_CHARS:
         return None
-    key = (word, language or "")
-    if key in _STEMS:
-        return _STEMS[key]
     latin = script_of(word) == "Latin"
     stem = stemmer(language) if language else None
     if language in (None, "en"):  # as LanceDB's tokenizer: accents folded first, the stem checked for a stop word
         word = fold_marks(word) if latin else word
         term: str | None = stem(word) if stem else word
-        if term in STOP_WORDS["en"] and language == "en":
-            term = None
-    elif word in STOP_WORDS.get(language, ()):
-        term = None
-    else:
-        term = stem(word) if stem else word
-        term = fold_marks(term) if latin else term
-    if len(_STEMS) >= _STEMS_MAX:
-        _STEMS.clear()
-    _STEMS[key] = term
-    return term
+        return None if term in STOP_WORDS["en"] and language == "en" else term
+    if word in STOP_WORDS.get(language, ()):
+        return None
+    term = stem(word) if stem else word
+    return fold_marks(term) if latin else term
 
 
 def hangul_terms(word: str) -> list[str]:
@@ -95,14 +99,20 @@ def hangul_terms(word: str) -> list[str]:
 def language_of(text: str) -> str | None:
     """The language a memory's words are stemmed in (None: no script of it stems)."""
     normal = normalize(text)
-    words = [script_of(run) for kind, run in runs(normal) if kind == "word"]
-    scripts = set(words) - {""}
-    return settings().decide(normal, scripts, len(words)) if scripts else None
+    words = [run for kind, run in runs(normal) if kind == "word"]
+    scripts = {script_of(w) for w in words} - {""}
+    return settings().decide(normal, scripts, words) if scripts else None
 
 
-def terms(text: str, language: str | None = None) -> list[str]:
-    """The index terms of a memory, in order. `language`: the memory's (language_of), else decided here."""
+DECIDE = "?"  # `analyse`'s language when the memory's own is to be decided there
+
+
+def analyse(text: str, language: str | None = DECIDE) -> tuple[str | None, list[str]]:
+    """A memory's language (decided here unless given: `language_of`) and its index terms, in order, in one
+    pass over the text."""
     normal = normalize(text)
+    if normal.isascii():
+        return _analyse_ascii(normal, language)
     out: list[str] = []
     words: list[str] = []
     for kind, run in runs(normal):
@@ -112,18 +122,41 @@ def terms(text: str, language: str | None = None) -> list[str]:
             out += hangul_terms(run)
         else:
             out += bigrams(run)
-    if words:
-        langs = settings()
-        if language is None:
-            scripts = {script_of(w) for w in words} - {""}
-            language = langs.decide(normal, scripts, len(words)) if scripts else None
-        own = SCRIPT_OF_LANGUAGE.get(language or "", "Latin")
-        for w in words:
-            script = script_of(w)
-            term = _stem(w, language if script == own and language else langs.default(script))
-            if term is not None:
-                out.append(term)
-    return out
+    if not words:
+        return (None if language == DECIDE else language), out
+    langs = settings()
+    scripts = [script_of(w) for w in words]
+    if language == DECIDE:
+        named = set(scripts) - {""}
+        language = langs.decide(normal, named, words) if named else None
+    own = SCRIPT_OF_LANGUAGE.get(language or "", "Latin")
+    for w, script in zip(words, scripts):
+        term = _stem(w, language if script == own and language else langs.default(script))
+        if term is not None:
+            out.append(term)
+    return language, out
+
+
+def _analyse_ascii(normal: str, language: str | None) -> tuple[str | None, list[str]]:
+    """`analyse` of ASCII text, the common case made short: words only, each Latin or digits (no script)."""
+    words = ascii_words(normal)
+    if not words:
+        return (None if language == DECIDE else language), []
+    langs = settings()
+    if language == DECIDE:
+        language = langs.decide(normal, {"Latin"}, words) if not all(map(str.isdigit, words)) else None
+    latin = language if language and SCRIPT_OF_LANGUAGE.get(language, "Latin") == "Latin" else langs.default("Latin")
+    out = []
+    for w in words:
+        term = _stem(w, None if w.isdigit() else latin)
+        if term is not None:
+            out.append(term)
+    return language, out
+
+
+def terms(text: str, language: str | None = DECIDE) -> list[str]:
+    """The index terms of a memory, in order. `language`: the memory's (`language_of`), else decided here."""
+    return analyse(text, language)[1]
 
 
 def query_terms(text: str, languages: Iterable[str]) -> list[str]:

@@ -22,6 +22,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from .stopwords import STOP_WORDS
+
 log = logging.getLogger("sidecar.text")
 
 # ISO 639-1 -> Snowball stemmer (snowballstemmer's module name)
@@ -133,6 +135,7 @@ class Languages:
         # scripts where a detector has a choice to make
         self.ambiguous = ({"Latin", "Cyrillic", "Arabic", "Devanagari"} if self.allowed is None
                           else {s for s, n in per_script.items() if n > 1})
+        self._english_first = self.allowed is None or "en" in self.allowed
         self._model: Any = None
         self._lock = threading.Lock()
         self._failed = False
@@ -140,11 +143,13 @@ class Languages:
     def default(self, script: str) -> str | None:
         return self.defaults.get(script)
 
-    def decide(self, text: str, scripts: set[str], words: int = MIN_DETECT_WORDS) -> str | None:
-        """The language of a memory (normalised text) of `words` words in `scripts`: detected when one of
-        them has a choice and there are words enough to tell, else its script's default; None when no
-        script of it stems."""
-        if scripts & self.ambiguous and words >= MIN_DETECT_WORDS:
+    def decide(self, text: str, scripts: set[str], words: list[str]) -> str | None:
+        """The language of a memory (normalised text) of these words in `scripts`: detected when one of them
+        has a choice and there are words enough to tell, else its script's default; None when no script of
+        it stems. A line of plain English function words needs no detector (`_plainly_english`)."""
+        if scripts & self.ambiguous and len(words) >= MIN_DETECT_WORDS:
+            if self._english_first and _plainly_english(words):
+                return "en"
             found = self.detect(text)
             if found is not None and SCRIPT_OF_LANGUAGE.get(found, "Latin") in scripts:
                 return found
@@ -174,6 +179,20 @@ class Languages:
                 self._model = load_detector()
                 self._failed = self._model is None
         return self._model
+
+
+def _plainly_english(words: list[str]) -> bool:
+    """Words all ASCII, a quarter or more of them English stop words (two at least), and stop words of other
+    languages alone (`come`, `plus`, `met`) five times fewer: English, without running the detector (98% of
+    LoCoMo's turns; none of the other languages' lines of the multilingual sample, memories or questions)."""
+    if not all(map(str.isascii, words)):
+        return False
+    english = sum(map(STOP_WORDS["en"].__contains__, words))
+    other = sum(map(_OTHER_STOP_WORDS.__contains__, words))
+    return english >= 2 and english * 4 >= len(words) and other * 5 <= english
+
+
+_OTHER_STOP_WORDS = frozenset().union(*(v for k, v in STOP_WORDS.items() if k != "en")) - STOP_WORDS["en"]
 
 
 def detector_path() -> Path | None:

@@ -17,6 +17,7 @@ words are stemmed (analysis.py). Runs longer than a bound are split so no token 
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from types import SimpleNamespace
 from typing import Iterator
@@ -35,6 +36,7 @@ MAX_RUN = 256  # characters of one run handled at a time (a 1 MB line of Han is 
 SCRIPTS = ("Latin", "Cyrillic", "Greek", "Arabic", "Devanagari", "Armenian", "Tamil", "Hebrew", "Bengali",
            "Georgian")
 _SCRIPT_OF: dict[str, str] = {}
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 @functools.cache
@@ -76,9 +78,18 @@ def script_of(word: str) -> str:
     return ""
 
 
+def ascii_words(text: str) -> list[str]:
+    """The words of ASCII text: runs of letters and digits."""
+    return _ASCII_WORD.findall(text)
+
+
 def runs(text: str) -> Iterator[tuple[str, str]]:
     """(kind, run) of normalised text, in order: kind is 'cjk', 'hangul', 'sea' or 'word'. Runs of the
     spaceless scripts longer than MAX_RUN come in pieces that overlap by one cluster, so no bigram is lost."""
+    if text.isascii():  # most chat: words of letters and digits, as `re` finds them (10x faster than `regex`)
+        for word in _ASCII_WORD.findall(text):
+            yield "word", word
+        return
     rx = _rx()
     for m in rx.token.finditer(text):
         kind = m.lastgroup
