@@ -76,14 +76,14 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
     emb = Embedder(files, threads=threads)
     short = "hey what's up, how was the hiking trip last weekend?"
     for _ in range(20):
-        emb.embed([short])
+        emb.embed_passages([short])
 
     def one_at_a_time(texts: list[str]) -> list[float]:
         """Seconds to embed each text alone."""
         times = []
         for t in texts:
             t0 = time.perf_counter()
-            emb.embed([t])
+            emb.embed_passages([t])
             times.append(time.perf_counter() - t0)
         return times
 
@@ -91,7 +91,7 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
         """Texts embedded per second, in batches of 32."""
         t0 = time.perf_counter()
         for i in range(0, len(texts), 32):
-            emb.embed(texts[i:i + 32])
+            emb.embed_passages(texts[i:i + 32])
         return len(texts) / (time.perf_counter() - t0)
 
     def median_ms(times: list[float]) -> float:

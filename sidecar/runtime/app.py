@@ -79,8 +79,8 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
                          consolidate_every=cfg.graph_consolidate_every,
                          max_limit=cfg.max_limit, same_fact=facts.same_fact,
-                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_one,
-                         similar=NameMatcher(embedder.embed))
+                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_query,
+                         similar=NameMatcher(embedder.embed_queries))  # names against names: e5's symmetric rule
     graph.builder.start()
     store.on_stale.append(graph.drop_cached)  # another sidecar wrote or forgot (object store)
     graph.writable = lambda: store.database.read_only_reason() is None
@@ -119,7 +119,8 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
     started here; either way the domains' imports and the store's opening run beside the model's load."""
     from ..embedding.loading import ModelLoad
 
-    model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads)
+    model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads, cfg.model, cfg.query_prefix,
+                               cfg.passage_prefix)
     from ..conversation import ConversationService
     from ..facts import FactsCompanion, FactService, FactStore
     from ..graph import GraphCompanion
@@ -131,7 +132,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
         files = model.files()  # the store needs the model's identity
         log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
         identity = files.identity
-        reembed = model.embedder().embed if cfg.reembed else None  # re-embedding at the opening needs it first
+        reembed = model.embedder().embed_passages if cfg.reembed else None  # re-embedding at the opening needs it first
         store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
                              compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
                              spill_bytes=cfg.cache_disk_mb << 20)
@@ -188,6 +189,6 @@ def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: An
         for companion in service.companions:
             companion.on_deleted(ids)
 
-    stores = Stores(store, fact_store, graph, embedder.embed, facts.set_names, gone)
+    stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone)
     # relative export/import paths: under a local data dir, else the working directory
     return PortableService(stores, identity, cfg.data_dir if not cfg.shared else Path.cwd(), ttl_days=cfg.ttl_days)

@@ -80,11 +80,18 @@ def _family(model: dict[str, Any]) -> Any:
     return model.get("vectors") or model.get("digest")
 
 
+# The `embedding` settings (embedding.spec.ModelSpec.signature) of an identity written before they were recorded:
+# every such store was made by all-MiniLM-L6-v2 as the sidecar always ran it (mean pooling, normalised, no prefix).
+LEGACY_EMBEDDING = {"pooling": "mean", "normalize": True, "passage_prefix": ""}
+
+
 def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """May vectors made by model identity `a` be searched together with vectors made by `b`? Same name and dim,
-    and the same file or files of one family."""
+    the same file or files of one family, and the same settings that shape a stored vector (pooling,
+    normalisation, passage prefix)."""
     return (a.get("name"), a.get("dim")) == (b.get("name"), b.get("dim")) and (
-        a.get("digest") == b.get("digest") or _family(a) == _family(b))
+        a.get("digest") == b.get("digest") or _family(a) == _family(b)) and (
+        a.get("embedding") or LEGACY_EMBEDDING) == (b.get("embedding") or LEGACY_EMBEDDING)
 
 
 class Database:
