@@ -193,3 +193,76 @@ def test_model_configs_it_cannot_follow_are_clear_startup_errors(spawn, hub):
     again = spawn(env=env)
     assert [m["content"] for m in again.request({"type": "query", "user_id": "u", "text": "cat"})["messages"]] == [PASSAGE]
     assert again.shutdown() == 0
+
+
+def sliced_model(width: int) -> bytes:
+    """The bundled model with only the first `width` features of each token embedding: a model of another
+    dimension (an ONNX Slice after its output)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    m = onnx.load(str(ASSETS_DIR / "model.onnx"))
+    out = m.graph.output[0]
+    inner = out.name + "_full"
+    for node in m.graph.node:
+        node.output[:] = [inner if o == out.name else o for o in node.output]
+    m.graph.initializer.extend([helper.make_tensor(n, TensorProto.INT64, [1], [v])
+                                for n, v in (("sl_start", 0), ("sl_end", width), ("sl_axis", 2))])
+    m.graph.node.append(helper.make_node("Slice", [inner, "sl_start", "sl_end", "sl_axis"], [out.name]))
+    out.type.tensor_type.shape.dim[2].dim_value = width
+    return m.SerializeToString()
+
+
+def test_a_model_of_another_width_refuses_the_store_then_reembed_moves_it(spawn, hub, reference):
+    """A store made with the 384-d default refuses a 256-d model (startup_failed naming --reembed, nothing
+    touched); --reembed moves every memory (long ones' chunks too) and fact to it, in the background, with
+    nothing lost, and the next start needs no flag."""
+    cache, env = hub
+    hub_repo(cache, "acme/minilm-256", minilm_files(
+        {"1_Pooling/config.json": {"word_embedding_dimension": 256, "pooling_mode_mean_tokens": True}},
+        onnx=sliced_model(256)))
+    sc = spawn(env=env)
+    contents = [f"memory number {i}: I keep {w} in the garden shed" for i, w in
+                enumerate(("bicycles", "tools", "seeds", "a kayak", "paint", "old letters", "firewood", "a tent"))]
+    long_text = "The recipe for my grandmother's soup. " * 80 + "The secret is smoked paprika."
+    ok = sc.request({"type": "store", "messages": [{"user_id": "u", "content": c} for c in [*contents, long_text]]})
+    assert ok["type"] == "ok", ok
+    fact = sc.request({"type": "remember", "user_id": "u", "text": "Keeps a kayak in the shed", "category": "pattern"})
+    assert sc.shutdown() == 0
+    meta_before = (sc.data_dir / "meta.json").read_bytes()
+
+    bad = spawn("--model", "acme/minilm-256", env=env, wait_ready=False)
+    line = bad.recv(120)
+    assert line["code"] == "startup_failed" and "--reembed" in line["message"] and "dim 384" in line["message"]
+    assert bad.proc.wait(30) == 1 and (sc.data_dir / "meta.json").read_bytes() == meta_before
+
+    moved = spawn("--model", "acme/minilm-256", "--reembed", "--cache-mb", "0", env=env)
+    assert moved.ready["dim"] == 256
+    for _ in range(600):  # the memories move in the background: stats says how far
+        st = moved.request({"type": "stats"})
+        if st.get("reembed") is None and st["chunks"]["pending"] == 0:
+            break
+        assert st.get("reembed") is None or st["reembed"]["total"] == len(contents) + 1, st
+        import time
+
+        time.sleep(0.1)
+    assert st["memories"] == len(contents) + 1 and st["model"]["dim"] == 256 and st["chunks"]["vectors"] > 0
+
+    def mean(text: str) -> np.ndarray:
+        return unit(reference.tokens(text)[:, :256].mean(axis=0))
+
+    stored = exported_vectors(moved, moved.data_dir)
+    assert set(stored) == {*contents, long_text}
+    for c in contents:
+        assert np.allclose(stored[c], mean(c), atol=1e-4)
+    res = moved.request({"type": "query", "user_id": "u", "text": "where is the kayak?", "mode": "semantic", "limit": 1})
+    assert res["messages"][0]["content"] == contents[3]
+    assert abs(res["messages"][0]["similarity"] - float(mean("where is the kayak?") @ mean(contents[3]))) < 1e-3
+    res = moved.request({"type": "query", "user_id": "u", "text": "smoked paprika soup", "mode": "semantic", "limit": 1})
+    assert res["messages"][0]["content"] == long_text and "span" in res["messages"][0]  # found by its chunk
+    facts = moved.request({"type": "facts", "user_id": "u", "text": "kayak"})["facts"]
+    assert [f["id"] for f in facts] == [fact["fact"]["id"]] and facts[0]["similarity"] > 0.3
+    assert moved.shutdown() == 0
+    again = spawn("--model", "acme/minilm-256", env=env)  # no flag: the store is the new model's now
+    assert again.request({"type": "stats"})["memories"] == len(contents) + 1
+    assert again.shutdown() == 0

@@ -240,6 +240,36 @@ def _hub_blob_digest(path: Path) -> str | None:
     return name if len(name) == 64 and all(c in "0123456789abcdef" for c in name) else None
 
 
+def _verified(label: str, onnx: Path, required_sha256: str | None) -> str:
+    """The file's sha256, checked against --model-sha256, the known digests (a package) and the hub's name."""
+    digest = sha256_file(onnx)
+    if required_sha256 and digest != required_sha256:
+        raise ModelError(f"{onnx} has sha256 {digest}, but --model-sha256 requires {required_sha256}")
+    if label.startswith("installed") and digest not in KNOWN_ONNX:
+        raise ModelError(f"{onnx} from an installed package has unknown sha256 {digest}: the file is "
+                         "corrupt or was replaced; reinstall the package")
+    expected = _hub_blob_digest(onnx) if "hub" in label.lower() else None
+    if expected and digest != expected:
+        raise ModelError(f"{onnx} has sha256 {digest} but the hub says {expected}: the download is corrupt; "
+                         "delete it from the huggingface cache and start again")
+    if digest not in KNOWN_ONNX and not required_sha256:
+        log.info("model file %s has a digest not in the known list (%s); using it as given", onnx, digest)
+    return digest
+
+
+def parse_repo_id(value: str) -> str | None:
+    """A HuggingFace repo id (owner/name) as --model takes it; None for an empty value. Raises ValueError."""
+    v = value.strip()
+    if not v:
+        return None
+    parts = v.split("/")
+    if len(parts) != 2 or not all(p and all(c.isalnum() or c in "-_." for c in p) for p in parts) \
+            or ".." in v or v.startswith(".") or len(v) > 96:
+        raise ValueError(f"must be a HuggingFace repo id such as sentence-transformers/all-MiniLM-L6-v2, got {value!r} "
+                         "(a folder of model files goes to --model-dir)")
+    return v
+
+
 def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | None = None, model: str | None = None,
                   query_prefix: str | None = None, passage_prefix: str | None = None) -> ModelFiles:
     """Find and verify the model named `model` (a HuggingFace repo id; None: the bundled default, or what a
@@ -280,18 +310,7 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
         if not tok.is_file():
             tried.append(f"{label}: tokenizer.json missing")
             continue
-        digest = sha256_file(onnx)
-        if required_sha256 and digest != required_sha256:
-            raise ModelError(f"{onnx} has sha256 {digest}, but --model-sha256 requires {required_sha256}")
-        if label.startswith("installed") and digest not in KNOWN_ONNX:
-            raise ModelError(f"{onnx} from an installed package has unknown sha256 {digest}: the file is "
-                             "corrupt or was replaced; reinstall the package")
-        expected = _hub_blob_digest(onnx) if "Hub" in label or "hub" in label else None
-        if expected and digest != expected:
-            raise ModelError(f"{onnx} has sha256 {digest} but the hub says {expected}: the download is corrupt; "
-                             "delete it from the huggingface cache and start again")
-        if digest not in KNOWN_ONNX and not required_sha256:
-            log.info("model file %s has a digest not in the known list (%s); using it as given", onnx, digest)
+        digest = _verified(label, onnx, required_sha256)
         # a known all-MiniLM-L6-v2 file in a folder without its configs (an older --model-dir): the packaged ones
         fallback = ASSETS_DIR if digest in KNOWN_ONNX and cfg_dir != ASSETS_DIR else None
         files = ModelFiles(onnx=onnx, tokenizer=tok, config_dir=cfg_dir, source=label.split(" (")[0].split(" - ")[0],

@@ -243,6 +243,7 @@ class MemoryService:
             users=self.store.users(),
             cache=self.store.cache_stats(),
             chunks=self.store.chunk_stats(),
+            reembed=self.store.reembed_stats(),
             disk_bytes=self.store.disk_bytes(),
             model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source,
                             **files.spec.describe()),

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
+from ..embedding.model import parse_repo_id
+from .face_values import _port, _token, _user_id
 from ..facts import (
     CANDIDATE_THRESHOLD,
     DEFAULT_CATEGORIES,
@@ -86,18 +88,6 @@ def _url(value: str) -> str | None:
     return v
 
 
-def _repo_id(value: str) -> str | None:
-    v = value.strip()
-    if not v:
-        return None
-    parts = v.split("/")
-    if len(parts) != 2 or not all(p and all(c.isalnum() or c in "-_." for c in p) for p in parts) \
-            or ".." in v or v.startswith(".") or len(v) > 96:
-        raise ValueError(f"must be a HuggingFace repo id such as sentence-transformers/all-MiniLM-L6-v2, got {value!r} "
-                         "(a folder of model files goes to --model-dir)")
-    return v
-
-
 def _env_name(value: str) -> str:
     v = value.strip()
     if not v or not all(c.isalnum() or c == "_" for c in v):
@@ -149,20 +139,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", str, None, "Directory holding the LanceDB tables, the lock file and meta.json, or an "
            "object-store location s3://bucket/prefix that several sidecars may share (docs/portability.md, Scale out). "
            "Default: the per-user app-data directory (platformdirs)."),
-    Option("model", _repo_id, None, "The embedding model: a HuggingFace repo id of a sentence-transformers model that "
-           "publishes ONNX weights (onnx/model.onnx), e.g. sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2 "
-           "or intfloat/multilingual-e5-small (docs/models.md). Found in --model-dir, the huggingface-hub cache, or "
-           "downloaded once (progress on stderr). Its pooling, normalisation, length, width and prefixes come from its "
-           "own configs. Default: the bundled sentence-transformers/all-MiniLM-L6-v2 (a frozen binary: the model "
-           "bundled in it). A data dir made with another model needs --reembed."),
-    Option("model_dir", str, None, "Directory with model.onnx (or onnx/model.onnx), tokenizer.json and the model's "
-           "configs; tried before every other model source (with --model: the files of that model)."),
-    Option("query_prefix", str, None, "Text put before every query before it is embedded (default: the model's "
-           "config_sentence_transformers.json prompts, or its model card's convention, e.g. \"query: \" for e5; "
-           "else none). An empty value: none."),
-    Option("passage_prefix", str, None, "Text put before every stored memory, fact and name before it is embedded "
-           "(default: from the model's configs or card as for --query-prefix). Changing it changes stored vectors: "
-           "--reembed."),
+    Option("model", parse_repo_id, None, "The embedding model: a HuggingFace repo id of a sentence-transformers model "
+           "with ONNX weights (docs/models.md). Default: the bundled sentence-transformers/all-MiniLM-L6-v2."),
+    Option("model_dir", str, None, "Directory with model.onnx, tokenizer.json and configs; tried before every other source."),
+    Option("query_prefix", str, None, "Put before every query (default: the model's prompts or card; empty: none)."),
+    Option("passage_prefix", str, None, "Put before every stored memory, fact and name (default: as --query-prefix)."),
     Option("model_sha256", str, None, "Require the ONNX file to have this sha256 (hex); start-up fails otherwise."),
     Option("offline", _bool, False, "Never contact the HuggingFace Hub (HF_HUB_OFFLINE=1 has the same effect).",
            flag_only=True),
@@ -195,10 +176,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("opt_out_marker", str, "\U0001F6AB", "When the user's text on context, channel_context or history contains "
            "this (case-insensitively), the blocks are empty. An empty value disables the check."),
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
-    Option("reembed", _bool, False, "Move a data dir made with another model (or other prefixes) to the current "
-           "one: facts at start-up, memories in the background while requests are served (progress on stderr and in "
-           "stats `reembed`; keyword search finds the memories not yet re-embedded). Resumes after a crash.",
-           flag_only=True),
+    Option("reembed", _bool, False, "Move a data dir made with another model to this one, in the background "
+           "(progress in stats `reembed`; docs/models.md).", flag_only=True),
     Option("fact_categories", parse_categories, DEFAULT_CATEGORIES,
            "Comma-separated fact categories accepted in <memory> tags, remember and extraction."),
     Option("duplicate_threshold", _fraction, DUPLICATE_THRESHOLD,
@@ -240,27 +219,6 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-def _user_id(value: str) -> str:
-    v = value.strip()
-    if not v or len(v) > 512 or "\0" in v:
-        raise ValueError(f"must be a non-empty user id of at most 512 characters, got {value!r}")
-    return v
-
-
-def _port(value: str) -> int:
-    v = int(value)
-    if not 0 <= v <= 65535:
-        raise ValueError(f"must be a TCP port (0 for a free one), got {value!r}")
-    return v
-
-
-def _token(value: str) -> str:
-    v = value.strip()
-    if not all(c.isascii() and (c.isalnum() or c in "-_") for c in v):
-        raise ValueError("may hold only letters, digits, '-' and '_' (it goes into a URL and a cookie)")
-    return v
-
-
 # Options of one face only: `memory-sidecar mcp` serves one user's memory (each tool call may name another);
 # `memory-sidecar inspect` serves a read-only web page.
 FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
@@ -271,8 +229,7 @@ FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
                        "each start; an empty value turns the check off)."),),
 }
 # The shared options the inspector reads (it writes nothing, so expiry, compaction, LLM ... do not apply).
-INSPECT_SHARED = ("data_dir", "model", "model_dir", "query_prefix", "passage_prefix", "model_sha256", "offline",
-                  "threads", "log_level")
+INSPECT_SHARED = (*"data_dir model model_dir query_prefix passage_prefix model_sha256 offline threads log_level".split(),)
 
 
 def _data_dir(value: str | None) -> Path | str:

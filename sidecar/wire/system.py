@@ -63,6 +63,10 @@ class StatsResponse(_Response):
                                   "unchanged), `spilled_bytes` on disk.")
     chunks: dict[str, int] | None = Field(None, description="Long memories' chunk vectors: `vectors` stored, "
                                           "`pending` memories still being chunked in the background.")
+    reembed: dict[str, int] | None = Field(None, description="While --reembed moves the memories to the current "
+                                           "model in the background: `done` and `total` memories (null otherwise). "
+                                           "Until a memory is done, semantic search gives it similarity 0 and "
+                                           "keyword search finds it.")
     extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "
                                               "pending, done, failed, dropped.")
     disk_bytes: int

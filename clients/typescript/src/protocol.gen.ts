@@ -1034,6 +1034,12 @@ export interface StatsResponse {
   memories: number;
   model: ModelInfo;
   protocol: number;
+  /**
+   * While --reembed moves the memories to the current model in the background: `done` and `total` memories (null otherwise). Until a memory is done, semantic search gives it similarity 0 and keyword search finds it.
+   */
+  reembed?: {
+    [k: string]: number;
+  } | null;
   request_id?: string | number | null;
   schema_version: number;
   type: 'stats';
