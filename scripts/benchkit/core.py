@@ -72,7 +72,9 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
     from sidecar.embedding.embedder import Embedder
     from sidecar.embedding.model import resolve_model
 
-    files = resolve_model(None, offline=True)
+    # MEMORY_SIDECAR_MODEL (and the huggingface-hub cache's HF_HUB_CACHE) choose another model, for the floor
+    # and for the sidecars spawned (they read the same variable): docs/models.md
+    files = resolve_model(None, offline=True, model=os.environ.get("MEMORY_SIDECAR_MODEL") or None)
     emb = Embedder(files, threads=threads)
     short = "hey what's up, how was the hiking trip last weekend?"
     for _ in range(20):

@@ -31,8 +31,9 @@ from .schema import MESSAGES, message_schema, reembedded
 log = logging.getLogger("sidecar.store")
 
 IDS_FILE = "reembed.ids"
-BATCH = 64  # memories per embedding run and per LanceDB update
-STEP_ASIDE_MAX = 0.25  # wait at most this long for requests in hand before a batch
+BATCH = 512  # memories per LanceDB update (one update took 80-95 ms on 20k and 100k rows, whatever its size)
+EMBED_BATCH = 64  # memories per embedding run; requests in hand are let through between runs
+STEP_ASIDE_MAX = 0.25  # wait at most this long for requests in hand before a run
 LOG_EVERY = 10.0  # seconds between progress lines on stderr
 
 
@@ -93,15 +94,22 @@ class Reembedder:
     def stats(self) -> dict[str, int]:
         return {"done": self.done, "total": self.total}
 
+    def _embed_stepping(self, texts: list[str]) -> np.ndarray:
+        """The texts' vectors, EMBED_BATCH at a time, each run after the requests in hand (up to STEP_ASIDE_MAX)."""
+        parts = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            aside_until = time.monotonic() + STEP_ASIDE_MAX
+            while self.busy is not None and self.busy() and time.monotonic() < aside_until:
+                time.sleep(0.005)
+            parts.append(self.embed(texts[start:start + EMBED_BATCH]))
+        return np.concatenate(parts) if parts else np.empty((0, self.store.dim), np.float32)
+
     def _run(self) -> None:
         try:
             last = time.monotonic()
             while self.done < self.total and not self._stop.is_set():
-                aside_until = time.monotonic() + STEP_ASIDE_MAX
-                while self.busy is not None and self.busy() and time.monotonic() < aside_until:
-                    time.sleep(0.005)
                 batch = self.ids[self.done:self.done + BATCH]
-                self.store.reembed_rows(batch, self.embed)
+                self.store.reembed_rows(batch, self._embed_stepping)
                 self.done += len(batch)
                 self.store.database.note_reembed(done=self.done)
                 if time.monotonic() - last >= LOG_EVERY or self.done == self.total:
