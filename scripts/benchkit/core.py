@@ -122,7 +122,7 @@ def median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict[
     for _ in range(runs):
         data = tmp / f"ready-{time.monotonic_ns()}"
         if ready_line:
-            with Sidecar(data, command=cmd, stderr=subprocess.DEVNULL, timeout=60) as sc:
+            with Sidecar(data, command=cmd, stderr=subprocess.DEVNULL, timeout=300)  # a 12-layer multilingual model loads in 12-50 s as sc:
                 walls.append(sc.wait_ready()[0])
                 sc.shutdown()
         else:
