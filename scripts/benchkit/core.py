@@ -122,7 +122,8 @@ def median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict[
     for _ in range(runs):
         data = tmp / f"ready-{time.monotonic_ns()}"
         if ready_line:
-            with Sidecar(data, command=cmd, stderr=subprocess.DEVNULL, timeout=300)  # a 12-layer multilingual model loads in 12-50 s as sc:
+            # a 12-layer multilingual model (docs/models.md) took 12-52 s to ready on a loaded machine
+            with Sidecar(data, command=cmd, stderr=subprocess.DEVNULL, timeout=300) as sc:
                 walls.append(sc.wait_ready()[0])
                 sc.shutdown()
         else:
