@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from .. import text
 from .config import Config
 from .dispatcher import Dispatcher
 
@@ -120,6 +121,11 @@ def location(cfg: Config) -> Any:
                        cfg.s3_writers)
 
 
+def which_model(cfg: Config) -> tuple[str | None, str | None, str | None]:
+    """The model asked for and the user's prefixes (ModelLoad's and resolve_model's last arguments)."""
+    return cfg.model, cfg.query_prefix, cfg.passage_prefix
+
+
 def _message_store(cfg: Config, model: ModelLoad) -> Any:
     from ..messages import MessageStore
     from ..storage import import_lancedb
@@ -139,8 +145,8 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
     started here; either way the domains' imports and the store's opening run beside the model's load."""
     from ..embedding.loading import ModelLoad
 
-    model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads, cfg.model, cfg.query_prefix,
-                               cfg.passage_prefix)
+    model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads, *which_model(cfg))
+    text.configure(list(cfg.languages) if cfg.languages else None)  # keyword analysis (sidecar/text)
     from ..conversation import ConversationService
     from ..facts import FactsCompanion, FactService, FactStore
     from ..graph import GraphCompanion

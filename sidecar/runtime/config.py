@@ -14,13 +14,9 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..embedding.model import parse_repo_id
+from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
+from ..text import parse_languages
 from .face_values import _port, _token, _user_id
-from ..facts import (
-    CANDIDATE_THRESHOLD,
-    DEFAULT_CATEGORIES,
-    DUPLICATE_THRESHOLD,
-    parse_categories,
-)
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 
@@ -178,6 +174,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
     Option("reembed", _bool, False, "Move a data dir made with another model to this one, in the background "
            "(progress in stats `reembed`; docs/models.md).", flag_only=True),
+    Option("languages", parse_languages, None, "The languages memories are written in, as ISO 639-1 codes (`en,de`), "
+           "for keyword search: each memory is stemmed in the one a detector picks (one per script: no detector). "
+           "Default `auto`: any language (docs/languages.md)."),
     Option("fact_categories", parse_categories, DEFAULT_CATEGORIES,
            "Comma-separated fact categories accepted in <memory> tags, remember and extraction."),
     Option("duplicate_threshold", _fraction, DUPLICATE_THRESHOLD,
@@ -277,6 +276,7 @@ class Config:
     query_prefix: str | None = None
     passage_prefix: str | None = None
     fact_categories: tuple[str, ...] = DEFAULT_CATEGORIES
+    languages: tuple[str, ...] | None = None  # None: auto
     duplicate_threshold: float = DUPLICATE_THRESHOLD
     candidate_threshold: float = CANDIDATE_THRESHOLD
     llm_base_url: str | None = None
