@@ -4,6 +4,7 @@
     python scripts/build_binary.py                      # onefile: dist/onefile/memory-sidecar-<triple>[.exe]
     python scripts/build_binary.py --mode onedir        # folder: dist/onedir/memory-sidecar-<triple>/
     python scripts/build_binary.py --measure-ready 5    # then: median spawn-to-ready over 5 runs
+    python scripts/build_binary.py --model intfloat/multilingual-e5-small   # bundle another model (hub cache)
 
 The target triple comes from `rustc -vV` (its `host:` line) when rustc is on PATH, else from the
 platform (`--target` overrides both). The build runs `pyinstaller.spec` from the repository root
@@ -85,11 +86,31 @@ def tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def build(mode: str, triple: str, dist: Path, work: Path, slim: bool = True, quiet: bool = False) -> dict:
+def model_folder(model: str | None, model_dir: Path | None) -> Path | None:
+    """The folder of the model to bundle: --model-dir, else --model's snapshot in the huggingface-hub cache."""
+    if model_dir is not None:
+        return model_dir
+    if not model:
+        return None
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(model, local_files_only=True))
+    except LocalEntryNotFoundError:
+        raise SystemExit(f"{model} is not in the huggingface-hub cache: run `memory-sidecar --model {model}` once "
+                         "(it downloads it), or pass --model-dir") from None
+
+
+def build(mode: str, triple: str, dist: Path, work: Path, slim: bool = True, quiet: bool = False,
+          model: str | None = None, model_dir: Path | None = None) -> dict:
     """Run PyInstaller; return {"executable", "artifact", "bytes", "seconds", "command"}."""
     name = f"{BASENAME}-{triple}"
     cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--distpath", str(dist),
            "--workpath", str(work), str(SPEC), "--", "--mode", mode, "--name", name]
+    folder = model_folder(model, model_dir)
+    if folder is not None:
+        cmd += ["--model-dir", str(folder), "--model-name", model or folder.name]
     if not slim:
         cmd.append("--no-slim")
     if not quiet:
@@ -153,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measure-only", type=Path, metavar="EXECUTABLE",
                    help="skip the build; time this already built executable (with --measure-ready)")
     p.add_argument("--print-triple", action="store_true", help="print the target triple and exit")
+    p.add_argument("--model", help="bundle this sentence-transformers model (a HuggingFace repo id, taken from the "
+                   "huggingface-hub cache or --model-dir) instead of all-MiniLM-L6-v2; the binary uses it by default")
+    p.add_argument("--model-dir", type=Path, help="the folder of the model to bundle (model.onnx or onnx/model.onnx, "
+                   "tokenizer.json, configs)")
     args = p.parse_args(argv)
 
     triple, source = target_triple(args.target)
@@ -164,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         result = {"executable": str(args.measure_only.resolve()), "command": []}
     else:
         dist = args.dist or ROOT / "dist" / args.mode
-        result = build(args.mode, triple, dist, args.work / args.mode, slim=not args.no_slim)
+        result = build(args.mode, triple, dist, args.work / args.mode, slim=not args.no_slim, model=args.model,
+                       model_dir=args.model_dir)
         print(f"built {args.mode} in {result['seconds']:.1f} s: {result['artifact']} "
               f"({result['bytes'] / 2**20:.1f} MiB)", file=sys.stderr)
     runs = [("ready", [result["executable"]])]

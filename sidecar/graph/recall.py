@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from . import activation as act, validity
+from . import activation as act, recall_validity as validity
 from .consolidation import HUB_SHARE, SESSION_GAP
 from .mentions import find_mentions
 from .model import UserGraph, fold
-from .validity import Order
+from .recall_validity import Order
 
 MIN_SIMILARITY = 0.3
 SEMANTIC_SEEDS = 20
@@ -39,7 +39,7 @@ NAMED_ENTITIES = 5
 NAMED_TRACES = 5
 ENTITY_START = 0.6
 GATE = 0.12
-VALID_START = 0.9  # an episode stating the relation a question asks about, valid when it asks (validity.py)
+VALID_START = 0.9  # an episode stating the relation a question asks about, valid when it asks (recall_validity.py)
 BELOW = 0.9  # the others of that relation: at most this x the least active of those
 _WORD = re.compile(r"[a-z0-9]{3,}")
 _STOP = frozenset("the and for are was were you your with what when where who why how did does that this have has "
@@ -153,7 +153,7 @@ def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation, 
                         key=lambda t: -g.traces[t].end if t in g.traces else 0)
         for tid in latest[:NAMED_TRACES]:
             put(f"t:{tid}", ENTITY_START)
-    if valid and valid.seed:  # the relation the question asks about, valid when it asks (validity.py)
+    if valid and valid.seed:  # the relation the question asks about, valid when it asks (recall_validity.py)
         for e in valid.favoured:
             put(f"e:{e}", VALID_START)
     return seeds
@@ -162,7 +162,7 @@ def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation, 
 def rank_by_validity(g: UserGraph, fired: dict[str, float], valid: Order) -> dict[str, float]:
     """Fired activation with the disfavoured episodes, and the traces that hold some of them and no favoured
     one, capped below the least active favoured episode; when the question names the relation, the favoured
-    episodes rise to the best activation (validity.py)."""
+    episodes rise to the best activation (recall_validity.py)."""
     if not valid:
         return fired
     held = favoured_traces(g, valid)
@@ -180,7 +180,7 @@ def favoured_traces(g: UserGraph, valid: Order) -> set[str]:
 def recall(g: UserGraph, view: GraphView, s: Seeds, query: str, params: act.Params, trace_activation,
            gate: float = GATE, valid: Order | None = None) -> tuple[bool, float, dict[str, float]]:
     """(known, confidence, fired activation by node). The activation is computed either way: query mode
-    `graph` ranks by it with no gate. `valid`: the question's order by validity (validity.py), for its seeds
+    `graph` ranks by it with no gate. `valid`: the question's order by validity (recall_validity.py), for its seeds
     (the caller ranks by it last: rank_by_validity)."""
     seeds = seed(g, view, s, query, trace_activation, valid=valid)
     fired = act.spread(view.neighbours, seeds, params) if seeds else {}

@@ -13,12 +13,12 @@ from ..messages import named_window
 from ..storage import sql_in
 from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, RecalledEpisode, RecalledTrace
 from ..wire.errors import TooLarge
-from . import activation as act, validity
+from . import activation as act, recall_validity as validity
 from .model import UserGraph
 from .service import BATCH, decayed
 from .recall import (BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity,
                      recall)
-from .validity import Order
+from .recall_validity import Order
 
 USE_BOOST = 0.1
 TIME_BOOST = 1.0  # an episode inside the time the query names (messages/timewords.py): activation x (1 + this)
@@ -42,7 +42,7 @@ class Recaller:
     def _fired(self, user_id: str, text: str, vector: np.ndarray, since: float | None, until: float | None,
                params: act.Params, gate: float) -> tuple[UserGraph, bool, float, dict[str, float], Order]:
         """The user's graph, known, confidence, the fired activation, and the question's order by validity
-        (validity.py: already applied to the activation; query mode graph applies it to its scores too)."""
+        (recall_validity.py: already applied to the activation; query mode graph applies it to its scores too)."""
         svc = self.service
         self.consolidate_pending(user_id)  # what was stored since the last pass takes part
         reader = svc.reader
@@ -138,6 +138,8 @@ class Recaller:
             by_id[r["id"]] = r
         if valid:  # the similarity of a closed relation's episode must not rank it back up
             scores = validity.rank_below(scores, valid.favoured, valid.disfavoured, BELOW, lift=valid.seed)
+        for e, r in by_id.items():
+            r["score"] = scores[e]  # what the results are ranked by (the query's `score`)
         return [by_id[e] for e in sorted(scores, key=lambda e: (-scores[e], e not in valid.favoured, e))[:limit]]
 
     def consolidate_pending(self, user_id: str) -> None:
@@ -170,7 +172,7 @@ class Recaller:
             svc.store.save(g, traces=traces)
 
     def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
-        """`context`'s "what is true now": the user's current relations as sentences (validity.true_now). It
+        """`context`'s "what is true now": the user's current relations as sentences (recall_validity.true_now). It
         waits at most TRUE_NOW_WAIT for the messages stored before it to be built (milliseconds each), so that
         "I moved to Paris" stored just before shows; then answers with what is built."""
         if limit <= 0:

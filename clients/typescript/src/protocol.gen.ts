@@ -1005,6 +1005,13 @@ export interface MessageOut {
   is_bot: boolean;
   message_id?: string | null;
   reply_to?: string | null;
+  /**
+   * The score the results are ranked by, best first (a host that filters or re-sorts by it keeps the same order): semantic, the cosine similarity; keyword, BM25; hybrid (the default), the weighted reciprocal-rank fusion of the semantic and keyword rankings (with a query naming a time, fused once more with the ranking inside that time); graph, cosine and activation blended. Comparable within one answer only.
+   */
+  score: number;
+  /**
+   * The cosine similarity of the memory (its best chunk, for a long one) to the query, whatever the mode ranked by.
+   */
   similarity: number;
   /**
    * A long memory (past the model's 256-token window, embedded in overlapping chunks): the [start, end) character offsets (Unicode code points) in `content` of the chunk that matched best; absent for shorter memories and for keyword-only matches.
@@ -1055,6 +1062,12 @@ export interface StatsResponse {
   memories: number;
   model: ModelInfo;
   protocol: number;
+  /**
+   * While --reembed moves the memories to the current model in the background: `done` and `total` memories (null otherwise). Until a memory is done, semantic search gives it similarity 0 and keyword search finds it.
+   */
+  reembed?: {
+    [k: string]: number;
+  } | null;
   request_id?: string | number | null;
   schema_version: number;
   type: 'stats';
@@ -1078,7 +1091,30 @@ export interface ModelInfo {
    */
   digest: string;
   dim: number;
+  /**
+   * Tokens embedded per text (sentence_bert_config.json max_seq_length); longer memories are chunked.
+   */
+  max_length?: number;
+  /**
+   * The model: a HuggingFace repo id (--model), by default the bundled sentence-transformers/all-MiniLM-L6-v2.
+   */
   name: string;
+  /**
+   * Whether vectors are L2-normalised (a Normalize module in the model's modules.json).
+   */
+  normalize?: boolean;
+  /**
+   * Put before every stored memory, fact and name.
+   */
+  passage_prefix?: string;
+  /**
+   * How token embeddings become one vector, from the model's 1_Pooling/config.json: cls, mean, max, mean_sqrt_len_tokens, weightedmean, lasttoken (several joined by +: concatenated).
+   */
+  pooling?: string;
+  /**
+   * Put before every query (--query-prefix, else the model's prompts or card).
+   */
+  query_prefix?: string;
   /**
    * Where the model files were found.
    */

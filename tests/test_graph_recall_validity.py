@@ -1,4 +1,4 @@
-"""Recall by validity, pure (sidecar/graph/validity.py and recall.rank_by_validity): which questions ask
+"""Recall by validity, pure (sidecar/graph/recall_validity.py and recall.rank_by_validity): which questions ask
 about the present or the past, which relations they ask about, and which episodes then rank first.
 No process, no model: the end-to-end test is test_graph_recall.py's."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.graph import validity
+from sidecar.graph import recall_validity as validity
 from sidecar.graph.model import Episode, Relation, UserGraph
 from sidecar.graph.recall import rank_by_validity
-from sidecar.graph.validity import BOTH, PAST, PRESENT, order, predicates, tense
+from sidecar.graph.recall_validity import BOTH, PAST, PRESENT, order, predicates, tense
 
 
 @pytest.mark.parametrize("question, expected", [
