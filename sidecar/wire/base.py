@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from .errors import clip
+
 
 PROTOCOL_VERSION = 1
 
@@ -55,6 +57,12 @@ MAX_TIMESTAMP = 253_402_300_799
 Timestamp = Annotated[Number, Field(ge=0, le=MAX_TIMESTAMP, description="Unix time in seconds.")]
 
 
+def check_window(since: float | None, until: float | None) -> None:
+    """A time window's ends in order (`since` at or before `until`), else the request is invalid."""
+    if since is not None and until is not None and since > until:
+        raise ValueError(f"`since` ({since:g}) is after `until` ({until:g}): the window is empty; swap them")
+
+
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 
 
@@ -89,7 +97,7 @@ class _Request(_Model):
         # One rule for every string of every request: NUL can be neither stored nor put in a filter.
         field = _nul_path(data, "")
         if field:
-            raise ValueError(f"field `{field}` must not contain NUL characters")
+            raise ValueError(f"field `{clip(field)}` must not contain NUL characters")
         return data
 
 

@@ -14,6 +14,7 @@ from .base import (
     _Model,
     _Request,
     _Response,
+    check_window,
 )
 
 
@@ -92,6 +93,7 @@ class QueryRequest(_Request):
     def _text_not_blank(self) -> "QueryRequest":
         if not self.text.strip():
             raise ValueError("text must not be empty")
+        check_window(self.since, self.until)
         return self
 
 

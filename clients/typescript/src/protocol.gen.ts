@@ -886,9 +886,13 @@ export interface RecallParams {
  */
 export interface ExportRequest {
   /**
-   * Path of the file to write (replaced atomically); a relative path is relative to the data dir.
+   * Path of the file to write (a regular file, written under a temporary name and renamed at the end; never through a symbolic link). A relative path is relative to the sidecar's working directory; a path inside the data dir is refused.
    */
   out: string;
+  /**
+   * Replace a file that exists at `out`; default: refused with `conflict`.
+   */
+  overwrite?: boolean;
   /**
    * Echoed on the response.
    */
@@ -911,11 +915,19 @@ export interface ExportRequest {
  */
 export interface ImportRequest {
   /**
+   * A gzip file may expand to this many times its size (at least 1 MiB; real exports expand 1 to 10 times), else the import stops with `bad_file`; 0: no limit.
+   */
+  max_expansion?: number;
+  /**
+   * Bad records the import walks through before it stops with `bad_file` (records imported before stay); 0: no limit.
+   */
+  max_invalid?: number;
+  /**
    * An id already stored: skip (keep the stored one), overwrite it, or fail (checked before anything is written).
    */
   on_conflict?: 'skip' | 'overwrite' | 'fail';
   /**
-   * Path of the file to read (.gz: gzip); a relative path is relative to the data dir.
+   * Path of the file to read (.gz: gzip); a regular file (a device, FIFO, socket or directory is refused with `bad_file`). A relative path is relative to the sidecar's working directory; a path inside the data dir is refused.
    */
   path: string;
   /**
