@@ -60,7 +60,11 @@ Timestamp = Annotated[Number, Field(ge=0, le=MAX_TIMESTAMP, description="Unix ti
 def check_window(since: float | None, until: float | None) -> None:
     """A time window's ends in order (`since` at or before `until`), else the request is invalid."""
     if since is not None and until is not None and since > until:
-        raise ValueError(f"`since` ({since:g}) is after `until` ({until:g}): the window is empty; swap them")
+        raise ValueError(f"`since` ({since}) is after `until` ({until}): the window is empty; swap them")
+
+
+SCOPE = ("The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. "
+         "Without it, any user's id.")
 
 
 SearchMode = Literal["semantic", "keyword", "hybrid"]

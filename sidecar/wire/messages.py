@@ -8,6 +8,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from .base import (
     MODE_DESCRIPTION,
+    SCOPE,
     Id,
     Number,
     Timestamp,
@@ -108,6 +109,7 @@ class CleanupRequest(_Request):
 class DeleteRequest(_Request):
     type: Literal["delete"]
     id: Id
+    user_id: Id | None = Field(None, description=SCOPE)
 
 
 class ForgetUserRequest(_Request):

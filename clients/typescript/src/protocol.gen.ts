@@ -185,6 +185,10 @@ export interface DeleteRequest {
    */
   request_id?: string | number | null;
   type: 'delete';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
@@ -461,6 +465,10 @@ export interface ResolveRequest {
    */
   request_id?: string | number | null;
   type: 'resolve';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * One user's facts: by relevance to `text`, else most recent first.
@@ -525,6 +533,10 @@ export interface FactHistoryRequest {
    */
   request_id?: string | number | null;
   type: 'fact_history';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * A correction: new text and/or category for an active fact (re-embedded, history kept).
@@ -542,6 +554,10 @@ export interface UpdateFactRequest {
   request_id?: string | number | null;
   text?: string | null;
   type: 'update_fact';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * Delete one fact and its history for good.
@@ -556,6 +572,10 @@ export interface ForgetFactRequest {
    */
   request_id?: string | number | null;
   type: 'forget_fact';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * A prompt-ready block of facts for a message and the users involved; with `channel` and/or
