@@ -92,9 +92,9 @@ class Importer:
         self.oldest = float("inf")  # timestamp of the oldest message written
 
     def run(self, path: Path) -> Outcome:
-        reader = Reader(path, self.limits)
-        self._plan(reader)
         try:
+            reader = Reader(path, self.limits)  # its first line may lie past a bound (blank lines, expansion)
+            self._plan(reader)
             if self.strict or self.on_conflict == "fail":
                 self._check(reader)
             self._walk(reader)

@@ -110,7 +110,11 @@ def describe(err: ValidationError, limit: int = 3) -> str:
     errors = err.errors()
     for e in errors[:limit]:
         loc = ".".join(clip(str(p)) for p in e["loc"] if not isinstance(p, str) or not p.startswith("function-"))
-        msg = clip(e["msg"].removeprefix("Value error, "), MAX_QUOTE + 100)  # fixed words + a quote
+        msg = e["msg"].removeprefix("Value error, ")
+        for said in (e.get("input"), *(e.get("ctx") or {}).values()):  # what pydantic repeats of the input
+            if isinstance(said, str) and len(said) > MAX_QUOTE and said in msg:
+                msg = msg.replace(said, clip(said))
+        msg = clip(msg, MAX_QUOTE + 100)  # fixed words and a quote; the backstop
         if e["type"] == "missing":
             parts.append(f"field `{loc}` is required")
         elif loc:
