@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import Sidecar, load_script
+from conftest import Sidecar, bare_env, load_script
 from test_golden import EXAMPLES, replay
 
 pytestmark = pytest.mark.slow
@@ -75,8 +75,8 @@ def host_env(tmp_path: Path) -> dict[str, str]:
     """What a desktop app's child sees: no Python variables, an empty home (no model caches), C locale."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C", "LC_ALL": "C",
-           "XDG_CACHE_HOME": str(home / ".cache"), "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+    env = bare_env(PATH="/usr/bin:/bin", HOME=str(home), USERPROFILE=str(home), LANG="C", LC_ALL="C",
+                   XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=os.environ.get("TMPDIR", "/tmp"))
     return env
 
 

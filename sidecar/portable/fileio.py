@@ -212,10 +212,11 @@ class Writer:
 
 
 def _sync_dir(folder: Path) -> None:
-    """The rename made durable (POSIX; Windows has no directory handles to sync)."""
-    if os.name != "posix":
+    """The rename made durable where a folder can be synced (POSIX; Windows opens no directory)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError:
         return
-    fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
     except OSError:

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
+from .. import text
 from .config import Config
 from .dispatcher import Dispatcher
 
@@ -119,6 +120,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
     from ..embedding.loading import ModelLoad
 
     model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads)
+    text.configure(list(cfg.languages) if cfg.languages else None)  # keyword analysis (sidecar/text)
     from ..conversation import ConversationService
     from ..facts import FactsCompanion, FactService, FactStore
     from ..graph import GraphCompanion

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import signal
 import threading
 import time
 from importlib import metadata
@@ -14,6 +13,7 @@ from importlib import metadata
 from ..wire import MemoryInstructionsRequest
 from ..wire.transport import protect_stdout
 from . import native_memory
+from .platform import ParentWatch, on_stop_signals
 from .config import Config
 from .maintenance import maintain
 
@@ -38,8 +38,8 @@ def extra_missing() -> str | None:
     return None
 
 
-def run(config: Config, parent_pid: int) -> int:
-    """Build the app, serve MCP until stdin ends (or SIGTERM/SIGINT, or the parent dies), then close
+def run(config: Config, parent: ParentWatch) -> int:
+    """Build the app, serve MCP until stdin ends (or a stop signal, or the parent dies), then close
     the store. Returns the exit code: 0, or 1 when start-up failed."""
     proto_out = protect_stdout()  # from here on only the MCP server writes to the real stdout
     proto_in = os.dup(0)
@@ -49,8 +49,7 @@ def run(config: Config, parent_pid: int) -> int:
         log.info("received signal %d, shutting down", signum)
         stop.set()
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
+    on_stop_signals(on_signal)
     t0 = time.monotonic()
     try:
         from .app import build
@@ -70,8 +69,7 @@ def run(config: Config, parent_pid: int) -> int:
 
         categories = app.dispatcher.handle(MemoryInstructionsRequest(type="memory_instructions")).categories
         settings = Settings(user=config.user, categories=tuple(categories), max_limit=config.max_limit)
-        parent_gone = (lambda: parent_pid != 1 and os.getppid() != parent_pid)
-        serve(app.dispatcher.handle, settings, proto_in, proto_out, lambda: stop.is_set() or parent_gone())
+        serve(app.dispatcher.handle, settings, proto_in, proto_out, lambda: stop.is_set() or parent.gone())
         return 0
     finally:
         stop.set()
