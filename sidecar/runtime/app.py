@@ -127,7 +127,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
     from ..storage import import_lancedb
 
     try:
-        import_lancedb()  # the store's library, while the model's file is still being hashed
+        import_lancedb(cfg.log_level)  # the store's library, while the model's file is still being hashed
         files = model.files()  # the store needs the model's identity
         log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
         identity = files.identity
