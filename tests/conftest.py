@@ -4,6 +4,7 @@ LanceDB directory, and speaks the protocol to it through real pipes."""
 from __future__ import annotations
 
 import os
+import platform
 import queue
 import subprocess
 import sys
@@ -16,6 +17,30 @@ import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Tests that cannot run on an OS are skipped there with the reason (pytest -ra lists them in CI), never silently.
+LINUX = sys.platform.startswith("linux")
+WINDOWS = sys.platform == "win32"
+GLIBC = LINUX and platform.libc_ver()[0] == "glibc"
+
+
+def linux_only(reason: str):
+    return pytest.mark.skipif(not LINUX, reason=f"Linux only: {reason}")
+
+
+def glibc_only(reason: str):
+    return pytest.mark.skipif(not GLIBC, reason=f"glibc (Linux) only: {reason}")
+
+
+def posix_only(reason: str):
+    return pytest.mark.skipif(WINDOWS, reason=f"not on Windows: {reason}")
+
+
+def bare_env(**variables: str) -> dict[str, str]:
+    """An environment of just these variables for a child Python; on Windows also SYSTEMROOT (without it
+    Python cannot initialise its random numbers) and the temp folder."""
+    keep = ("SYSTEMROOT", "SystemRoot", "TEMP", "TMP") if WINDOWS else ()
+    return {**{k: os.environ[k] for k in keep if k in os.environ}, **variables}
 
 
 def load_script(name: str):
@@ -47,6 +72,8 @@ class Sidecar:
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "sidecar"]), "--data-dir", str(data_dir), *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(ROOT),
+            # Windows: its own process group, so CTRL_BREAK_EVENT (a host's graceful stop there) reaches it alone
+            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
         )
         self.lines: "queue.Queue[bytes | None]" = queue.Queue()
         self.raw_stdout: list[bytes] = []
@@ -84,7 +111,7 @@ class Sidecar:
             raise AssertionError(f"no response within {timeout}s; stderr:\n{self.stderr()}") from None
         if line is None:
             raise AssertionError(f"sidecar closed stdout (exit {self.proc.poll()}); stderr:\n{self.stderr()}")
-        assert line.endswith(b"\n"), line
+        assert line.endswith(b"\n") and not line.endswith(b"\r\n"), line  # `\n` on every OS
         obj = orjson.loads(line)
         assert isinstance(obj, dict) and isinstance(obj.get("type"), str), line
         return obj

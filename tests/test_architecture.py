@@ -145,3 +145,89 @@ def test_modules_and_functions_are_small():
 def test_every_domain_folder_is_a_package():
     for name in LOWER | DOMAINS | FACES | READERS | {"runtime"}:
         assert (PACKAGE / name / "__init__.py").is_file(), name
+
+
+# ---------------------------------------------------------------- portable by construction
+
+# What differs between Linux, macOS and Windows lives in runtime/platform.py (the parent watch, the stop
+# signals); glibc's memory tuning (Linux only, a no-op elsewhere) in runtime/native_memory.py.
+PLATFORM_MODULE = PACKAGE / "runtime" / "platform.py"
+PLATFORM_ONLY = {  # module -> names only the platform module may use
+    "os": {"getppid", "kill", "killpg", "fork", "forkpty", "mkfifo", "setsid", "setpgrp", "getpgid", "wait", "waitpid",
+           "name"},
+    "signal": None,  # any of it: signals, handlers, CTRL_* events
+    "sys": {"platform"},
+    "platform": {"system", "libc_ver", "mac_ver", "win32_ver"},
+    "ctypes": {"windll", "WinDLL", "wintypes"},
+}
+POSIX_OR_WINDOWS_MODULES = {"fcntl", "msvcrt", "resource", "termios", "pwd", "grp", "winreg", "_winapi"}
+ALLOWED_ELSEWHERE = {PACKAGE / "runtime" / "native_memory.py": {"/proc", "platform.system", "platform.libc_ver"}}
+
+
+def platform_calls(path: Path) -> list[str]:
+    """`module.name` uses, imports of OS-only modules and /proc paths in one module, as `line: what`."""
+    tree = ast.parse(path.read_text())
+    aliases = {}  # local name -> module, for `import signal as s`
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                aliases[a.asname or a.name] = a.name
+                if a.name.split(".")[0] in POSIX_OR_WINDOWS_MODULES:
+                    found.append((node.lineno, f"import {a.name}"))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            root = node.module.split(".")[0]
+            if root in POSIX_OR_WINDOWS_MODULES:
+                found.append((node.lineno, f"from {node.module} import"))
+            elif root in PLATFORM_ONLY:
+                names = PLATFORM_ONLY[root]
+                found += [(node.lineno, f"{root}.{a.name}") for a in node.names if names is None or a.name in names]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module = aliases.get(node.value.id, node.value.id)
+            if module in PLATFORM_ONLY and (PLATFORM_ONLY[module] is None or node.attr in PLATFORM_ONLY[module]):
+                found.append((node.lineno, f"{module}.{node.attr}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/proc"):
+            found.append((node.lineno, "/proc"))
+    allowed = ALLOWED_ELSEWHERE.get(path, set())
+    return [f"{path.relative_to(ROOT)}:{line}: {what}" for line, what in sorted(set(found)) if what not in allowed]
+
+
+def text_mode_opens(path: Path) -> list[str]:
+    """`os.open` calls whose flags leave out O_BINARY: on Windows such an fd is in text mode, and every
+    \n byte written through it becomes \r\n (a write-ahead log's vectors, corrupted)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "open"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "os"
+                and "O_BINARY" not in ast.dump(node)):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.open without O_BINARY")
+    return found
+
+
+def test_files_opened_by_descriptor_are_binary_on_windows():
+    assert [hit for path in _modules() for hit in text_mode_opens(path)] == []
+    probe = PACKAGE / "messages" / "_probe_open.py"
+    probe.write_text("import os\nfd = os.open('x', os.O_WRONLY | os.O_CREAT)\n"
+                     "ok = os.open('y', os.O_RDONLY | getattr(os, 'O_BINARY', 0))\n")
+    try:
+        assert text_mode_opens(probe) == ["sidecar/messages/_probe_open.py:2: os.open without O_BINARY"]
+    finally:
+        probe.unlink()
+
+
+def test_platform_specific_calls_live_in_the_platform_module():
+    found = [hit for path in _modules() if path != PLATFORM_MODULE for hit in platform_calls(path)]
+    assert found == [], "use sidecar/runtime/platform.py (or extend it, with the other systems' path):\n" + "\n".join(found)
+
+
+def test_the_platform_check_catches_each_kind(tmp_path):
+    probe = PACKAGE / "messages" / "_probe_platform.py"
+    probe.write_text("import os, signal as s, sys\nimport fcntl\nfrom signal import SIGKILL\n"
+                     "a = os.getppid()\ns.signal(s.SIGTERM, None)\nb = sys.platform\nc = open('/proc/self/stat')\n")
+    try:
+        found = platform_calls(probe)
+    finally:
+        probe.unlink()
+    kinds = {hit.split(": ", 1)[1] for hit in found}
+    assert {"os.getppid", "signal.signal", "signal.SIGTERM", "signal.SIGKILL", "sys.platform", "/proc",
+            "import fcntl"} <= kinds, kinds

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, linux_only, posix_only
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from benchkit import output, timing  # noqa: E402
@@ -186,6 +186,7 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     assert rows["(b) reopened: peak RSS through every user's first query"][""] == "MISSED"
 
 
+@linux_only("the compaction bench resets and reads page counts through /proc/self/clear_refs and status")
 def test_compaction_measures_each_pass_and_the_rewrite_of_the_indexed_table(tmp_path):
     """`compaction` (docs/performance.md, "Compaction's read-ahead bounded"): new one-row fragments merged
     among themselves first (not yet indexed), then with the indexed table into one fragment, each pass timed."""
@@ -201,6 +202,7 @@ def test_compaction_measures_each_pass_and_the_rewrite_of_the_indexed_table(tmp_
     assert "32 MiB" in out.stdout and all(p["seconds"] > 0 for p in run["passes"])
 
 
+@linux_only("the RSS timeline reads /proc/<pid>/smaps")
 def test_rss_timeline_catches_a_child_processs_peak_with_its_kinds_and_the_phases(tmp_path):
     """`realuse --rss-timeline` (benchkit/timeline.py): a real process that holds 120 MiB for a second shows that
     peak, its kind (large anonymous mappings) at the high, and the marks in order; no path, no file."""
@@ -237,6 +239,7 @@ def test_graph_build_times_single_stores_in_alternating_blocks_of_both_configura
     assert store_blocks(0, 50) == []
 
 
+@posix_only("the heap probe asks a process with SIGUSR2")
 def test_the_python_heap_probe_reads_a_hooked_process_and_never_signals_another(monkeypatch, tmp_path):
     """graph-build's arenas row: a Python started after enable() answers SIGUSR2 with its allocator's state (and
     keeps running); one started before has no hook, and read() leaves it alone (SIGUSR2 would end it)."""

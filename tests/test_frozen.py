@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import ROOT, Sidecar, load_script
+from conftest import ROOT, Sidecar, bare_env, load_script, posix_only
 from test_golden import EXAMPLES, replay
 from test_typescript_client import OUTPUT_TAIL, npm  # noqa: F401 - npm: the fixture that installs the client
 from test_typescript_client import run as run_ts
@@ -85,8 +85,8 @@ def host_env(tmp_path: Path) -> dict[str, str]:
     """What a desktop app's child sees: no Python variables, an empty home (no model caches), C locale."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C", "LC_ALL": "C",
-           "XDG_CACHE_HOME": str(home / ".cache"), "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+    env = bare_env(PATH="/usr/bin:/bin", HOME=str(home), USERPROFILE=str(home), LANG="C", LC_ALL="C",
+                   XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=os.environ.get("TMPDIR", "/tmp"))
     return env
 
 
@@ -205,7 +205,7 @@ def run_smoke(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[s
     return subprocess.run([sys.executable, str(SMOKE), *args], capture_output=True, text=True, timeout=timeout)
 
 
-@linux_only
+@posix_only("the stand-in binaries are shell scripts")
 def test_smoke_script_says_what_went_wrong(tmp_path):
     """scripts/smoke_binary.py (the release workflow's check) fails, naming the fix, for a folder given instead
     of its executable (spawning a folder fails with EACCES), an executable that never says `ready`, and one
@@ -439,6 +439,7 @@ def test_no_orphans_when_the_launcher_is_killed(spawn_frozen):
     assert again.shutdown() == 0
 
 
+@posix_only("the suite stops the sidecar with SIGSTOP and links it into PATH")
 def test_typescript_client_suite_against_the_onedir_binary(onedir_binary, npm):
     """The TypeScript client's integration suite (clients/typescript/test/integration.test.ts), the one that
     test_typescript_client.py runs against `python -m sidecar`, against the binary a desktop app spawns

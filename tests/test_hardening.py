@@ -7,7 +7,7 @@ import stat
 import threading
 import time
 
-
+from conftest import linux_only, posix_only
 from sidecar.wire import MAX_TIMESTAMP
 
 
@@ -28,6 +28,8 @@ def test_timestamp_beyond_year_9999_is_refused_and_history_renders(sidecar):
 # ---------------------------------------------------------------- privacy
 
 
+@posix_only("POSIX file modes (umask 077); Windows has no umask: a data dir inherits its folder's ACL, and the "
+            "default one, %LOCALAPPDATA%, is the user's own")
 def test_every_file_and_directory_under_the_data_dir_is_user_only(spawn, tmp_path):
     data_dir = tmp_path / "data"
     sc = spawn("--compact-every-writes", "1", "--compact-interval-seconds", "0", "--compact-max-duty", "1",
@@ -79,6 +81,7 @@ def _peak_rss_mib(pid: int) -> float:
     raise AssertionError("no VmHWM")
 
 
+@linux_only("reads the peak RSS from /proc/<pid>/status")
 def test_a_one_gigabyte_line_is_never_held_in_memory(sidecar):
     sidecar.store("u", "stored before the flood")
     before = _peak_rss_mib(sidecar.proc.pid)

@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Sidecar
+from conftest import ROOT, WINDOWS, Sidecar, linux_only
 
 from sidecar.inspector import pages
 from sidecar.inspector.drawing import HEIGHT, MARGIN, WIDTH, force_layout
@@ -63,7 +63,7 @@ def test_pages_escape_stored_text():
 
 def test_inspect_options():
     config = resolve(["--data-dir", "/tmp/x", "--port", "8123", "--token", "abc_D-1"], environ={}, face="inspect")
-    assert (config.port, config.token, str(config.data_dir)) == (8123, "abc_D-1", "/tmp/x")
+    assert (config.port, config.token, config.data_dir) == (8123, "abc_D-1", Path("/tmp/x"))
     assert resolve([], environ={"MEMORY_SIDECAR_TOKEN": ""}, face="inspect").token == ""  # the check off
     assert resolve([], environ={}, face="inspect").token is None  # a random one at start
     for bad in (["--port", "70000"], ["--token", "a b;c"]):
@@ -82,8 +82,11 @@ def test_inspect_options():
 
 
 def _browser_paths() -> tuple[str | None, str | None]:
-    chrome = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
-    return chrome, shutil.which("chromedriver")
+    # Debian's chromium here; Google Chrome and its driver ($CHROMEWEBDRIVER) on GitHub's Ubuntu runners (ci.yml)
+    names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+    chrome = next((shutil.which(n) for n in names if shutil.which(n)), None)
+    driver = shutil.which("chromedriver") or shutil.which("chromedriver", path=os.environ.get("CHROMEWEBDRIVER", ""))
+    return chrome, driver
 
 
 def ensure_browser() -> tuple[str, str]:
@@ -132,7 +135,8 @@ class Inspector:
     def __init__(self, data_dir: Path, *args: str):
         self.proc = subprocess.Popen([sys.executable, "-m", "sidecar", "inspect", "--data-dir", str(data_dir), *args],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     cwd=str(ROOT), text=True)
+                                     cwd=str(ROOT), text=True,
+                                     creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0))
         self.lines: list[str] = []
         found = threading.Event()
 
@@ -162,7 +166,7 @@ class Inspector:
 
     def stop(self) -> int:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(signal.CTRL_BREAK_EVENT if WINDOWS else signal.SIGTERM)  # its stop signals
         return self.proc.wait(30)
 
 
@@ -227,6 +231,7 @@ def _shoot(driver, folder: Path, name: str) -> None:
 # ---------------------------------------------------------------- the tests beside a running sidecar
 
 
+@linux_only("lists the listening sockets from /proc/net/tcp and tcp6")
 def test_loopback_only_host_check_token_and_read_only_methods(live):
     sc, inspector = live
     assert inspector.base.startswith("http://127.0.0.1:")
@@ -256,6 +261,7 @@ def _listening(port: int) -> list[str]:
     return found
 
 
+@linux_only("drives Debian's chromium and chromedriver, installed with apt-get when missing")
 def test_views_in_a_browser(live, browser, screenshots):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select

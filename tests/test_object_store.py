@@ -9,7 +9,6 @@ has one writer, and a wrong key, a missing bucket, an unreachable endpoint each 
 
 from __future__ import annotations
 
-import datetime as dt
 import socket
 import threading
 import time
@@ -110,35 +109,6 @@ def test_locations_and_settings_are_parsed():
     assert ObjectStoreSettings.resolve({}).base_url == "https://s3.us-east-1.amazonaws.com"
 
 
-def test_request_signature_matches_botocore(monkeypatch):
-    """The sidecar signs its own requests (no boto3 at run time): the same request signed by botocore
-    carries the same Authorization header."""
-    from botocore.auth import S3SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-
-    settings = ObjectStoreSettings("http://127.0.0.1:9000", "eu-central-1", "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG",
-                                   "session-token")
-    client = S3Client(settings, "my-bucket")
-    when = dt.datetime(2026, 11, 23, 12, 0, 0, tzinfo=dt.timezone.utc)
-    body = b'{"a": 1}'
-    ours = client.sign("PUT", "/my-bucket/pre%20fix/lease.json", "", body, {"if-match": '"e"'}, now=when)
-
-    request = AWSRequest(method="PUT", url="http://127.0.0.1:9000/my-bucket/pre%20fix/lease.json", data=body,
-                         headers={"x-amz-content-sha256": ours["x-amz-content-sha256"]})
-    auth = S3SigV4Auth(Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG", "session-token"), "s3", "eu-central-1")
-    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: when)  # the same fixed clock
-    auth.add_auth(request)
-    assert ours["authorization"] == request.headers["Authorization"]
-
-    q = "list-type=2&max-keys=1&prefix=a%2Fb"
-    ours = client.sign("GET", "/my-bucket", q, b"", {}, now=when)
-    request = AWSRequest(method="GET", url=f"http://127.0.0.1:9000/my-bucket?{q}",
-                         headers={"x-amz-content-sha256": ours["x-amz-content-sha256"]})
-    auth.add_auth(request)
-    assert ours["authorization"] == request.headers["Authorization"]
-
-
 def test_start_up_problems_are_told_apart_and_the_probe_reads_a_store_that_ignores_conditions():
     from sidecar.storage.objectstore import ObjectStoreError, PreconditionFailed, access_problem, conditional_put_works
 
@@ -169,6 +139,19 @@ def test_start_up_problems_are_told_apart_and_the_probe_reads_a_store_that_ignor
     for honours in (True, False):
         store = Store(honours)
         assert conditional_put_works(store, loc, "t") is honours and store.keys == set()
+
+
+def test_without_obstore_an_object_store_data_dir_says_what_to_install(monkeypatch):
+    """obstore is imported only for an s3:// data dir; a build without it (a trimmed binary) fails start-up
+    with the package to install, not with an ImportError's traceback."""
+    import sys
+
+    from sidecar.storage.shared import SharedAccess, SharedStore, SharedStoreError
+
+    monkeypatch.setitem(sys.modules, "obstore", None)  # `import obstore` raises ImportError
+    store = SharedStore(ObjectLocation.parse("s3://bucket-x/p"), ObjectStoreSettings("http://127.0.0.1:1", "r", "k", "s"))
+    with pytest.raises(SharedStoreError, match=r"need the obstore package .*pip install"):
+        SharedAccess(store)
 
 
 # ---------------------------------------------------------------- two sidecars, one bucket

@@ -9,7 +9,7 @@ import sys
 
 import orjson
 
-from conftest import ROOT
+from conftest import ROOT, linux_only
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from benchkit import procfs, soak, workload  # noqa: E402
@@ -62,6 +62,7 @@ def test_judge_prints_the_verdict_for_an_earlier_run(tmp_path):
     assert proc.stdout.startswith("RSS plateaued: the level between compactions")
 
 
+@linux_only("reads /proc/<pid>/smaps")
 def test_rss_by_kind_accounts_for_the_whole_resident_set():
     import os
 
@@ -83,6 +84,7 @@ def test_conversation_lengths_have_the_mean_asked_for():
     assert workload.conversation_length(rng, 0.5) == 1
 
 
+@linux_only("the soak samples RSS by kind from /proc/<pid>/smaps")
 def test_a_short_soak_runs_end_to_end(tmp_path):
     out = tmp_path / "soak.json"
     proc = subprocess.run([sys.executable, BENCH, "soak", "--requests", "600", "--interval", "0.5",

@@ -9,10 +9,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+from conftest import bare_env, glibc_only, linux_only
+
 
 def _run(code: str, path: Path) -> str:
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=str(Path(__file__).parent.parent),
-                         env={"PYTHONPATH": str(path)}, capture_output=True, text=True, timeout=120)
+                         env=bare_env(PYTHONPATH=str(path)), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -167,6 +169,7 @@ def test_keyword_search_imports_the_english_stemmer_alone_and_stems_as_snowball_
     assert "same True" in out and "others True" in out
 
 
+@glibc_only("caps glibc's malloc arenas (a no-op elsewhere)")
 def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path):
     code = "from sidecar.runtime import native_memory; print(native_memory.configure())"
     assert _run(code, tmp_path).strip() == "True"  # glibc (the CI machine): capped
@@ -175,6 +178,7 @@ def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path)
     assert out.stdout.strip() == "False", out.stderr
 
 
+@linux_only("counts the process's threads in /proc/self/task")
 def test_numpy_runs_one_blas_thread_unless_the_environment_says_otherwise():
     """The entry module sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS (native_memory): OpenBLAS
     starts one OS thread fewer than with an explicit 2, which is left alone."""
@@ -192,6 +196,7 @@ def test_numpy_runs_one_blas_thread_unless_the_environment_says_otherwise():
     assert int(ours[1]) == int(explicit[1]) - 1  # OpenBLAS's extra worker thread is not started
 
 
+@glibc_only("pyarrow is pointed at the C heap only where glibc's malloc_trim returns its pages")
 def test_pyarrow_allocates_from_the_c_heap_unless_the_environment_says_otherwise():
     """On glibc the entry module points pyarrow at the system allocator, whose freed pages the periodic
     malloc_trim returns (mimalloc's pool kept tens of MiB); an explicit choice is left alone."""
@@ -207,6 +212,7 @@ def test_pyarrow_allocates_from_the_c_heap_unless_the_environment_says_otherwise
     assert run({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}) == "mimalloc"
 
 
+@glibc_only("glibc's mmap threshold and mallinfo2")
 def test_large_blocks_stay_mmapped_after_a_larger_one_was_freed(tmp_path):
     """glibc's default raises its mmap threshold to the size of each mmapped block freed, so later large
     temporaries land in the heap and fragment it; configure() fixes the threshold. The control run,
@@ -229,6 +235,7 @@ def test_large_blocks_stay_mmapped_after_a_larger_one_was_freed(tmp_path):
     assert default == 0  # from the heap
 
 
+@glibc_only("releases code pages read from /proc/self/smaps with glibc's madvise")
 def test_released_code_pages_leave_private_changes_alone_and_the_libraries_working(tmp_path):
     """Unmapping the clean pages of shared libraries' read-only mappings lowers the resident set, keeps
     what a mapping changed privately (as relocated library data is) and leaves every library callable."""
@@ -352,7 +359,7 @@ def test_lancedb_scans_queue_at_most_the_sidecars_buffer_unless_the_host_sets_on
     assert out.split() == [str(32 << 20), "6", str(1_500_000 - 5)]
     preset = subprocess.run([sys.executable, "-c", textwrap.dedent(code % str(tmp_path / "db2"))],
                             cwd=str(Path(__file__).parent.parent), capture_output=True, text=True, timeout=120,
-                            env={"PYTHONPATH": str(tmp_path), "LANCE_DEFAULT_IO_BUFFER_SIZE": str(1 << 20)})
+                            env=bare_env(PYTHONPATH=str(tmp_path), LANCE_DEFAULT_IO_BUFFER_SIZE=str(1 << 20)))
     assert preset.returncode == 0, preset.stderr
     assert preset.stdout.split() == [str(1 << 20), "6", str(1_500_000 - 5)]
 
@@ -368,7 +375,7 @@ def test_the_collector_is_off_through_start_up_and_back_on_once_ready_with_start
         paused = not gc.isenabled()
         from sidecar.runtime.config import resolve
         from sidecar.runtime.server import Server
-        code = Server(resolve(["--data-dir", {str(data)!r}]), parent_pid=os.getppid()).run()
+        code = Server(resolve(["--data-dir", {str(data)!r}]), parent=cli.PARENT).run()
         open({str(out)!r}, "w").write(f"{{paused}} {{code}} {{gc.isenabled()}} {{gc.get_freeze_count()}}")
     """)
     run = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent), input=b'{"type":"shutdown"}\n',

@@ -76,6 +76,9 @@ def test_typescript_typechecks_including_the_docs_examples(npm: str):
     run([npm, "run", "--silent", "typecheck"], timeout=180)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="`npm test` hands node the glob dist/test/*.test.js, which cmd.exe "
+                    "does not expand and Node 20's --test does not either (Node 21 does); the client's tests run on "
+                    "Linux and macOS, and in CI's Node 20 job")
 def test_npm_test_against_the_real_sidecar(npm: str):
     proc = run([npm, "test"], timeout=300, env={"SIDECAR_PYTHON": sys.executable})
     summary = dict(re.findall(r"^(?:#|\u2139) (tests|pass|fail) (\d+)\s*$", proc.stdout, re.M))  # tap or spec reporter

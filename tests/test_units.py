@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import queue
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -216,7 +217,7 @@ def test_model_dir_is_used_first(tmp_path):
     src = modelmod.resolve_model(None, offline=True)
     d = tmp_path / "m"
     d.mkdir()
-    (d / "model.onnx").symlink_to(src.onnx)
+    _link(d / "model.onnx", src.onnx)
     found = modelmod.resolve_model(d, offline=True)
     assert found.source.startswith("--model-dir") and found.digest == src.digest
     assert found.tokenizer == modelmod.ASSETS_DIR / "tokenizer.json"  # falls back to the packaged tokenizer
@@ -250,11 +251,19 @@ def test_model_load_on_its_thread_hands_over_the_model_or_the_error(tmp_path, mo
     broken = tmp_path / "broken"  # files found and hashed, but no session can be made from them
     broken.mkdir()
     (broken / "model.onnx").write_bytes(b"not an onnx model")
-    (broken / "tokenizer.json").symlink_to(files.tokenizer)
+    _link(broken / "tokenizer.json", files.tokenizer)
     bad = ModelLoad(broken, True, None, 1)
     assert bad.files().onnx == broken / "model.onnx"
     with pytest.raises(Exception, match="INVALID_PROTOBUF"):  # onnxruntime's own error, as before
         bad.embedder()
+
+
+def _link(path: Path, target: Path) -> None:
+    """`path` made to read as `target`: a symlink, or a copy where symlinks need a privilege (Windows)."""
+    try:
+        path.symlink_to(target)
+    except OSError:
+        shutil.copyfile(target, path)
 
 
 def _fake_frozen(monkeypatch, bundle: Path) -> None:
@@ -266,15 +275,18 @@ def test_frozen_onefile_unpack_dir_removed_only_when_launcher_gone(tmp_path, mon
     import os
 
     from sidecar.runtime import frozen
+    from sidecar.runtime.platform import ParentWatch
 
     assert frozen.onefile_unpack_dir() is None  # not frozen
     unpacked = tmp_path / "_MEIabc123"
     (unpacked / "model").mkdir(parents=True)
     _fake_frozen(monkeypatch, unpacked)
     assert frozen.onefile_unpack_dir() == unpacked
-    assert frozen.remove_orphaned_unpack_dir(os.getppid()) is False  # launcher alive: it cleans up
+    assert frozen.remove_orphaned_unpack_dir(ParentWatch()) is False  # launcher alive: it cleans up
     assert unpacked.is_dir()
-    assert frozen.remove_orphaned_unpack_dir(os.getppid() + 1_000_000) is True  # launcher gone
+    gone = ParentWatch(os.getppid())
+    gone.gone = lambda: True  # the launcher ended (the watch itself is tested over real processes, test_e2e)
+    assert frozen.remove_orphaned_unpack_dir(gone) is True
     assert not unpacked.exists()
 
 
@@ -285,7 +297,11 @@ def test_frozen_onedir_bundle_is_never_removed(tmp_path, monkeypatch):
     internal.mkdir(parents=True)
     _fake_frozen(monkeypatch, internal)
     assert frozen.bundle_dir() == internal and frozen.onefile_unpack_dir() is None
-    assert frozen.remove_orphaned_unpack_dir(-1) is False
+    from sidecar.runtime.platform import ParentWatch
+
+    gone = ParentWatch()
+    gone.gone = lambda: True
+    assert frozen.remove_orphaned_unpack_dir(gone) is False
     assert internal.is_dir()
 
 
@@ -293,9 +309,9 @@ def test_frozen_bundle_model_is_found_first(tmp_path, monkeypatch):
     bundle = tmp_path / "_MEIxyz"
     (bundle / "model").mkdir(parents=True)
     onnx = modelmod.ASSETS_DIR / "model.onnx"
-    (bundle / "model" / "model.onnx").symlink_to(onnx)
+    _link(bundle / "model" / "model.onnx", onnx)
     for name in ("tokenizer.json", "sentence_bert_config.json"):
-        (bundle / "model" / name).symlink_to(modelmod.ASSETS_DIR / name)
+        _link(bundle / "model" / name, modelmod.ASSETS_DIR / name)
     _fake_frozen(monkeypatch, bundle)
     files = modelmod.resolve_model(None, offline=True)
     assert files.source == "files bundled in the frozen binary"
@@ -368,7 +384,7 @@ def test_process_start_reads_when_a_child_started():
     try:
         time.sleep(0.3)
         t0 = time.monotonic()
-        age = process_start.started_seconds_ago(child.pid)
+        age = process_start.started_seconds_ago(child.pid)  # platform.started_seconds_ago
         t1 = time.monotonic()
     finally:
         child.kill()

@@ -95,7 +95,9 @@ class WriteAheadLog:
             if self._fd is None:
                 self._path = self.dir / f"{self._next:012d}{SUFFIX}"
                 self._next += 1
-                self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                # O_BINARY: without it Windows opens the fd in text mode and writes every \n byte as \r\n
+                self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0),
+                                   0o600)
                 self._size = 0
             written = os.write(self._fd, record)
             if written != len(record):

@@ -12,15 +12,16 @@ from typing import Callable
 
 from . import process_start  # noqa: F401,I001 - first: its import time is startup_ms's fallback start
 from . import collector, native_memory
+from .platform import ParentWatch
 
 collector.pause()  # no cyclic collections over the imports and the store's opening (collector.py)
 native_memory.configure()  # before numpy, onnxruntime and LanceDB are imported and start their threads
 
-from .config import Config, ConfigError, resolve  # noqa: E402 - imports numpy and LanceDB
-
 # Taken before anything slow happens: a parent that dies during the imports and start-up that
 # follow is then still seen as gone (reading it later would already give the adoptive parent).
-PARENT_AT_START = os.getppid()
+PARENT = ParentWatch()
+
+from .config import Config, ConfigError, resolve  # noqa: E402 - imports numpy and LanceDB
 
 
 def setup_logging(level: str) -> None:
@@ -48,9 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     from .frozen import exit_now
     from .server import Server
 
-    server = Server(config, parent_pid=PARENT_AT_START)
+    server = Server(config, parent=PARENT)
     code = server.run()
-    exit_now(code, server.parent_pid)  # the store is closed and every response written
+    exit_now(code, PARENT)  # the store is closed and every response written
 
 
 def _configured(argv: list[str] | None, face: str, logging_too: bool = True) -> Config | None:
@@ -79,8 +80,8 @@ def _mcp(argv: list[str]) -> int:
         return 2
     from .frozen import exit_now
 
-    code = run(config, PARENT_AT_START)
-    exit_now(code, PARENT_AT_START)  # the store is closed and every response written
+    code = run(config, PARENT)
+    exit_now(code, PARENT)  # the store is closed and every response written
     return code
 
 
@@ -92,7 +93,7 @@ def _portable(args: list[str]) -> int:
     sys.stdout.flush()
     # the store is closed and the answer written: skip the interpreter's teardown, where the native libraries'
     # threads aborted the process (exit -6) after about one `import` in six (docs/portability.md)
-    exit_now(code, PARENT_AT_START)
+    exit_now(code, PARENT)
     return code
 
 

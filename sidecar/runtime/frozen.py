@@ -2,9 +2,10 @@
 
 In a onefile build two processes run: the launcher (PyInstaller's bootloader, the process the host
 spawned) unpacks the bundle into a temporary `_MEIxxxxxx` folder, starts the Python process as its
-child, waits for it and then deletes the folder. When the launcher is killed outright (SIGKILL), the
-Python process sees its parent change and exits (server.py), and nobody is left to delete the
-folder: `remove_orphaned_unpack_dir` does it on the way out. In a onedir build the bundle is the
+child, waits for it and then deletes the folder. When the launcher is killed outright, the Python
+process sees its parent gone and exits (server.py, platform.py), and nobody is left to delete the
+folder: `remove_orphaned_unpack_dir` does it on the way out. On Windows the DLLs the process has loaded
+cannot be deleted while it runs, so what is left of the folder stays in %TEMP%. In a onedir build the bundle is the
 `_internal/` folder next to the executable and there is nothing to clean.
 """
 
@@ -15,6 +16,8 @@ import os
 import shutil
 import sys
 from pathlib import Path
+
+from .platform import ParentWatch
 
 log = logging.getLogger("sidecar.frozen")
 
@@ -31,14 +34,14 @@ def onefile_unpack_dir() -> Path | None:
     return base if base is not None and base.name.startswith("_MEI") else None
 
 
-def remove_orphaned_unpack_dir(launcher_pid: int) -> bool:
+def remove_orphaned_unpack_dir(launcher: ParentWatch) -> bool:
     """Delete the onefile unpack folder if the launcher that owns it (our parent at start-up) is gone.
 
     Called as the very last step before exiting: everything needed from the folder is loaded by
     then (POSIX keeps deleted files that are mapped or open readable). True when it was removed.
     """
     folder = onefile_unpack_dir()
-    if folder is None or os.getppid() == launcher_pid:
+    if folder is None or not launcher.gone():
         return False  # the launcher is alive and deletes the folder itself once we exit
     shutil.rmtree(folder, ignore_errors=True)
     removed = not folder.exists()
@@ -49,12 +52,12 @@ def remove_orphaned_unpack_dir(launcher_pid: int) -> bool:
     return removed
 
 
-def exit_now(code: int, launcher_pid: int) -> None:
+def exit_now(code: int, launcher: ParentWatch) -> None:
     """Leave at once: clean an orphaned onefile unpack folder, flush the logs, and skip the
     interpreter's teardown (joining native library threads, freeing the model took 0.5-1.5 s here,
     which delays a host waiting for the exit, or a dead host's sidecar that must be gone in 2 s).
     Only call it when every response is written and the store is closed (or never opened)."""
-    remove_orphaned_unpack_dir(launcher_pid)
+    remove_orphaned_unpack_dir(launcher)
     logging.shutdown()
     sys.stderr.flush()
     os._exit(code)

@@ -1,16 +1,16 @@
 """`memory-sidecar inspect`: the runtime's half of the read-only web page. Loads the embedding model
 (so that search scores are the sidecar's own), opens the data dir read-only (no lock, no writes), and
-serves on 127.0.0.1 until SIGINT or SIGTERM."""
+serves on 127.0.0.1 until a stop signal (SIGINT or SIGTERM; Ctrl+C or Ctrl+Break on Windows)."""
 
 from __future__ import annotations
 
 import logging
 import secrets
-import signal
 import sys
 import threading
 
 from .config import Config
+from .platform import on_stop_signals
 
 log = logging.getLogger("sidecar.inspector")
 
@@ -43,8 +43,7 @@ def run(config: Config) -> int:
         log.info("received signal %d, stopping", signum)
         threading.Thread(target=server.shutdown, daemon=True).start()  # shutdown() waits for serve_forever
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
+    on_stop_signals(on_signal)
     print(f"memory-sidecar inspect: serving {config.data_dir} read-only at {server.url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever(poll_interval=0.2)

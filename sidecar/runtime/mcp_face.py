@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import signal
 import threading
 import time
 from importlib import metadata
@@ -16,6 +15,7 @@ from .. import __version__
 from ..wire import MemoryInstructionsRequest
 from ..wire.transport import protect_stdout
 from . import native_memory
+from .platform import ParentWatch, on_stop_signals
 from .config import Config
 from .maintenance import maintain
 
@@ -48,8 +48,8 @@ def extra_missing() -> str | None:
     return None
 
 
-def run(config: Config, parent_pid: int) -> int:
-    """Build the app, serve MCP until stdin ends (or SIGTERM/SIGINT, or the parent dies), then close
+def run(config: Config, parent: ParentWatch) -> int:
+    """Build the app, serve MCP until stdin ends (or a stop signal, or the parent dies), then close
     the store. Returns the exit code: 0, or 1 when start-up failed."""
     proto_out = protect_stdout()  # from here on only the MCP server writes to the real stdout
     proto_in = os.dup(0)
@@ -59,8 +59,7 @@ def run(config: Config, parent_pid: int) -> int:
         log.info("received signal %d, shutting down", signum)
         stop.set()
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
+    on_stop_signals(on_signal)
     t0 = time.monotonic()
     try:
         from .app import build
@@ -80,8 +79,7 @@ def run(config: Config, parent_pid: int) -> int:
 
         categories = app.dispatcher.handle(MemoryInstructionsRequest(type="memory_instructions")).categories
         settings = Settings(user=config.user, categories=tuple(categories), max_limit=config.max_limit)
-        parent_gone = (lambda: parent_pid != 1 and os.getppid() != parent_pid)
-        serve(app.dispatcher.handle, settings, proto_in, proto_out, lambda: stop.is_set() or parent_gone())
+        serve(app.dispatcher.handle, settings, proto_in, proto_out, lambda: stop.is_set() or parent.gone())
         return 0
     finally:
         stop.set()

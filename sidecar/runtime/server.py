@@ -1,14 +1,12 @@
 """The process lifecycle: guard stdout, queue requests while loading, say `ready`, serve in order,
 run expiry and compaction in the background, and leave by one graceful path (shutdown request,
-end of stdin, SIGTERM/SIGINT, or the parent process gone).
+end of stdin, a stop signal, or the parent process gone: platform.py).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import queue
-import signal
 import threading
 import time
 from collections import deque
@@ -18,6 +16,7 @@ from ..wire import PROTOCOL_VERSION, ReadyResponse, encode
 from ..wire.errors import StartupFailed, TooLarge
 from ..wire.transport import Eof, Incoming, Line, Oversized, StdioTransport
 from . import collector, native_memory, process_start
+from .platform import ParentWatch, on_stop_signals
 from .config import Config
 from .frozen import onefile_unpack_dir
 from .maintenance import maintain
@@ -29,12 +28,12 @@ GROUP_MAX = 64  # most queued requests taken together (consecutive stores share 
 
 
 class Server:
-    def __init__(self, config: Config, transport: StdioTransport | None = None, parent_pid: int | None = None):
+    def __init__(self, config: Config, transport: StdioTransport | None = None, parent: ParentWatch | None = None):
         self.config = config
         self.transport = transport or StdioTransport(config.max_line_bytes)
         self.stop = threading.Event()
-        # the process to outlive us (in a onefile build: PyInstaller's launcher); 1 = not watched
-        self.parent_pid = os.getppid() if parent_pid is None else parent_pid
+        # the process not to outlive (in a onefile build: PyInstaller's launcher)
+        self.parent = parent or ParentWatch()
         self._started = threading.Event()
         self.app = None
 
@@ -45,7 +44,7 @@ class Server:
         self.stop.set()
 
     def _parent_gone(self) -> bool:
-        return self.parent_pid != 1 and os.getppid() != self.parent_pid
+        return self.parent.gone()
 
     def _watch_parent_during_startup(self) -> None:
         """Loading the model and opening the store take seconds and cannot be interrupted; a host
@@ -56,13 +55,12 @@ class Server:
                 log.warning("parent process is gone during start-up, exiting")
                 from .frozen import exit_now
 
-                exit_now(1, self.parent_pid)
+                exit_now(1, self.parent)
 
     def run(self) -> int:
         t0 = time.monotonic()
         self.transport.start_reader()  # requests sent before `ready` wait in the queue
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._on_signal)
+        on_stop_signals(self._on_signal)
         threading.Thread(target=self._watch_parent_during_startup, name="startup-watchdog", daemon=True).start()
         model = None
         try:
@@ -88,7 +86,7 @@ class Server:
             memories = self.app.store.count()
             native_memory.release_code_pages()  # what loading mapped and serving does not use
             # from the start of the process the host spawned: a onefile build's launcher (our parent), else us
-            since_spawn, _ = process_start.since_spawn(self.parent_pid if onefile_unpack_dir() else os.getpid())
+            since_spawn, _ = process_start.since_spawn(self.parent.pid if onefile_unpack_dir() else os.getpid())
             ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,
                                   model_digest=files.digest, data_dir=str(self.config.data_dir),
                                   memories=memories, startup_ms=round(since_spawn * 1000))

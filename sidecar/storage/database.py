@@ -54,7 +54,7 @@ class ModelMismatch(StoreError):
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)  # no \r\n on Windows
     with os.fdopen(fd, "wb") as f:
         f.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2))
         f.flush()

@@ -1,25 +1,20 @@
-"""An object-store location (`s3://bucket/prefix`): its settings, the LanceDB storage options, and a
-small S3 client for the few objects the sidecar keeps beside LanceDB's (meta.json, the lease).
+"""An object-store location (`s3://bucket/prefix`): its settings, the LanceDB storage options, and the
+few objects the sidecar keeps beside LanceDB's (meta.json, the lease).
 
-The client signs requests itself (AWS Signature Version 4 over the standard library's HTTP), so
-object-store mode adds no dependency and works in the frozen binary. It speaks path-style URLs, like
-LanceDB's own client, to AWS S3 and to S3-compatible servers (MinIO, Ceph, R2, moto). It is also how
+Those objects go through `obstore` (Python bindings of the Rust `object_store` crate, the library
+LanceDB's own storage is built on): request signing, credentials, retries and conditional writes
+(`If-None-Match: *` to create, `If-Match: <etag>` to replace) are its. It speaks path-style URLs, like
+LanceDB's client, to AWS S3 and to S3-compatible servers (MinIO, Ceph, R2, moto). It is also how
 start-up tells a wrong key, a missing bucket and an unreachable endpoint apart before LanceDB opens
-anything (`check_access`).
+anything (`check_access`). obstore is imported only when a client is made (an `s3://` data dir).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
 import re
-import socket
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Iterator, Mapping
 
 SCHEMES = ("s3://",)
 DEFAULT_REGION = "us-east-1"
@@ -110,87 +105,99 @@ class ObjectLocation:
         return self.uri
 
 
-def _sign(key: bytes, msg: str) -> bytes:
-    return hmac.new(key, msg.encode(), hashlib.sha256).digest()
+_STATUS = re.compile(r"status code: (\d{3})")
+_CODE = re.compile(r"<Code>([^<]+)</Code>")
+RETRIES = 2  # a request that fails to connect or gets a 5xx is tried this many more times, within the timeout
+
+
+def _error(exc: Exception, what: str) -> "ObjectStoreError":
+    """obstore's exception as ours: the HTTP status and S3 error code it carries (0 and "" when the request
+    never got an answer: no server, a refused connection, a timeout)."""
+    from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+    text = str(exc)
+    status = int(m.group(1)) if (m := _STATUS.search(text)) else 0
+    code = m.group(1) if (m := _CODE.search(text)) else ""
+    first = text.split("\n", 1)[0]
+    reason = first if status else re.sub(r"^Generic S3 error: ", "", first)
+    if isinstance(exc, (AlreadyExistsError, PreconditionError)):
+        return PreconditionFailed(f"{what}: HTTP {status or 412} {code}".strip(), status or 412, code)
+    return ObjectStoreError(f"{what}: HTTP {status} {code}".strip() if status else f"{what}: {reason}", status, code)
 
 
 class S3Client:
+    """The objects of one bucket, through obstore."""
+
     def __init__(self, settings: ObjectStoreSettings, bucket: str, timeout: float = TIMEOUT_SECONDS):
         self.settings, self.bucket, self.timeout = settings, bucket, timeout
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-    def sign(self, method: str, path: str, query: str, body: bytes, extra: dict[str, str],
-             now: dt.datetime | None = None) -> dict[str, str]:
-        """The request's headers with its AWS Signature Version 4 `authorization` (path and query already encoded)."""
-        s = self.settings
-        now = now or dt.datetime.now(dt.timezone.utc)
-        amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
-        host = urllib.parse.urlsplit(s.base_url).netloc
-        headers = {"host": host, "x-amz-content-sha256": hashlib.sha256(body).hexdigest(), "x-amz-date": amz_date}
-        if s.session_token:
-            headers["x-amz-security-token"] = s.session_token
-        signed = sorted(headers)
-        canonical = "\n".join([method, path, query, *(f"{h}:{headers[h]}" for h in signed), "", ";".join(signed),
-                               headers["x-amz-content-sha256"]])
-        scope = f"{day}/{s.region}/s3/aws4_request"
-        to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
-        key = _sign(_sign(_sign(_sign(f"AWS4{s.secret_access_key or ''}".encode(), day), s.region), "s3"), "aws4_request")
-        signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-        headers["authorization"] = (f"AWS4-HMAC-SHA256 Credential={s.access_key_id}/{scope}, "
-                                    f"SignedHeaders={';'.join(signed)}, Signature={signature}")
-        del headers["host"]
-        return {**headers, **extra}
-
-    def request(self, method: str, key: str = "", body: bytes = b"", query: dict[str, str] | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-        """One signed request; raises ObjectStoreError for anything but 2xx."""
-        path = "/" + urllib.parse.quote(self.bucket + ("/" + key if key else ""), safe="/-_.~")
-        q = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
-                     for k, v in sorted((query or {}).items()))
-        req = urllib.request.Request(self.settings.base_url + path + ("?" + q if q else ""), data=body or None,
-                                     method=method, headers=self.sign(method, path, q, body, headers or {}))
         try:
-            with self._opener.open(req, timeout=self.timeout) as resp:
-                return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
-        except urllib.error.HTTPError as exc:
-            data = exc.read() or b""
-            m = re.search(rb"<Code>([^<]+)</Code>", data)
-            code = m.group(1).decode() if m else ""
-            cls = PreconditionFailed if exc.code in (409, 412) and code != "NoSuchBucket" else ObjectStoreError
-            raise cls(f"{method} {path}: HTTP {exc.code} {code}".strip(), exc.code, code) from None
-        except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ObjectStoreError(f"{method} {self.settings.base_url}{path}: {reason}") from None
+            import obstore
+            from obstore.store import S3Store
+        except ImportError as exc:
+            raise ObjectStoreError(f"object-store data dirs need the obstore package ({exc}): "
+                                   "pip install 'obstore>=0.8'") from None
+        self._obs = obstore
+        s = settings
+        config = {"endpoint": s.base_url, "region": s.region, "virtual_hosted_style_request": False}
+        for key, value in (("access_key_id", s.access_key_id), ("secret_access_key", s.secret_access_key),
+                           ("session_token", s.session_token)):
+            if value:
+                config[key] = value
+        wait = dt.timedelta(seconds=timeout)
+        self._store = S3Store(bucket, config=config,
+                              client_options={"allow_http": s.base_url.startswith("http://"), "timeout": wait,
+                                              "connect_timeout": wait},
+                              retry_config={"max_retries": RETRIES, "retry_timeout": wait,
+                                            "backoff": {"init_backoff": dt.timedelta(milliseconds=100),
+                                                        "max_backoff": dt.timedelta(seconds=1), "base": 2}})
+
+    def _where(self, method: str, key: str = "") -> str:
+        return f"{method} {self.settings.base_url}/{self.bucket}/{key}".rstrip("/")
 
     def get(self, key: str) -> tuple[bytes, str] | None:
         """(body, etag), or None when there is no such object."""
         try:
-            _, headers, body = self.request("GET", key)
-        except ObjectStoreError as exc:
-            if exc.status == 404 and exc.code != "NoSuchBucket":
-                return None
-            raise
-        return body, headers.get("etag", "")
+            result = self._obs.get(self._store, key)
+            return bytes(result.bytes()), result.meta.get("e_tag") or ""
+        except FileNotFoundError as exc:  # obstore's NotFoundError
+            if "NoSuchBucket" in str(exc):
+                raise _error(exc, self._where("GET", key)) from None
+            return None
+        except Exception as exc:  # noqa: BLE001 - obstore's errors, each mapped to ours
+            raise _error(exc, self._where("GET", key)) from None
 
     def put(self, key: str, body: bytes, if_none_match: bool = False, if_match: str | None = None) -> str:
         """Write an object; returns its new etag. PreconditionFailed when a condition does not hold."""
-        extra = {"content-type": "application/json"}
-        if if_none_match:
-            extra["if-none-match"] = "*"
-        if if_match:
-            extra["if-match"] = if_match
-        _, headers, _ = self.request("PUT", key, body, headers=extra)
-        return headers.get("etag", "")
+        mode: Any = "create" if if_none_match else {"e_tag": if_match} if if_match else "overwrite"
+        try:
+            result = self._obs.put(self._store, key, body, mode=mode, attributes={"Content-Type": "application/json"})
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc, self._where("PUT", key)) from None
+        return result.get("e_tag") or ""
 
     def delete(self, key: str) -> None:
         try:
-            self.request("DELETE", key)
-        except ObjectStoreError as exc:
-            if exc.status != 404:
-                raise
+            self._obs.delete(self._store, key)
+        except FileNotFoundError:
+            pass
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc, self._where("DELETE", key)) from None
 
-    def list_keys(self, prefix: str, limit: int = 1) -> None:
-        self.request("GET", "", query={"list-type": "2", "max-keys": str(limit), "prefix": prefix})
+    def sizes(self, prefix: str) -> Iterator[int]:
+        """The size of every object under `prefix/` (listed a page at a time)."""
+        try:
+            for page in self._obs.list(self._store, prefix):
+                for meta in page:
+                    yield int(meta["size"])
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc, self._where("LIST", prefix)) from None
+
+    def list_keys(self, prefix: str) -> None:
+        """List the first page under `prefix` (what `check_access` needs to know the store answers)."""
+        try:
+            next(iter(self._obs.list(self._store, prefix, chunk_size=1)), None)
+        except Exception as exc:  # noqa: BLE001
+            raise _error(exc, self._where("LIST", prefix)) from None
 
 
 def access_problem(exc: ObjectStoreError, location: ObjectLocation, settings: ObjectStoreSettings) -> str:

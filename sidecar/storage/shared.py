@@ -10,9 +10,7 @@ sidecar writes; when it does not, only the lease holder writes and the others se
 
 from __future__ import annotations
 
-import html
 import logging
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,10 +50,10 @@ class SharedAccess:
     def __init__(self, store: SharedStore):
         self.store = store
         self.location = store.location
-        self.client = S3Client(store.settings, store.location.bucket)
         try:
+            self.client = S3Client(store.settings, store.location.bucket)  # obstore missing: what to install
             check_access(self.client, self.location)
-        except ValueError as exc:
+        except (ValueError, ObjectStoreError) as exc:
             raise SharedStoreError(str(exc)) from None
         try:
             if store.writers == "auto":
@@ -105,17 +103,8 @@ class SharedAccess:
             raise SharedStoreError(f"cannot write {self.location}/meta.json: {exc}") from None
 
     def total_bytes(self, name: str) -> int:
-        """Bytes of every object under `<prefix>/<name>/` (ListObjectsV2, 1000 keys a page)."""
-        total, token = 0, None
-        prefix = self.location.key(name) + "/"
-        while True:
-            query = {"list-type": "2", "prefix": prefix, **({"continuation-token": token} if token else {})}
-            _, _, body = self.client.request("GET", "", query=query)
-            total += sum(int(s) for s in re.findall(rb"<Size>(\d+)</Size>", body))
-            m = re.search(rb"<NextContinuationToken>([^<]+)</NextContinuationToken>", body)
-            if not m or b"<IsTruncated>true</IsTruncated>" not in body:
-                return total
-            token = html.unescape(m.group(1).decode())
+        """Bytes of every object under `<prefix>/<name>/`."""
+        return sum(self.client.sizes(self.location.key(name)))
 
     def close(self) -> None:
         self.lease.release()
