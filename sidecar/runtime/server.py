@@ -6,6 +6,7 @@ end of stdin, a stop signal, or the parent process gone: platform.py).
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
