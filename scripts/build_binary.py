@@ -173,7 +173,7 @@ def spawn_to_ready(command: list[str], runs: int, timeout: float = 180.0, quiet:
 
     times = []
     for i in range(runs):
-        with tempfile.TemporaryDirectory(prefix="sidecar-ready-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="sidecar-ready-", ignore_cleanup_errors=True) as tmp:
             t0 = time.monotonic()
             proc = LineProcess([*command, "--data-dir", str(Path(tmp) / "data")])
             try:

@@ -56,7 +56,7 @@ def smoke(executable: Path, transcript: Path = DEFAULT_TRANSCRIPT, timeout: floa
           response_timeout: float = 60.0) -> str:
     """Replay `transcript` through `executable`; a one-line summary, or SmokeFailure."""
     check_executable(executable)
-    with tempfile.TemporaryDirectory(prefix="sidecar-smoke-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sidecar-smoke-", ignore_cleanup_errors=True) as tmp:
         err = Path(tmp) / "stderr.log"
         command = [str(executable), "--data-dir", str(Path(tmp) / "data"), "--ttl-days", "0"]
         t0 = time.monotonic()

@@ -453,3 +453,5 @@ def test_typescript_client_suite_against_the_onedir_binary(onedir_binary, npm):
     summary = dict(re.findall(r"^(?:#|\u2139) (tests|pass|fail|skipped) (\d+)\s*$", proc.stdout, re.M))
     assert int(summary.get("tests", 0)) >= 15 and summary.get("fail") == "0" and summary.get("skipped") == "0", \
         f"unexpected summary {summary}:\n{proc.stdout[-OUTPUT_TAIL:]}"
+    assert re.search(r"^\s*(?:ok \d+ - |\u2714 )serves from the frozen binary when SIDECAR_BIN is set\b", proc.stdout, re.M), \
+        f"the suite did not run against the binary:\n{proc.stdout[-OUTPUT_TAIL:]}"

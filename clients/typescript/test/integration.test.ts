@@ -131,6 +131,11 @@ describe('real sidecar: one session', TIMEOUT, () => {
     assert.ok(Array.isArray(entities.entities));
   });
 
+  it('serves from the frozen binary when SIDECAR_BIN is set', { skip: !BIN && 'SIDECAR_BIN is not set' }, async () => {
+    const stats = await sidecar.request('stats');
+    assert.equal(stats.model.source, 'files bundled in the frozen binary');
+  });
+
   it('the generic request() takes any type', async () => {
     assert.equal((await sidecar.request('ping')).type, 'pong');
     const stats = await sidecar.request('stats');
