@@ -27,7 +27,7 @@ from benchkit.client import BenchError  # noqa: E402
 
 SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
                "fact-thresholds", "graph-build", "graph", "portable", "realuse", "object-store", "long-memories",
-               "compaction")
+               "compaction", "multilingual")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -11,6 +11,7 @@ from collections import Counter
 import numpy as np
 
 from sidecar.messages.keywords import B, K1, KeywordIndex, terms
+from sidecar.messages.postings import short_key
 from sidecar.messages.schema import search_text
 
 WORDS = ("hiking alps sister violin pizza wombat museum tuesday lisbon kitten garden painting camping "
@@ -132,7 +133,13 @@ def test_filter_applies_before_the_limit():
 
 
 def test_memory_is_counted():
+    """14 bytes per posting of a word (64-bit hash, row, two frequencies), 10 per posting of a term of one or two
+    characters (its code points in 32 bits: a CJK bigram), 16 per row."""
     docs, prev, prev2 = corpus(3, 200)
+    docs += ["我最喜欢的食物是饺子", "一番好きな食べ物はラーメンです and some words", "go to the zoo"]
+    prev, prev2 = prev + [-1] * 3, prev2 + [-1] * 3
     index = index_of(docs, prev, prev2, 7)
-    postings = sum(len(set(terms(d)) | set(terms(d[-1000:]))) for d in docs)
-    assert index.nbytes == postings * 16 + len(docs) * 16
+    kept = [set(terms(d)) | set(terms(d[-1000:])) for d in docs]
+    short = sum(1 for k in kept for t in k if short_key(t) is not None)
+    assert short > 20
+    assert index.nbytes == (sum(map(len, kept)) - short) * 14 + short * 10 + len(docs) * 16

@@ -153,18 +153,23 @@ def test_lancedb_imports_with_marking_overrides_and_leaves_the_real_package_impo
         assert out.split() == ["False", "True", "True", "overrides.overrides"]
 
 
-def test_keyword_search_imports_the_english_stemmer_alone_and_stems_as_snowball_does(tmp_path):
-    """messages/keywords.py defers snowballstemmer's __init__ (it imports all 30-odd languages); the package
-    still works in full for anyone who reads it later, and stems exactly as `stemmer("english")`."""
+def test_keyword_search_imports_the_stemmers_it_uses_alone_and_stems_as_snowball_does(tmp_path):
+    """messages/keywords.py defers snowballstemmer's __init__ (it imports all 30-odd languages) and sidecar/text
+    imports a language's stemmer when a memory first needs it; the package still works in full for anyone who
+    reads it later, and stems exactly as `stemmer("english")`."""
     out = _run("""
         import sys
         from sidecar.messages import keywords
+        print("at import", sorted(m for m in sys.modules if m.startswith("snowballstemmer.")))
+        keywords.terms("we went hiking in the mountains with my sister")
         print("languages", sorted(m for m in sys.modules if m.startswith("snowballstemmer.")))
         import snowballstemmer
+        from sidecar.text.languages import stemmer
         words = ["running", "generously", "ponies", "happiness", "during", "being", "relational", "caresses"]
-        print("same", snowballstemmer.stemmer("english").stemWords(words) == [keywords._STEMMER.stemWord(w) for w in words])
+        print("same", snowballstemmer.stemmer("english").stemWords(words) == [stemmer("en")(w) for w in words])
         print("others", "snowballstemmer.french_stemmer" in sys.modules)
     """, tmp_path)
+    assert "at import []" in out
     assert "languages ['snowballstemmer.among', 'snowballstemmer.basestemmer', 'snowballstemmer.english_stemmer']" in out
     assert "same True" in out and "others True" in out
 

@@ -91,6 +91,21 @@ def _days(window):
     ("August 11-15, 2023", ("2023-08-10", "2023-08-17")),
     ("11 to 15 August 2023", ("2023-08-10", "2023-08-17")),
     ("from the 3rd to the 9th of May 2023", ("2023-05-02", "2023-05-11")),
+    # numeric dates, whatever the language around them
+    ("我们2024年3月5日去了哪里？", ("2024-03-04", "2024-03-07")),
+    ("2024년 3월 5일에 뭐 했어?", ("2024-03-04", "2024-03-07")),
+    ("２０２４年３月５日", ("2024-03-04", "2024-03-07")),  # full-width digits
+    ("Was haben wir am 05.03.2024 gemacht?", ("2024-03-04", "2024-03-07")),
+    ("что было 2024-03-05?", ("2024-03-04", "2024-03-07")),
+    ("ماذا حدث في 2024/03/05", ("2024-03-04", "2024-03-07")),
+    ("¿qué pasó el 13/05/2024?", ("2024-05-12", "2024-05-15")),  # one number over 12: day first
+    ("what happened on 05/13/2024?", ("2024-05-12", "2024-05-15")),  # ... or month first
+    ("2024年3月", ("2024-03-01", "2024-04-01")),
+    ("2024년 3월에", ("2024-03-01", "2024-04-01")),
+    ("2023年的旅行", ("2023-01-01", "2024-01-01")),
+    ("in 2024-03 we moved", ("2024-03-01", "2024-04-01")),
+    ("after 2024-03-05", ("2024-03-05", "2100-01-01")),
+    ("2024-03-05 to 2024-03-09", ("2024-03-04", "2024-03-11")),
 ])
 def test_named_windows(text, days):
     assert _days(named_window(text, NOW)) == days
@@ -100,6 +115,7 @@ def test_named_windows(text, days):
                                   "the second week of November", "How did I increase my steps by 2000 a day?", "the year 2000 problem", "August 11-35, 2023",
                                   "Did I eat between 1500 and 2000 calories a day?", "raise the limit to 2024 points",
                                   "in December 9999", "Dec 0000", "May 0000",
+                                  "03/05/2024", "2024-02-31", "31.02.2024", "order 12024-03-05",
                                   "", "🙂🙂", "a" * 40_000, "when did I adopt the cat?"])
 def test_no_window_where_no_time_is_named(text):
     assert named_window(text, NOW) is None

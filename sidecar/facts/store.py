@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from ..storage import Database, compact_tables, cosine_search, rrf, sql_in
 from ..storage.reads import TableReads
+from . import keywords
 
 log = logging.getLogger("sidecar.fact_store")
 
@@ -54,6 +55,7 @@ def fact_schema(dim: int) -> pa.Schema:
         pa.field("superseded_at", pa.float64()),
         pa.field("superseded_reason", pa.string()),
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        *keywords.FIELDS,  # derived from `text` (keywords.py)
     ])
 
 
@@ -104,7 +106,8 @@ class FactStore:
         self.changes = 0  # writes and deletes of this process so far (what an answer read earlier may have missed)
         self._compacted_at = -1  # `changes` at the last compaction (none yet: whether written before is unknown)
         self._reads = TableReads()  # reads outside `lock` (`search_unlocked`): a compaction waits for them
-        self.facts = db.open_table(FACTS)
+        self.facts = keywords.migrate(db, db.open_table(FACTS), FACTS, fact_schema(dim))
+        self.languages = keywords.table_languages(self.facts)  # what a keyword query is analysed in
         self.events = db.open_table(EVENTS)
         self.users = db.open_table(USERS)
         self._db = db
@@ -114,16 +117,17 @@ class FactStore:
         self._ensure_index()
 
     def _ensure_index(self) -> None:
-        """BTREE on user_id, and the full-text index on text (added at schema version 3)."""
-        from lancedb.index import FTS
-
+        """BTREE on user_id, and the full-text index on the analysed terms (keywords.py; the one on `text`,
+        English only, of schema versions 3 to 6 is dropped)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            names = {tuple(ix.columns) for ix in self.facts.list_indices()}
-            if ("user_id",) not in names:
+            indexes = {tuple(ix.columns): ix for ix in self.facts.list_indices()}
+            if ("user_id",) not in indexes:
                 self.facts.create_scalar_index("user_id", index_type="BTREE")
-            if ("text",) not in names:
-                self.facts.create_index("text", config=FTS())
+            if ("text",) in indexes:
+                self.facts.drop_index(indexes[("text",)].name)
+            if ("terms",) not in indexes:
+                self.facts.create_index("terms", config=keywords.fts_config())
 
     def _max_seq(self) -> int:
         if not self.events.count_rows():
@@ -137,18 +141,28 @@ class FactStore:
 
     # ------------------------------------------------------------------ facts
 
+    def _arrow(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> pa.Table:
+        """Fact rows as a table of the facts schema, their terms and language derived from their text."""
+        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in FACT_COLUMNS}
+        columns["vector"] = self._vectors(vectors)
+        columns["terms"], columns["language"] = keywords.analysed(columns["text"])
+        self.languages.update(v for v in columns["language"] if v)
+        return pa.Table.from_pydict(columns, schema=fact_schema(self.dim))
+
     def add(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         if not rows:
             return
-        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in FACT_COLUMNS}
-        columns["vector"] = self._vectors(vectors)
         with self.lock:
-            self.facts.add(pa.Table.from_pydict(columns, schema=fact_schema(self.dim)))
+            self.facts.add(self._arrow(rows, vectors))
             self._on_write()
 
     def update(self, fact_id_sql: str, values: dict[str, Any], vector: np.ndarray | None = None) -> None:
         if vector is not None:
             values = {**values, "vector": np.asarray(vector, dtype=np.float32).tolist()}
+        if "text" in values:
+            (terms,), (language,) = keywords.analysed([values["text"]])
+            values = {**values, "terms": terms, "language": language}
+            self.languages.update([language] if language else [])
         with self.lock:
             self.facts.update(where=f"id = {fact_id_sql}", values=values)
             self._on_write()
@@ -196,7 +210,10 @@ class FactStore:
     def _keyword(self, text: str, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
         from lancedb.query import MatchQuery
 
-        result = (self.facts.search(MatchQuery(text, "text"), query_type="fts")
+        query = keywords.query_text(text, self.languages)
+        if not query:  # stop words alone
+            return []
+        result = (self.facts.search(MatchQuery(query, "terms"), query_type="fts")
                   .where(where, prefilter=True)
                   .select([*FACT_COLUMNS, "vector", "_score"])
                   .limit(limit)
@@ -290,10 +307,8 @@ class FactStore:
 
     def restore_facts(self, rows: list[dict[str, Any]], vectors: np.ndarray, overwrite: bool) -> None:
         """Facts as exported (ids kept): new ones inserted, stored ones kept or (overwrite) replaced."""
-        columns: dict[str, Any] = {name: [r.get(name) for r in rows] for name in FACT_COLUMNS}
-        columns["vector"] = self._vectors(vectors)
         with self.lock:
-            self._merge(self.facts, "id", pa.Table.from_pydict(columns, schema=fact_schema(self.dim)), overwrite)
+            self._merge(self.facts, "id", self._arrow(rows, vectors), overwrite)
 
     def restore_events(self, rows: list[dict[str, Any]], overwrite: bool) -> None:
         """History events as exported, their order (`seq`) kept; new events are numbered after them."""

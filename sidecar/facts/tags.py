@@ -17,15 +17,18 @@ chosen for what LLMs actually emit:
 - `<memories>` or `<memory_x>` are other tags and are left alone.
 
 Whitespace around a removed tag is tidied: a tag alone on its line removes the line, a tag between
-words leaves one space, a tag before punctuation leaves none.
+words leaves one space, a tag before punctuation (of any script: "。", "؟") leaves none, and a tag
+glued to Chinese, Japanese or Thai text leaves none either (those scripts put no space between words).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..text import written_without_spaces
 from .rules import MAX_FACT_CHARS, normalise_category, normalise_text
 
 _OPEN = re.compile(r"<\s*memory(?=[\s>/])([^<>]*)>", re.IGNORECASE)
@@ -83,6 +86,10 @@ def _join(left: str, right: str) -> str:
         return lt + rt
     if rt[0] in ".,;:!?)]}'\"" or lt[-1] in "([{":
         return lt + rt
+    if unicodedata.category(rt[0]) in ("Pe", "Pf", "Po") or unicodedata.category(lt[-1]) in ("Ps", "Pi"):
+        return lt + rt  # "。", "」", "؟", "«": punctuation of any script
+    if (written_without_spaces(lt[-1]) or written_without_spaces(rt[0])) and (lt, rt) == (left, right):
+        return lt + rt  # Chinese, Japanese, Thai: no space between words, none added
     return lt + " " + rt
 
 

@@ -121,6 +121,7 @@ class Recaller:
         for r, v in zip(rows, vectors):
             r["similarity"] = float(v @ vector)
             score = SIMILARITY_WEIGHT * r["similarity"] + (1 - SIMILARITY_WEIGHT) * fired[f"e:{r['id']}"]
+            r["score"] = score  # what the results are ranked by (the query's `score`)
             scored.append((-score, r["id"], r))
         return [r for _, _, r in sorted(scored)[:limit]]
 

@@ -25,7 +25,7 @@ def _search(r: Any, user: str) -> str:
     lines = [f"{count(len(r.messages), 'memory', 'memories')} for user {user!r}, best first:"]
     for i, m in enumerate(r.messages, 1):
         who = "assistant" if m.is_bot else (m.username or "user")
-        lines.append(f"{i}. [{when(m.timestamp)}, {who}, similarity {m.similarity:.2f}, id {m.id}] {m.content}")
+        lines.append(f"{i}. [{when(m.timestamp)}, {who}, score {m.score:.3g}, similarity {m.similarity:.2f}, id {m.id}] {m.content}")
     return "\n".join(lines)
 
 

@@ -1,143 +1,97 @@
 """BM25 over one user's cached rows, in process: the keyword half of a query without a LanceDB round trip.
 
-Two fields are ranked, as LanceDB's full-text indexes rank them: `content` (the row's own text) and
-`search_text` (the previous two messages of the same user and channel, each cut to its last
-CONTEXT_CHARS characters, then the row's text; messages/schema.py). The second is never stored
-here: it is derived from the first through each row's links to its previous rows, so the index holds
-one posting per (term, row) and nothing else.
+Two fields are ranked: `content` (the row's own text) and `search_text` (the previous two messages of
+the same user and channel, each cut to its last CONTEXT_CHARS characters, then the row's text;
+messages/schema.py). The second is never stored here: it is derived from the first through each row's
+links to its previous rows, so the index holds one posting per (term, row) and nothing else.
 
-Text analysis follows LanceDB's default (tantivy's `simple` tokenizer, lower case, ASCII folding,
-Snowball English stemming, English stop words, tokens of 40 characters or more dropped), and the
-scoring is tantivy's BM25 (k1 1.2, b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))) with the
-statistics of the user's own rows. The index is derived data: built from the cached rows on the
-first keyword search of a user, extended with every row the cache gets, dropped with the cache entry.
-Pure data structure: no I/O.
+Text analysis is sidecar/text's, for every script: Han, Kana, Hangul, Thai and the other spaceless
+scripts as bigrams, words stemmed in their memory's language with its stop words dropped (English as
+LanceDB's default tokenizer has it). The index counts the languages of its rows; a query is analysed in
+each language that holds at least QUERY_LANGUAGE_SHARE of them. The scoring is tantivy's BM25 (k1 1.2,
+b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))) with the statistics of the user's own rows; a query with more
+than MAX_QUERY_TERMS distinct terms (a pasted page of Chinese has thousands of bigrams) keeps the ones
+with the highest tf-idf, as Lucene's MoreLikeThis keeps 25. The index is derived data: built from the
+cached rows on the first keyword search of a user, extended with every row the cache gets, dropped with
+the cache entry. Pure data structure: no I/O.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from collections import Counter
 
 import numpy as np
 
 from ..storage.lazy_import import defer_package_init
+from ..text import analyse, query_terms
+from ..text import terms as text_terms
+from .postings import TF_MAX, Postings, short_key
 from .schema import CONTEXT_CHARS
 
 K1, B = 1.2, 0.75
-MAX_TOKEN_CHARS = 40
-# English stop words (NLTK's list, as LanceDB's tokenizer has it), compared with the *stemmed* token,
-# as LanceDB does: "being" (-> "be") is dropped, "during" (-> "dure") is kept. Probed against LanceDB 0.40.
-STOP_WORDS = frozenset("""
-    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself
-    it its itself they them their theirs themselves what which who whom this that these those am is are was were be
-    been being have has had having do does did doing a an the and but if or because as until while of at by for with
-    about against between into through during before after above below to from up down in out on off over under
-    again further then once here there when where why how all any both each few more most other some such no nor not
-    only own same so than too very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn
-    hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn""".split())
-_WORD = re.compile(r"[^\W_]+")
-_STEMS: dict[str, str] = {}
-_STEMS_MAX = 200_000
-
-
-def _english_stemmer():
-    """Snowball's English stemmer alone: `snowballstemmer`'s own `__init__` imports the stemmers of all its
-    30-odd languages (12-15 ms and 2.9 MiB of start-up), so that package is registered with its `__init__`
-    deferred and the English module imported by path (the same class `snowballstemmer.stemmer("english")`
-    gives when PyStemmer is not installed)."""
-    defer_package_init("snowballstemmer")
-    from snowballstemmer.english_stemmer import EnglishStemmer
-
-    return EnglishStemmer()
-
-
-_STEMMER = _english_stemmer()
-_DTYPES = (np.int64, np.int32, np.uint16, np.uint16)
-# bytes per posting (term hash, row, two term frequencies) and per row (lengths and links), for the cache budget
-POSTING_BYTES = 16
+MAX_QUERY_TERMS = 32
+QUERY_LANGUAGE_SHARE = 0.01  # a language a query is stemmed in: at least this share of the rows (or 1 row)
+# snowballstemmer's own `__init__` imports the stemmers of all its 30-odd languages (12-15 ms and 2.9 MiB of
+# start-up): the package is registered with its `__init__` deferred, and sidecar/text imports each
+# language's module as it is first needed
+defer_package_init("snowballstemmer")
+# bytes per row (lengths and links), for the cache budget; a posting counts its own (postings.py)
 ROW_BYTES = 16
 
 
-def _fold(text: str) -> str:
-    if text.isascii():
-        return text
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
 def terms(text: str) -> list[str]:
-    """The index terms of a text, in order (over-long tokens dropped, stemmed, stop words dropped)."""
-    out = []
-    for word in _WORD.findall(_fold(text).lower()):
-        if len(word) >= MAX_TOKEN_CHARS:
-            continue
-        stem = _STEMS.get(word)
-        if stem is None:
-            if len(_STEMS) >= _STEMS_MAX:
-                _STEMS.clear()
-            stem = _STEMS[word] = _STEMMER.stemWord(word)
-        if stem not in STOP_WORDS:
-            out.append(stem)
-    return out
+    """The index terms of a memory, in order (sidecar/text: by script, stemmed in its language)."""
+    return text_terms(text)
 
 
 class KeywordIndex:
-    """Postings of one user's rows: (term hash, row, term frequency in the row's text, term frequency in
-    the part of it a later row's search_text borrows). Rows are numbered as the cache numbers them.
-
-    New postings land in an unsorted tail that is scanned; past a share of the sorted part they are
-    merged into it, so appends stay cheap and lookups logarithmic."""
+    """Postings of one user's rows (postings.py: words by a 64-bit hash, terms of one or two characters by
+    their code points). Rows are numbered as the cache numbers them."""
 
     def __init__(self) -> None:
-        self._sorted = tuple(np.empty(0, dt) for dt in _DTYPES)
-        self._tail: list[tuple[np.ndarray, ...]] = []
-        self._tail_len = 0
+        self._words = Postings(np.int64)
+        self._pairs = Postings(np.uint32)
         self._length: list[np.ndarray] = []  # per row: terms in its text, terms in its borrowed part
         self._borrowed: list[np.ndarray] = []
         self._prev: list[np.ndarray] = []  # per row: the rows (positions) its search_text borrows from, or -1
         self._prev2: list[np.ndarray] = []
         self.rows = 0
         self.nbytes = 0
+        self.languages: Counter[str] = Counter()  # the languages of the rows, as sidecar/text decided them
 
     def extend(self, contents: list[str], prev: list[int], prev2: list[int]) -> None:
         """Index rows numbered from `self.rows` on; prev/prev2: the positions of their previous rows (-1: none)."""
-        h: list[int] = []
-        pos: list[int] = []
-        tf: list[int] = []
-        tail_tf: list[int] = []
+        columns: dict[bool, tuple[list[int], ...]] = {False: ([], [], [], []), True: ([], [], [], [])}
         lengths, borrowed = [], []
         for k, content in enumerate(contents):
             row = self.rows + k
-            words = terms(content)
+            language, words = analyse(content)
+            if language is not None:
+                self.languages[language] += 1
             counts = Counter(words)
-            tail = Counter(terms(content[-CONTEXT_CHARS:])) if len(content) > CONTEXT_CHARS else counts
+            tail = (Counter(text_terms(content[-CONTEXT_CHARS:], language)) if len(content) > CONTEXT_CHARS
+                    else counts)
             lengths.append(len(words))
             borrowed.append(sum(tail.values()) if tail is not counts else len(words))
             keys = counts.keys() | tail.keys() if tail is not counts else counts.keys()
             for term in keys:
-                h.append(hash(term))
+                short = short_key(term) if len(term) <= 2 else None
+                h, pos, tf, tail_tf = columns[short is not None]
+                h.append(hash(term) if short is None else short)
                 pos.append(row)
-                tf.append(min(counts.get(term, 0), 65535))
-                tail_tf.append(min(tail.get(term, 0), 65535))
-        self._tail.append(tuple(np.array(c, dt) for c, dt in zip((h, pos, tf, tail_tf), _DTYPES)))
-        self._tail_len += len(h)
+                tf.append(min(counts.get(term, 0), TF_MAX))
+                tail_tf.append(min(tail.get(term, 0), TF_MAX))
+        before = self._words.posting_bytes * len(self._words) + self._pairs.posting_bytes * len(self._pairs)
+        self._words.add(*columns[False])
+        self._pairs.add(*columns[True])
         self._length.append(np.array(lengths, np.float32))
         self._borrowed.append(np.array(borrowed, np.float32))
         self._prev.append(np.array(prev, np.int32))
         self._prev2.append(np.array(prev2, np.int32))
         self.rows += len(contents)
-        self.nbytes += len(h) * POSTING_BYTES + len(contents) * ROW_BYTES
-        if self._tail_len > max(4096, len(self._sorted[0]) // 8):
-            self._merge()
-
-    def _merge(self) -> None:
-        parts = [self._sorted, *self._tail]
-        joined = [np.concatenate([p[i] for p in parts]) for i in range(4)]
-        order = np.argsort(joined[0], kind="stable")
-        self._sorted = tuple(a[order] for a in joined)
-        self._tail, self._tail_len = [], 0
+        after = self._words.posting_bytes * len(self._words) + self._pairs.posting_bytes * len(self._pairs)
+        self.nbytes += after - before + len(contents) * ROW_BYTES
 
     def _columns(self) -> tuple[np.ndarray, ...]:
         for name in ("_length", "_borrowed", "_prev", "_prev2"):
@@ -146,29 +100,54 @@ class KeywordIndex:
                 setattr(self, name, [np.concatenate(parts)])
         return self._length[0], self._borrowed[0], self._prev[0], self._prev2[0]
 
-    def _frequencies(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+    def _frequencies(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Dense per-row term frequencies of one term: in the row's text, and in its borrowed part."""
-        tf = np.zeros(self.rows, np.float32)
-        tail = np.zeros(self.rows, np.float32)
-        keys, pos, f, tf_tail = self._sorted
-        lo, hi = np.searchsorted(keys, term, "left"), np.searchsorted(keys, term, "right")
-        tf[pos[lo:hi]] = f[lo:hi]
-        tail[pos[lo:hi]] = tf_tail[lo:hi]
-        if len(self._tail) > 1:
-            self._tail = [tuple(np.concatenate([t[i] for t in self._tail]) for i in range(4))]
-        if self._tail:
-            h, p, f2, t2 = self._tail[0]
-            at = h == term
-            tf[p[at]] = f2[at]
-            tail[p[at]] = t2[at]
-        return tf, tail
+        short = short_key(term)
+        if short is None:
+            return self._words.frequencies(hash(term), self.rows)
+        return self._pairs.frequencies(short, self.rows)
+
+    def query_languages(self) -> list[str]:
+        """The languages a query is analysed in: those of at least QUERY_LANGUAGE_SHARE of the rows (a line
+        the detector took for another language now and then does not add that language's stems)."""
+        least = max(1.0, QUERY_LANGUAGE_SHARE * sum(self.languages.values()))
+        return sorted(code for code, n in self.languages.items() if n >= least)
+
+    def _query(self, text: str) -> Counter[str]:
+        """The query's terms and their counts; past MAX_QUERY_TERMS distinct ones, the best by tf-idf among
+        those the index holds."""
+        query = Counter(query_terms(text, self.query_languages()))
+        if len(query) <= MAX_QUERY_TERMS:
+            return query
+        found = self._document_frequencies(list(query))
+        scored = [(times * math.log(1 + (self.rows - n + 0.5) / (n + 0.5)), term)
+                  for (term, times), n in zip(query.items(), found.tolist()) if n]
+        return Counter({term: query[term] for _, term in sorted(scored, reverse=True)[:MAX_QUERY_TERMS]})
+
+    def _document_frequencies(self, terms: list[str]) -> np.ndarray:
+        """Rows holding each term."""
+        shorts = [short_key(t) for t in terms]
+        found = np.zeros(len(terms), np.int64)
+        words = [i for i, k in enumerate(shorts) if k is None]
+        pairs = [i for i, k in enumerate(shorts) if k is not None]
+        if words:
+            found[words] = self._words.document_frequencies(np.array([hash(terms[i]) for i in words], np.int64))
+        if pairs:
+            found[pairs] = self._pairs.document_frequencies(np.array([shorts[i] for i in pairs], np.uint32))
+        return found
 
     def search(self, text: str, field: str, candidates: np.ndarray | None, limit: int) -> list[int]:
         """The best `limit` rows (positions) for the query text in `field` ("content" or "search_text"),
         best first; rows outside `candidates` (a boolean mask; None: all) are never returned, and rows
         sharing no term with the query neither."""
-        query = Counter(terms(text))
-        if not query or not self.rows or limit <= 0:
+        return [pos for pos, _ in self.ranked(text, field, candidates, limit)]
+
+    def ranked(self, text: str, field: str, candidates: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+        """`search` as (position, BM25 score) pairs."""
+        if not self.rows or limit <= 0:
+            return []
+        query = self._query(text)
+        if not query:
             return []
         length, borrowed, prev, prev2 = self._columns()
         has1, has2 = prev >= 0, prev2 >= 0
@@ -177,7 +156,7 @@ class KeywordIndex:
         norm = K1 * (1 - B + B * length / max(float(length.mean()), 1e-9))
         scores = np.zeros(self.rows, np.float32)
         for term, times in query.items():
-            tf, tail = self._frequencies(hash(term))
+            tf, tail = self._frequencies(term)
             if field == "search_text":
                 tf = tf + np.where(has1, tail[prev], 0) + np.where(has2, tail[prev2], 0)
             n = int(np.count_nonzero(tf))
@@ -191,4 +170,5 @@ class KeywordIndex:
         found = np.flatnonzero(hit)
         if len(found) > limit:
             found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
-        return found[np.lexsort((found, -scores[found]))].tolist()
+        found = found[np.lexsort((found, -scores[found]))]
+        return list(zip(found.tolist(), scores[found].astype(np.float64).tolist()))

@@ -40,18 +40,18 @@ def hybrid_scores(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[st
 
 def fuse_hybrid(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]],
                 limit: int) -> list[dict[str, Any]]:
-    """The best `limit` rows of `by_id` by fused rank of the id lists (semantic, content, search_text);
-    ties broken by similarity, then id."""
+    """The best `limit` rows of `by_id` by fused rank of the id lists (semantic, content, search_text), each
+    with its fused `score`; ties broken by similarity, then id."""
     scores = hybrid_scores(text, ids, by_id)
     best = sorted((i for i in scores if i in by_id), key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
-    return [by_id[i] for i in best[:limit]]
+    return [{**by_id[i], "score": scores[i]} for i in best[:limit]]
 
 
 def fuse_window(everywhere: list[dict[str, Any]], inside: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """The best `limit` rows of two rankings, over all time and inside the time the query names, fused
-    by reciprocal rank with the window's at TIME_WEIGHT."""
+    by reciprocal rank with the window's at TIME_WEIGHT; each with that fused `score`."""
     scores = rrf({"all": [r["id"] for r in everywhere], "window": [r["id"] for r in inside]},
                  {"all": 1.0, "window": TIME_WEIGHT})
     by_id = {r["id"]: r for r in inside + everywhere}
     best = sorted(scores, key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
-    return [by_id[i] for i in best[:limit]]
+    return [{**by_id[i], "score": scores[i]} for i in best[:limit]]

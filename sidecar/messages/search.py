@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..storage import cosine_search, sql_in, sql_num, sql_str
-from .ranking import POOL, fuse_hybrid, hybrid_scores
+from .ranking import POOL, fuse_hybrid
 from .schema import CACHE_COLUMNS, RESULT_COLUMNS, Context, split
 from .vector_cache import TEXT_FIELDS, UserRows, row_bytes
 
@@ -39,21 +39,28 @@ def rank_rows(entry: UserRows, text: str, vector: np.ndarray, mode: str, limit: 
     """A keyword or hybrid search over one user's rows in memory: keyword, the best `limit` by BM25 over
     the text (messages/keywords.py); hybrid, BM25 over the text and over search_text (the previous two
     messages, then this one) fused with the semantic list by weighted reciprocal rank (ranking.py).
-    Filters apply before ranking. Returns the rows, best first, the id lists and, by id, what fusion reads of
-    every row looked at (`UserRows.candidates`: similarity, username, position).
+    Filters apply before ranking. Returns the rows, best first, each with the `score` it was ranked by (BM25,
+    or the fused score), the id lists and, by id, what fusion reads of every row looked at
+    (`UserRows.candidates`: similarity, username, position).
     `keyword_ids(fields, pool, *flt)` (default: the entry's own) lets the cache count an index it builds."""
-    fields = ("content",) if mode == "keyword" else ("content", "search_text")
-    pool = limit if mode == "keyword" else POOL
-    found = (keyword_ids or entry.keyword_ids)(text, fields, pool, *flt)
+    keyword_ids = keyword_ids or entry.keyword_ids
     if mode == "keyword":
-        scored = entry.scored(found[0], vector)
-        return entry.results(scored, vector), {"content": found[0]}, entry.candidates(scored)
+        bm25 = dict(keyword_ids(text, ("content",), limit, *flt, scored=True)[0])
+        scored = entry.scored(list(bm25), vector)
+        rows = entry.results(scored, vector)
+        for r in rows:
+            r["score"] = bm25[r["id"]]
+        return rows, {"content": list(bm25)}, entry.candidates(scored)
+    found = keyword_ids(text, ("content", "search_text"), POOL, *flt)
     semantic = entry.candidates(entry.ranked(vector, POOL, *flt))
     ids = {"semantic": list(semantic), "content": found[0], "search_text": found[1]}
     extra = list(dict.fromkeys(i for i in found[0] + found[1] if i not in semantic))
     by_id = {**semantic, **entry.candidates(entry.scored(extra, vector))}
     best = fuse_hybrid(text, ids, by_id, limit)  # result rows only for the few returned
-    return entry.results([(c["position"], c["similarity"]) for c in best], vector), ids, by_id
+    rows = entry.results([(c["position"], c["similarity"]) for c in best], vector)
+    for r, c in zip(rows, best):
+        r["score"] = c["score"]
+    return rows, ids, by_id
 
 
 def user_rows(table: Any, user_id: str, dim: int,
@@ -216,16 +223,13 @@ def search_table(table: Any, embed: Callable[[], np.ndarray], text: str, user_id
     """One user's best messages for a query, read straight from a messages table: no store, no vector
     cache, no commit of logged rows, nothing written (the inspector's search; the same lists and the
     same fusion as `MessageStore.search`). Each row carries its cosine `similarity`, `ranks` (its place
-    in each list: semantic, content, search_text) and, in hybrid mode, the fused `score` that orders them."""
+    in each list: semantic, content, search_text) and, in keyword and hybrid mode, the `score` that orders
+    them (BM25, the fused score)."""
     if mode == "semantic":
         rows = cosine_search(table, embed(), where(user_id, True, None, None), RESULT_COLUMNS, limit)
         ids = {"semantic": [r["id"] for r in rows]}
     else:
         rows, ids, by_id = rank_rows(user_rows(table, user_id, dim), text, embed(), mode, limit)
-        if mode == "hybrid":
-            scores = hybrid_scores(text, ids, by_id)
-            for r in rows:
-                r["score"] = scores[r["id"]]
     places = {name: {rid: k for k, rid in enumerate(found_ids, 1)} for name, found_ids in ids.items()}
     for r in rows:
         r["ranks"] = {name: at[r["id"]] for name, at in places.items() if r["id"] in at}

@@ -172,6 +172,7 @@ class MemoryService:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:
                 continue
             r["similarity"] = round(r["similarity"], 6)
+            r["score"] = round(r.get("score", r["similarity"]), 6)  # semantic: ranked by the cosine itself
             r["timestamp"] = _ts_out(r["timestamp"])
             out.append(MessageOut(**r))
         return ResultsResponse(messages=out)

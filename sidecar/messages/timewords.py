@@ -5,8 +5,11 @@ absolute time read with the words just before it: "the week before 16 November 2
 July 2023", "before 2020" / "after March 2023" / "since 2021" / "by July 10, 2022" (open-ended), "between
 August 11 and August 15 2023", "from May to July 2023", "the beginning / middle / end / first half /
 second week of November 2022", "early / mid / late 2023", "after 3 May 2023 and before 9 May 2023",
-"since last year". Pure: the text and the present in, a window or None out; no text raises (a date no
-calendar has, "May 0000", names no window).
+"since last year". Numeric dates are read whatever the language around them: ISO "2024-03-05" and
+"2024/03/05", day first "05.03.2024" and "05-03-2024", "03/05/2024" only when one number is over 12
+(else it could be either: no window), "2024年3月5日" / "2024년 3월 5일", a month "2024-03", "2024年3月",
+"2024년 3월", a year "2024年" / "2024년". Pure: the text and the present in, a window or None out; no
+text raises (a date no calendar has, "May 0000", names no window).
 
 A window is a hint, not a filter: ranking puts memories inside it first (messages/ranking.py,
 graph recall); a host that wants a hard limit sends `since`/`until`. A date is widened by a day on
@@ -17,6 +20,7 @@ month or a year without its number (a bare "in June") names no window: which Jun
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime, timedelta, timezone
 
 DAY = 86_400.0
@@ -61,6 +65,11 @@ _PARTS = {"beginning": (0, 1 / 3), "start": (0, 1 / 3), "early": (0, 1 / 3), "mi
 _PART = re.compile(r"(?:\b(?:the\s+)?(beginning|start|middle|end|first half|second half|(?:first|second|third|fourth|last)"
                    r"\s+week)\s+of(?:\s+the\s+(?:month|year)(?:\s+of)?)?|\b(early|mid|late))[\s-]*$")
 FAR_PAST, FAR_FUTURE = -2_208_988_800.0, 4_102_444_800.0  # 1900 and 2100: the open ends of "before" and "after"
+# numeric dates, any language around them (a digit before or after is another number: "12024-03-05")
+_ISO_DATE = re.compile(r"(?<![\d.\-/])((?:19|20)\d\d)([-/.])(\d{1,2})\2(\d{1,2})(?![\d.\-/]?\d)")
+_DAY_FIRST = re.compile(r"(?<![\d.\-/])(\d{1,2})([-/.])(\d{1,2})\2((?:19|20)\d\d)(?![\d.\-/]?\d)")
+_CJK_DATE = re.compile(r"((?:19|20)\d\d)\s*[年년]\s*(?:(\d{1,2})\s*[月월](?:\s*(\d{1,2})\s*[日일])?)?")
+_ISO_MONTH = re.compile(r"(?<![\d.\-/])((?:19|20)\d\d)-(\d{1,2})(?![\d.\-/]?\d)")
 _AGO = re.compile(rf"\b({_COUNT})\s+(day|week|month|year)s?\s+ago\b", re.I)
 _RELATIVE = re.compile(r"\b(yesterday|today|last\s+(?:week|weekend|month|year)|this\s+(?:week|month|year))\b", re.I)
 
@@ -79,6 +88,8 @@ def _anchor(text: str) -> tuple[float, float, int, int, str] | None:
     kind: "day", "month" or "year"); None for none, or for a date that does not exist ("31 February",
     "May 0000")."""
     try:
+        if (found := _numeric(text)) is not None:
+            return found
         if (m := _MONTH_DAYS_YEAR.search(text) or _DAYS_MONTH_YEAR.search(text)) is not None:
             month_first = m.re is _MONTH_DAYS_YEAR
             month = _month(m.group(1 if month_first else 3))
@@ -102,6 +113,35 @@ def _anchor(text: str) -> tuple[float, float, int, int, str] | None:
     except (ValueError, OverflowError):
         return None
     return start, start + DAY, m.start(), m.end(), "day"
+
+
+def _numeric(text: str) -> tuple[float, float, int, int, str] | None:
+    """A date or month written in numbers (any language around it): the first one the text holds."""
+    found = []
+    if (m := _ISO_DATE.search(text)) is not None:
+        found.append((m.start(), m, int(m.group(1)), int(m.group(3)), int(m.group(4))))
+    if (m := _DAY_FIRST.search(text)) is not None:
+        a, b = int(m.group(1)), int(m.group(3))
+        if m.group(2) == "/" and a <= 12 and b <= 12 and a != b:
+            pass  # 03/05/2024: the 3rd of May or March the 5th, as the reader's country writes it
+        else:
+            day, month = (b, a) if m.group(2) == "/" and a <= 12 < b else (a, b)
+            found.append((m.start(), m, int(m.group(4)), month, day))
+    if (m := _CJK_DATE.search(text)) is not None:
+        found.append((m.start(), m, int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0)))
+    if (m := _ISO_MONTH.search(text)) is not None:
+        found.append((m.start(), m, int(m.group(1)), int(m.group(2)), 0))
+    for _, m, year, month, day in sorted(found, key=lambda f: f[0]):
+        try:
+            if day:
+                start = _utc(year, month, day)
+                return start, start + DAY, m.start(), m.end(), "day"
+            if month:
+                return _utc(year, month), _utc(year + month // 12, month % 12 + 1), m.start(), m.end(), "month"
+            return _utc(year, 1), _utc(year + 1, 1), m.start(), m.end(), "year"
+        except (ValueError, OverflowError):
+            continue  # no such day ("2024-02-31"): another date of the text, or none
+    return None
 
 
 def _range_start(first: str, start: float, end: float) -> tuple[float, float, int, int, str] | None:
@@ -244,4 +284,6 @@ def _relative_time(text: str, now: float) -> tuple[float, float, int] | None:
 def named_window(text: str, now: float) -> tuple[float, float] | None:
     """(since, until) of the time the text names, or None. An absolute date wins over a relative one."""
     head = text[:2_000]  # a question names its time early; a pasted document is read no further
+    if not head.isascii():
+        head = unicodedata.normalize("NFKC", head)  # full-width digits ("２０２４年３月５日") read as digits
     return _absolute(head) or _relative(head, now)

@@ -127,16 +127,18 @@ class UserRows:
         self.nbytes += self.keywords.nbytes - before
 
     def keyword_ids(self, text: str, fields: tuple[str, ...], limit: int, include_bot: bool = True,
-                    since: float | None = None, until: float | None = None) -> list[list[str]]:
+                    since: float | None = None, until: float | None = None, scored: bool = False) -> list[list[Any]]:
         """Per field ("content", "search_text"): the ids of the best `limit` rows by BM25, best first
-        (messages/keywords.py), filtered before ranking. Builds the user's keyword index on first use."""
+        (messages/keywords.py), filtered before ranking; `scored`: (id, BM25 score) pairs. Builds the user's
+        keyword index on first use."""
         if self.keywords is None:
             self.keywords = KeywordIndex()
             if len(self):
                 self._index(0, self._joined_links())
         mask = self._mask(include_bot, since, until)
         ids = self._text["id"]
-        return [[ids[i] for i in self.keywords.search(text, f, mask, limit)] for f in fields]
+        found = [self.keywords.ranked(text, f, mask, limit) for f in fields]
+        return [[(ids[i], bm25) if scored else ids[i] for i, bm25 in pairs] for pairs in found]
 
     def _mask(self, include_bot: bool, since: float | None, until: float | None) -> np.ndarray | None:
         """The rows a filter keeps (None: all)."""

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .. import __version__
+from ..facts import FACT_COLUMNS
 from ..storage import SCHEMA_VERSION, sql_str
 from .fileio import Writer
 from .records import FORMAT, FORMAT_VERSION, GRAPH_TABLES, VECTOR_ENCODING, ModelIdentity, encode_vector
@@ -68,7 +69,7 @@ class Exporter:
                           "schema_version": SCHEMA_VERSION, "graph": graph})
             with s.messages.snapshot() as messages:  # no compaction or delete meanwhile
                 self._table(writer, messages, where, "message", "messages", vectors, counts)
-                self._table(writer, s.facts.facts, where, "fact", "facts", vectors, counts)
+                self._table(writer, s.facts.facts, where, "fact", "facts", vectors, counts, [*FACT_COLUMNS, "vector"])
                 self._table(writer, s.facts.events, where, "fact_event", "fact_events", False, counts)
                 self._table(writer, s.facts.users, where, "user", "users", False, counts)
                 if graph:
@@ -82,9 +83,10 @@ class Exporter:
         return counts
 
     def _table(self, writer: Writer, table: Any, where: str | None, kind: str, key: str, vectors: bool,
-               counts: dict[str, int]) -> None:
+               counts: dict[str, int], columns: list[str] | None = None) -> None:
+        """`columns`: what a record holds (None: every column; facts leave out what their text derives)."""
         dim = int(self.identity["dim"])
-        for batch in batches(table, where):
+        for batch in batches(table, where, columns):
             for record in _rows(batch, kind, vectors, dim):
                 writer.write(record)
             counts[key] += batch.num_rows

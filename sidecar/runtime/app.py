@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from .. import text
 from .config import Config
 from .dispatcher import Dispatcher
 
@@ -120,6 +121,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
     from ..embedding.loading import ModelLoad
 
     model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads)
+    text.configure(list(cfg.languages) if cfg.languages else None)  # keyword analysis (sidecar/text)
     from ..conversation import ConversationService
     from ..facts import FactsCompanion, FactService, FactStore
     from ..graph import GraphCompanion

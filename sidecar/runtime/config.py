@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..facts import (
-    CANDIDATE_THRESHOLD,
-    DEFAULT_CATEGORIES,
-    DUPLICATE_THRESHOLD,
-    parse_categories,
-)
+from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
+from ..text import parse_languages
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 
@@ -172,6 +168,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
     Option("reembed", _bool, False, "At start-up, re-embed every stored memory with the current model "
            "(the way out when the data dir was made with another model).", flag_only=True),
+    Option("languages", parse_languages, None, "The languages memories are written in, as ISO 639-1 codes (`en,de`), "
+           "for keyword search: each memory is stemmed in the one a detector picks (one per script: no detector). "
+           "Default `auto`: any language (docs/languages.md)."),
     Option("fact_categories", parse_categories, DEFAULT_CATEGORIES,
            "Comma-separated fact categories accepted in <memory> tags, remember and extraction."),
     Option("duplicate_threshold", _fraction, DUPLICATE_THRESHOLD,
@@ -289,6 +288,7 @@ class Config:
     reembed: bool
     max_content_bytes: int = 1_000_000
     fact_categories: tuple[str, ...] = DEFAULT_CATEGORIES
+    languages: tuple[str, ...] | None = None  # None: auto
     duplicate_threshold: float = DUPLICATE_THRESHOLD
     candidate_threshold: float = CANDIDATE_THRESHOLD
     llm_base_url: str | None = None

@@ -26,7 +26,9 @@ log = logging.getLogger("sidecar.storage")
 # 5: + the chunks table (messages/chunks.py; the long memories already stored are chunked in the background)
 # 6: + `rev` on every graph table (graph/store.py adds it as it opens them: rows are replaced by an append and
 #    a delete, no longer merged; a sidecar of version 5 would write rows without it)
-SCHEMA_VERSION = 6
+# 7: + `terms` and `language` on facts (facts/keywords.py computes them as the fact store opens: keyword search
+#    in every script; a sidecar of version 6 would write facts without them)
+SCHEMA_VERSION = 7
 META_FILE = "meta.json"
 LOCK_FILE = "sidecar.lock"
 LANCE_DIR = "lancedb"

@@ -129,7 +129,14 @@ class OkResponse(_Response):
 class MessageOut(_Model):
     id: str
     content: str
-    similarity: float
+    score: float = Field(description=(
+        "The score the results are ranked by, best first (a host that filters or re-sorts by it keeps the same "
+        "order): semantic, the cosine similarity; keyword, BM25; hybrid (the default), the weighted "
+        "reciprocal-rank fusion of the semantic and keyword rankings (with a query naming a time, fused once "
+        "more with the ranking inside that time); graph, cosine and activation blended. Comparable within "
+        "one answer only."))
+    similarity: float = Field(description="The cosine similarity of the memory (its best chunk, for a long one) "
+                                          "to the query, whatever the mode ranked by.")
     timestamp: int = Field(description="Unix seconds (whole seconds).")
     is_bot: bool
     user_id: str

@@ -984,6 +984,13 @@ export interface MessageOut {
   is_bot: boolean;
   message_id?: string | null;
   reply_to?: string | null;
+  /**
+   * The score the results are ranked by, best first (a host that filters or re-sorts by it keeps the same order): semantic, the cosine similarity; keyword, BM25; hybrid (the default), the weighted reciprocal-rank fusion of the semantic and keyword rankings (with a query naming a time, fused once more with the ranking inside that time); graph, cosine and activation blended. Comparable within one answer only.
+   */
+  score: number;
+  /**
+   * The cosine similarity of the memory (its best chunk, for a long one) to the query, whatever the mode ranked by.
+   */
   similarity: number;
   /**
    * A long memory (past the model's 256-token window, embedded in overlapping chunks): the [start, end) character offsets (Unicode code points) in `content` of the chunk that matched best; absent for shorter memories and for keyword-only matches.

@@ -1,0 +1,11 @@
+"""Text analysis for keyword search, the same for every index and every script: normalisation and cutting
+by Unicode script (tokens.py), the language decision and the Snowball stemmers (languages.py), stop words
+(stopwords.py), and the terms of a memory or of a query (analysis.py). Pure; imports no other part of
+the sidecar."""
+
+from .analysis import analyse, configure, language_of, parse_languages, query_terms, settings, terms
+from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
+from .tokens import written_without_spaces
+
+__all__ = ["analyse", "configure", "language_of", "parse_languages", "query_terms", "settings", "terms", "KNOWN_LANGUAGES", "LANGUAGES",
+           "STEMMERS", "written_without_spaces"]

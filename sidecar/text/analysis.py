@@ -1,0 +1,181 @@
+"""Keyword terms of a text, the same way for every index (the messages' in-process BM25, the facts'
+full-text index): normalised and cut by script (tokens.py), then
+
+- Han, Kana, Thai, Lao, Khmer, Myanmar runs: overlapping bigrams of grapheme clusters (a run of one
+  cluster is a unigram), as Lucene's CJKBigramFilter; never stemmed, no stop words;
+- Hangul: bigrams of each word, so 김치찌개 finds 김치찌개예요 (Korean glues particles and endings to the
+  word) and 찌개 finds it too; a word that is one syllable before its particle (차를, 책이) adds that
+  syllable, so 차 finds it. Stripping particles instead was measured worse: a noun ending in a syllable
+  that is also a particle (치과, "dentist's") lost it (docs/languages.md);
+- other words: stemmed by Snowball in the memory's language when the word is in that language's script,
+  else in its script's default language (languages.py); stop words dropped; Latin words lose their
+  accents (after stemming, so the stemmer sees them: English folds before, as LanceDB's tokenizer did);
+  words of 40 characters or more dropped.
+
+A query is analysed in every language its index holds: each word becomes one term per distinct stem
+(`query_terms`), so a German query finds German memories stemmed in German beside English ones.
+
+Pure: no I/O. The stemmers are imported on first use (languages.py)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, Languages, stemmer
+from .stopwords import STOP_WORDS
+from .tokens import ascii_words, bigrams, fold_marks, normalize, runs, script_of
+
+MAX_TOKEN_CHARS = 40
+_STEMS: dict[str, dict[str, str | None]] = {}  # language -> word -> term (None: dropped)
+_STEMS_MAX = 200_000  # words held per language
+_MISS = object()
+_SETTINGS = {"languages": Languages()}
+
+# Korean particles and copula endings, longest first (hangul_terms)
+HANGUL_ENDINGS = tuple(sorted("""
+    이에요 예요 입니다 이야 이다 이고 이랑 랑 에서는 에서도 에서 에게서 에게 한테서 한테 께서 께 으로는 으로 로는 로
+    은 는 이 가 을 를 의 에는 에도 에 와 과 도 만 까지 부터 보다 처럼 마다 야 아""".split(), key=len, reverse=True))
+
+
+def configure(languages: list[str] | None) -> None:
+    """The languages memories may be in (ISO 639-1 codes; None: every language the detector knows)."""
+    _SETTINGS["languages"] = Languages(languages)
+
+
+def parse_languages(value: str) -> tuple[str, ...] | None:
+    """`--languages`: `auto` (None: every language the detector tells apart) or ISO 639-1 codes, comma-separated."""
+    v = value.strip().lower()
+    codes = tuple(dict.fromkeys(c.strip() for c in v.split(",") if c.strip())) if v != "auto" else ()
+    unknown = [c for c in codes if c not in KNOWN_LANGUAGES]
+    if unknown:
+        raise ValueError(f"unknown language code(s) {', '.join(unknown)}: use ISO 639-1 codes such as "
+                         f"{', '.join(sorted(KNOWN_LANGUAGES)[:12])}, ... or auto (docs/languages.md)")
+    return codes or None
+
+
+def settings() -> Languages:
+    return _SETTINGS["languages"]
+
+
+def _stem(word: str, language: str | None) -> str | None:
+    """One word's term in a language: stemmed, folded; None for a stop word or an over-long word."""
+    cache = _STEMS.get(language or "")
+    if cache is None:
+        cache = _STEMS[language or ""] = {}
+    term = cache.get(word, _MISS)
+    if term is _MISS:
+        term = cache[word] = _stem_now(word, language)
+        if len(cache) >= _STEMS_MAX:
+            cache.clear()
+    return term
+
+
+def _stem_now(word: str, language: str | None) -> str | None:
+    if len(word) >= MAX_TOKEN_CHARS:
+        return None
+    latin = script_of(word) == "Latin"
+    stem = stemmer(language) if language else None
+    if language in (None, "en"):  # as LanceDB's tokenizer: accents folded first, the stem checked for a stop word
+        word = fold_marks(word) if latin else word
+        term: str | None = stem(word) if stem else word
+        return None if term in STOP_WORDS["en"] and language == "en" else term
+    if word in STOP_WORDS.get(language, ()):
+        return None
+    term = stem(word) if stem else word
+    return fold_marks(term) if latin else term
+
+
+def hangul_terms(word: str) -> list[str]:
+    """A Hangul word as bigrams, and the syllable before its particle when one is all there is (차를 -> 차)."""
+    found = bigrams(word)
+    if len(word) > 1:
+        for ending in HANGUL_ENDINGS:
+            if word.endswith(ending) and len(word) == len(ending) + 1:
+                found.append(word[0])
+                break
+    return found
+
+
+def language_of(text: str) -> str | None:
+    """The language a memory's words are stemmed in (None: no script of it stems)."""
+    normal = normalize(text)
+    words = [run for kind, run in runs(normal) if kind == "word"]
+    scripts = {script_of(w) for w in words} - {""}
+    return settings().decide(normal, scripts, words) if scripts else None
+
+
+DECIDE = "?"  # `analyse`'s language when the memory's own is to be decided there
+
+
+def analyse(text: str, language: str | None = DECIDE) -> tuple[str | None, list[str]]:
+    """A memory's language (decided here unless given: `language_of`) and its index terms, in order, in one
+    pass over the text."""
+    normal = normalize(text)
+    if normal.isascii():
+        return _analyse_ascii(normal, language)
+    out: list[str] = []
+    words: list[str] = []
+    for kind, run in runs(normal):
+        if kind == "word":
+            words.append(run)
+        elif kind == "hangul":
+            out += hangul_terms(run)
+        else:
+            out += bigrams(run)
+    if not words:
+        return (None if language == DECIDE else language), out
+    langs = settings()
+    scripts = [script_of(w) for w in words]
+    if language == DECIDE:
+        named = set(scripts) - {""}
+        language = langs.decide(normal, named, words) if named else None
+    own = SCRIPT_OF_LANGUAGE.get(language or "", "Latin")
+    for w, script in zip(words, scripts):
+        term = _stem(w, language if script == own and language else langs.default(script))
+        if term is not None:
+            out.append(term)
+    return language, out
+
+
+def _analyse_ascii(normal: str, language: str | None) -> tuple[str | None, list[str]]:
+    """`analyse` of ASCII text, the common case made short: words only, each Latin or digits (no script)."""
+    words = ascii_words(normal)
+    if not words:
+        return (None if language == DECIDE else language), []
+    langs = settings()
+    if language == DECIDE:
+        language = langs.decide(normal, {"Latin"}, words) if not all(map(str.isdigit, words)) else None
+    latin = language if language and SCRIPT_OF_LANGUAGE.get(language, "Latin") == "Latin" else langs.default("Latin")
+    out = []
+    for w in words:
+        term = _stem(w, None if w.isdigit() else latin)
+        if term is not None:
+            out.append(term)
+    return language, out
+
+
+def terms(text: str, language: str | None = DECIDE) -> list[str]:
+    """The index terms of a memory, in order. `language`: the memory's (`language_of`), else decided here."""
+    return analyse(text, language)[1]
+
+
+def query_terms(text: str, languages: Iterable[str]) -> list[str]:
+    """The terms of a query against an index whose memories are in `languages`: each word in every one of
+    them of its script (or its script's default when none is), each distinct stem once per word."""
+    normal = normalize(text)
+    by_script: dict[str, list[str]] = {}
+    for code in languages:
+        by_script.setdefault(SCRIPT_OF_LANGUAGE.get(code, "Latin"), []).append(code)
+    langs = settings()
+    out: list[str] = []
+    for kind, run in runs(normal):
+        if kind == "hangul":
+            out += hangul_terms(run)
+        elif kind != "word":
+            out += bigrams(run)
+        else:
+            script = script_of(run)
+            chosen = by_script.get(script) or [langs.default(script)]
+            variants = {_stem(run, code) for code in chosen}
+            out += sorted(v for v in variants if v is not None)
+    return out

@@ -1,0 +1,193 @@
+"""Memory in every language (docs/languages.md): keyword analysis by script (sidecar/text, pure), and over the
+real pipe with one sidecar: keyword search in many scripts, `score` on every result in every mode, bad
+input (mixed scripts, emoji, bidi controls, NFD, full width, lone marks, 1 MB of Chinese), facts, tags and
+context in four scripts; and a data dir of schema 6 whose facts gain their terms."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+import lancedb
+import orjson
+import pytest
+from lancedb.index import FTS
+
+from conftest import ROOT, Sidecar
+from sidecar.messages.keywords import MAX_QUERY_TERMS, KeywordIndex
+from sidecar.storage import SCHEMA_VERSION
+from sidecar.text import configure, language_of, query_terms, terms
+
+
+def _index(texts: list[str]) -> KeywordIndex:
+    index = KeywordIndex()
+    index.extend(texts, [-1] * len(texts), [-1] * len(texts))
+    return index
+
+
+def _finds(texts: list[str], query: str, k: int = 1) -> list[str]:
+    return [texts[i] for i in _index(texts).search(query, "content", None, k)]
+
+
+# --------------------------------------------------------------------------- pure analysis
+
+
+def test_spaceless_scripts_are_bigrams_and_words_keep_their_marks():
+    assert terms("我最喜欢的食物是饺子")[-1] == "饺子" and "饺子" in query_terms("饺子", [])
+    assert terms("ラーメン") == ["ラー", "ーメ", "メン"]
+    assert terms("龙") == ["龙"]  # a lone character is a unigram
+    assert all(not unicodedata.combining(t[0]) for t in terms("ฉันชอบกีตาร์ตัวใหม่"))  # clusters keep their marks
+    assert len(terms("मिठाई")) == 1  # a Devanagari word is never cut at its vowel signs
+    assert terms("جيتارًا") == terms("جيتار")  # Arabic diacritics: the same word
+    assert terms("ＧＵＩＴＡＲ Café") == terms("guitar cafe") == terms("gui\u200btar cafe\u0301")
+
+
+def test_a_word_is_found_in_every_script_and_form():
+    memories = ["我最喜欢的食物是饺子", "一番好きな食べ物はラーメンです", "제일 좋아하는 음식은 김치찌개예요", "차를 샀어요",
+                "ฉันชอบชาเขียวมากกว่ากาแฟ", "أخيرًا اشتريت جيتارًا جديدًا", "मेरी पसंदीदा मिठाई गुलाब जामुन है",
+                "Ich habe mir eine neue Gitarre gekauft", "Я очень люблю пельмени со сметаной",
+                "Prefiro chá verde a café", "I finally bought a new guitar"]
+    for query, want in [("饺子", 0), ("ラーメン", 1), ("김치찌개", 2), ("찌개", 2), ("차", 3), ("ชาเขียว", 4), ("الجيتار", 5),
+                        ("मिठाई", 6), ("Gitarren", 7), ("пельменях", 8), ("chás", 9), ("guitars", 10)]:
+        assert _finds(memories, query) == [memories[want]], query
+
+
+def test_the_language_decision():
+    assert language_of("Ich habe mir letzte Woche eine neue Gitarre gekauft") == "de"
+    assert language_of("I finally bought a new guitar last weekend") == "en"
+    assert language_of("Моя сестра живёт в Казани") == "ru"
+    assert language_of("then") == "en"  # too short to tell: the script's default
+    assert language_of("我最喜欢的食物是饺子") is None  # never stemmed
+    try:
+        configure(["de"])  # one language per script: no detector, German stems
+        assert language_of("I finally bought a new guitar last weekend") == "de"
+    finally:
+        configure(None)
+
+
+def test_bad_input_gets_terms_and_never_raises():
+    for text in ["👩\u200d👩\u200d👧 family trip 🇯🇵", "\u202eevil\u202c \u2067مرحبا\u2069 hello", "\u0301\u0301 \u0903 ok",
+                 "\ufeff\u200d", "", "a" * 50, "😀" * 1000, "我喜欢iPhone和Gitarre", "\ud800".encode("utf-8", "surrogatepass")
+                 .decode("utf-8", "replace")]:
+        terms(text)
+        query_terms(text, ["en", "de"])
+    assert terms("👩\u200d👩\u200d👧 family trip") == ["famili", "trip"]
+    assert terms("\u202eevil\u202c hello") == terms("evil hello")
+    assert {"喜欢", "iphon", "gitarr"} <= set(terms("我喜欢iPhone和Gitarre"))
+
+
+def test_a_megabyte_of_chinese_and_a_5000_character_query_stay_bounded():
+    text = ("我最喜欢的食物是饺子" * 40_000)[:333_000]
+    found = terms(text)
+    assert len(found) == len(text) - 1  # every bigram, none lost where long runs are cut in pieces
+    index = _index(["今天天气很好", text, "我们去公园散步吧"])
+    query = ("我们明天去北京看长城吃烤鸭" * 400)[:5000]
+    assert len(index._query(query)) <= MAX_QUERY_TERMS
+    assert index.search(query, "search_text", None, 3)[0] == 2
+
+
+# --------------------------------------------------------------------------- over the pipe
+
+
+@pytest.fixture(scope="module")
+def sc(tmp_path_factory):
+    sidecar = Sidecar(tmp_path_factory.mktemp("languages") / "data")
+    yield sidecar
+    if sidecar.alive():
+        assert sidecar.shutdown() == 0
+
+
+def _query(sc, user, text, mode=None, limit=3):
+    req = {"type": "query", "user_id": user, "text": text, "limit": limit, **({"mode": mode} if mode else {})}
+    r = sc.request(req)
+    assert r["type"] == "results", r
+    return r["messages"]
+
+
+def test_keyword_and_hybrid_search_find_words_in_every_script(sc):
+    sample = ROOT / "scripts" / "benchkit" / "data" / "multilingual.jsonl"
+    rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+    langs = ("zh", "ja", "ko", "th", "ar", "hi", "de", "ru")
+    chosen = [r for r in rows if r["lang"] in langs]
+    r = sc.request({"type": "store", "messages": [{"user_id": f"w-{x['lang']}", "content": x["memory"]} for x in chosen]})
+    assert r["type"] == "ok", r
+    ids = dict(zip((x["memory"] for x in chosen), r["ids"]))
+    for x in chosen[::4]:
+        for mode in ("keyword", None):
+            got = [m["id"] for m in _query(sc, f"w-{x['lang']}", x["word"], mode)]
+            assert ids[x["memory"]] in (got[:1] if mode else got), (x["lang"], x["word"], mode)
+
+
+def test_every_result_carries_the_score_it_was_ranked_by(sc):
+    sc.request({"type": "store", "messages": [{"user_id": "s", "content": c} for c in (
+        "I adopted a grey cat called Miso", "We hiked the ridge trail last weekend", "My cat hates the vacuum",
+        "The cat and the dog play in the garden", "Dinner was a spicy ramen")]})
+    for mode in ("semantic", "keyword", "hybrid"):
+        found = _query(sc, "s", "my cat", mode, limit=5)
+        assert len(found) >= 2, mode
+        scores = [m["score"] for m in found]
+        assert scores == sorted(scores, reverse=True), (mode, found)
+        if mode == "semantic":
+            assert scores == [m["similarity"] for m in found]
+        else:
+            assert scores != [m["similarity"] for m in found]
+
+
+def test_bad_input_is_stored_as_written_and_found(sc):
+    memories = {"👩\u200d👩\u200d👧 our family trip to Kyoto 🇯🇵": "kyoto", "\u202eevil\u202c \u2067مرحبا\u2069 greeting": "evil",
+                "cafe\u0301 in NFD": "café", "ＦＵＬＬ ｗｉｄｔｈ keyboard": "full", "\u0301\u0301 lone marks \u0903": "lone",
+                "我喜欢iPhone和Gitarre": "iphone", "Zürich und 東京 und Москва": "москва"}
+    r = sc.request({"type": "store", "messages": [{"user_id": "bad", "content": c} for c in memories]})
+    assert r["type"] == "ok", r
+    for (content, word), mid in zip(memories.items(), r["ids"]):
+        found = _query(sc, "bad", word, "keyword")
+        assert found and found[0]["id"] == mid and found[0]["content"] == content, (word, found)
+    big = ("我最喜欢的食物是饺子，" * 33_334)[:333_333]  # 999,999 bytes of UTF-8
+    assert sc.request({"type": "store", "user_id": "big", "content": big}, timeout=120)["type"] == "ok"
+    found = _query(sc, "big", "饺子", "keyword")
+    assert len(found) == 1 and found[0]["content"] == big
+    assert sc.request({"type": "ping"})["type"] == "pong"
+
+
+def test_tags_facts_and_context_in_four_scripts(sc):
+    facts = {"zh": "最喜欢的食物是饺子", "ar": "يحب القهوة العربية", "hi": "मुझे गुलाब जामुन पसंद है", "ru": "Живёт в Казани с двумя кошками"}
+    for lang, fact in facts.items():
+        reply = {"zh": f"好的<memory category=\"preference\">{fact}</memory>。我记住了", "ar": f"حسنًا <memory category=\"preference\">{fact}</memory>؟",
+                 "hi": f"ठीक है <memory category=\"preference\">{fact}</memory> याद रहेगा", "ru": f"Понял <memory category=\"preference\">{fact}</memory>."}[lang]
+        r = sc.request({"type": "extract_inline", "user_id": f"f-{lang}", "reply": reply})
+        assert r["type"] == "extracted" and [f["fact"]["text"] for f in r["facts"]] == [fact], r
+        assert "<memory" not in r["reply"] and fact not in r["reply"]
+    assert sc.request({"type": "extract_inline", "user_id": "f-zh", "reply": "好的<memory category=\"preference\">x</memory>。"})[
+        "reply"] == "好的。"
+    for lang, word in (("zh", "饺子"), ("ar", "القهوة"), ("hi", "जामुन"), ("ru", "Казань")):
+        r = sc.request({"type": "facts", "user_id": f"f-{lang}", "text": word, "mode": "keyword"})
+        assert [f["text"] for f in r["facts"]] == [facts[lang]], (lang, r)
+        block = sc.request({"type": "context", "user_id": f"f-{lang}", "text": word})
+        assert block["type"] == "context" and facts[lang] in block["text"], block
+
+
+def test_numeric_dates_in_any_language_rank_that_day_first(sc):
+    day = 1709596800  # 2024-03-05
+    r = sc.request({"type": "store", "messages": [
+        {"user_id": "d", "content": "我们去了海边", "timestamp": day - 40 * 86400},
+        {"user_id": "d", "content": "我们去了山里", "timestamp": day + 3600}]})
+    assert _query(sc, "d", "2024年3月5日我们去了哪里？", limit=1)[0]["id"] == r["ids"][1]
+
+
+def test_facts_of_a_schema_6_data_dir_get_their_terms(spawn, tmp_path):
+    sc = spawn()
+    r = sc.request({"type": "remember", "user_id": "u", "text": "最喜欢的食物是饺子", "category": "preference"})
+    assert r["type"] == "remembered", r
+    assert sc.shutdown() == 0
+    # what schema 6 had: no terms or language, a full-text index on text
+    db = lancedb.connect(sc.data_dir / "lancedb")
+    old = db.open_table("facts").to_arrow().drop_columns(["terms", "language"])
+    table = db.create_table("facts", data=old, mode="overwrite")
+    table.create_index("text", config=FTS())
+    meta = orjson.loads((sc.data_dir / "meta.json").read_bytes())
+    (sc.data_dir / "meta.json").write_bytes(orjson.dumps({**meta, "schema_version": 6}))
+    sc2 = spawn()
+    assert orjson.loads((sc2.data_dir / "meta.json").read_bytes())["schema_version"] == SCHEMA_VERSION == 7
+    got = sc2.request({"type": "facts", "user_id": "u", "text": "饺子", "mode": "keyword"})
+    assert [f["text"] for f in got["facts"]] == ["最喜欢的食物是饺子"], got
+    assert "terms" in lancedb.connect(sc2.data_dir / "lancedb").open_table("facts").schema.names
