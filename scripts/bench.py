@@ -26,8 +26,8 @@ native_memory.configure()
 from benchkit.client import BenchError  # noqa: E402
 
 SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
-               "fact-thresholds", "graph-build", "graph", "portable", "realuse", "object-store", "long-memories",
-               "compaction", "multilingual")
+               "fact-thresholds", "graph-build", "graph", "graph-quality", "portable", "realuse", "object-store",
+               "long-memories", "compaction", "multilingual")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

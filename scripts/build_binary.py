@@ -4,6 +4,7 @@
     python scripts/build_binary.py                      # onefile: dist/onefile/memory-sidecar-<triple>[.exe]
     python scripts/build_binary.py --mode onedir        # dist/onedir/memory-sidecar-<triple>/memory-sidecar-<triple>
     python scripts/build_binary.py --measure-ready 5    # the ready time as the median of 5 spawns (default 3)
+    python scripts/build_binary.py --model intfloat/multilingual-e5-small   # bundle another model (hub cache)
 
 Prints the executable to spawn (for onedir, the file inside the folder: ship the whole folder), its size
 (the whole folder for onedir) and its spawn-to-ready time on an empty data dir, and writes them to
@@ -109,10 +110,10 @@ def missing_model_files(model_dir: Path = MODEL_DIR) -> list[str]:
     return [name for name in MODEL_FILES if not (model_dir / name).is_file()]
 
 
-def preflight(model_dir: Path = MODEL_DIR) -> list[str]:
+def preflight(model_dir: Path = MODEL_DIR, check_model: bool = True) -> list[str]:
     """What must be fixed before a build can start, one sentence each (empty: go)."""
     problems = []
-    missing = missing_model_files(model_dir)
+    missing = missing_model_files(model_dir) if check_model else []
     if missing:
         problems.append(f"the model to bundle is incomplete: {', '.join(missing)} missing from {model_dir} "
                         f"(check out the repository with its model files, or rebuild model.onnx with "
@@ -140,11 +141,31 @@ def tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def build(mode: str, triple: str, dist: Path, work: Path, slim: bool = True, quiet: bool = False) -> dict:
+def model_folder(model: str | None, model_dir: Path | None) -> Path | None:
+    """The folder of the model to bundle: --model-dir, else --model's snapshot in the huggingface-hub cache."""
+    if model_dir is not None:
+        return model_dir
+    if not model:
+        return None
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(model, local_files_only=True))
+    except LocalEntryNotFoundError:
+        raise SystemExit(f"{model} is not in the huggingface-hub cache: run `memory-sidecar --model {model}` once "
+                         "(it downloads it), or pass --model-dir") from None
+
+
+def build(mode: str, triple: str, dist: Path, work: Path, slim: bool = True, quiet: bool = False,
+          model: str | None = None, model_dir: Path | None = None) -> dict:
     """Run PyInstaller; return {"executable", "artifact", "bytes", "seconds", "command"}."""
     name = f"{BASENAME}-{triple}"
     cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--distpath", str(dist),
            "--workpath", str(work), str(SPEC), "--", "--mode", mode, "--name", name]
+    folder = model_folder(model, model_dir)
+    if folder is not None:
+        cmd += ["--model-dir", str(folder), "--model-name", model or folder.name]
     if not slim:
         cmd.append("--no-slim")
     if not quiet:
@@ -234,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measure-only", type=Path, metavar="EXECUTABLE",
                    help="skip the build; time this already built executable")
     p.add_argument("--print-triple", action="store_true", help="print the target triple and exit")
+    p.add_argument("--model", help="bundle this sentence-transformers model (a HuggingFace repo id, taken from the "
+                   "huggingface-hub cache or --model-dir) instead of all-MiniLM-L6-v2; the binary uses it by default")
+    p.add_argument("--model-dir", type=Path, help="the folder of the model to bundle (model.onnx or onnx/model.onnx, "
+                   "tokenizer.json, configs)")
     args = p.parse_args(argv)
 
     triple, source = target_triple(args.target)
@@ -257,12 +282,14 @@ def _run(args: argparse.Namespace, triple: str, source: str) -> int:
                   "bytes": tree_bytes(exe.parent if onedir else exe)}
         mode, info_dir = ("onedir" if onedir else "onefile"), None
     else:
-        problems = ([foreign_target(triple)] if foreign_target(triple) else []) + preflight()
+        own_model = args.model is None and args.model_dir is None  # else model_folder says what is missing
+        problems = ([foreign_target(triple)] if foreign_target(triple) else []) + preflight(check_model=own_model)
         if problems:
             raise BuildError("cannot build:\n  - " + "\n  - ".join(problems))
         print(f"target triple: {triple} (from {source})", file=sys.stderr)
         info_dir = args.dist or ROOT / "dist" / args.mode
-        result = build(args.mode, triple, info_dir, args.work / args.mode, slim=not args.no_slim)
+        result = build(args.mode, triple, info_dir, args.work / args.mode, slim=not args.no_slim, model=args.model,
+                       model_dir=args.model_dir)
         mode = args.mode
         print(f"built {mode} in {result['seconds']:.1f} s", file=sys.stderr)
     ready = []

@@ -240,7 +240,7 @@ def test_model_load_on_its_thread_hands_over_the_model_or_the_error(tmp_path, mo
     load = ModelLoad(None, True, None, 1)
     files = load.files()
     assert files.digest == modelmod.resolve_model(None, offline=True).digest
-    assert load.embedder().embed(["hello"]).shape == (1, files.dim)
+    assert load.embedder().embed_passages(["hello"]).shape == (1, files.dim)
 
     _no_model_anywhere(tmp_path, monkeypatch)
     missing = ModelLoad(tmp_path / "empty", True, None, 1)
@@ -252,6 +252,7 @@ def test_model_load_on_its_thread_hands_over_the_model_or_the_error(tmp_path, mo
     broken.mkdir()
     (broken / "model.onnx").write_bytes(b"not an onnx model")
     _link(broken / "tokenizer.json", files.tokenizer)
+    _link(broken / "config.json", files.config_dir / "config.json")  # says how wide: no config error first
     bad = ModelLoad(broken, True, None, 1)
     assert bad.files().onnx == broken / "model.onnx"
     with pytest.raises(Exception, match="INVALID_PROTOBUF"):  # onnxruntime's own error, as before

@@ -406,7 +406,7 @@ class GraphService:
             episodes = list(source.episodes)
             moved = g.merge(source, target)
             g.version += 1
-            self.store.delete_rows(g, entities=[source.id])
+            self.store.delete_rows(g, entities=[source.id], relations=g.fold_relations())  # relations made one
             self.store.replace_mentions(g, episodes)
             self.store.save(g, entities=[target], relations=g.relations.values(),
                             traces=[t for t in g.traces.values() if target.id in t.entity_ids])

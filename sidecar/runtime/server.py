@@ -68,7 +68,8 @@ class Server:
             from ..embedding.loading import ModelLoad
 
             cfg = self.config  # the model loads beside the imports that follow (embedding/loading.py)
-            model = ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads)
+            model = ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads, cfg.model, cfg.query_prefix,
+                              cfg.passage_prefix)
             from .app import build
 
             self.app = build(cfg, model)
