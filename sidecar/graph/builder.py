@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -198,7 +199,7 @@ class Builder:
         self.hurry = threading.Event()  # someone waits for the graph: build what is queued now
         self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic)
         self.overflowed = False  # rows were left out of the queue since the last catch-up started
-        self._in_hand: dict[str, int] = {}  # ids of the rows queued or being built (how many times each)
+        self._in_hand: Counter[str] = Counter()  # ids of the rows queued or being built (how many times each)
         self._catching = threading.Lock()  # one catch-up at a time
         self.on_overflow: Callable[[], Any] | None = None  # the catch-up, run in a thread of its own after an overflow
 
@@ -218,17 +219,13 @@ class Builder:
                 return
             self.pending += len(rows)
             self.submitted += len(rows)
-            for r in rows:
-                self._in_hand[r["id"]] = self._in_hand.get(r["id"], 0) + 1
+            self._in_hand.update(r["id"] for r in rows)
         self.queue.put((rows, vectors))
 
     def with_in_hand(self, done: Callable[[list[str]], pa.Array]) -> Callable[[list[str]], pa.Array]:
-        """`done(users)` (the ids the graph has episodes for) with the ids queued or being built added, for a
-        catch-up to leave alone: the start-up catch-up took the messages stored just before it for a backlog,
-        warned of it and built them twice. Read before `done`, so that a row built and written in between is
-        in one or the other."""
+        """`done(users)` (ids with episodes) and the ids queued or being built, for a catch-up to leave alone."""
         def both(users: list[str]) -> pa.Array:
-            with self._count:
+            with self._count:  # read first: a row built and written in between is in one or the other
                 queued = pa.array(list(self._in_hand), pa.string())
             have = done(users)
             return pa.concat_arrays([have, queued.cast(have.type)]) if len(queued) else have
@@ -341,10 +338,7 @@ class Builder:
             with self._count:
                 self.pending -= len(rows)
                 self.processed += len(rows)
-                for r in rows:
-                    left = self._in_hand.pop(r["id"], 1) - 1
-                    if left > 0:
-                        self._in_hand[r["id"]] = left
+                self._in_hand -= Counter(r["id"] for r in rows)  # the built ones out (- keeps counts above 0)
                 catch_up = self.overflowed and not self.pending and self.on_overflow is not None
                 if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done
                     self.overflowed, self.pending = False, 1
