@@ -130,7 +130,7 @@ def _message_store(cfg: Config, model: ModelLoad) -> Any:
     from ..messages import MessageStore
     from ..storage import import_lancedb
 
-    import_lancedb()  # the store's library, while the model's file is still being hashed
+    import_lancedb(cfg.log_level)  # the store's library, while the model's file is still being hashed
     files = model.files()  # the store needs the model's identity
     log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
     # an object store re-embeds at the opening; a local data dir in the background (messages/reembed.py)
