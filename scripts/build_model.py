@@ -217,12 +217,12 @@ def embedder_for(onnx_path: Path):
 def verify(path: Path, reference: np.ndarray | None = None, min_cosine: float = 0.9999,
            tolerance: float = 1e-3) -> np.ndarray:
     emb = embedder_for(path)
-    hello = emb.embed(["hello world"])[0][:5]
+    hello = emb.embed_passages(["hello world"])[0][:5]
     print(f"  {path.name}: 'hello world'[:5] = {np.round(hello, 5).tolist()}")
     if not np.allclose(hello, FP32_HELLO, atol=tolerance):
         raise SystemExit(f"{path.name} does not match the sentence-transformers reference")
-    together = emb.embed(MIXED)
-    alone = np.stack([emb.embed([t])[0] for t in MIXED])
+    together = emb.embed_passages(MIXED)
+    alone = np.stack([emb.embed_passages([t])[0] for t in MIXED])
     drift = float(np.abs(together - alone).max())
     print(f"  {path.name}: largest change from batching: {drift:.2e}")
     if drift > 1e-4:

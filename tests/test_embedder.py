@@ -30,7 +30,7 @@ def embedder():
 
 
 def test_hello_world_matches_reference(embedder):
-    v = embedder.embed(["hello world"])[0]
+    v = embedder.embed_passages(["hello world"])[0]
     assert v.shape == (384,) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
     assert np.allclose(v[:5], FP32_HELLO, atol=1e-2), v[:5]
     tolerance = 2.5e-3 if embedder.files.digest in INT8_COMPUTE else 1e-3
@@ -45,22 +45,22 @@ def test_default_model_is_the_one_shipped_in_the_package(embedder):
 def test_batching_and_padding_do_not_change_vectors(embedder):
     texts = ["hi", "a much longer sentence about the weather in the mountains this weekend", "cats", "x " * 50,
              *(f"text number {i} " * (i % 40 + 1) for i in range(70))]  # several runs, mixed widths
-    together = embedder.embed(texts)
-    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    together = embedder.embed_passages(texts)
+    alone = np.stack([embedder.embed_passages([t])[0] for t in texts])
     assert np.allclose(together, alone, atol=1e-4)
 
 
 def test_truncates_at_256_tokens_not_128(embedder):
     assert embedder.max_length == 256
     head = "word " * 150
-    a, b = embedder.embed([head + "alpha " * 60, head + "omega " * 60])  # differ at tokens 151-210
+    a, b = embedder.embed_passages([head + "alpha " * 60, head + "omega " * 60])  # differ at tokens 151-210
     assert float(a @ b) < 0.999, "tokens past 128 must still count"
-    c, d = embedder.embed([head + "alpha " * 120 + "tail " * 300, head + "alpha " * 120 + "other " * 300])
+    c, d = embedder.embed_passages([head + "alpha " * 120 + "tail " * 300, head + "alpha " * 120 + "other " * 300])
     assert np.allclose(c, d, atol=1e-5), "tokens past 256 are cut"
 
 
 def test_similar_texts_score_higher(embedder):
-    q, cat, hike = embedder.embed(["my pet", "I have a cat", "I went hiking"])
+    q, cat, hike = embedder.embed_passages(["my pet", "I have a cat", "I went hiking"])
     assert q @ cat > q @ hike
 
 
@@ -75,7 +75,7 @@ def test_windows_cover_a_long_text_with_overlap_and_exact_spans(embedder):
         assert s0 < s1 < e0 < e1  # each window starts inside the previous one: they overlap
     assert all(len(w) <= 202 for w in windows) and windows[0][0] == 101 and windows[0][-1] == 102  # [CLS] .. [SEP]
     # a window is the same tokens as its text: embedding it equals embedding text[start:end]
-    direct = embedder.embed([text[s:e] for s, e in spans[:3]])
+    direct = embedder.embed_passages([text[s:e] for s, e in spans[:3]])
     by_ids = np.concatenate(list(embedder.embed_ids(windows[:3])))
     assert np.allclose(direct, by_ids, atol=1e-4)
     assert embedder.windows("short text " * 20, 200, 50) == ([], [])  # within the window: no chunks
@@ -83,9 +83,9 @@ def test_windows_cover_a_long_text_with_overlap_and_exact_spans(embedder):
 
 def test_a_long_text_is_embedded_from_its_head_and_flagged(embedder):
     text = "the cat sat on the mat " * 5000  # 115,000 characters
-    vectors, long = embedder.embed_flagged([text, "short"])
+    vectors, long = embedder.embed_flagged([text, "short"], "passage")
     assert long == [True, False]
-    assert np.allclose(vectors[0], embedder.embed([text[:2000]])[0], atol=1e-4)  # both are the first 256 tokens
+    assert np.allclose(vectors[0], embedder.embed_passages([text[:2000]])[0], atol=1e-4)  # both are the first 256 tokens
 
 
 def test_background_windows_step_aside_while_requests_are_in_hand_but_still_progress(embedder):

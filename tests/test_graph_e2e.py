@@ -283,3 +283,59 @@ def test_expiry_takes_several_users_old_messages_out_of_their_graphs_for_good(sp
             jon = sc.request({"type": "entity", "user_id": user, "name": "Jon"})
             assert jon["entity"]["mentions"] == 1, (restarted, user)
     assert sc.shutdown() == 0
+
+
+CHAT = [  # (username, content): how people write, in one user's store
+    ("Sam", "Big news: I moved to Paris in March!"),
+    ("Sam", "I work at Siemens"),
+    ("Sam", "I finally quit Siemens and joined Google"),
+    ("Sam", "My sister Alice moved to Rome"),
+    ("Sam", "I met Bob yesterday"),
+    ("Sam", "Bob Miller called me, Miller never calls"),
+    ("Sam", "I moved to Lisbon, no wait, Porto"),
+    ("Sam", "My friend asked if I live in Oslo"),
+    ("Sam", "My brother Tom lives in Leeds"),
+    ("Tom", "My brother Sam lives in York"),  # another speaker of the same store: a cycle of family relations
+    ("王伟", "我们明天去北京"),
+    ("Sam", "我和王伟去了北京"),  # a username found in a script without case
+    ("Sam", "ㅋㅋㅋㅋ"),
+    ("Sam", "My sister Ali moved to Rome"),  # the same sister, written short: merged below
+]
+
+
+def test_the_graph_reads_chat_as_people_write_it(sidecar):
+    msgs = [{"user_id": "u58", "username": who, "content": text, "timestamp": T0 + 60 * i, "message_id": f"m{i}"}
+            for i, (who, text) in enumerate(CHAT)]
+    assert sidecar.request({"type": "store", "messages": msgs})["type"] == "ok"
+    ents = {e["name"]: e for e in sidecar.request({"type": "entities", "user_id": "u58", "limit": 100})["entities"]}
+    types = {name: e["type"] for name, e in ents.items()}
+    assert {k: types.get(k) for k in ("Paris", "Siemens", "Google", "Alice", "Rome", "Bob Miller", "Porto", "王伟")} == {
+        "Paris": "place", "Siemens": "organisation", "Google": "organisation", "Alice": "person", "Rome": "place",
+        "Bob Miller": "person", "Porto": "place", "王伟": "person"}
+    assert "March" not in ents and "Miller" not in ents and "Bob" not in ents
+    assert ents["Bob Miller"]["mentions"] == 2
+
+    def relations(name: str) -> set[tuple]:
+        r = sidecar.request({"type": "entity", "user_id": "u58", "name": name})
+        return {(x["subject"], x["predicate"], x["object"], x.get("valid_to") is None) for x in r["relations"]}
+
+    # Porto, then York: what Tom says of his brother Sam, the user's own entity, is Sam's latest home
+    assert relations("Sam") >= {("Sam", "lives_in", "Paris", False), ("Sam", "lives_in", "Porto", False),
+                                ("Sam", "works_at", "Siemens", False), ("Sam", "works_at", "Google", True),
+                                ("Sam", "sister", "Alice", True), ("Sam", "brother", "Tom", True),
+                                ("Tom", "brother", "Sam", True), ("Sam", "lives_in", "York", True)}
+    assert not any(r[2] in ("Oslo", "Lisbon") for r in relations("Sam"))  # reported speech, a corrected slip
+    assert ("Alice", "lives_in", "Rome", True) in relations("Alice")
+    assert ("Tom", "lives_in", "Leeds", True) in relations("Tom")
+    recall = sidecar.request({"type": "graph_recall", "user_id": "u58", "text": "where does my brother Tom live?"})
+    assert recall["type"] == "graph_recall" and recall["known"]  # the cycle answers like any graph
+    # a relation stated about an entity that is then merged into another: one sister, one current Rome
+    ali = sidecar.request({"type": "entity", "user_id": "u58", "name": "Ali"})["entity"]["id"]
+    r = sidecar.request({"type": "merge_entities", "user_id": "u58", "source": ali, "target": ents["Alice"]["id"]})
+    assert r["type"] == "merged" and r["moved"]["relations"] == 2
+    sisters = [x for x in relations("Sam") if x[1] == "sister"]
+    assert sisters == [("Sam", "sister", "Alice", True)]
+    assert [x for x in relations("Alice") if x[1] == "lives_in"] == [("Alice", "lives_in", "Rome", True)]
+    # no user sees another's relations
+    assert sidecar.request({"type": "entity", "user_id": "u58b", "name": "Alice"})["code"] == "not_found"
+    assert sidecar.request({"type": "entities", "user_id": "u58b"})["entities"] == []

@@ -41,7 +41,7 @@ def test_the_compact_rule_joins_only_names_of_one_thing():
 def test_threshold_keeps_precision_on_the_labelled_alias_pairs(embedder):
     rest = [(t, a, b, same) for t, a, b, same in _pairs() if compact(fold(a)) != compact(fold(b))]
     names = sorted({n for _t, a, b, _s in rest for n in (a, b)})
-    vec = dict(zip(names, embedder.embed(names)))
+    vec = dict(zip(names, embedder.embed_queries(names)))
     said = [(float(vec[a] @ vec[b]) >= THRESHOLD, same) for _t, a, b, same in rest]
     tp = sum(1 for s, same in said if s and same)
     fp = sum(1 for s, same in said if s and not same)
@@ -51,7 +51,7 @@ def test_threshold_keeps_precision_on_the_labelled_alias_pairs(embedder):
 
 
 def test_a_new_name_joins_the_closest_known_thing_of_its_type_only(embedder):
-    g, match = UserGraph("u"), NameMatcher(embedder.embed)
+    g, match = UserGraph("u"), NameMatcher(embedder.embed_queries)
     city, _ = g.resolve("New York City", "place", match)
     city.episodes.append("e1")
     uni, _ = g.resolve("Harvard University", "organisation", match)

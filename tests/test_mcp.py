@@ -316,5 +316,7 @@ def test_missing_extra_exits_2_with_the_pip_command(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
     assert cli.main(["mcp", "--data-dir", str(tmp_path / "data")]) == 2
     captured = capsys.readouterr()
-    assert "pip install 'memory-sidecar[mcp]'" in captured.err and captured.out == ""
+    # the package is on no index yet: the command names this checkout, and the release's wheel
+    assert f"pip install '{ROOT}[mcp]'" in captured.err and captured.out == ""
+    assert "py3-none-any.whl[mcp]'" in captured.err and "not on PyPI yet" in captured.err
     assert not (tmp_path / "data").exists()  # nothing was started

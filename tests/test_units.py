@@ -240,7 +240,7 @@ def test_model_load_on_its_thread_hands_over_the_model_or_the_error(tmp_path, mo
     load = ModelLoad(None, True, None, 1)
     files = load.files()
     assert files.digest == modelmod.resolve_model(None, offline=True).digest
-    assert load.embedder().embed(["hello"]).shape == (1, files.dim)
+    assert load.embedder().embed_passages(["hello"]).shape == (1, files.dim)
 
     _no_model_anywhere(tmp_path, monkeypatch)
     missing = ModelLoad(tmp_path / "empty", True, None, 1)
@@ -252,6 +252,7 @@ def test_model_load_on_its_thread_hands_over_the_model_or_the_error(tmp_path, mo
     broken.mkdir()
     (broken / "model.onnx").write_bytes(b"not an onnx model")
     _link(broken / "tokenizer.json", files.tokenizer)
+    _link(broken / "config.json", files.config_dir / "config.json")  # says how wide: no config error first
     bad = ModelLoad(broken, True, None, 1)
     assert bad.files().onnx == broken / "model.onnx"
     with pytest.raises(Exception, match="INVALID_PROTOBUF"):  # onnxruntime's own error, as before
@@ -368,3 +369,27 @@ def test_build_hands_back_a_data_dir_error_only_once_the_models_load_has_ended(t
     with pytest.raises(StoreError):
         app_mod.build(cfg, ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads))
     assert ended == [True]
+
+
+def test_process_start_reads_when_a_child_started():
+    """process_start (what `ready`'s startup_ms counts from): a child's age from the OS lies between the times
+    before and after its spawn, give or take a clock tick (10 ms on Linux); an unknown pid falls back to the
+    time since the module's import."""
+    import time
+
+    from sidecar.runtime import process_start
+
+    before = time.monotonic()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    after = time.monotonic()
+    try:
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        age = process_start.started_seconds_ago(child.pid)  # platform.started_seconds_ago
+        t1 = time.monotonic()
+    finally:
+        child.kill()
+        child.wait()
+    assert age is not None and t0 - after - 0.02 <= age <= t1 - before + 0.02, (age, t0 - after, t1 - before)
+    seconds, from_os = process_start.since_spawn(2**22 + 12345)  # above Linux's pid_max: no such process
+    assert not from_os and seconds == pytest.approx(time.monotonic() - process_start.IMPORTED, abs=0.05)

@@ -72,18 +72,20 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
     from sidecar.embedding.embedder import Embedder
     from sidecar.embedding.model import resolve_model
 
-    files = resolve_model(None, offline=True)
+    # MEMORY_SIDECAR_MODEL (and the huggingface-hub cache's HF_HUB_CACHE) choose another model, for the floor
+    # and for the sidecars spawned (they read the same variable): docs/models.md
+    files = resolve_model(None, offline=True, model=os.environ.get("MEMORY_SIDECAR_MODEL") or None)
     emb = Embedder(files, threads=threads)
     short = "hey what's up, how was the hiking trip last weekend?"
     for _ in range(20):
-        emb.embed([short])
+        emb.embed_passages([short])
 
     def one_at_a_time(texts: list[str]) -> list[float]:
         """Seconds to embed each text alone."""
         times = []
         for t in texts:
             t0 = time.perf_counter()
-            emb.embed([t])
+            emb.embed_passages([t])
             times.append(time.perf_counter() - t0)
         return times
 
@@ -91,7 +93,7 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
         """Texts embedded per second, in batches of 32."""
         t0 = time.perf_counter()
         for i in range(0, len(texts), 32):
-            emb.embed(texts[i:i + 32])
+            emb.embed_passages(texts[i:i + 32])
         return len(texts) / (time.perf_counter() - t0)
 
     def median_ms(times: list[float]) -> float:
@@ -120,7 +122,8 @@ def median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict[
     for _ in range(runs):
         data = tmp / f"ready-{time.monotonic_ns()}"
         if ready_line:
-            with Sidecar(data, command=cmd, stderr=subprocess.DEVNULL, timeout=60) as sc:
+            # a 12-layer multilingual model (docs/models.md) took 12-52 s to ready on a loaded machine
+            with Sidecar(data, command=cmd, stderr=subprocess.DEVNULL, timeout=300) as sc:
                 walls.append(sc.wait_ready()[0])
                 sc.shutdown()
         else:

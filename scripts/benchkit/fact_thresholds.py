@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     pairs = [json.loads(line) for line in FIXTURE.read_bytes().splitlines() if line.strip()]
     files = resolve_model(None, True, None)
     emb = Embedder(files, threads=2)
-    a = np.stack([emb.embed_one(p["a"]) for p in pairs])
-    b = np.stack([emb.embed_one(p["b"]) for p in pairs])
+    a = np.stack([emb.embed_passage(p["a"]) for p in pairs])
+    b = np.stack([emb.embed_passage(p["b"]) for p in pairs])
     sims = (a * b).sum(axis=1)
     labels = np.array([p["label"] for p in pairs])
 

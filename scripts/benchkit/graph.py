@@ -59,11 +59,11 @@ def floor_ms(threads: int = 2, text: str = "hey what's up, how was the hiking tr
 
     emb = Embedder(resolve_model(None, True, None), threads=threads)
     for _ in range(5):
-        emb.embed([text])
+        emb.embed_queries([text])
     times = []
     for _ in range(50):
         t0 = time.perf_counter()
-        emb.embed([text])
+        emb.embed_queries([text])
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
 

@@ -94,12 +94,12 @@ def model_floor(threads: int, rng: random.Random, n: int = 200) -> list[float]:
 
     emb = Embedder(resolve_model(None, offline=True), threads=threads)
     for _ in range(20):
-        emb.embed_one("warm up")
+        emb.embed_query("warm up")
     times = []
     for _ in range(n):
         text = make_question(rng)
         t0 = time.perf_counter()
-        emb.embed_one(text)
+        emb.embed_query(text)
         times.append(time.perf_counter() - t0)
     return times
 

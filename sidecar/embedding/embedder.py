@@ -1,9 +1,11 @@
-"""all-MiniLM-L6-v2 sentence embeddings: tokenizer + one onnxruntime session.
+"""Sentence embeddings: tokenizer + one onnxruntime session, set up by the model's own configs (spec.py).
 
-Mean pooling over the attention mask, L2 normalisation, truncation at the model's
-max_seq_length (256, from sentence_bert_config.json, not the 128 baked into tokenizer.json),
-and no fixed padding: texts are sorted by token length and each batch is padded only to its
-own longest text.
+The ONNX file gives token embeddings; they are pooled (the model's pooling: mean over the attention mask
+for all-MiniLM-L6-v2, CLS, max, ...), L2-normalised when the model's pipeline has a Normalize module, and
+inputs are truncated at the model's max_seq_length (256 for the default, from sentence_bert_config.json,
+not the 128 baked into its tokenizer.json). No fixed padding: texts are sorted by token length and each
+batch is padded only to its own longest text. Every caller says whether it embeds a query or a passage
+(a stored memory, a fact, a name): models such as e5 want a different prefix on each.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Literal, Sequence
 
 import numpy as np
 
 from .model import ModelFiles
+from .spec import ModelConfigError
+
+Kind = Literal["query", "passage"]
 
 log = logging.getLogger("sidecar.embedder")
 
@@ -43,12 +48,19 @@ class Embedder:
         from tokenizers import Tokenizer
 
         self.files = files
+        self.spec = spec = files.spec
         self.dim = files.dim
-        self.max_length = files.max_seq_length
+        self.max_length = spec.max_length
         tok = Tokenizer.from_file(str(files.tokenizer))
+        padding = tok.padding or {}
+        self._pad_id = int(padding.get("pad_id", 0)) if padding else _pad_id(tok)
         tok.no_padding()
         tok.enable_truncation(max_length=self.max_length)
         self._tokenizer = tok
+        self._prefix = {"query": spec.query_prefix, "passage": spec.passage_prefix}
+        # the passage prefix as token ids, put after the first token of long memories' windows (`embed_ids`)
+        self._passage_ids = _prefix_ids(tok, spec.passage_prefix)
+        self._prefix_tokens = {"query": len(_prefix_ids(tok, spec.query_prefix)), "passage": len(self._passage_ids)}
         # chunking's own tokenizer (overlapping windows, `windows`), loaded at its first use: parsing the file
         # again took 15-30 ms of start-up for a store that may hold no long memory
         self._windows: Tokenizer | None = None
@@ -79,22 +91,45 @@ class Embedder:
         opts.log_severity_level = 3
         self._session = ort.InferenceSession(str(files.onnx), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
-        out = self._session.get_outputs()[0]
-        if out.shape and out.shape[-1] != self.dim:
-            raise ValueError(f"{files.onnx} produces {out.shape[-1]}-d outputs, expected {self.dim}")
+        unknown = self._inputs - {"input_ids", "attention_mask", "token_type_ids"}
+        if unknown:
+            raise ModelConfigError(f"{files.onnx} needs inputs the sidecar does not give ({', '.join(sorted(unknown))}); "
+                                   "export the model with input_ids, attention_mask (and token_type_ids) only")
+        out = _token_output(self._session.get_outputs())
+        self._pooled = len(out.shape) == 2  # the file pools itself (a sentence_embedding output): use it as it is
+        width = out.shape[-1] if isinstance(out.shape[-1], int) else None
+        expected = self.dim if self._pooled else spec.word_dim
+        if width is not None and expected is not None and width != expected:
+            raise ModelConfigError(f"{files.onnx} produces {width}-d {'sentence' if self._pooled else 'token'} "
+                                   f"embeddings, but the model's configs say {expected}: the configs and the ONNX "
+                                   "file are of different models")
         self._output = out.name
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) float32, unit-length rows, in the order given."""
-        return self.embed_flagged(texts)[0]
+    def embed(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+        """(len(texts), dim) float32 rows in the order given (unit length when the model normalises):
+        `kind` says whether they are queries or passages (stored texts)."""
+        return self.embed_flagged(texts, kind)[0]
 
-    def embed_flagged(self, texts: Sequence[str]) -> tuple[np.ndarray, list[bool]]:
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts, "query")
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts, "passage")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text], "query")[0]
+
+    def embed_passage(self, text: str) -> np.ndarray:
+        return self.embed([text], "passage")[0]
+
+    def embed_flagged(self, texts: Sequence[str], kind: Kind) -> tuple[np.ndarray, list[bool]]:
         """The vectors of `embed`, and for each text whether it may run past the window (it filled the
         window, or was cut to its head): those are the ones worth chunking."""
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32), []
+        prefix = self._prefix[kind]
         heads = [_head(t) for t in texts]
-        encodings = self._tokenizer.encode_batch(heads)
+        encodings = self._tokenizer.encode_batch([prefix + h for h in heads] if prefix else heads)
         ids = [e.ids for e in encodings]
         full = [bool(e.overflowing) or len(h) < len(t) for e, h, t in zip(encodings, heads, texts)]
         with self._waiting_lock:  # background work steps aside meanwhile (`embed_ids`)
@@ -102,19 +137,22 @@ class Embedder:
             if self._background is not None:
                 self._background.terminate = True
         try:  # requests (and the graph's and facts' own work) still run side by side, as they always did
-            return self._embed_ids(ids, TOKEN_BUDGET), full
+            return self._embed_ids(ids, TOKEN_BUDGET, prefix_tokens=self._prefix_tokens[kind]), full
         finally:
             with self._waiting_lock:
                 self._waiting -= 1
 
-    def _embed_ids(self, encodings: list[list[int]], budget: int, options: object = None) -> np.ndarray:
-        """Vectors of token id lists (special tokens included), length-sorted batches within `budget`."""
+    def _embed_ids(self, encodings: list[list[int]], budget: int, options: object = None,
+                   prefix_tokens: int = 0) -> np.ndarray:
+        """Vectors of token id lists (special tokens included), length-sorted batches within `budget`.
+        `prefix_tokens`: how many tokens after the first are the prompt (left out of the pooling when the
+        model's pooling config says include_prompt false)."""
         n = len(encodings)
         out = np.empty((n, self.dim), dtype=np.float32)
         order = sorted(range(n), key=lambda i: len(encodings[i]))
         for idx in self._batches(order, [len(e) for e in encodings], budget):
             width = max(len(encodings[i]) for i in idx)
-            ids = np.zeros((len(idx), width), dtype=np.int64)
+            ids = np.full((len(idx), width), self._pad_id, dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, i in enumerate(idx):
                 e = encodings[i]
@@ -124,16 +162,26 @@ class Embedder:
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.zeros_like(ids)
             hidden = self._session.run([self._output], feeds, options)[0]
-            m = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[idx] = pooled / np.clip(norms, 1e-12, None)
+            if self._pooled:
+                pooled = hidden.astype(np.float32, copy=False)
+            else:
+                keep = mask
+                if prefix_tokens and not self.spec.include_prompt:
+                    keep = mask.copy()
+                    keep[:, 1:1 + prefix_tokens] = 0
+                pooled = pool(hidden, mask, keep, self.spec.pooling)
+            if pooled.shape[1] != self.dim:
+                raise ModelConfigError(f"{self.files.onnx} gave {pooled.shape[1]}-d vectors, expected {self.dim}")
+            if self.spec.normalize:
+                pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            out[idx] = pooled
         return out
 
     def windows(self, text: str, size: int, overlap: int) -> tuple[list[tuple[int, int]], list[list[int]]]:
         """The text as overlapping windows of `size` tokens (the next starts `size - overlap` tokens on):
-        each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included.
-        A text of at most max_length - 2 tokens gives no window (its own vector covers it). The tokenizer
+        each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included
+        (`embed_ids` puts the passage prefix after [CLS]). `size` is cut to what the model's window holds
+        beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers it). The tokenizer
         cuts them itself (truncation with a stride: each overflowing part repeats `overlap` tokens), in one
         call that releases the GIL."""
         with self._windows_lock:
@@ -143,11 +191,14 @@ class Embedder:
                 self._windows = Tokenizer.from_file(str(self.files.tokenizer))
                 self._windows.no_padding()
             tok = self._windows
+        room = self.max_length - 2 - len(self._passage_ids)
+        size = max(8, min(size, room))
+        overlap = min(overlap, size // 4)
         tok.enable_truncation(max_length=size + 2, stride=overlap)
         [first] = tok.encode_batch([text])
         parts = [first, *first.overflowing]
         tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
-        if tokens <= self.max_length - 2:
+        if tokens <= room:
             return [], []
         return [(p.offsets[1][0], p.offsets[-2][1]) for p in parts], [p.ids for p in parts]
 
@@ -173,8 +224,11 @@ class Embedder:
                         continue
                     if stopped < PREEMPTED_MAX:
                         self._background = options
+                window = windows[start]
+                if self._passage_ids:
+                    window = [*window[:1], *self._passage_ids, *window[1:]]
                 try:
-                    vectors = self._embed_ids(windows[start:start + 1], 1 << 30, options)
+                    vectors = self._embed_ids([window], 1 << 30, options, prefix_tokens=len(self._passage_ids))
                 except Exception:
                     if not options.terminate:
                         raise
@@ -199,8 +253,68 @@ class Embedder:
         if batch:
             yield batch
 
-    def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+
+
+def pool(hidden: np.ndarray, mask: np.ndarray, keep: np.ndarray, modes: tuple[str, ...]) -> np.ndarray:
+    """Token embeddings (batch, tokens, width) -> one vector per row, the modes concatenated in order, as
+    sentence-transformers' Pooling computes them. `mask`: the attention mask (1 = a real token, padding on the
+    right); `keep`: the tokens pooled (the mask less the prompt's tokens when the model says so)."""
+    h = hidden.astype(np.float32, copy=False)
+    k = keep[:, :, None].astype(np.float32)
+    parts = []
+    for mode in modes:
+        if mode == "cls":
+            parts.append(h[:, 0])
+        elif mode == "max":
+            parts.append(np.where(k > 0, h, np.float32(-1e9)).max(axis=1))
+        elif mode in ("mean", "mean_sqrt_len_tokens"):
+            total, count = (h * k).sum(axis=1), np.clip(k.sum(axis=1), 1e-9, None)
+            parts.append(total / (count if mode == "mean" else np.sqrt(count)))
+        elif mode == "weightedmean":
+            w = k * np.arange(1, h.shape[1] + 1, dtype=np.float32)[None, :, None]
+            parts.append((h * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None))
+        elif mode == "lasttoken":
+            last = np.clip(mask.sum(axis=1) - 1, 0, None)
+            parts.append(h[np.arange(len(h)), last])
+        else:  # spec.py refuses any other at start-up
+            raise ModelConfigError(f"unknown pooling {mode!r}")
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+
+def _token_output(outputs: list) -> object:
+    """The session's output to pool: token embeddings (rank 3: last_hidden_state / token_embeddings), else a
+    pooled sentence_embedding (rank 2)."""
+    by_name = {o.name: o for o in outputs}
+    for name in ("last_hidden_state", "token_embeddings"):
+        if name in by_name:
+            return by_name[name]
+    ranked = [o for o in outputs if len(o.shape) == 3] or [o for o in outputs if len(o.shape) == 2]
+    if not ranked:
+        raise ModelConfigError("the ONNX file has no token-embedding (3-d) or sentence-embedding (2-d) output")
+    return ranked[0]
+
+
+def _pad_id(tok: object) -> int:
+    for token in ("[PAD]", "<pad>", "<|endoftext|>"):
+        found = tok.token_to_id(token)  # type: ignore[attr-defined]
+        if found is not None:
+            return int(found)
+    return 0
+
+
+def _prefix_ids(tok: object, prefix: str) -> list[int]:
+    """The token ids the prefix adds after the first special token, found as the difference between the
+    encodings of a probe text with and without it (so that a tokenizer that joins the prefix's trailing space
+    to the next word still gets the ids the full text would get)."""
+    if not prefix:
+        return []
+    probe = "memory"
+    plain = tok.encode(probe).ids  # type: ignore[attr-defined]
+    full = tok.encode(prefix + probe).ids  # type: ignore[attr-defined]
+    tail = len(plain) - 1
+    if tail > 0 and full[-tail:] == plain[-tail:] and full[:1] == plain[:1]:
+        return full[1:len(full) - tail]
+    return tok.encode(prefix, add_special_tokens=False).ids  # type: ignore[attr-defined]
 
 
 def _head(text: str) -> str:

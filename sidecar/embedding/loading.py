@@ -23,15 +23,18 @@ class ModelLoad:
     and `embedder()` wait for their part and raise what the load raised (a missing model's ModelError
     names every place tried, as before)."""
 
-    def __init__(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int):
+    def __init__(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int, model: str | None = None,
+                 query_prefix: str | None = None, passage_prefix: str | None = None):
         self._files: Future[ModelFiles] = Future()
         self._embedder: Future[Embedder] = Future()
-        threading.Thread(target=self._load, args=(model_dir, offline, sha256, threads), name="model-load",
+        which = (model, query_prefix, passage_prefix)
+        threading.Thread(target=self._load, args=(model_dir, offline, sha256, threads, which), name="model-load",
                          daemon=True).start()
 
-    def _load(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int) -> None:
+    def _load(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int,
+              which: tuple[str | None, str | None, str | None]) -> None:
         try:
-            files = resolve_model(model_dir, offline, sha256)
+            files = resolve_model(model_dir, offline, sha256, *which)
         except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, in the caller's thread
             self._files.set_exception(exc)
             self._embedder.set_exception(exc)

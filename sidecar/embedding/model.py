@@ -1,9 +1,11 @@
 """Finding the embedding model's files, in a fixed order, and verifying them by sha256.
 
-Order: explicit --model-dir; files bundled in a frozen binary; an installed offline model package;
-the huggingface-hub cache; a hub download (unless offline). Nothing here imports the packages it
-looks into (some print on import), and huggingface_hub is imported only when the earlier places
-came up empty.
+The model is the bundled all-MiniLM-L6-v2 unless `--model` names another sentence-transformers repo on the
+HuggingFace Hub (one that publishes ONNX weights). Order: explicit --model-dir; files bundled in a frozen
+binary (when they are that model); an installed offline model package (the default model only); the
+huggingface-hub cache; a hub download (unless offline). Nothing here imports the packages it looks into
+(some print on import), and huggingface_hub is imported only when the earlier places came up empty.
+What the model is (pooling, normalisation, length, width, prefixes) is read from its configs (spec.py).
 """
 
 from __future__ import annotations
@@ -15,16 +17,27 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
+
+from .spec import ModelConfigError, ModelSpec, read_spec
 
 log = logging.getLogger("sidecar.model")
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_DIM = 384
 HUB_REPO = MODEL_NAME
-HUB_ONNX = "onnx/model.onnx"
+# The ONNX file taken from a repo, in this order: the plain fp32 export sentence-transformers and optimum
+# publish under onnx/ (its quantized and optimized variants beside it are not taken: they compute
+# differently on different CPUs), then one at the top of the repo.
+HUB_ONNX_FILES = ("onnx/model.onnx", "model.onnx")
+HUB_ONNX = HUB_ONNX_FILES[0]
 HUB_TOKENIZER = "tokenizer.json"
+# What a download fetches beside the ONNX file (and its external-data file, model.onnx_data, when it has one).
+HUB_CONFIGS = ("tokenizer.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+               "config.json", "tokenizer_config.json", "special_tokens_map.json", "*Pooling/config.json")
+BUNDLE_NAME_FILE = "model_name.txt"  # in a frozen binary's model/: which model build_binary.py bundled
 # The default model ships inside the package: tokenizer and configs (Apache-2.0) and model.onnx,
 # built once by scripts/build_model.py (fused attention, int8 weights, int8 compute with per-token scales).
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "all-MiniLM-L6-v2"
@@ -62,24 +75,37 @@ class ModelError(RuntimeError):
 class ModelFiles:
     onnx: Path
     tokenizer: Path
-    config_dir: Path  # holds sentence_bert_config.json (max_seq_length)
+    config_dir: Path  # the model's config files (modules.json, 1_Pooling/, sentence_bert_config.json, ...)
     source: str
     digest: str
     name: str = MODEL_NAME
-    dim: int = MODEL_DIM
+    query_prefix: str | None = None  # the user's --query-prefix / --passage-prefix (None: the model's own)
+    passage_prefix: str | None = None
+    config_fallback: Path | None = None  # configs missing from config_dir are read here (a known MiniLM file only)
+
+    @cached_property
+    def spec(self) -> ModelSpec:
+        """Pooling, normalisation, maximum length, width and prefixes, from the model's configs."""
+        spec = read_spec(self.config_dir, self.name, self.query_prefix, self.passage_prefix, self.config_fallback)
+        if spec.dim is None:
+            raise ModelConfigError(f"{self.config_dir} does not say how wide the model's vectors are: it needs "
+                                   "1_Pooling/config.json (word_embedding_dimension) or config.json (hidden_size)")
+        return spec
 
     @property
-    def identity(self) -> dict[str, object]:
-        """What is stored with the data: name, dim, the file's digest and its vector family."""
-        return {"name": self.name, "dim": self.dim, "digest": self.digest, "vectors": vector_family(self.digest)}
+    def dim(self) -> int:
+        return int(self.spec.dim or 0)
 
     @property
     def max_seq_length(self) -> int:
-        cfg = self.config_dir / "sentence_bert_config.json"
-        try:
-            return int(json.loads(cfg.read_text())["max_seq_length"])
-        except (OSError, ValueError, KeyError):
-            return 256
+        return self.spec.max_length
+
+    @property
+    def identity(self) -> dict[str, object]:
+        """What is stored with the data: name, dim, the file's digest, its vector family, and the settings that
+        change a stored vector (pooling, normalisation, the passage prefix)."""
+        return {"name": self.name, "dim": self.dim, "digest": self.digest, "vectors": vector_family(self.digest),
+                "embedding": self.spec.signature}
 
 
 def sha256_file(path: Path) -> str:
@@ -95,32 +121,65 @@ def sha256_file(path: Path) -> str:
             return hashlib.sha256(mapped).hexdigest()
 
 
-def _dir_files(directory: Path) -> tuple[Path, Path, Path] | None:
+Found = tuple[Path, Path, Path]  # (onnx, tokenizer, config dir)
+CONFIG_NAMES = ("modules.json", "sentence_bert_config.json", "config.json", "1_Pooling")
+
+
+class NoOnnx(ModelError):
+    """A model folder or repo without ONNX weights."""
+
+
+def _pick_onnx(names: list[str]) -> str | None:
+    """The ONNX file to take among a repo's or folder's files (HUB_ONNX_FILES order); None when it has none
+    of them."""
+    return next((n for n in HUB_ONNX_FILES if n in names), None)
+
+
+def _dir_files(directory: Path) -> Found | None:
     """(onnx, tokenizer, config dir) from a model directory, or None when it has no ONNX file."""
-    for onnx in (directory / "model.onnx", directory / "onnx" / "model.onnx"):
+    for onnx in (directory / name for name in HUB_ONNX_FILES):
         if onnx.is_file():
             break
     else:
+        others = sorted(str(p.relative_to(directory)) for p in directory.glob("**/*.onnx")) if directory.is_dir() else []
+        if others:
+            raise NoOnnx(f"{directory} has ONNX files ({', '.join(others[:6])}) but neither "
+                         f"{' nor '.join(HUB_ONNX_FILES)}; copy the one you want to {directory / 'model.onnx'}")
         return None
     tok = directory / "tokenizer.json"
     if not tok.is_file():
         tok = ASSETS_DIR / "tokenizer.json"
-    cfg_dir = directory if (directory / "sentence_bert_config.json").is_file() else ASSETS_DIR
-    return onnx, tok, cfg_dir
+    return onnx, tok, directory
 
 
-def _from_explicit(model_dir: Path | None) -> Callable[[], tuple[Path, Path, Path] | None] | None:
+def _from_explicit(model_dir: Path | None) -> Callable[[], Found | None] | None:
     if model_dir is None:
         return None
     return lambda: _dir_files(model_dir)
 
 
-def _from_frozen() -> tuple[Path, Path, Path] | None:
+def frozen_model_dir() -> Path | None:
     base = getattr(sys, "_MEIPASS", None)
-    return _dir_files(Path(base) / "model") if base else None
+    return Path(base) / "model" if base and getattr(sys, "frozen", False) else None
 
 
-def _from_packages() -> tuple[Path, Path, Path] | None:
+def bundled_name() -> str:
+    """The model a frozen binary carries (build_binary.py writes its name beside it), else the default."""
+    folder = frozen_model_dir()
+    if folder is not None:
+        try:
+            return (folder / BUNDLE_NAME_FILE).read_text(encoding="utf-8").strip() or MODEL_NAME
+        except OSError:
+            pass
+    return MODEL_NAME
+
+
+def _from_frozen() -> Found | None:
+    folder = frozen_model_dir()
+    return _dir_files(folder) if folder else None
+
+
+def _from_packages() -> Found | None:
     own = _dir_files(ASSETS_DIR)
     if own:
         return own
@@ -137,28 +196,42 @@ def _from_packages() -> tuple[Path, Path, Path] | None:
     return None
 
 
-def _from_hub_cache() -> tuple[Path, Path, Path] | None:
-    from huggingface_hub import try_to_load_from_cache
-
-    onnx = try_to_load_from_cache(HUB_REPO, HUB_ONNX)
-    tok = try_to_load_from_cache(HUB_REPO, HUB_TOKENIZER)
-    if isinstance(onnx, str) and isinstance(tok, str):
-        cfg = try_to_load_from_cache(HUB_REPO, "sentence_bert_config.json")
-        return Path(onnx), Path(tok), Path(cfg).parent if isinstance(cfg, str) else ASSETS_DIR
-    return None
+def _snapshot_files(snapshot: Path, repo: str) -> Found:
+    found = _dir_files(snapshot)
+    if found is None:
+        raise NoOnnx(f"{repo} has no ONNX weights in the huggingface-hub cache ({snapshot}: neither "
+                     f"{' nor '.join(HUB_ONNX_FILES)})")
+    return found
 
 
-def _from_hub_download() -> tuple[Path, Path, Path] | None:
-    from huggingface_hub import hf_hub_download
+def _from_hub_cache(repo: str) -> Callable[[], Found | None]:
+    def find() -> Found | None:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
 
-    log.warning("downloading %s from the HuggingFace Hub (progress below)", HUB_REPO)
-    onnx = Path(hf_hub_download(HUB_REPO, HUB_ONNX))
-    tok = Path(hf_hub_download(HUB_REPO, HUB_TOKENIZER))
-    try:
-        cfg_dir = Path(hf_hub_download(HUB_REPO, "sentence_bert_config.json")).parent
-    except Exception:  # noqa: BLE001 - the config is optional; the packaged one is identical
-        cfg_dir = ASSETS_DIR
-    return onnx, tok, cfg_dir
+        try:
+            snapshot = Path(snapshot_download(repo, local_files_only=True))
+        except LocalEntryNotFoundError:
+            return None
+        return _snapshot_files(snapshot, repo)
+    return find
+
+
+def _from_hub_download(repo: str) -> Callable[[], Found | None]:
+    def download() -> Found | None:
+        from huggingface_hub import HfApi, snapshot_download
+
+        names = HfApi().list_repo_files(repo)
+        onnx = _pick_onnx(names)
+        if onnx is None:
+            others = [n for n in names if n.endswith(".onnx")]
+            raise NoOnnx(f"{repo} publishes no ONNX weights at {' or '.join(HUB_ONNX_FILES)}"
+                         + (f" (it has {', '.join(others[:6])})" if others else ""))
+        log.warning("downloading %s (%s, tokenizer and configs) from the HuggingFace Hub; progress below", repo, onnx)
+        snapshot = Path(snapshot_download(repo, allow_patterns=[onnx, onnx + "_data", *HUB_CONFIGS]))
+        log.warning("downloaded %s to %s", repo, snapshot)
+        return _snapshot_files(snapshot, repo)
+    return download
 
 
 def _hub_blob_digest(path: Path) -> str | None:
@@ -167,24 +240,67 @@ def _hub_blob_digest(path: Path) -> str | None:
     return name if len(name) == 64 and all(c in "0123456789abcdef" for c in name) else None
 
 
-def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | None = None) -> ModelFiles:
-    """Find and verify the model. Raises ModelError naming every place tried."""
-    places: list[tuple[str, Callable[[], tuple[Path, Path, Path] | None] | None]] = [
+def _verified(label: str, onnx: Path, required_sha256: str | None) -> str:
+    """The file's sha256, checked against --model-sha256, the known digests (a package) and the hub's name."""
+    digest = sha256_file(onnx)
+    if required_sha256 and digest != required_sha256:
+        raise ModelError(f"{onnx} has sha256 {digest}, but --model-sha256 requires {required_sha256}")
+    if label.startswith("installed") and digest not in KNOWN_ONNX:
+        raise ModelError(f"{onnx} from an installed package has unknown sha256 {digest}: the file is "
+                         "corrupt or was replaced; reinstall the package")
+    expected = _hub_blob_digest(onnx) if "hub" in label.lower() else None
+    if expected and digest != expected:
+        raise ModelError(f"{onnx} has sha256 {digest} but the hub says {expected}: the download is corrupt; "
+                         "delete it from the huggingface cache and start again")
+    if digest not in KNOWN_ONNX and not required_sha256:
+        log.info("model file %s has a digest not in the known list (%s); using it as given", onnx, digest)
+    return digest
+
+
+def parse_repo_id(value: str) -> str | None:
+    """A HuggingFace repo id (owner/name) as --model takes it; None for an empty value. Raises ValueError."""
+    v = value.strip()
+    if not v:
+        return None
+    parts = v.split("/")
+    if len(parts) != 2 or not all(p and all(c.isalnum() or c in "-_." for c in p) for p in parts) \
+            or ".." in v or v.startswith(".") or len(v) > 96:
+        raise ValueError(f"must be a HuggingFace repo id such as sentence-transformers/all-MiniLM-L6-v2, got {value!r} "
+                         "(a folder of model files goes to --model-dir)")
+    return v
+
+
+def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | None = None, model: str | None = None,
+                  query_prefix: str | None = None, passage_prefix: str | None = None) -> ModelFiles:
+    """Find and verify the model named `model` (a HuggingFace repo id; None: the bundled default, or what a
+    frozen binary carries) and read its configs. Raises ModelError naming every place tried, or
+    ModelConfigError when its configs ask for what the sidecar cannot do."""
+    bundled = bundled_name()
+    name = (model or "").strip() or bundled
+    default = name == MODEL_NAME
+    frozen = frozen_model_dir() is not None
+    places: list[tuple[str, Callable[[], Found | None] | None]] = [
         (f"--model-dir {model_dir}" if model_dir else "--model-dir (not set)", _from_explicit(model_dir)),
-        ("files bundled in the frozen binary", _from_frozen if getattr(sys, "frozen", False) else None),
-        ("installed model packages (" + ", ".join(p for p, _ in OFFLINE_PACKAGES) + f"; {ASSETS_DIR})", _from_packages),
-        (f"huggingface-hub cache ({HUB_REPO})", _from_hub_cache),
-        (f"HuggingFace Hub download ({HUB_REPO})" + (" - skipped: offline mode" if offline else ""),
-         None if offline else _from_hub_download),
+        ("files bundled in the frozen binary" + ("" if not frozen or bundled == name else f" - skipped: they are {bundled}"),
+         _from_frozen if frozen and bundled == name else None),
+        ("installed model packages (" + ", ".join(p for p, _ in OFFLINE_PACKAGES) + f"; {ASSETS_DIR})"
+         + ("" if default else f" - skipped: they hold {MODEL_NAME}"), _from_packages if default else None),
+        (f"huggingface-hub cache ({name})", _from_hub_cache(name)),
+        (f"HuggingFace Hub download ({name})" + (" - skipped: offline mode" if offline else ""),
+         None if offline else _from_hub_download(name)),
     ]
     tried: list[str] = []
+    no_onnx = False
     for label, finder in places:
         if finder is None:
             tried.append(label)
             continue
         try:
             found = finder()
+        except ModelConfigError:
+            raise
         except Exception as exc:  # noqa: BLE001 - each place may fail in its own way; report them all
+            no_onnx = no_onnx or isinstance(exc, NoOnnx)
             tried.append(f"{label}: {type(exc).__name__}: {exc}")
             continue
         if found is None:
@@ -194,20 +310,25 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
         if not tok.is_file():
             tried.append(f"{label}: tokenizer.json missing")
             continue
-        digest = sha256_file(onnx)
-        if required_sha256 and digest != required_sha256:
-            raise ModelError(f"{onnx} has sha256 {digest}, but --model-sha256 requires {required_sha256}")
-        if label.startswith("installed") and digest not in KNOWN_ONNX:
-            raise ModelError(f"{onnx} from an installed package has unknown sha256 {digest}: the file is "
-                             "corrupt or was replaced; reinstall the package")
-        expected = _hub_blob_digest(onnx) if "hub" in label else None
-        if expected and digest != expected:
-            raise ModelError(f"{onnx} has sha256 {digest} but the hub says {expected}: the download is corrupt; "
-                             "delete it from the huggingface cache and start again")
-        if digest not in KNOWN_ONNX and not required_sha256:
-            log.info("model file %s has a digest not in the known list (%s); using it as given", onnx, digest)
-        return ModelFiles(onnx=onnx, tokenizer=tok, config_dir=cfg_dir, source=label.split(" (")[0], digest=digest)
-    raise ModelError("no embedding model found. Tried, in order:\n  - " + "\n  - ".join(tried)
-                     + "\nReinstall memory-sidecar (its package ships the default model), point --model-dir at a "
-                     "directory with model.onnx and tokenizer.json, "
-                     "or allow the hub download (unset --offline / HF_HUB_OFFLINE).")
+        digest = _verified(label, onnx, required_sha256)
+        # a known all-MiniLM-L6-v2 file in a folder without its configs (an older --model-dir): the packaged ones
+        fallback = ASSETS_DIR if digest in KNOWN_ONNX and cfg_dir != ASSETS_DIR else None
+        files = ModelFiles(onnx=onnx, tokenizer=tok, config_dir=cfg_dir, source=label.split(" (")[0].split(" - ")[0],
+                           digest=digest, name=name, query_prefix=query_prefix, passage_prefix=passage_prefix,
+                           config_fallback=fallback)
+        spec = files.spec  # a config the sidecar cannot follow fails here, at start-up
+        log.info("model %s: %s pooling, normalize %s, max %d tokens, %d-d, prefixes %r / %r (%s)", name,
+                 "+".join(spec.pooling), spec.normalize, spec.max_length, files.dim, spec.query_prefix,
+                 spec.passage_prefix, spec.prefix_source)
+        return files
+    way_out = ("Reinstall memory-sidecar (its package ships the default model), point --model-dir at a "
+               "directory with model.onnx and tokenizer.json, "
+               "or allow the hub download (unset --offline / HF_HUB_OFFLINE).") if default else (
+        f"Allow the hub download of {name} (unset --offline / HF_HUB_OFFLINE), check the repo id, or point "
+        "--model-dir at a folder with its model.onnx, tokenizer.json and configs.")
+    if no_onnx:
+        way_out = (f"{name} has no ONNX weights the sidecar can use: export them once (pip install "
+                   f"'optimum[onnxruntime]'; optimum-cli export onnx --model {name} --task feature-extraction DIR), "
+                   f"then start with --model {name} --model-dir DIR; or choose a model that publishes onnx/model.onnx.")
+    raise ModelError(f"no embedding model {name} found. Tried, in order:\n  - " + "\n  - ".join(tried)
+                     + "\n" + way_out)

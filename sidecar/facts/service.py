@@ -117,7 +117,7 @@ class FactService:
         if kept is not None and kept[0] == changes and now - kept[1] < self.answers_ttl:
             return kept[2]
         where = f"user_id = {sql_str(user_id)} AND active = true"
-        rows = self.facts.search_unlocked(self.embedder.embed_one(text), where, 1)
+        rows = self.facts.search_unlocked(self.embedder.embed_passage(text), where, 1)  # compared with stored facts
         found = rows[0]["id"] if rows and rows[0]["similarity"] >= self.duplicate_threshold else None
         if len(self._same) >= SAME_FACT_KEPT:
             self._same.clear()
@@ -141,7 +141,7 @@ class FactService:
         tried once, so a request never waits longer than that for the LLM. `wanted` is checked under the
         write lock before anything is written: background work for a user forgotten meanwhile stops."""
         text = self._text(text)
-        vector = self.embedder.embed_one(text)
+        vector = self.embedder.embed_passage(text)
         with self.write_lock:
             if wanted is not None and not wanted():
                 return None
@@ -229,7 +229,7 @@ class FactService:
             ])
             return None
         merged = self._text(d.merged_text or "")
-        vector = self.embedder.embed_one(merged)
+        vector = self.embedder.embed_passage(merged)
         self.facts.update(sql_str(old["id"]), {"text": merged, "updated_at": now,
                                                "confidence": max(float(old["confidence"]), float(new["confidence"]))},
                           vector=vector)
@@ -324,7 +324,7 @@ class FactService:
             raise TooLarge(f"{len(users)} users are over the limit of {self.max_users} (--max-batch)")
 
     def _vector(self, text: str | None) -> np.ndarray | None:
-        return self.embedder.embed_one(text) if text is not None and text.strip() else None
+        return self.embedder.embed_query(text) if text is not None and text.strip() else None
 
     def list_facts(self, req: FactsRequest) -> FactsResponse:
         self._check_limit(req.limit)
@@ -364,7 +364,7 @@ class FactService:
                 values["category"] = self._category(req.category)
             if req.text is not None:
                 values["text"] = self._text(req.text)
-                vector = self.embedder.embed_one(values["text"])
+                vector = self.embedder.embed_passage(values["text"])
             self.facts.update(sql_str(fact["id"]), values, vector=vector)
             reason = req.reason if req.reason and req.reason.strip() else "correction"
             self.facts.add_events([self._event({**fact, **values}, "updated", previous_text=fact["text"],

@@ -95,8 +95,11 @@ class FactStore:
         model changed (with `reembed`)."""
         create_tables(database)
         store = cls(database.db, database.dim, lock, on_write)
-        if database.model_changed and reembed is not None:
+        moving = database.reembedding
+        if reembed is not None and (database.model_changed or (moving is not None and not moving.get("facts"))):
             store.reembed(reembed)
+            if moving is not None:
+                database.note_reembed(facts=True)
         return store
 
     def __init__(self, db: Any, dim: int, lock: threading.RLock, on_write: Any = None):
@@ -343,6 +346,9 @@ class FactStore:
     def reembed(self, embed: Any) -> None:
         data = self.facts.to_arrow()
         if not data.num_rows:
+            if self.facts.schema.field("vector").type.list_size != self.dim:  # empty, at the old width
+                self.facts = self._db.create_table(FACTS, schema=fact_schema(self.dim), mode="overwrite")
+                self._ensure_index()
             return
         log.warning("re-embedding %d facts with the current model", data.num_rows)
         vectors = np.asarray(embed(data.column("text").to_pylist()), dtype=np.float32)

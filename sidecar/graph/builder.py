@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -24,7 +25,7 @@ import pyarrow as pa
 from .mentions import Mention, find_mentions
 from .model import Entity, Episode, Relation, Similar, UserGraph
 from .quality import is_backchannel, novelty
-from .relations import AS_FACT, find_relations
+from .relations import AS_FACT, PREDICATES, find_relations
 
 log = logging.getLogger("sidecar.graph")
 
@@ -45,6 +46,7 @@ CATCH_UP_AHEAD = 1024  # the catch-up queues more stored messages only while few
 # The rule tier reads at most this much of a memory: the content limit before long memories. Its pure
 # Python over a 1 MB text held the GIL for seconds (other users' requests waited up to 1.9 s, measured).
 EPISODE_CHARS = 32_000
+RULE_CONFIDENCE = 0.6  # a relation read by the rule tier (the LLM tier's: 0.8; a host's facts stand apart)
 
 class Changes:
     """What one batch changed in one user's graph: the builder saves exactly this."""
@@ -75,6 +77,7 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
                       row.get("reply_to"), 0.0, low)
     new = 0
     mentions: list[Mention] = []
+    g.note_username(row.get("username"))
     if not low:
         mentions = find_mentions(content, *g.gazetteer())
         if extra is not None:
@@ -102,27 +105,58 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
 
 def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Changes,
                same_fact: Callable[[str, str], str | None] | None, similar: Similar | None) -> None:
-    found = find_relations(row["content"])
+    found = find_relations(row["content"], g.gazetteer()[0])
     if not found:
         return
-    me = self_entity(g, row.get("username"))
-    changes.entities[me.id] = me
+    me = None
     for r in found:
+        if r.subject is None:
+            if me is None:
+                me = self_entity(g, row.get("username"))
+                changes.entities[me.id] = me
+            subject = me
+        else:  # a person the speaker named ("my sister Alice", a known "Ken")
+            subject = _entity_of(g, r.subject, "person", episode, changes, similar)
         obj = None
-        if r.object_type in ("person", "place", "organisation", "other") and r.object[:1].isupper():
-            obj, _new = g.resolve(r.object, r.object_type, similar)
-            if obj.type != r.object_type and len(obj.episodes) <= 1:
-                obj.type = r.object_type  # the relation says what it is better than capitals did
-            if episode.id not in obj.episodes:
-                obj.episodes.append(episode.id)
-                episode.entity_ids.append(obj.id)
-            changes.entities[obj.id] = obj
-        rel, closed = g.add_relation(me, r.predicate, r.single_valued, obj, r.object, episode, 0.6)
-        if rel.fact_id is None and same_fact is not None:
+        if r.object_type in ("person", "place", "organisation", "other") and _names_entity(g, r.object):
+            obj = _entity_of(g, r.object, r.object_type, episode, changes, similar)
+            if obj.id == subject.id:
+                continue  # "my sister Alice" said by Alice's own account: no relation of one with itself
+        if r.ended:
+            rel, closed = g.end_relation(subject, r.predicate, obj, r.object, episode, RULE_CONFIDENCE)
+        else:
+            rel, closed = g.add_relation(subject, r.predicate, r.single_valued, obj, r.object, episode, RULE_CONFIDENCE)
+        if rel.fact_id is None and same_fact is not None and subject is me and not r.ended:
             rel.fact_id = same_fact(g.user_id, AS_FACT[r.predicate].format(rel.object_value))
         changes.relations[rel.id] = rel
         for c in closed:
             changes.relations[c.id] = c
+
+
+def _names_entity(g: UserGraph, name: str) -> bool:
+    """Whether a relation's object names an entity: capitalised (or in a script without case), or known."""
+    first = name[:1]
+    return first.isupper() or (first.isalpha() and not first.islower()) or g.find(name) is not None
+
+
+def _a_person(g: UserGraph, entity: Entity) -> bool:
+    """Relations know this entity as a person: the subject of one, or the object of a family or friend one."""
+    return any(r.subject_id == entity.id or r.object_id == entity.id and PREDICATES[r.predicate][1] == "person"
+               for r in g.relations.values() if r.predicate in PREDICATES)
+
+
+def _entity_of(g: UserGraph, name: str, type_: str, episode: Episode, changes: Changes,
+               similar: Similar | None) -> Entity:
+    """The entity a relation names, mentioned by this episode. The relation says what it is better than
+    capitals did ("at Siemens" looked like a place; "I work at Siemens" says it is an organisation)."""
+    entity, _new = g.resolve(name, type_, similar)
+    if entity.type != type_ and not (entity.type == "person" and _a_person(g, entity)):
+        entity.type = type_  # (a person other relations know as one stays a person: a friend Max, a dog Max)
+    if episode.id not in entity.episodes:
+        entity.episodes.append(episode.id)
+        episode.entity_ids.append(entity.id)
+    changes.entities[entity.id] = entity
+    return entity
 
 
 class Builder:
@@ -165,6 +199,7 @@ class Builder:
         self.hurry = threading.Event()  # someone waits for the graph: build what is queued now
         self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic)
         self.overflowed = False  # rows were left out of the queue since the last catch-up started
+        self._in_hand: Counter[str] = Counter()  # ids of the rows queued or being built (how many times each)
         self._catching = threading.Lock()  # one catch-up at a time
         self.on_overflow: Callable[[], Any] | None = None  # the catch-up, run in a thread of its own after an overflow
 
@@ -184,7 +219,17 @@ class Builder:
                 return
             self.pending += len(rows)
             self.submitted += len(rows)
+            self._in_hand.update(r["id"] for r in rows)
         self.queue.put((rows, vectors))
+
+    def with_in_hand(self, done: Callable[[list[str]], pa.Array]) -> Callable[[list[str]], pa.Array]:
+        """`done(users)` (ids with episodes) and the ids queued or being built, for a catch-up to leave alone."""
+        def both(users: list[str]) -> pa.Array:
+            with self._count:  # read first: a row built and written in between is in one or the other
+                queued = pa.array(list(self._in_hand), pa.string())
+            have = done(users)
+            return pa.concat_arrays([have, queued.cast(have.type)]) if len(queued) else have
+        return both
 
     def catch_up(self, missing: Callable[[], Iterable[tuple[pa.Array, int, int, int]]],
                  embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
@@ -293,6 +338,7 @@ class Builder:
             with self._count:
                 self.pending -= len(rows)
                 self.processed += len(rows)
+                self._in_hand -= Counter(r["id"] for r in rows)  # the built ones out (- keeps counts above 0)
                 catch_up = self.overflowed and not self.pending and self.on_overflow is not None
                 if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done
                     self.overflowed, self.pending = False, 1

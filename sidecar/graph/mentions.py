@@ -2,15 +2,23 @@
 millisecond, with no model. Pure: no I/O, no state beyond the caller's gazetteer.
 
 What it finds, in this order (an earlier, longer match wins an overlap):
-- the user's known entities and their aliases (the gazetteer), in any case;
-- platform mentions (`@name`, Discord's `<@123>`), e-mail addresses and URLs;
+- the user's known entities and their aliases (the gazetteer) and the usernames it has seen, in any case
+  and any script: in scripts written without spaces (Chinese, Japanese, Thai, ...) and in Korean, whose
+  particles glue to a name, a known name is found inside a run of text; a known first name followed by a
+  capitalised word takes it as the surname ("Bob Miller", not "Bob" and "Miller"); a known name that is
+  also an ordinary word ("will", "may", "rose") counts only when written with a capital;
+- platform mentions (`@name` in any script, Discord's `<@123>`), e-mail addresses and URLs;
 - time expressions: today/yesterday/tomorrow, weekdays, months with or without a day, years,
   "last/next/this <unit>", "<n> <units> ago", numeric dates and clock times;
 - amounts of money;
+- titles in quotes ("Little Women", "The Name of the Wind") -> thing;
 - capitalised spans (one or more capitalised words, joined by "of"/"the"/"de"/"&") that do not merely
-  open a sentence, typed by their context: "in/at/from/to X" -> place, a company or school word in
-  the span -> organisation, a holiday -> event, a title-like span after "read/watch/play" -> thing,
-  otherwise person.
+  open a sentence, in scripts that have case only (a Chinese or Hindi name is never guessed), typed by
+  their context: a month or weekday -> date (never a place); "work at/for", "joined", "quit", "study
+  at" X, or a company or school word in the span -> organisation; a holiday -> event; a nationality
+  or language -> other; a named animal ("my dog Rex", "Oscar, my guinea pig") -> other; "in/at/from/
+  to X", a venue ("at Luigi's"), "X trip" -> place; a title-like span ("Game of Thrones") or one after
+  "read/watch/play" -> thing; otherwise person.
 """
 
 from __future__ import annotations
@@ -19,7 +27,24 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
+from .model import fold_chars
+
 TYPES = ("person", "place", "organisation", "thing", "event", "date", "other")
+
+# Letters of every script with their combining marks (Python's \w leaves out the vowel signs of Devanagari and
+# its kin, and combining accents), for words and @mentions in any script
+WORD_CHARS = (r"\w\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+              r"\u0900-\u0963\u0966-\u0dff\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u200c\u200d"
+              r"\u3099\u309a")
+# Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Chinese, Japanese), and Korean, whose
+# particles glue to the word before them: a known name is looked for inside their runs
+SPACELESS = (r"\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff\u3130-\u318f"
+             r"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff")
+# given names that are also ordinary words: a known one counts only when written with a capital
+WORD_NAMES = frozenset("""will may rose grace hope joy faith mark bill pat sue rich frank jack dawn summer autumn iris
+lily ruby amber jade olive ivy daisy violet holly cliff drew gene rob chase hunter miles max art ray sky june april
+august sunny buck don guy sandy rusty angel star crystal penny ginger pepper honey cookie buddy lucky bear
+""".split())
 
 
 @dataclass(frozen=True)
@@ -50,9 +75,18 @@ _DATE = re.compile(
     rf"|(?:{_MONTHS})"
     rf"|{_NUM}\s+{_UNIT}"
     r")\b", re.IGNORECASE)
+MONTH_WORDS = frozenset("january february march april may june july august september october november december "
+                        "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+WEEKDAY_WORDS = frozenset("monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs "
+                          "fri sat sun".split())
 # words that look like months/dates but rarely are in chat
 _DATE_STOP = {"may", "march", "sun", "mar", "jan", "sat", "wed", "a day", "an hour"}
-_MENTION = re.compile(r"<@!?\d+>|(?<![\w.])@[A-Za-z0-9_][A-Za-z0-9_.]{1,31}")
+# month names that are also given names: a person's unless time words are around them ("in May", "May 3")
+_NAME_MONTHS = {"may", "june", "april", "august"}
+_TIME_BEFORE = re.compile(r"\b(?:in|on|since|until|till|by|from|to|through|last|next|this|early|mid|late|of|during|"
+                          r"before|after|every|each|around|end\s+of|beginning\s+of|start\s+of)\s+$", re.IGNORECASE)
+_TIME_AFTER = re.compile(r"\s*(?:\d{1,2}(?:st|nd|rd|th)?\b|\d{4}\b|-|–)")
+_MENTION = re.compile(rf"<@!?\d+>|(?<![\w.])@[{WORD_CHARS}][{WORD_CHARS}.]{{0,31}}[{WORD_CHARS}]")
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _URL = re.compile(r"\bhttps?://[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
 _AMOUNT = re.compile(r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|euros|pounds|"
@@ -76,19 +110,45 @@ _PLACE_WORDS = re.compile(r"\b(?:City|Street|St|Avenue|Ave|Road|Park|Lake|Mounta
                           r"Tower|Bridge|Square|Cliffs|Valley|Bay|Coast|Falls)\b")
 _EVENTS = re.compile(r"\b(?:Christmas|Thanksgiving|Easter|Halloween|Hanukkah|Diwali|Ramadan|Eid|New Year(?:'s)?(?:"
                      r" Eve)?|Pride|Festival|Conference|Parade|Marathon|Olympics|Wedding|Birthday)\b")
+_ORG_CUES = re.compile(r"(?:\b(?:work(?:s|ed|ing)?|job|jobs|intern(?:ship|ing)?|employed|hired|position|role|"
+                       r"career|shift)\s+(?:\w+\s+){0,2}?(?:at|for|with|by)\s+(?:the\s+)?|\b(?:joined|joining|join|"
+                       r"quit|quitting|resigned\s+from|retired\s+from|laid\s+off\s+(?:from|by)|fired\s+from|"
+                       r"stud(?:y|ies|ying|ied)\s+(?:\w+\s+){0,2}?at|student\s+at|enrolled\s+(?:at|in)|"
+                       r"graduated\s+from|degree\s+(?:at|from))\s+(?:the\s+)?)$", re.IGNORECASE)
+# a nationality or language is never a person
+NATIONALITIES = frozenset("""
+english french german spanish italian portuguese dutch swedish norwegian danish finnish polish russian ukrainian
+greek turkish arabic hebrew persian farsi hindi urdu bengali punjabi tamil telugu chinese mandarin cantonese
+japanese korean thai vietnamese indonesian malay filipino tagalog swahili irish scottish welsh british american
+canadian mexican brazilian argentinian argentine australian indian african european asian latino latina hispanic
+nigerian kenyan egyptian moroccan israeli iranian pakistani iraqi syrian lebanese czech hungarian romanian
+bulgarian serbian croatian austrian swiss belgian icelandic jamaican cuban colombian peruvian chilean venezuelan
+ethiopian ghanaian turkish scandinavian nordic mediterranean caribbean midwestern southern northern
+""".split())
+_PETS = (r"(?:dog|puppy|pup|doggo|cat|kitten|kitty|pet|parrot|bird|hamster|rabbit|bunny|horse|pony|turtle|tortoise|"
+         r"fish|goldfish|snake|lizard|gecko|ferret|guinea\s+pig|budgie|hedgehog|rat|mouse)s?")
+_PET_BEFORE = re.compile(rf"\b{_PETS}\s*,?\s+(?:(?:is|was)\s+)?(?:(?:called|named)\s+)?$|"
+                         rf"\bnamed?\s+(?:him|her|it)\s+$", re.IGNORECASE)
+_PET_AFTER = re.compile(rf"\s*,\s*(?:my|our|the|his|her|their)\s+(?:\w+\s+)?{_PETS}\b|\s+the\s+{_PETS}\b",
+                        re.IGNORECASE)
+_PET_NAME_IS = re.compile(r"\b(?:(?:his|her|its|their)\s+name(?:'s|’s|\s+is)|named|called)\s+$", re.IGNORECASE)
+_PET_NEAR = re.compile(rf"\b{_PETS}\b", re.IGNORECASE)
+_PLACE_AFTER = re.compile(r"\s+(?:trip|vacation|holiday|flight|apartment|office)\b", re.IGNORECASE)
+_PLACE_BEFORE = re.compile(r"(?:\b(?:country|city|town|state|province|island|village|hometown)\s*,\s*|"
+                           r"\b(?:king|queen|capital|city|streets|people|kingdom|republic|mayor)\s+of\s+)$",
+                           re.IGNORECASE)
+_MEDIA_AFTER = re.compile(r"\s+(?:universe|franchise|series|saga|trilogy|books|novels|movies|films|fandom|merch|"
+                          r"cosplay|memorabilia|characters|episodes?|seasons?|sequel|prequel|spin-?off|fanfic(?:tion)?|"
+                          r"soundtrack|themed)\b", re.IGNORECASE)
 _THING_CUES = re.compile(r"(?:\b(?:read(?:ing)?|watch(?:ed|ing)?|play(?:ed|ing)?|listen(?:ed|ing)?\s+to|bought|"
                          r"using|use[ds]?|on)\s+)$", re.IGNORECASE)
 
 
-def _fold(text: str) -> str:
-    if text.isascii():  # nothing to decompose, nothing combining
-        return text.casefold()
-    import unicodedata
-
-    return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+_fold = fold_chars  # the gazetteer's keys are folded the same way (graph/model.py)
 
 
-_GZ_WORD = re.compile(r"\w+(?:['’.&-]\w+)*")
+_GZ_WORD = re.compile(rf"[{WORD_CHARS}]+(?:['’.&-][{WORD_CHARS}]+)*")
+_SPACELESS_RUN = re.compile(f"[{SPACELESS}]+")
 _SPACES = re.compile(r"\s+")
 
 
@@ -111,26 +171,72 @@ def _gazetteer_hits(text: str, gazetteer: Mapping[str, str], max_words: int) -> 
             continue
         for n in range(min(max_words, len(words) - i), 0, -1):
             start, end = words[i][0], words[i + n - 1][1]
-            kind = gazetteer.get(_SPACES.sub(" ", folded[start:end]) if n > 1 else folded[start:end])
-            if kind is not None:
+            key = _SPACES.sub(" ", folded[start:end]) if n > 1 else folded[start:end]
+            kind = gazetteer.get(key)
+            if kind is not None and (n > 1 or not text[start].islower() or not _ordinary_key(key)):
                 hits.append(Mention(text[start:end], start, end, kind))
                 i += n
                 break
         else:
             i += 1
+    lengths = getattr(gazetteer, "spaceless_lengths", None)
+    if lengths is None and _SPACELESS_RUN.search(folded):  # a plain mapping (tests, the bench): its keys
+        lengths = {len(k) for k in gazetteer if len(k) > 1 and _SPACELESS_RUN.fullmatch(k)}
+    if lengths:
+        hits += _spaceless_hits(text, folded, gazetteer, sorted(lengths, reverse=True),
+                                [(h.start, h.end) for h in hits])
     return hits
 
 
-def _type_of_caps(text: str, span: str, start: int) -> str:
-    before = text[max(0, start - 24):start]
+def _spaceless_hits(text: str, folded: str, gazetteer: Mapping[str, str], lengths: list[int],
+                    taken: list[tuple[int, int]]) -> list[Mention]:
+    """Known names inside runs of a script written without spaces ("王伟" in "我和王伟去了北京"), or glued to a
+    Korean particle ("민수가"): at each position the longest key that starts there (a look-up per length)."""
+    hits = []
+    for run in _SPACELESS_RUN.finditer(folded):
+        if any(a <= run.start() and run.end() <= b for a, b in taken):
+            continue
+        i, end = run.start(), run.end()
+        while i < end:
+            for n in lengths:
+                if i + n <= end and (kind := gazetteer.get(folded[i:i + n])) is not None:
+                    hits.append(Mention(text[i:i + n], i, i + n, kind))
+                    i += n
+                    break
+            else:
+                i += 1
+    return [h for h in hits if all(h.end <= a or h.start >= b for a, b in taken)]
+
+
+def _ordinary_key(key: str) -> bool:
+    """A known name that is also an ordinary word ("will", "may", "rose"): found only when capitalised."""
+    return key in COMMON or key in _NOT_NAMES or key in MONTH_WORDS or key in WEEKDAY_WORDS or key in WORD_NAMES
+
+
+def _type_of_caps(text: str, span: str, start: int, end: int) -> str:
+    before = text[max(0, start - 30):start]
+    after = text[end:end + 40]
+    folded = span.casefold()
+    if folded in MONTH_WORDS or folded in WEEKDAY_WORDS:
+        if folded in _NAME_MONTHS and not (_TIME_BEFORE.search(before) or _TIME_AFTER.match(after)):
+            return "person"  # "May said hi", "my aunt June"
+        return "date"  # "in March": a time, never a place
     if _EVENTS.search(span):
         return "event"
-    if _ORG_WORDS.search(span):
+    if _ORG_WORDS.search(span) or _ORG_CUES.search(before):
         return "organisation"
-    if _PLACE_WORDS.search(span) or _PLACE_CUES.search(before):
+    if folded in NATIONALITIES:
+        return "other"
+    if (_PET_BEFORE.search(before) or _PET_AFTER.match(after)
+            or (_PET_NAME_IS.search(before) and _PET_NEAR.search(text, max(0, start - 80), start))):
+        return "other"  # a named animal
+    if (_PLACE_WORDS.search(span) or _PLACE_CUES.search(before) or _PLACE_BEFORE.search(before)
+            or _PLACE_AFTER.match(after)):
         return "place"
-    if _THING_CUES.search(before) and (len(span.split()) > 1 or span.isupper()):
-        return "thing"
+    if _THING_CUES.search(before) and (len(span.split()) > 1 or span.isupper()) or _MEDIA_AFTER.match(after):
+        return "thing"  # "watched Little Women", "the Harry Potter universe"
+    if re.search(r"\s(?:of|the)\s", span):
+        return "thing"  # a title: "Game of Thrones", "Lord of the Rings"
     return "person"
 
 
@@ -156,7 +262,11 @@ sadly speaking sounds super thankfully unfortunately welcome wonderful yeah yike
 went came started made took gave found bought tried used loved liked felt watched read played visited
 """.split())
 _JOINERS = {"of", "the", "de", "da", "van", "von", "&"}
-_WORD = re.compile(r"[A-Za-z][\w'’.-]*[\w]|[A-Za-z]")
+_WORD = re.compile(r"[^\W\d_][\w\u0300-\u036f'’.-]*[\w\u0300-\u036f]|[^\W\d_]")
+_TITLE_SMALL = {"of", "the", "a", "an", "and", "in", "on", "to", "for", "with", "at", "by", "from", "or", "&"}
+_QUOTED = re.compile(r"[\"“]([^\"“”\n]{2,80})[\"”]")
+_VENUE_END = re.compile(r"\s*(?:$|[,.;:!?)]|\s(?:and|for|on|in|at|last|yesterday|tonight|today|with|to|was|is|"
+                        r"again|earlier|later|this|that|next)\b)")
 
 
 def _ordinary(word: str) -> bool:
@@ -197,10 +307,13 @@ def _caps(text: str, taken: bytearray) -> list[Mention]:
         if run:
             start, end = run[0].start(), run[-1].end()
             if text[end - 2:end] in ("'s", "’s"):
-                end -= 2  # "Aragorn's" -> "Aragorn"
+                venue = _VENUE_END.match(text, end) and _PLACE_CUES.search(text[max(0, start - 30):start])
+                if not venue or _ORG_CUES.search(text[max(0, start - 30):start]):
+                    end -= 2  # "Aragorn's" -> "Aragorn"; "dinner at Luigi's" keeps its venue
             span = text[start:end]
             if span.casefold() not in _NOT_NAMES and len(span) > 1:
-                out.append(Mention(span, start, end, _type_of_caps(text, span, start)))
+                kind = "place" if span.endswith(("'s", "’s")) else _type_of_caps(text, span, start, end)
+                out.append(Mention(span, start, end, kind))
         run.clear()
 
     for m in _WORD.finditer(text):
@@ -221,6 +334,52 @@ def _caps(text: str, taken: bytearray) -> list[Mention]:
     return out
 
 
+def _quoted_titles(text: str) -> list[Mention]:
+    """Titles in quotes: every word capitalised but the small ones ("The Name of the Wind"), not a quoted
+    greeting or sentence ("Hey Mel")."""
+    out = []
+    if '"' not in text and "“" not in text:
+        return out
+    for m in _QUOTED.finditer(text):
+        title = m.group(1).strip()
+        words = title.split()
+        if not words or len(words) > 8 or not words[0][:1].isupper() or title[-1] in ",.!?":
+            continue
+        if any(not (w[:1].isupper() or w[:1].isdigit() or w.casefold() in _TITLE_SMALL) for w in words):
+            continue
+        first = words[0].casefold()
+        if (first in _NOT_NAMES or first in COMMON) and first not in ("the", "a", "an") or (
+                len(words) == 1 and _ordinary(words[0])):
+            continue
+        start = m.start(1) + m.group(1).index(title)
+        out.append(Mention(title, start, start + len(title), "thing"))
+    return out
+
+
+def _extend_first_names(text: str, hits: list[Mention], gazetteer: Mapping[str, str]) -> list[Mention]:
+    """A known one-word person followed by capitalised words takes them as the rest of the name ("Bob
+    Miller" once "Bob" is known): one person, never "Bob" and a new person "Miller"."""
+    out = []
+    for h in hits:
+        if h.type == "person" and " " not in h.text:
+            m = re.match(r"(?:[ \t]+[A-Z][\w'’-]*)+", text[h.end:h.end + 60])
+            if m:
+                words = m.group(0).split()
+                keep = []
+                for w in words:
+                    w = w[:-2] if w.endswith(("'s", "’s")) else w
+                    if _ordinary(w) or gazetteer.get(_fold(w)) not in (None, "person") or w.casefold() in NATIONALITIES:
+                        break
+                    keep.append(w)
+                    if len(keep) == 2:
+                        break
+                if keep:
+                    end = text.index(keep[-1], h.end) + len(keep[-1])
+                    h = Mention(text[h.start:end], h.start, end, "person")
+        out.append(h)
+    return out
+
+
 def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None) -> list[Mention]:
     """Mentions in `text`, in order, without overlaps. `gazetteer`: folded name or alias -> entity type
     (the user's known entities; a mapping: `get`, `len` and its keys iterated), its longest key in words
@@ -229,12 +388,13 @@ def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_wor
     if gazetteer:
         if max_words is None:
             max_words = max(len(k.split()) for k in gazetteer)
-        found += _gazetteer_hits(text, gazetteer, max_words)
+        found += _extend_first_names(text, _gazetteer_hits(text, gazetteer, max_words), gazetteer)
     for rx, kind in ((_MENTION, "person"), (_EMAIL, "other"), (_URL, "other"), (_AMOUNT, "other")):
         found += [Mention(m.group(0), m.start(), m.end(), kind) for m in rx.finditer(text)]
     for m in _DATE.finditer(text):
         if m.group(0).casefold() not in _DATE_STOP:
             found.append(Mention(m.group(0), m.start(), m.end(), "date"))
+    found += _quoted_titles(text)
     # earlier tiers first: keep a mention unless it overlaps one already kept
     kept: list[Mention] = []
     taken = bytearray(len(text))  # 1: a character of a kept mention (a look-up per span, whatever their number)

@@ -22,6 +22,7 @@ FLOOR = 0.1
 EPISODE_BYTES = 400
 ENTITY_BYTES = 1_050
 RELATION_BYTES = 620
+RELATION_INDEX_BYTES = 150  # its key in the relation index (an estimate: a list slot, a set entry, a shared key)
 TRACE_BYTES = 1_470
 LINK_BYTES = 125
 VIEW_EPISODE_BYTES = 90
@@ -30,12 +31,26 @@ NAME_VECTOR_BYTES = 950  # float16, with its key
 ARRAY_BYTES = 112  # a numpy array's own header, on top of its data
 
 
+_ACCENTS = re.compile("[\u0300-\u036f]+")
+# a key wholly in a script written without spaces (or Korean): the fast tier looks for it inside runs of text
+_SPACELESS_KEY = re.compile("[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff"
+                            "\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+USERNAMES = 512
+
+
+def fold_chars(text: str) -> str:
+    """Case folded, compatibility forms unified and the accents of Latin, Greek and Cyrillic letters dropped
+    ("Zoë" -> "zoe"), every other script's marks kept and recomposed (a Korean syllable stays one character,
+    a Devanagari vowel sign or a Japanese voicing mark stays on its letter)."""
+    if text.isascii():
+        return text.casefold()
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold())))
+
+
 def fold(name: str) -> str:
-    """The key a name is matched by: case and diacritics folded, punctuation at the ends and repeated
-    spaces dropped ("Zoë  O'Neil." -> "zoe o'neil")."""
-    text = unicodedata.normalize("NFKD", name.casefold())
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    return re.sub(r"\s+", " ", text).strip(" .,;:!?\"'’()[]{}")
+    """The key a name is matched by: case and diacritics folded (`fold_chars`), punctuation at the ends and
+    repeated spaces dropped ("Zoë  O'Neil." -> "zoe o'neil")."""
+    return re.sub(r"\s+", " ", fold_chars(name)).strip(" .,;:!?\"'’()[]{}")
 
 
 def decayed(activation: float, since: float, now: float) -> float:
@@ -110,8 +125,11 @@ class Trace:
     vector: object = None  # np.ndarray (float16 in memory, half the bytes; float32 on disk), None until computed
 
 
+from .validity import Validity  # noqa: E402 - it uses the classes above
+
+
 @dataclass
-class UserGraph:
+class UserGraph(Validity):
     user_id: str
     entities: dict[str, Entity] = field(default_factory=dict)
     episodes: dict[str, Episode] = field(default_factory=dict)
@@ -126,7 +144,13 @@ class UserGraph:
     version: int = 0  # raised by every change of structure (recall caches its view of the graph by it)
     max_words: int = 1  # the longest indexed name, in words
     first_names: dict[str, set[str]] = field(default_factory=dict)  # a person's first name -> ids (full names)
+    last_names: dict[str, set[str]] = field(default_factory=dict)  # a person's last name -> ids (full names)
     single_names: dict[str, set[str]] = field(default_factory=dict)  # a one-word person name -> ids
+    # (subject id, predicate) -> (object key -> relation ids, ids of the current ones): built on first use, dropped
+    # by whatever moves or removes relations (a user with 10,000 relations made adding one a scan of all of them)
+    rel_index: dict[tuple[str, str], tuple[dict[str, list[str]], set[str]]] | None = None
+    spaceless_lengths: set[int] = field(default_factory=set)  # lengths of the keys in scripts without spaces
+    usernames: dict[str, str] = field(default_factory=dict)  # folded -> as written: the speakers seen (not stored)
     view: Any = None  # (version, recall's view of this graph): cached here so it leaves with the graph
 
     def approx_bytes(self) -> int:
@@ -135,6 +159,8 @@ class UserGraph:
         size = 4_000 + EPISODE_BYTES * len(self.episodes) + ENTITY_BYTES * len(self.entities)
         size += RELATION_BYTES * len(self.relations) + TRACE_BYTES * len(self.traces) + LINK_BYTES * len(self.links)
         size += NAME_VECTOR_BYTES * len(self.name_vectors)
+        if self.rel_index is not None:
+            size += RELATION_INDEX_BYTES * len(self.relations)
         if self.recent:  # the latest vectors, all of one size (summing them: 5% of a soak's samples, 2026-11-27)
             size += len(self.recent) * (self.recent[-1].nbytes + ARRAY_BYTES)
         if self.view is not None:
@@ -147,6 +173,8 @@ class UserGraph:
         for key in entity.keys():
             self.by_key.setdefault(key, entity.id)
             self.max_words = max(self.max_words, len(key.split()))
+            if len(key) > 1 and _SPACELESS_KEY.fullmatch(key):
+                self.spaceless_lengths.add(len(key))
             if len(compact(key)) > 1:
                 self.by_compact.setdefault(compact(key), entity.id)
         if entity.type == "person":
@@ -154,19 +182,35 @@ class UserGraph:
             if tokens:
                 bucket = self.first_names if len(tokens) > 1 else self.single_names
                 bucket.setdefault(tokens[0], set()).add(entity.id)
+                if len(tokens) > 1:
+                    self.last_names.setdefault(tokens[-1], set()).add(entity.id)
 
     def gazetteer(self) -> tuple["_Types", int]:
         """(folded name or alias -> entity type, the longest name in words) for the fast tier: a live view
         of the index, so a new name costs nothing to add."""
         return _Types(self), self.max_words
 
+    def note_username(self, username: str | None) -> None:
+        """A speaker's username: the fast tier finds it when a message names them, in any script (kept in
+        memory only, the USERNAMES most recent; once mentioned, the person is an entity like any other)."""
+        key = fold(username or "")
+        if len(key) < 2 or key in self.usernames or key in self.by_key:
+            return
+        if len(self.usernames) >= USERNAMES:
+            del self.usernames[next(iter(self.usernames))]
+        self.usernames[key] = username
+        self.max_words = max(self.max_words, len(key.split()))
+        if _SPACELESS_KEY.fullmatch(key):
+            self.spaceless_lengths.add(len(key))
+
     def resolve(self, name: str, type_: str, similar: Similar | None = None) -> tuple[Entity, bool]:
         """The entity a mention names, created when none matches; True when it is new.
 
         Exact name, then alias (case and diacritics folded), then the compact name ("the Grand
         Canyon" = "Grand-Canyon"); for people, then a first name that names exactly one known full
-        name ("Alice" -> "Alice Smith"), or a full name whose first name is exactly one known
-        single-name person ("Alice Smith" -> "Alice", who is renamed and keeps "Alice" as an alias);
+        name ("Alice" -> "Alice Smith"), else a last name that does ("Miller" -> "Bob Miller"), or a
+        full name whose first name is exactly one known single-name person ("Alice Smith" -> "Alice",
+        who is renamed and keeps "Alice" as an alias);
         for anything else, `similar` (a known name of the same type close in meaning: "NYC" -> "New
         York City"). Otherwise a new entity."""
         key = fold(name)
@@ -196,10 +240,15 @@ class UserGraph:
         tokens = key.split()
         if not tokens:
             return None
-        if len(tokens) == 1:  # a first name: the one known full name it starts
-            ids = self.first_names.get(tokens[0], ())
-            found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
-                     and len(fold(self.entities[i].name).split()) > 1 and fold(self.entities[i].name).split()[0] == tokens[0]]
+        if len(tokens) == 1:  # a first name: the one known full name it starts (else the one it ends)
+            found = []
+            for index, at in ((self.first_names, 0), (self.last_names, -1)):
+                ids = index.get(tokens[0], ())
+                found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
+                         and len(fold(self.entities[i].name).split()) > 1
+                         and fold(self.entities[i].name).split()[at] == tokens[0]]
+                if found:
+                    break
         else:  # a full name: the one known person of that single name
             ids = self.single_names.get(tokens[0], ())
             found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
@@ -232,7 +281,10 @@ class UserGraph:
             if source.id in (rel.subject_id, rel.object_id):
                 rel.subject_id = target.id if rel.subject_id == source.id else rel.subject_id
                 rel.object_id = target.id if rel.object_id == source.id else rel.object_id
+                if rel.object_id == target.id:
+                    rel.object_value = target.name
                 moved["relations"] += 1
+        self.rel_index = None
         for trace in self.traces.values():
             if source.id in trace.entity_ids:
                 trace.entity_ids = list(dict.fromkeys(target.id if e == source.id else e for e in trace.entity_ids))
@@ -245,31 +297,6 @@ class UserGraph:
         return moved
 
     # ------------------------------------------------------------------ relations
-
-    def add_relation(self, subject: Entity, predicate: str, single: bool, obj: Entity | None, value: str,
-                     episode: Episode, confidence: float) -> tuple[Relation, list[Relation]]:
-        """Record a stated relation (or one more episode stating a current one). For a single-valued
-        predicate, a current relation with another object is closed at this episode's time (not
-        deleted). Returns the relation and the ones it closed."""
-        target = obj.id if obj is not None else fold(value)
-        for rel in self.relations.values():
-            same = rel.object_id == target if obj is not None else fold(rel.object_value) == target
-            if rel.subject_id == subject.id and rel.predicate == predicate and rel.valid_to is None and same:
-                if episode.id not in rel.episode_ids:
-                    rel.episode_ids.append(episode.id)
-                return rel, []
-        closed = []
-        if single:
-            for rel in self.relations.values():
-                if (rel.subject_id == subject.id and rel.predicate == predicate and rel.valid_to is None
-                        and rel.valid_from <= episode.ts):
-                    rel.valid_to = episode.ts
-                    closed.append(rel)
-        rel = Relation(stable_id(self.user_id, subject.id, predicate, target, episode.id), subject.id, predicate,
-                       obj.id if obj is not None else None, obj.name if obj is not None else value, episode.ts, None,
-                       [episode.id], confidence)
-        self.relations[rel.id] = rel
-        return rel, closed
 
     # ------------------------------------------------------------------ forgetting
 
@@ -289,6 +316,7 @@ class UserGraph:
             rel.episode_ids = [e for e in rel.episode_ids if e not in ids]
             if not rel.episode_ids:
                 del self.relations[rel_id]
+                self.rel_index = None
         for trace_id in touched & self.traces.keys():
             trace = self.traces[trace_id]
             trace.episode_ids = [e for e in trace.episode_ids if e not in ids]
@@ -303,13 +331,21 @@ class _Types:
 
     def get(self, key: str) -> str | None:
         entity = self.g.entities.get(self.g.by_key.get(key, ""))
-        return entity.type if entity is not None else None
+        if entity is None:
+            return "person" if key in self.g.usernames else None
+        return entity.type
+
+    @property
+    def spaceless_lengths(self) -> set[int]:
+        return self.g.spaceless_lengths
 
     def __bool__(self) -> bool:
-        return bool(self.g.by_key)
+        return bool(self.g.by_key) or bool(self.g.usernames)
 
     def __len__(self) -> int:
-        return len(self.g.by_key)
+        return len(self.g.by_key) + len(self.g.usernames)
 
     def __iter__(self):
-        return iter(self.g.by_key)
+        yield from self.g.by_key
+        yield from self.g.usernames
+

@@ -5,7 +5,10 @@ traces and weigh less in graph recall.
 
 The backchannel patterns follow the dialogue-act filter of the Bud memory service (its backchannel
 and greeting classes), extended for chat: laughter, emoji and emoticons, repeated letters, praise or
-thanks that names no topic, short greetings in several languages. Measured on the labelled sample
+thanks that names no topic, short greetings; and the common reactions of the main languages (laughter:
+"jaja", "mdr", "ахах", "ㅋㅋ", "哈哈", "555", "kkkk", "wkwk", "www"; yes, ok, thanks, bye: "vale", "genau",
+"ага", "好的", "はい", "네", "ठीक है", "تمام", ...). Only a message made wholly of such reactions (and names
+addressed) is one: a content message in any language never is. Measured on the labelled sample
 tests/fixtures/backchannel.jsonl (`python scripts/bench.py graph-quality`).
 """
 
@@ -35,6 +38,24 @@ _REACTIONS = (
     r"night)|gm|gn|morning|night|bye+|goodbye|bye bye|later|laters|cya|see ya|see you|ttyl|brb|gtg|g2g|"
     r"bonjour|salut|hola|hallo|ciao|tschüss|привет|"
     r"you'?re welcome|np|no problem|no worries|anytime|my pleasure|sorry|my bad|oh well|welp|alright|all right|"
+    # other languages: laughter
+    r"(?:ja|je|ji)(?:ja|je|ji)+|(?:ha|he|hi|ah|eh)(?:ha|he|hi|ah|eh)+h?|k{2,}|(?:rs){2,}|(?:wk)+w?|w{2,}|ptdr|"
+    r"(?:ха|хе|хи|ах)+х?|лол|ору|ㅋ+|ㅎ+|ㅠ+|ㅜ+|哈+|呵+|嘿+|嘻+|笑|草|5{2,}|(?:ฮ่า)+ๆ?|ฮ่าๆ|ه{3,}|خ{3,}|हा(?:हा)+|"
+    # other languages: yes, ok, right, thanks, you're welcome, great, bye, good night
+    r"s[ií]|vale|claro|dale|bueno|exacto|genial|perfecto|de nada|muchas gracias|buenas noches|chao|adi[oó]s|"
+    r"oui|ouais|d'accord|dac|carr[eé]ment|exactement|parfait|g[eé]nial|de rien|trop bien|bonne nuit|[aà] plus|a\+|"
+    r"ja|jo|jep|genau|stimmt|klar|na klar|alles klar|bitte|toll|gute nacht|bis dann|bis sp[aä]ter|danke sch[oö]n|"
+    r"sim|beleza|valeu|t[aá]|t[aá] bom|show|massa|boa noite|tchau|obrigad[oa]|"
+    r"certo|esatto|perfetto|va bene|buonanotte|"
+    r"да|ага|угу|ок|окей|спс|пасиб|хорошо|ладно|понятно|круто|класс|ясно|пока|спокойной ночи|"
+    r"好|好的|好吧|嗯+|哦+|对|是的|谢谢|多谢|没问题|晚安|再见|拜拜|666+|"
+    r"はい|うん|ええ|そう|そうだね|そうですね|ありがとう|ありがとうございます|どうも|了解|りょうかい|おやすみ|またね|"
+    r"じゃあね|なるほど|いいね|"
+    r"네+|넹|응+|웅|ㅇㅇ|ㅇㅋ|오케이|감사합니다|고마워|고마워요|안녕|잘자|대박|헐|그래|알겠어|"
+    r"हाँ|हां|जी|ठीक है|धन्यवाद|शुक्रिया|अच्छा|haan|theek hai|accha|shukriya|"
+    r"نعم|تمام|شكرا|شكراً|حسنا|ماشي|يلا|"
+    r"evet|tamam|te[sş]ekk[uü]rler|sa[gğ]ol|iya|oke|sip|siap|makasih|terima kasih|"
+    r"(?:ครับ|ค่ะ|โอเค|ขอบคุณ(?:มาก)?)(?:ครับ|ค่ะ|คะ|นะ)*|v[aâ]ng|d[aạ]|ừ|c[aả]m [oơ]n|tak|jasne|dzi[eę]ki|bedankt|dank je|top|"
     r"sounds good|looks good|works for me|fine|ok then|okay then|"
     # phatic clauses of chat: wishes, sympathy, encouragement that names no topic
     r"take care(?: of yourself)?|you too|same here|me too|same to you|talk (?:to you )?(?:later|soon)|chat soon|"
@@ -67,7 +88,7 @@ def is_backchannel(text: str) -> bool:
         return True
     if len(stripped) > 80:
         return False
-    clauses = [c.strip() for c in re.split(r"[,.!?;…~]+|\s+-\s+", stripped) if c.strip()]
+    clauses = [c.strip() for c in re.split(r"[,.!?;…~，。！？、；～]+|\s+-\s+", stripped) if c.strip()]
     for clause in clauses:
         if _is_symbolic(clause):
             continue

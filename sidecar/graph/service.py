@@ -140,7 +140,8 @@ class GraphService:
         """Queue every stored message with no episode (a crash, a store from before the graph, an import),
         as fast as the builder builds them; how many. Blocks."""
         try:
-            return self.builder.catch_up(lambda: self.reader.missing_by_users(self.store.done_ids), self.reader.embedded)
+            done = self.builder.with_in_hand(self.store.done_ids)  # what is queued is not missing
+            return self.builder.catch_up(lambda: self.reader.missing_by_users(done), self.reader.embedded)
         finally:
             self.caught_up.set()
 
@@ -405,7 +406,7 @@ class GraphService:
             episodes = list(source.episodes)
             moved = g.merge(source, target)
             g.version += 1
-            self.store.delete_rows(g, entities=[source.id])
+            self.store.delete_rows(g, entities=[source.id], relations=g.fold_relations())  # relations made one
             self.store.replace_mentions(g, episodes)
             self.store.save(g, entities=[target], relations=g.relations.values(),
                             traces=[t for t in g.traces.values() if target.id in t.entity_ids])

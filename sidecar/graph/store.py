@@ -26,6 +26,7 @@ runs of four; 2-7x and at most 47 ms in four runs since; docs/performance.md).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import warnings
@@ -49,8 +50,11 @@ class GraphStore:
         self.writes = threading.RLock()  # graph writes and compactions (see the module's docstring)
         self._on_write = on_write or (lambda: None)
         self._schemas = schemas(self.dim)
+        self._db = database.db
         self.tables: dict[str, Any] = {name: database.open_or_create(name, schema)
                                        for name, schema in self._schemas.items()}
+        if self.tables[TRACES].schema.field("vector").type.list_size != self.dim and database.read_only_reason() is None:
+            self._traces_at_width()  # the data dir moves to a model of another width (--reembed)
         self._written = True
         self._rev = 0
         self._stale: dict[str, set[str]] = {}  # ids read twice (a crash between a commit's two steps)
@@ -58,6 +62,44 @@ class GraphStore:
         if database.read_only_reason() is None:
             self._add_rev()
             self._ensure_indexes()
+
+    def _traces_at_width(self) -> None:
+        """The traces table rewritten at this model's width, every vector zero until `revector_traces`."""
+        data = self.tables[TRACES].to_arrow()
+        schema = self._schemas[TRACES]
+        zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(data.num_rows * self.dim, np.float32)), self.dim)
+        cols = {f.name: (zeros if f.name == "vector" else data.column(f.name) if f.name in data.column_names
+                         else pa.nulls(data.num_rows, f.type)) for f in schema}
+        self.tables[TRACES] = self._db.create_table(TRACES, data=pa.table(cols, schema=schema), schema=schema,
+                                                    mode="overwrite")
+
+    def revector_traces(self, vectors_of: Any) -> int:
+        """Every trace's vector made again from its episodes' message vectors (the mean, unit length, as
+        consolidation makes it): after the messages moved to another model. Returns how many traces."""
+        from .consolidation import mean_vector
+
+        with self.writes:
+            with self.lock:
+                data = self.tables[TRACES].to_arrow()
+            if not data.num_rows:
+                return 0
+            episodes = data.column("episode_ids").to_pylist()
+            found = vectors_of(sorted({e for eps in episodes for e in eps}))
+            vectors = np.zeros((data.num_rows, self.dim), np.float32)
+            for i, eps in enumerate(episodes):
+                have = [found[e] for e in eps if e in found]
+                if have:
+                    vectors[i] = mean_vector(np.stack(have))
+            column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), self.dim)
+            data = data.set_column(data.schema.get_field_index("vector"), "vector", column)
+            with self.lock:
+                self.tables[TRACES] = self._db.create_table(TRACES, data=data, schema=data.schema, mode="overwrite")
+                self._ensure_indexes()
+            self._written = True
+            self._on_write()
+        logging.getLogger("sidecar.graph").warning("graph: %d trace vectors made again from the re-embedded memories",
+                                                   data.num_rows)
+        return data.num_rows
 
     def _add_rev(self) -> None:
         for table in self.tables.values():

@@ -141,7 +141,7 @@ class MemoryService:
         """Embed and store the rows; returns their vectors."""
         if not rows:
             return np.empty((0, self.store.dim), dtype=np.float32)
-        vectors, long = self.embedder.embed_flagged([r["content"] for r in rows])
+        vectors, long = self.embedder.embed_flagged([r["content"] for r in rows], "passage")
         self.store.add(rows, vectors, long)  # the long ones are chunked in the background
         return vectors
 
@@ -162,7 +162,7 @@ class MemoryService:
         if req.mode == "graph":
             if self.graph_search is None:
                 raise Disabled("query mode `graph` needs graph memory, which is switched off (--graph false)")
-            rows = self.graph_search(req.user_id, text, self.embedder.embed_one(text), req.limit, req.since,
+            rows = self.graph_search(req.user_id, text, self.embedder.embed_query(text), req.limit, req.since,
                                      req.until)
             rows = [r for r in rows if req.include_bot or not r["is_bot"]]
         else:
@@ -183,7 +183,7 @@ class MemoryService:
 
         def embed() -> np.ndarray:  # computed inside search, beside the full-text queries; once
             if not vector:
-                vector.append(self.embedder.embed_one(text))
+                vector.append(self.embedder.embed_query(text))
             return vector[0]
 
         window = (named_window(text, self.clock()) if req.mode == "hybrid" and req.since is None and req.until is None
@@ -247,8 +247,10 @@ class MemoryService:
             users=self.store.users(),
             cache=self.store.cache_stats(),
             chunks=self.store.chunk_stats(),
+            reembed=self.store.reembed_stats(),
             disk_bytes=self.store.disk_bytes(),
-            model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source),
+            model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source,
+                            **files.spec.describe()),
             version=__version__,
             protocol=PROTOCOL_VERSION,
             schema_version=SCHEMA_VERSION,

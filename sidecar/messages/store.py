@@ -32,9 +32,9 @@ from . import search
 from .commit_log import CommitLog, DirectCommit
 from .freshness import Freshness
 from .long_memories import LongMemories
+from .reembed import Reembedding
 from .quantized import quantize, widen
-from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, reembedded,
-    to_arrow)
+from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, to_arrow)
 from .tables import complete_new, ensure_indexes
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
@@ -47,10 +47,11 @@ LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for
 DELETE_SLICE = 500  # rows a background delete (expiry) removes per hold of the lock
 HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
 
-class MessageStore(LongMemories):
+class MessageStore(LongMemories, Reembedding):
     def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
                  compact_interval_seconds: float = 60.0, reembed: Callable[[list[str]], np.ndarray] | None = None,
-                 cache_bytes: int = 16 << 20, compact_max_duty: float = COMPACT_MAX_DUTY, spill_bytes: int = 0):
+                 cache_bytes: int = 16 << 20, compact_max_duty: float = COMPACT_MAX_DUTY, spill_bytes: int = 0,
+                 allow_reembed: bool = False):
         self.data_dir = data_dir
         self.dim = int(model["dim"])
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)
@@ -64,9 +65,10 @@ class MessageStore(LongMemories):
         self.on_stale: list[Callable[[], None]] = []  # told when other sidecars changed the table (object store)
         self._heard = 0.0  # the last background version check (object store, lease holder)
 
-        self.database = db = Database(data_dir, model, allow_reembed=reembed is not None)
+        self.database = db = Database(data_dir, model, allow_reembed=reembed is not None or allow_reembed)
         self.fresh = Freshness(lambda: self.table.version, db.refresh_seconds, self._stale)
         try:
+            self._begin_move(allow_reembed)
             self.pending = (CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit) if db.shared is None
                             else DirectCommit(self._commit, db.read_only_reason))
             self.cache = VectorCache(self.dim, cache_bytes, data_dir / SPILL_DIR if db.shared is None else None,
@@ -91,19 +93,11 @@ class MessageStore(LongMemories):
         else:
             self.table = db.db.open_table(MESSAGES)
             db.migrate({2: self._migrate_2_to_3, 4: self._migrate_4_to_5})
-            self.pending.replay(self.table)
-            if db.model_changed and reembed is not None:
-                self._reembed(reembed)  # meta.json is updated once every domain has re-embedded
+            self._replay_and_move(reembed)
         ensure_indexes(self.table)
 
     def _migrate_2_to_3(self) -> None:
         self.table = migrate_2_to_3(self.database.db, self.table, self.dim)
-
-    def _reembed(self, embed: Callable[[list[str]], np.ndarray]) -> None:
-        self.table = reembedded(self.database.db, self.table, self.dim, embed)
-        self._reset_chunks()
-        self.cache.clear()
-        self.compact()
 
     # ------------------------------------------------------------------ writes
 
@@ -410,6 +404,8 @@ class MessageStore(LongMemories):
 
     def close(self) -> None:
         """Commit what the log holds (it is replayed at the next start if that fails) and unlock."""
+        if self.reembedder is not None:
+            self.reembedder.stop()  # its state is in meta.json: the next start resumes it
         self._close_chunks()
         self.pending.close()
         with self.lock:

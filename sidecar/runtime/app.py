@@ -79,14 +79,20 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
                          consolidate_every=cfg.graph_consolidate_every,
                          max_limit=cfg.max_limit, same_fact=facts.same_fact,
-                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_one,
-                         similar=NameMatcher(embedder.embed))
+                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_query,
+                         similar=NameMatcher(embedder.embed_queries))  # names against names: e5's symmetric rule
     graph.builder.start()
     store.on_stale.append(graph.drop_cached)  # another sidecar wrote or forgot (object store)
     graph.writable = lambda: store.database.read_only_reason() is None
     # messages stored without the graph (a crash, --graph false, a store from before graph memory) are
     # built by the catch-up that maintenance starts after the cache's warm-up, on the sidecar that maintains
     return graph
+
+
+def _revector(graph: Any, store: Any) -> None:
+    """The memories moved to another model (--reembed): the graph's trace vectors are made again from theirs."""
+    graph.store.revector_traces(store.vectors_of)
+    graph.drop_cached()
 
 
 def _llm(cfg: Config) -> Any:
@@ -114,38 +120,53 @@ def location(cfg: Config) -> Any:
                        cfg.s3_writers)
 
 
+def which_model(cfg: Config) -> tuple[str | None, str | None, str | None]:
+    """The model asked for and the user's prefixes (ModelLoad's and resolve_model's last arguments)."""
+    return cfg.model, cfg.query_prefix, cfg.passage_prefix
+
+
+def _message_store(cfg: Config, model: ModelLoad) -> Any:
+    from ..messages import MessageStore
+    from ..storage import import_lancedb
+
+    import_lancedb(cfg.log_level)  # the store's library, while the model's file is still being hashed
+    files = model.files()  # the store needs the model's identity
+    log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
+    # an object store re-embeds at the opening; a local data dir in the background (messages/reembed.py)
+    reembed = model.embedder().embed_passages if cfg.reembed and cfg.shared else None
+    return MessageStore(location(cfg), files.identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
+                        compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
+                        spill_bytes=cfg.cache_disk_mb << 20, allow_reembed=cfg.reembed and not cfg.shared)
+
+
 def build(cfg: Config, model: ModelLoad | None = None) -> App:
     """`model`: the ModelLoad the caller started before its own imports (the server does), else one is
     started here; either way the domains' imports and the store's opening run beside the model's load."""
     from ..embedding.loading import ModelLoad
 
-    model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads)
+    model = model or ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads, *which_model(cfg))
     text.configure(list(cfg.languages) if cfg.languages else None)  # keyword analysis (sidecar/text)
     from ..conversation import ConversationService
     from ..facts import FactsCompanion, FactService, FactStore
     from ..graph import GraphCompanion
-    from ..messages import MemoryService, MessageStore
-    from ..storage import import_lancedb
+    from ..messages import MemoryService
 
     try:
-        import_lancedb()  # the store's library, while the model's file is still being hashed
-        files = model.files()  # the store needs the model's identity
-        log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
-        identity = files.identity
-        reembed = model.embedder().embed if cfg.reembed else None  # re-embedding at the opening needs it first
-        store = MessageStore(location(cfg), identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
-                             compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
-                             spill_bytes=cfg.cache_disk_mb << 20)
+        store = _message_store(cfg, model)
+        identity = store.database.model
     except BaseException:
         model.settle()  # the error reaches the caller, who exits: never while the model's session is being made
         raise
     try:
         embedder = model.embedder()
         store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
-        fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write, reembed)
+        moving = cfg.reembed or store.database.reembedding is not None  # begun now, or resumed
+        fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write,
+                                      embedder.embed_passages if moving else None)
         store.also_compact.append(lambda exclusive, keep: fact_store.compact(if_written=not exclusive, keep=keep))
         store.also_close.append(fact_store.wait_reads)  # the graph's fact lookups, outside the lock
-        if store.database.model_changed:
+        resynced = store.database.model_changed  # an object store re-embedded at the opening
+        if resynced:
             store.database.commit_meta()  # every domain has re-embedded
         llm = _llm(cfg)
         facts = FactService(embedder, fact_store, categories=cfg.fact_categories,
@@ -168,6 +189,8 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
                                            max_content_bytes=cfg.max_content_bytes,
                                            max_content_chars=cfg.max_content_chars)
         portable = _portable(cfg, store, fact_store, graph, embedder, facts, service, identity)
+        if graph is not None and resynced:
+            _revector(graph, store)
     except BaseException:
         store.close()
         raise
@@ -175,6 +198,8 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
                             read_only=store.database.read_only_reason)
     app = App(service, store, dispatcher, extractor, graph, portable)
     embedder.busy = app.activity.busy  # long memories' windows step aside for requests too
+    store.start_reembedding(embedder.embed_passages, app.activity.busy,
+                            [lambda: _revector(graph, store)] if graph is not None else [])
     if graph is not None:
         graph.builder.busy = app.activity.busy
     sys.setswitchinterval(SWITCH_INTERVAL)
@@ -189,6 +214,6 @@ def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: An
         for companion in service.companions:
             companion.on_deleted(ids)
 
-    stores = Stores(store, fact_store, graph, embedder.embed, facts.set_names, gone)
+    stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone)
     # relative export/import paths: under a local data dir, else the working directory
     return PortableService(stores, identity, cfg.data_dir if not cfg.shared else None, ttl_days=cfg.ttl_days)

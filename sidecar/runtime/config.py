@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
+from ..embedding.model import parse_repo_id
 from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
 from ..text import parse_languages
+from .face_values import _port, _token, _user_id
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 
@@ -133,7 +135,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", str, None, "Directory holding the LanceDB tables, the lock file and meta.json, or an "
            "object-store location s3://bucket/prefix that several sidecars may share (docs/portability.md, Scale out). "
            "Default: the per-user app-data directory (platformdirs)."),
-    Option("model_dir", str, None, "Directory with model.onnx and tokenizer.json; tried before every other model source."),
+    Option("model", parse_repo_id, None, "The embedding model: a HuggingFace repo id of a sentence-transformers model "
+           "with ONNX weights (docs/models.md). Default: the bundled sentence-transformers/all-MiniLM-L6-v2."),
+    Option("model_dir", str, None, "Directory with model.onnx, tokenizer.json and configs; tried before every other source."),
+    Option("query_prefix", str, None, "Put before every query (default: the model's prompts or card; empty: none)."),
+    Option("passage_prefix", str, None, "Put before every stored memory, fact and name (default: as --query-prefix)."),
     Option("model_sha256", str, None, "Require the ONNX file to have this sha256 (hex); start-up fails otherwise."),
     Option("offline", _bool, False, "Never contact the HuggingFace Hub (HF_HUB_OFFLINE=1 has the same effect).",
            flag_only=True),
@@ -166,8 +172,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("opt_out_marker", str, "\U0001F6AB", "When the user's text on context, channel_context or history contains "
            "this (case-insensitively), the blocks are empty. An empty value disables the check."),
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
-    Option("reembed", _bool, False, "At start-up, re-embed every stored memory with the current model "
-           "(the way out when the data dir was made with another model).", flag_only=True),
+    Option("reembed", _bool, False, "Move a data dir made with another model to this one, in the background "
+           "(progress in stats `reembed`; docs/models.md).", flag_only=True),
     Option("languages", parse_languages, None, "The languages memories are written in, as ISO 639-1 codes (`en,de`), "
            "for keyword search: each memory is stemmed in the one a detector picks (one per script: no detector). "
            "Default `auto`: any language (docs/languages.md)."),
@@ -212,27 +218,6 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-def _user_id(value: str) -> str:
-    v = value.strip()
-    if not v or len(v) > 512 or "\0" in v:
-        raise ValueError(f"must be a non-empty user id of at most 512 characters, got {value!r}")
-    return v
-
-
-def _port(value: str) -> int:
-    v = int(value)
-    if not 0 <= v <= 65535:
-        raise ValueError(f"must be a TCP port (0 for a free one), got {value!r}")
-    return v
-
-
-def _token(value: str) -> str:
-    v = value.strip()
-    if not all(c.isascii() and (c.isalnum() or c in "-_") for c in v):
-        raise ValueError("may hold only letters, digits, '-' and '_' (it goes into a URL and a cookie)")
-    return v
-
-
 # Options of one face only: `memory-sidecar mcp` serves one user's memory (each tool call may name another);
 # `memory-sidecar inspect` serves a read-only web page.
 FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
@@ -243,7 +228,7 @@ FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
                        "each start; an empty value turns the check off)."),),
 }
 # The shared options the inspector reads (it writes nothing, so expiry, compaction, LLM ... do not apply).
-INSPECT_SHARED = ("data_dir", "model_dir", "model_sha256", "offline", "threads", "log_level")
+INSPECT_SHARED = (*"data_dir model model_dir query_prefix passage_prefix model_sha256 offline threads log_level".split(),)
 
 
 def _data_dir(value: str | None) -> Path | str:
@@ -287,6 +272,9 @@ class Config:
     log_level: str
     reembed: bool
     max_content_bytes: int = 1_000_000
+    model: str | None = None  # a HuggingFace repo id (--model); None: the bundled default
+    query_prefix: str | None = None
+    passage_prefix: str | None = None
     fact_categories: tuple[str, ...] = DEFAULT_CATEGORIES
     languages: tuple[str, ...] | None = None  # None: auto
     duplicate_threshold: float = DUPLICATE_THRESHOLD
@@ -328,7 +316,7 @@ class ConfigError(ValueError):
 
 MCP_DESCRIPTION = (
     "Serves the same memory as a Model Context Protocol server over stdio (tools: remember, search, facts, "
-    "remember_fact, forget, context, graph_recall, entities); needs pip install 'memory-sidecar[mcp]'. Logs on "
+    "remember_fact, forget, context, graph_recall, entities); needs the package's mcp extra (docs/mcp.md). Logs on "
     "stderr. Every option can also be set by the environment variable shown; flags win over the environment."
 )
 

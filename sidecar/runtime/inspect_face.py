@@ -26,10 +26,11 @@ def run(config: Config) -> int:
         from ..embedding.model import resolve_model
         from ..inspector import InspectorError, InspectorServer, ReadOnlyData
 
-        files = resolve_model(config.model_dir, config.offline, config.model_sha256)
+        files = resolve_model(config.model_dir, config.offline, config.model_sha256, config.model, config.query_prefix,
+                              config.passage_prefix)
         embedder = Embedder(files, threads=config.threads)
         identity = files.identity
-        data = ReadOnlyData(config.data_dir, embedder.embed_one, identity)
+        data = ReadOnlyData(config.data_dir, embedder.embed_query, identity)
         token = secrets.token_urlsafe(24) if config.token is None else config.token
         server = InspectorServer(data, config.port, token)
     except (InspectorError, OSError, RuntimeError) as exc:

@@ -82,11 +82,18 @@ def _family(model: dict[str, Any]) -> Any:
     return model.get("vectors") or model.get("digest")
 
 
+# The `embedding` settings (embedding.spec.ModelSpec.signature) of an identity written before they were recorded:
+# every such store was made by all-MiniLM-L6-v2 as the sidecar always ran it (mean pooling, normalised, no prefix).
+LEGACY_EMBEDDING = {"pooling": "mean", "normalize": True, "passage_prefix": ""}
+
+
 def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """May vectors made by model identity `a` be searched together with vectors made by `b`? Same name and dim,
-    and the same file or files of one family."""
+    the same file or files of one family, and the same settings that shape a stored vector (pooling,
+    normalisation, passage prefix)."""
     return (a.get("name"), a.get("dim")) == (b.get("name"), b.get("dim")) and (
-        a.get("digest") == b.get("digest") or _family(a) == _family(b))
+        a.get("digest") == b.get("digest") or _family(a) == _family(b)) and (
+        a.get("embedding") or LEGACY_EMBEDDING) == (b.get("embedding") or LEGACY_EMBEDDING)
 
 
 class Database:
@@ -192,6 +199,12 @@ class Database:
             raise StoreError(f"{self.path} has schema version {version}, newer than this sidecar's "
                              f"{SCHEMA_VERSION}; upgrade memory-sidecar")
         old = self.meta.get("model", {})
+        if self.model_changed and self.meta.get("reembed") and not allow_reembed:
+            raise ModelMismatch(
+                f"{self.path} is being moved to model {old.get('name')} (dim {old.get('dim')}) by --reembed, which "
+                f"has not finished; this sidecar runs {self.model['name']} (dim {self.model['dim']}). Start with "
+                f"--model {old.get('name')} to let it finish (it resumes by itself), or with --reembed to move the "
+                "store to this model instead")
         if self.model_changed and not allow_reembed:
             raise ModelMismatch(
                 f"{self.path} was made with model {old.get('name')} (dim {old.get('dim')}, sha256 "
@@ -208,6 +221,38 @@ class Database:
     def model_changed(self) -> bool:
         """The data was embedded by another model: every vector must be re-embedded before use."""
         return self.meta is not None and not same_model(self.meta.get("model", {}), self.model)
+
+    @property
+    def stored_dim(self) -> int:
+        """The width of the vectors in the tables as they are on disk (another model's, before a re-embedding)."""
+        return int((self.meta or {}).get("model", {}).get("dim") or self.dim)
+
+    @property
+    def reembedding(self) -> dict[str, Any] | None:
+        """The re-embedding in progress (`begin_reembed`), or None: {"from": the old model's identity, "total",
+        "done": memories re-embedded in the order of the ids file, "facts": done, "phase": "convert"/"embed"}."""
+        state = (self.meta or {}).get("reembed")
+        return state if isinstance(state, dict) and not self.model_changed else None
+
+    def begin_reembed(self, total: int) -> None:
+        """Record that the data dir now belongs to the current model and its vectors are being made again (the
+        tables are converted next: phase "convert", which a restart repeats until `note_reembed(phase="embed")`)."""
+        old = (self.meta or {}).get("model", {})
+        if self.meta is not None and self.meta.get("reembed") and not self.model_changed:
+            old = self.meta["reembed"].get("from", old)
+        self.meta = {**(self.meta or {"created_at": time.time()}), "schema_version": self.schema_version,
+                     "model": self.model, "reembed": {"from": old, "total": int(total), "done": 0, "facts": False,
+                                                      "phase": "convert", "started_at": time.time()}}
+        self._write_meta()
+
+    def note_reembed(self, **state: Any) -> None:
+        if self.meta is not None and isinstance(self.meta.get("reembed"), dict):
+            self.meta["reembed"].update(state)
+            self._write_meta()
+
+    def end_reembed(self) -> None:
+        if self.meta is not None and self.meta.pop("reembed", None) is not None:
+            self._write_meta()
 
     @property
     def schema_version(self) -> int:

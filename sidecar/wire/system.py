@@ -34,10 +34,21 @@ class ShutdownRequest(_Request):
 
 
 class ModelInfo(_Model):
-    name: str
+    name: str = Field(description="The model: a HuggingFace repo id (--model), by default the bundled "
+                      "sentence-transformers/all-MiniLM-L6-v2.")
     dim: int
     digest: str = Field(description="sha256 of the ONNX file.")
     source: str = Field(description="Where the model files were found.")
+    pooling: str = Field("mean", description="How token embeddings become one vector, from the model's "
+                         "1_Pooling/config.json: cls, mean, max, mean_sqrt_len_tokens, weightedmean, lasttoken "
+                         "(several joined by +: concatenated).")
+    normalize: bool = Field(True, description="Whether vectors are L2-normalised (a Normalize module in the "
+                            "model's modules.json).")
+    max_length: int = Field(256, description="Tokens embedded per text (sentence_bert_config.json "
+                            "max_seq_length); longer memories are chunked.")
+    query_prefix: str = Field("", description="Put before every query (--query-prefix, else the model's prompts "
+                              "or card).")
+    passage_prefix: str = Field("", description="Put before every stored memory, fact and name.")
 
 
 class StatsResponse(_Response):
@@ -52,6 +63,10 @@ class StatsResponse(_Response):
                                   "unchanged), `spilled_bytes` on disk.")
     chunks: dict[str, int] | None = Field(None, description="Long memories' chunk vectors: `vectors` stored, "
                                           "`pending` memories still being chunked in the background.")
+    reembed: dict[str, int] | None = Field(None, description="While --reembed moves the memories to the current "
+                                           "model in the background: `done` and `total` memories (null otherwise). "
+                                           "Until a memory is done, semantic search gives it similarity 0 and "
+                                           "keyword search finds it.")
     extraction: dict[str, int] | None = Field(None, description="Background extraction (with an LLM): "
                                               "pending, done, failed, dropped.")
     disk_bytes: int

@@ -1073,6 +1073,12 @@ export interface StatsResponse {
   memories: number;
   model: ModelInfo;
   protocol: number;
+  /**
+   * While --reembed moves the memories to the current model in the background: `done` and `total` memories (null otherwise). Until a memory is done, semantic search gives it similarity 0 and keyword search finds it.
+   */
+  reembed?: {
+    [k: string]: number;
+  } | null;
   request_id?: string | number | null;
   schema_version: number;
   type: 'stats';
@@ -1096,7 +1102,30 @@ export interface ModelInfo {
    */
   digest: string;
   dim: number;
+  /**
+   * Tokens embedded per text (sentence_bert_config.json max_seq_length); longer memories are chunked.
+   */
+  max_length?: number;
+  /**
+   * The model: a HuggingFace repo id (--model), by default the bundled sentence-transformers/all-MiniLM-L6-v2.
+   */
   name: string;
+  /**
+   * Whether vectors are L2-normalised (a Normalize module in the model's modules.json).
+   */
+  normalize?: boolean;
+  /**
+   * Put before every stored memory, fact and name.
+   */
+  passage_prefix?: string;
+  /**
+   * How token embeddings become one vector, from the model's 1_Pooling/config.json: cls, mean, max, mean_sqrt_len_tokens, weightedmean, lasttoken (several joined by +: concatenated).
+   */
+  pooling?: string;
+  /**
+   * Put before every query (--query-prefix, else the model's prompts or card).
+   */
+  query_prefix?: string;
   /**
    * Where the model files were found.
    */

@@ -1,0 +1,188 @@
+"""What a sentence-transformers model says about itself, read from its own config files: how token
+embeddings become one vector (pooling, normalisation), how long an input may be, how wide the vector is,
+and which prefix a query and a stored text (a passage) get. Nothing here is written for one model: the
+bundled all-MiniLM-L6-v2 is read the same way as any other (its configs say mean pooling, Normalize,
+256 tokens, no prefixes).
+
+Files read, all optional except where said:
+  modules.json                      the pipeline: Transformer, then Pooling, then Normalize or not. A module
+                                    of another type (Dense, LayerNorm, ...) is refused: the ONNX file holds
+                                    only the transformer, so the vectors would be wrong. Without the file:
+                                    Pooling from 1_Pooling/ and Normalize (the common sentence-transformers
+                                    layout, and what the sidecar always did).
+  <Pooling path>/config.json        `pooling_mode` or the `pooling_mode_*` flags (several: concatenated, in
+                                    sentence-transformers' order), `include_prompt`, `word_embedding_dimension`
+  sentence_bert_config.json         `max_seq_length`
+  config_sentence_transformers.json `prompts` and `default_prompt_name`
+  config.json                       `hidden_size` (the width when the pooling config does not say)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# sentence-transformers' pooling modes, in the order its Pooling module concatenates them, with the flag
+# each has in an older config
+POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
+POOLING_FLAGS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
+POOLING_ALIASES = {"cls_token": "cls", "mean_tokens": "mean", "max_tokens": "max", "weightedmean_tokens": "weightedmean",
+                   "last_token": "lasttoken"}
+TRANSFORMER = "sentence_transformers.models.Transformer"
+POOLING = "sentence_transformers.models.Pooling"
+NORMALIZE = "sentence_transformers.models.Normalize"
+DEFAULT_MAX_LENGTH = 512  # when neither sentence_bert_config.json nor the --max-length of a user says
+# Prompt names sentence-transformers models use for the two sides of retrieval.
+QUERY_PROMPTS = ("query", "search_query", "retrieval.query", "Retrieval-query")
+PASSAGE_PROMPTS = ("document", "passage", "search_document", "corpus", "retrieval.passage", "Retrieval-document")
+# Model families whose model card asks for prefixes that their config files do not carry (checked on the
+# published repos: intfloat's e5 models publish no `prompts`; their cards say "query: " / "passage: ").
+# Used only when the config has no prompts and the user gave no --query-prefix / --passage-prefix.
+CARD_PREFIXES = ((re.compile(r"^intfloat/(multilingual-)?e5-(small|base|large)(-v2)?$", re.I), "query: ", "passage: "),)
+
+
+class ModelConfigError(ValueError):
+    """A model's config names something the sidecar cannot reproduce (an unknown pooling, a module)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    pooling: tuple[str, ...]  # POOLING_MODES, concatenated in this order
+    normalize: bool
+    max_length: int  # tokens, special tokens included
+    word_dim: int | None  # width of one token embedding (None: take the ONNX output's)
+    query_prefix: str
+    passage_prefix: str
+    include_prompt: bool  # False: the prefix's tokens are left out of the pooling (sentence-transformers' rule)
+    prefix_source: str  # where the prefixes came from (config, model card, options, none)
+
+    @property
+    def dim(self) -> int | None:
+        return None if self.word_dim is None else self.word_dim * len(self.pooling)
+
+    @property
+    def signature(self) -> dict[str, Any]:
+        """What changes a stored vector besides the weights: part of the model identity kept with the data."""
+        return {"pooling": "+".join(self.pooling), "normalize": self.normalize, "passage_prefix": self.passage_prefix}
+
+    def describe(self) -> dict[str, Any]:
+        return {"pooling": "+".join(self.pooling), "normalize": self.normalize, "max_length": self.max_length,
+                "query_prefix": self.query_prefix, "passage_prefix": self.passage_prefix}
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ModelConfigError(f"{path} is unreadable: {exc}") from None
+
+
+def _find(config_dir: Path, fallback: Path | None, name: str) -> Path:
+    """config_dir/name, or fallback/name when only the fallback has it."""
+    own = config_dir / name
+    if fallback is not None and not own.exists() and (fallback / name).exists():
+        return fallback / name
+    return own
+
+
+def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool]:
+    """(the Pooling module's folder, whether a Normalize module follows) from modules.json."""
+    where = _find(config_dir, fallback, "modules.json")
+    config_dir = where.parent
+    modules = _json(where)
+    if modules is None:
+        pooling = _find(config_dir, fallback, "1_Pooling")
+        return (pooling if pooling.is_dir() else None), True
+    if not isinstance(modules, list):
+        raise ModelConfigError(f"{config_dir / 'modules.json'} is not a list of modules")
+    pooling, normalize = None, False
+    for m in sorted(modules, key=lambda m: m.get("idx", 0) if isinstance(m, dict) else 0):
+        kind = str(m.get("type", "")) if isinstance(m, dict) else ""
+        short = kind.rsplit(".", 1)[-1]
+        if kind == TRANSFORMER or short == "Transformer":
+            continue
+        if kind == POOLING or short == "Pooling":
+            pooling = config_dir / str(m.get("path") or "1_Pooling")
+        elif kind == NORMALIZE or short == "Normalize":
+            normalize = True
+        else:
+            raise ModelConfigError(
+                f"{config_dir / 'modules.json'} has a {kind or m!r} module, which the sidecar does not run (it runs "
+                "the ONNX transformer, then Pooling and Normalize as the configs say): choose a model whose pipeline "
+                "is Transformer, Pooling and optionally Normalize")
+    return pooling, normalize
+
+
+def _pooling(pooling_dir: Path | None) -> tuple[tuple[str, ...], bool, int | None]:
+    cfg = _json(pooling_dir / "config.json") if pooling_dir is not None else None
+    if cfg is None:
+        return ("mean",), True, None
+    where = pooling_dir / "config.json"
+    modes: list[str] = []
+    named = cfg.get("pooling_mode")
+    if named is not None:
+        name = POOLING_ALIASES.get(str(named).lower(), str(named).lower())
+        if name not in POOLING_MODES:
+            raise ModelConfigError(f"{where} names pooling {named!r}, which the sidecar does not know (it knows "
+                                   f"{', '.join(POOLING_MODES)}): choose another model, or correct the file")
+        modes.append(name)
+    for key, value in cfg.items():
+        if key.startswith("pooling_mode_") and value is True:
+            if key not in POOLING_FLAGS:
+                raise ModelConfigError(f"{where} turns on {key}, a pooling the sidecar does not know (it knows "
+                                       f"{', '.join(POOLING_MODES)}): choose another model, or correct the file")
+            if POOLING_FLAGS[key] not in modes:
+                modes.append(POOLING_FLAGS[key])
+    if not modes:
+        raise ModelConfigError(f"{where} turns on no pooling mode: choose another model, or correct the file")
+    dim = cfg.get("word_embedding_dimension")
+    return (tuple(m for m in POOLING_MODES if m in modes), bool(cfg.get("include_prompt", True)),
+            int(dim) if isinstance(dim, int) and dim > 0 else None)
+
+
+def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str | None]:
+    cfg = _json(_find(config_dir, fallback, "config_sentence_transformers.json")) or {}
+    prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
+    default = prompts.get(cfg.get("default_prompt_name")) if cfg.get("default_prompt_name") else None
+    query = next((prompts[k] for k in QUERY_PROMPTS if isinstance(prompts.get(k), str)), default)
+    passage = next((prompts[k] for k in PASSAGE_PROMPTS if isinstance(prompts.get(k), str)), default)
+    return query, passage
+
+
+def read_spec(config_dir: Path, name: str, query_prefix: str | None = None, passage_prefix: str | None = None,
+              fallback: Path | None = None) -> ModelSpec:
+    """The model's settings from the config files in `config_dir` (a file missing there is read from
+    `fallback`, when given); `query_prefix`/`passage_prefix` (the user's options) win over what the configs or
+    the model card say. Raises ModelConfigError."""
+    pooling_dir, normalize = _modules(config_dir, fallback)
+    modes, include_prompt, word_dim = _pooling(pooling_dir)
+    if word_dim is None:
+        hidden = (_json(_find(config_dir, fallback, "config.json")) or {}).get("hidden_size")
+        word_dim = int(hidden) if isinstance(hidden, int) and hidden > 0 else None
+    sbert = _json(_find(config_dir, fallback, "sentence_bert_config.json")) or {}
+    max_length = sbert.get("max_seq_length")
+    max_length = int(max_length) if isinstance(max_length, int) and max_length > 2 else DEFAULT_MAX_LENGTH
+    query, passage = _prompts(config_dir, fallback)
+    source = "config_sentence_transformers.json" if (query or passage) else "none"
+    if not (query or passage):
+        for pattern, q, p in CARD_PREFIXES:
+            if pattern.match(name):
+                query, passage, source = q, p, "the model card's convention"
+    if query_prefix is not None or passage_prefix is not None:
+        source = "options" if source == "none" else f"options over {source}"
+    return ModelSpec(pooling=modes, normalize=normalize, max_length=max_length, word_dim=word_dim,
+                     query_prefix=query_prefix if query_prefix is not None else (query or ""),
+                     passage_prefix=passage_prefix if passage_prefix is not None else (passage or ""),
+                     include_prompt=include_prompt, prefix_source=source)

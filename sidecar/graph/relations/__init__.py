@@ -1,0 +1,56 @@
+"""The offline relation tier, pure: the personal relations people state in chat, read clause by clause.
+
+What it reads (docs/graph.md, "What the offline tier reads"):
+- subjects: "I" (also "i"), "we" and "our" (the speaker's household: lives_in and has_pet only), the people the
+  speaker introduces ("my sister Alice", "Ana, my sister,", "Ana is my sister", "my best friend Priya, who
+  ..."), people the user's graph already knows by name, "he"/"she" for the one person introduced in the
+  same message, and "X and I"; a chat line without a subject ("Just moved to Dublin!") is the speaker's;
+- after openers and discourse markers ("Big news:", "omg", "so", "btw", "honestly", "actually"), which
+  simply come before a subject;
+- coordinated predicates and objects ("I live in Berlin and work at Siemens", "I love hiking and
+  climbing", "I have two cats, Salem and Luna");
+- changes told as events: quit / left / retired from / lost my job at / used to ... / no longer ...
+  (the relation `ended`), joined / started at / got the job as / moved to / relocated to (a new one,
+  which closes the older single-valued relation);
+- a correction in the same breath ("I moved to Lisbon, no wait, Porto": Porto only).
+
+Precision first: a question, a negation, a hypothetical, a wish or plan, a future, a hedge ("I think")
+and reported speech ("my friend asked if I live in Oslo") make nothing current. The words between a
+subject and its verb must be ones the tier knows (auxiliaries, a few adverbs), so an unknown construction
+makes nothing rather than something wrong.
+
+Each found relation names its subject (None: the speaker), the predicate, the object as written, whether
+the statement says it no longer holds (`ended`), and whether the predicate holds one value at a time (a
+new one closes the old: lives_in, works_at, partner, ...), so history and "as of" questions stay answerable.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .objects import Objects
+from .predicates import AS_FACT, PREDICATES, FoundRelation
+from .subjects import Subjects
+from .words import _ANY, _fold
+
+__all__ = ["AS_FACT", "PREDICATES", "FoundRelation", "find_relations"]
+
+
+class _Reader(Subjects, Objects):
+    """One text read: the subject side and the predicate side."""
+
+
+def find_relations(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:
+    """The relations stated in `text`, in order of appearance. `known`: the user's known names (folded name ->
+    entity type, the graph's gazetteer), for people named without an introduction and names in lower case."""
+    if not _ANY.search(text):
+        return []  # every reading needs a subject word, a name before a verb or a subjectless opener
+    found = _Reader(text, known).read()
+    seen: set[tuple] = set()
+    unique = []
+    for r in sorted(found, key=lambda r: r.start):
+        key = (_fold(r.subject or ""), r.predicate, _fold(r.object), r.ended)
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    return unique

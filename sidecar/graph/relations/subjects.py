@@ -1,0 +1,243 @@
+"""Reading a relation's subject: sentences, openers, "I" / "we" / a person introduced ("my sister Alice",
+"Ana, my sister,") or known by name, he/she, a subjectless chat line; the introductions' own relations
+(pure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from .predicates import FoundRelation
+from .words import (KIN, _ANCHORS, _BARE, _BARE_START, _BARE_VERB, _BE_NEXT, _BLOCK, _DATE, _FILL, _HE,
+                    _HYPOTHETICAL_START, _KIN_RX, _NAME, _NAME_NEXT, _OPENERS, _PERSON_RX, _QUESTION_START, _SHE,
+                    _clause_start, _fold, _ordinary, _sentences, _verb_at)
+
+
+@dataclass
+class _Subject:
+    names: list[str | None]  # None: the speaker
+    kind: str  # "i", "we", "person"
+    start: int  # where the subject's words start (for the clause check)
+    end: int  # where its verb may start
+
+
+
+class Subjects:
+    """The subject side of the reader (graph/relations/__init__.py puts the two sides together)."""
+
+    def __init__(self, text: str, known: Mapping[str, str] | None):
+        self.text = text
+        self.known = known
+        self.out: list[FoundRelation] = []
+        self.people: list[tuple[str, str | None]] = []  # persons introduced in this message: (name, "he"/"she"/None)
+
+    def known_type(self, name: str) -> str | None:
+        return self.known.get(_fold(name)) if self.known else None
+
+    def emit(self, subject: str | None, predicate: str, a: int, b: int, ended: bool = False,
+             offset: int = 0, value: str | None = None) -> None:
+        obj = value if value is not None else self.text[offset + a:offset + b]
+        obj = obj.strip(" '’-.,")
+        if predicate in ("likes", "dislikes"):
+            obj = re.sub(r"^(?i:the|a|an)\s+", "", obj)
+        if not obj:
+            return
+        self.out.append(FoundRelation(predicate, obj, offset + a, offset + b, subject, ended))
+
+    def introduce(self, name: str, word: str | None) -> None:
+        w = (word or "").casefold()
+        gender = "she" if w in _SHE else "he" if w in _HE else None
+        self.people = [p for p in self.people if _fold(p[0]) != _fold(name)] + [(name, gender)]
+
+    def pronoun(self, word: str) -> str | None:
+        fits = [n for n, g in self.people if g in (None, word.casefold())]
+        return fits[-1] if len(fits) == 1 else None
+
+    def read(self) -> list[FoundRelation]:
+        for lo, hi, question in _sentences(self.text):
+            self.sentence(self.text, lo, hi, question)
+        return self.out
+
+    def sentence(self, s: str, lo: int, hi: int, question: bool) -> None:
+        opener = _OPENERS.match(s, lo, hi)
+        body = opener.end() if opener else lo
+        while body < hi and s[body] in " \t\n\"'“(*_~":
+            body += 1
+        question = question or bool(_QUESTION_START.match(s, body, hi) and not re.match(
+            r"(?i:have|has|had)\s+(?:a|an|two|three|\d+)\b", s[body:hi]))
+        hypothetical = bool(_HYPOTHETICAL_START.match(s, body, hi))
+        taken = body
+        if not question and not hypothetical:
+            taken = self.bare(s, body, lo, hi)
+        pos = lo
+        while (m := _ANCHORS.search(s, pos, hi)) is not None:
+            pos = m.end()
+            if m.group("name") and " " in m.group("name") and _ordinary(m.group("name").split()[0]):
+                pos = m.start() + len(m.group("name").split()[0])  # "Since I ...": read on from the next word
+                continue
+            if m.start() < taken and not (m.group("kin") or m.group("pet") or m.group("appos")):
+                continue
+            if m.group("name") and not _NAME_NEXT.match(s, m.end(), hi):
+                fill = _FILL.match(s, m.end(), hi)
+                if _verb_at(s, fill.end(), fill) is None and (fill.group("be") is None or not _BE_NEXT.match(
+                        s, fill.end(), hi)):
+                    continue
+            subject = self.anchor(s, m, lo, hi, question or hypothetical)
+            if subject is None or question or hypothetical:
+                continue
+            taken = max(taken, self.predicates(s, subject, lo, hi))
+
+    def bare(self, s: str, body: int, lo: int, hi: int) -> int:
+        """A chat line without a subject: "Just moved to Dublin!", "Starting as a data analyst at Spotify".
+        Returns where its reading stopped (`body` when it is not one)."""
+        if not _BARE_VERB.match(s, body, hi):
+            return body
+        m = _BARE_START.match(s, body, hi)
+        found = _verb_at(s, m.end() if m else body)
+        if found is None or found[0] not in _BARE:
+            return body
+        return self.predicates(s, _Subject([None], "i", body, body), lo, hi)
+
+    def anchor(self, s: str, m: re.Match[str], lo: int, hi: int, blocked: bool) -> _Subject | None:
+        """The subject a match names (and the relations an introduction states, even in a question: "have you
+        met my sister Ana?" still says she is my sister); None when it is not one."""
+        if m.group("kin"):
+            return self.kin(s, m, hi)
+        if m.group("pet"):
+            self.pet(s, m, hi)
+            return None
+        if m.group("bday"):
+            if not blocked and not _BLOCK.search(s, _clause_start(s, lo, m.start()), m.start()):
+                self.birthday(s, m.end(), None, hi)
+            return None
+        if m.group("appos"):
+            name, word = m.group("aname"), m.group("akin")
+            if _ordinary(name.split()[0]):
+                km = _KIN_RX.match(s, m.start("aname") + s[m.start("aname"):m.end()].casefold().rfind("my"
+                                   if "my" in s[m.start("aname"):m.end()].casefold() else "our"), hi)
+                return self.kin(s, km, hi) if km else None
+            w = word.casefold()
+            if w in KIN:
+                self.emit(None, KIN[w], *m.span("aname"), offset=0)
+                self.introduce(name, w)
+            else:
+                self.emit(None, "has_pet", *m.span("aname"))
+                return None
+            after = re.match(r"[ \t]*,[ \t]*", s[m.end():hi])
+            if s[m.start("aname") + len(name):m.start("aname") + len(name) + 1] == "," and after:
+                return _Subject([name], "person", m.start(), m.end() + after.end())
+            return None
+        if m.group("pair") or m.group("pair2"):
+            name = m.group("pname") or m.group("p2name")
+            if _ordinary(name.split()[0]):
+                return None
+            return _Subject([name, None], "i", m.start(), m.end())
+        if m.group("i"):
+            if (m.group("ic") or "").casefold().replace("’", "'") in ("'d", "'ll"):
+                return None
+            end = m.end() if (m.group("ic") or "").casefold().replace("’", "'") in ("", "'s") else m.start("ic")
+            return _Subject([None], "i", m.start(), end)
+        if m.group("we"):
+            if (m.group("wec") or "").casefold().replace("’", "'") in ("'d", "'ll"):
+                return None
+            return _Subject([None], "we", m.start(), m.start("wec") if m.group("wec") else m.end())
+        if m.group("pron"):
+            if (m.group("pc") or "").casefold().replace("’", "'") in ("'d", "'ll"):
+                return None
+            name = self.pronoun(m.group("pronw"))
+            if name is None:
+                return None
+            return _Subject([name], "person", m.start(), m.start("pc") if m.group("pc") else m.end())
+        return self.named(s, m.group("name"), m, lo, hi)
+
+    def named(self, s: str, name: str | None, m: re.Match[str], lo: int, hi: int) -> _Subject | None:
+        """A capitalised name as a subject: a person the graph knows or this message introduced, or (for a few
+        unambiguous verbs) an unknown one; "Tom's birthday is ..." states Tom's birthday."""
+        if not name or _ordinary(name.split()[0]):
+            return None
+        possessive = name.endswith(("'s", "’s"))
+        base = name[:-2] if possessive else name
+        t = self.known_type(base) or self.known_type(base.split()[0])
+        if t is not None and t != "person":
+            return None
+        if possessive:
+            if t == "person" or any(_fold(p) == _fold(base) for p, _ in self.people):
+                bday = re.match(r"[ \t]+birthday\b", s[m.end():hi])
+                if bday and not _BLOCK.search(s, _clause_start(s, lo, m.start()), m.start()):
+                    self.birthday(s, m.end() + bday.end(), base, hi)
+            return None
+        known = t == "person" or any(_fold(p) == _fold(base) for p, _ in self.people)
+        return _Subject([base], "person" if known else "unknown", m.start(), m.end())
+
+    def kin(self, s: str, m: re.Match[str], hi: int) -> _Subject | None:
+        word = m.group("kinword").casefold()
+        pred = KIN.get(re.sub(r"\s+", " ", word))
+        after = m.end()
+        named = re.match(r"(?:['’]s[ \t]+name[ \t]+is|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+(?:called|named)|"
+                         r"[ \t]*,)?[ \t]+", s[after:hi])
+        if not named:
+            return None
+        at = after + named.end()
+        people = []
+        while True:
+            pm = _PERSON_RX.match(s, at, hi)
+            if not pm:
+                break
+            name = pm.group(0)
+            if name.endswith(("'s", "’s")):
+                name = name[:-2]
+            if not name or (_ordinary(name.split()[0]) and name.split()[0].casefold() not in ("will", "may")):
+                break
+            people.append((at, at + len(name)))
+            at = at + len(name)
+            more = re.match(r"[ \t]+(?:and|&)[ \t]+(?=[A-Z])", s[at:hi]) if m.group("plural") else None
+            if not more:
+                break
+            at += more.end()
+        if not people:
+            return None
+        names = []
+        for a, b in people:
+            name = s[a:b]
+            if pred is not None:
+                self.emit(None, pred, a, b)
+            self.introduce(name, word)
+            names.append(name)
+        end = people[-1][1]
+        if s[end:end + 2] in ("'s", "’s"):
+            bday = re.match(r"[ \t]+birthday\b", s[end + 2:hi])
+            if bday:
+                self.birthday(s, end + 2 + bday.end(), names[-1], hi)
+            return None
+        rest = re.match(r"[ \t]*,[ \t]*(?:who[ \t]+)?|[ \t]+who[ \t]+", s[end:hi])
+        pair = re.match(r"[ \t]+(?:and|&)[ \t]+(?:I|me)\b(?!['’])", s[end:hi])
+        if pair:
+            return _Subject([*names, None], "i", m.start(), end + pair.end())
+        if rest and "who" in rest.group(0):
+            return _Subject(names, "person", m.start(), end + rest.end())
+        if rest:  # "My dad, Frank, was born in Glasgow"
+            return _Subject(names, "person", m.start(), end + rest.end())
+        return _Subject(names, "person", m.start(), end)
+
+    def pet(self, s: str, m: re.Match[str], hi: int) -> None:
+        named = re.match(rf"(?:['’]s[ \t]+name(?:[ \t]+is|['’]s)|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+"
+                         rf"(?:called|named)|[ \t]*,)?[ \t]+(?P<o>{_NAME})", s[m.end():hi])
+        if not named:
+            return
+        a, b = m.end() + named.start("o"), m.end() + named.end("o")
+        name = s[a:b]
+        if name.endswith(("'s", "’s")):
+            b -= 2
+        if _ordinary(s[a:b].split()[0]):
+            return
+        self.emit(None, "has_pet", a, b)
+
+    def birthday(self, s: str, pos: int, subject: str | None, hi: int) -> None:
+        m = re.match(r"(?:['’]s|[ \t]+(?:is|was))?[ \t]+(?:(?i:on|the)[ \t]+)?", s[pos:hi])
+        if not m:
+            return
+        at = pos + m.end()
+        d = _DATE.match(s, at, hi)
+        if d:
+            self.emit(subject, "birthday", d.start(), d.end())
