@@ -34,6 +34,7 @@ PAGE_SIZE = 100
 
 class InspectorServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 64  # connections the kernel holds until accepted (a browser opens several at once)
 
     def __init__(self, data: ReadOnlyData, port: int = 0, token: str | None = None):
         super().__init__((HOST, port), Handler)
