@@ -97,7 +97,8 @@ def spawn_frozen(frozen_binary, tmp_path, spawn):
 
     def _spawn(*args: str, name: str = "data", wait_ready: bool = True, wrapper: list[str] | None = None,
                env: dict[str, str] | None = None) -> Sidecar:
-        return spawn(*args, data_dir=tmp_path / name, wait_ready=wait_ready,
+        # working directory: tmp_path (a relative export/import path of a transcript lands there)
+        return spawn(*args, data_dir=tmp_path / name, wait_ready=wait_ready, cwd=tmp_path,
                      command=[*(wrapper or []), str(frozen_binary)], base_env={**host_env(tmp_path), **(env or {})})
 
     return _spawn

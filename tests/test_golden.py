@@ -44,5 +44,7 @@ def test_matcher_names_the_first_difference():
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_transcript(spawn, path):
-    replay(spawn("--ttl-days", "0", wait_ready=False), path)
+def test_transcript(spawn, path, tmp_path):
+    # relative paths (export, import) are relative to the sidecar's working directory: a fresh one
+    (tmp_path / "cwd").mkdir()
+    replay(spawn("--ttl-days", "0", wait_ready=False, cwd=tmp_path / "cwd"), path)

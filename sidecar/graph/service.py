@@ -17,7 +17,7 @@ import numpy as np
 
 from ..wire import (ConsolidatedResponse, ConsolidateRequest, EntitiesRequest, EntitiesResponse, EntityOut,
     EntityRequest, EntityResponse, MergedResponse, MergeEntitiesRequest, RelationOut, TraceOut)
-from ..wire.errors import InvalidRequest, NotFound, TooLarge
+from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import consolidation as cons
 from .builder import USER_GROUP, Builder, Changes
 from .cache import GraphCache
@@ -372,7 +372,7 @@ class GraphService:
             g = self.graph(req.user_id)
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
             if e is None:
-                raise NotFound(f"user {req.user_id!r} has no entity {req.id or req.name!r}")
+                raise NotFound(f"user {quote(req.user_id)} has no entity {quote(req.id or req.name)}")
             rels = sorted((r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),
                           key=lambda r: (r.valid_from, r.predicate, r.object_value, r.id))
             traces = sorted((t for t in g.traces.values() if e.id in t.entity_ids), key=lambda t: (t.start, t.id))
@@ -402,7 +402,7 @@ class GraphService:
             source, target = g.entities.get(req.source), g.entities.get(req.target)
             for key, found in (("source", source), ("target", target)):
                 if found is None:
-                    raise NotFound(f"user {req.user_id!r} has no entity {getattr(req, key)!r} ({key})")
+                    raise NotFound(f"user {quote(req.user_id)} has no entity {quote(getattr(req, key))} ({key})")
             episodes = list(source.episodes)
             moved = g.merge(source, target)
             g.version += 1
