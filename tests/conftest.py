@@ -71,7 +71,7 @@ class Sidecar:
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "sidecar"]), "--data-dir", str(data_dir), *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(cwd or ROOT),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(cwd or data_dir.parent),
             # Windows: its own process group, so CTRL_BREAK_EVENT (a host's graceful stop there) reaches it alone
             creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
         )
@@ -169,7 +169,8 @@ def files_containing(root, needle: bytes) -> list[str]:
 @pytest.fixture
 def spawn(tmp_path):
     """spawn(*args, data_dir=None, env=None, wait_ready=True, command=None, base_env=None, cwd=None) -> Sidecar
-    (cwd: its working directory, default the repository); all are stopped at teardown, and their stdout must
+    (cwd: its working directory, default the folder holding the data dir, so a relative path a test
+    names never lands in the checkout); all are stopped at teardown, and their stdout must
     have carried only JSON objects."""
     procs: list[Sidecar] = []
 
