@@ -27,7 +27,7 @@ from benchkit.client import BenchError  # noqa: E402
 
 SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
                "fact-thresholds", "graph-build", "graph", "graph-quality", "validity", "portable", "realuse",
-               "object-store", "long-memories", "compaction", "multilingual")
+               "object-store", "long-memories", "compaction", "multilingual", "hostile-files")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -59,7 +59,7 @@ class Sidecar:
     """A running sidecar process. Every stdout line it writes is checked to be one JSON object."""
 
     def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None, wait_ready: bool = True,
-                 command: list[str] | None = None, base_env: dict[str, str] | None = None):
+                 command: list[str] | None = None, base_env: dict[str, str] | None = None, cwd: Path | None = None):
         # base_env replaces the inherited environment (and then nothing is added to it)
         full_env = {k: v for k, v in (os.environ if base_env is None else base_env).items()
                     if not k.startswith("MEMORY_SIDECAR_")}
@@ -71,7 +71,7 @@ class Sidecar:
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "sidecar"]), "--data-dir", str(data_dir), *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(ROOT),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(cwd or data_dir.parent),
             # Windows: its own process group, so CTRL_BREAK_EVENT (a host's graceful stop there) reaches it alone
             creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
         )
@@ -168,15 +168,17 @@ def files_containing(root, needle: bytes) -> list[str]:
 
 @pytest.fixture
 def spawn(tmp_path):
-    """spawn(*args, data_dir=None, env=None, wait_ready=True, command=None, base_env=None) -> Sidecar;
-    all are stopped at teardown, and their stdout must have carried only JSON objects."""
+    """spawn(*args, data_dir=None, env=None, wait_ready=True, command=None, base_env=None, cwd=None) -> Sidecar
+    (cwd: its working directory, default the folder holding the data dir, so a relative path a test
+    names never lands in the checkout); all are stopped at teardown, and their stdout must
+    have carried only JSON objects."""
     procs: list[Sidecar] = []
 
     def _spawn(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
                wait_ready: bool = True, command: list[str] | None = None,
-               base_env: dict[str, str] | None = None) -> Sidecar:
+               base_env: dict[str, str] | None = None, cwd: Path | None = None) -> Sidecar:
         sc = Sidecar(data_dir or tmp_path / "data", *args, env=env, wait_ready=wait_ready, command=command,
-                     base_env=base_env)
+                     base_env=base_env, cwd=cwd)
         procs.append(sc)
         return sc
 

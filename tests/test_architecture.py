@@ -19,7 +19,8 @@ FACES = {"mcp"}  # protocols beside NDJSON: runtime hands them the dispatcher's 
 # read-only views of a data dir beside a running sidecar (no dispatcher: that needs the writer's lock);
 # runtime hands them the embedder's function
 READERS = {"inspector"}
-READER_DEPS = DOMAINS | {"storage"}
+# (and wire's error bounds: every face quotes its input at most wire.errors.MAX_QUOTE characters)
+READER_DEPS = DOMAINS | {"storage", "wire"}
 # which domain may stand on which (through its package interface only)
 DOMAIN_DEPS = {
     "messages": set(),
@@ -90,7 +91,7 @@ def violations() -> list[str]:
             elif other in READERS and own != "runtime":
                 found.append(f"{where}: only runtime starts a reader")
             elif own in READERS and other not in READER_DEPS:
-                found.append(f"{where}: reader {own} imports only storage and the domains' interfaces")
+                found.append(f"{where}: reader {own} imports only storage, wire and the domains' interfaces")
             elif own in READERS and other in DOMAINS and len(target) > 2:
                 found.append(f"{where}: use the {other} package's interface (sidecar.{other}), not its modules")
             elif own in FACES and other != "wire":
@@ -114,7 +115,7 @@ def test_rules_catch_a_bad_import(tmp_path, monkeypatch):
     face = PACKAGE / "mcp" / "_probe_bad_import.py"
     face.write_text("from ..messages import MemoryService\n")
     reader = PACKAGE / "inspector" / "_probe_bad_import.py"
-    reader.write_text("from ..messages.store import MessageStore\nfrom ..wire import encode\n")
+    reader.write_text("from ..messages.store import MessageStore\nfrom ..llm import client\n")
     try:
         found = violations()
     finally:
@@ -123,7 +124,7 @@ def test_rules_catch_a_bad_import(tmp_path, monkeypatch):
         reader.unlink()
     assert any("face mcp imports only wire" in v for v in found)
     assert any("inspector/_probe_bad_import.py:1" in v and "interface" in v for v in found)
-    assert any("reader inspector imports only storage" in v for v in found)
+    assert any("reader inspector imports only storage, wire" in v for v in found)
     assert any("domain messages may not depend on domain facts" in v for v in found)
     assert any("nothing imports runtime" in v for v in found)
 

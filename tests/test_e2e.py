@@ -31,6 +31,19 @@ def test_original_four_lines(sidecar):
     assert sidecar.proc.wait(30) == 0
 
 
+def test_a_fresh_start_is_quiet_on_stderr_at_the_default_level(sidecar):
+    """docs/protocol.md: logs go to stderr, quiet (`warning`) by default. A fresh data dir, stores, a query, the
+    graph and a shutdown write nothing there: not LanceDB's notice that it creates a table, nor the graph's
+    start-up catch-up taking the messages just stored (already queued for the graph) for a backlog."""
+    for i in range(3):
+        sidecar.send({"type": "store", "user_id": "q", "content": f"I went hiking with Ana, day {i}"})
+    assert all(sidecar.recv()["type"] == "ok" for _ in range(3))
+    assert sidecar.request({"type": "query", "user_id": "q", "text": "hiking", "limit": 1})["messages"]
+    assert sidecar.request({"type": "entities", "user_id": "q"})["type"] == "entities"  # waits for the catch-up
+    assert sidecar.shutdown() == 0
+    assert sidecar.stderr() == ""
+
+
 def test_semantic_ranking_pets_before_hiking(sidecar):
     sidecar.store("u", "We went hiking up the mountain trail on Saturday")
     cat = sidecar.store("u", "My cat Luna keeps knocking glasses off the table")

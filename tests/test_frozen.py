@@ -10,8 +10,8 @@ Set MEMORY_SIDECAR_TEST_BINARY=/path/to/memory-sidecar-<triple> to test a binary
 
 from __future__ import annotations
 
-import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,8 +23,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import Sidecar, bare_env, load_script
+from conftest import ROOT, Sidecar, bare_env, load_script, posix_only
 from test_golden import EXAMPLES, replay
+from test_typescript_client import OUTPUT_TAIL, npm  # noqa: F401 - npm: the fixture that installs the client
+from test_typescript_client import run as run_ts
 
 pytestmark = pytest.mark.slow
 
@@ -44,15 +46,23 @@ def frozen_binary(tmp_path_factory):
     yield from _built_and_shipped("onefile", tmp_path_factory)
 
 
+BUILD_INFO: dict[str, dict] = {}  # mode -> the build-info.json each build wrote
+
+
 def _built_and_shipped(mode: str, tmp_path_factory):
-    """Build `mode`, then ship it (the onefile executable, or the onedir folder whole) somewhere with no
-    Python project around it, like an app bundle would; yields the executable, removes it after."""
-    if importlib.util.find_spec("PyInstaller") is None:
-        pytest.fail("PyInstaller is not installed: pip install -e '.[test]'")
+    """Build `mode` with scripts/build_binary.py's command line (one timed spawn), then ship it (the onefile
+    executable, or the onedir folder whole) somewhere with no Python project around it, like an app bundle
+    would; yields the executable, removes it after."""
+    problems = build_binary.preflight()
+    if problems:
+        pytest.fail("cannot build the binary: " + "; ".join(problems))
     out = tmp_path_factory.mktemp(f"frozen-{mode}")
     triple, _ = build_binary.target_triple()
-    result = build_binary.build(mode, triple, out / "dist", out / "work", quiet=True)
-    exe, artifact = Path(result["executable"]), Path(result["artifact"])
+    argv = ["--mode", mode, "--dist", str(out / "dist"), "--work", str(out / "work"), "--measure-ready", "1"]
+    assert build_binary.main(argv) == 0, f"build_binary.py {' '.join(argv)} failed"
+    info = orjson.loads((out / "dist" / build_binary.INFO_FILE).read_bytes())
+    BUILD_INFO[mode] = info
+    exe, artifact = Path(info["executable"]), Path(info["artifact"])
     assert exe.name == build_binary.exe_name(triple)
     shipped = tmp_path_factory.mktemp(f"app-{mode}") / artifact.name
     if mode == "onefile":
@@ -87,7 +97,8 @@ def spawn_frozen(frozen_binary, tmp_path, spawn):
 
     def _spawn(*args: str, name: str = "data", wait_ready: bool = True, wrapper: list[str] | None = None,
                env: dict[str, str] | None = None) -> Sidecar:
-        return spawn(*args, data_dir=tmp_path / name, wait_ready=wait_ready,
+        # working directory: tmp_path (a relative export/import path of a transcript lands there)
+        return spawn(*args, data_dir=tmp_path / name, wait_ready=wait_ready, cwd=tmp_path,
                      command=[*(wrapper or []), str(frozen_binary)], base_env={**host_env(tmp_path), **(env or {})})
 
     return _spawn
@@ -178,6 +189,119 @@ def test_triple_from_platform():
     assert build_binary.exe_name("aarch64-apple-darwin") == "memory-sidecar-aarch64-apple-darwin"
 
 
+def test_preflight_names_what_to_fix(tmp_path):
+    """A build without its model (or without PyInstaller) stops before PyInstaller runs, naming the fix."""
+    (tmp_path / "tokenizer.json").write_text("{}")
+    problems = build_binary.preflight(tmp_path)
+    assert any("model.onnx" in p and str(tmp_path) in p and "scripts/build_model.py" in p for p in problems), problems
+    assert build_binary.preflight() == [], "this checkout should be buildable"
+    assert "PyInstaller builds for the OS and architecture" in build_binary.foreign_target("aarch64-pc-windows-msvc")
+    assert build_binary.foreign_target(build_binary.triple_from_platform()) is None
+
+
+SMOKE = ROOT / "scripts" / "smoke_binary.py"
+
+
+def run_smoke(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SMOKE), *args], capture_output=True, text=True, timeout=timeout)
+
+
+@posix_only("the stand-in binaries are shell scripts")
+def test_smoke_script_says_what_went_wrong(tmp_path):
+    """scripts/smoke_binary.py (the release workflow's check) fails, naming the fix, for a folder given instead
+    of its executable (spawning a folder fails with EACCES), an executable that never says `ready`, and one
+    that answers other than the transcript."""
+    folder = tmp_path / "memory-sidecar-x"
+    folder.mkdir()
+    (folder / "memory-sidecar-x").write_text("")
+    out = run_smoke(str(folder))
+    assert out.returncode == 1 and "is a folder: pass the executable inside it" in out.stderr, out.stderr
+    assert str(folder / "memory-sidecar-x") in out.stderr
+    stuck = tmp_path / "stuck"
+    stuck.write_text("#!/bin/sh\necho 'loading the model' >&2\nexec sleep 60\n")
+    stuck.chmod(0o755)
+    out = run_smoke(str(stuck), "--timeout", "1")
+    assert out.returncode == 1 and "no `ready` line: no line within 1 s" in out.stderr, out.stderr
+    assert "loading the model" in out.stderr  # the end of the binary's stderr comes with it
+    wrong = tmp_path / "wrong"
+    wrong.write_text('#!/bin/sh\necho \'{"type":"ready","version":"0"}\'\nexec sleep 60\n')
+    wrong.chmod(0o755)
+    out = run_smoke(str(wrong), "--timeout", "5")
+    assert out.returncode == 1 and "differs from the transcript, original.jsonl line 1: $: missing key 'protocol'" in out.stderr, out.stderr
+
+
+def test_smoke_script_passes_on_the_binary(frozen_binary):
+    out = run_smoke(str(frozen_binary), "--timeout", "120")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("smoke test passed: original.jsonl"), out.stdout
+
+
+@pytest.mark.parametrize("mode", ["onefile", "onedir"])
+def test_build_prints_and_records_the_executable_size_and_ready_time(mode, request):
+    """build-info.json (what the release notes are made from): the file to spawn (inside the folder for
+    onedir), the size of what ships, the ready time."""
+    request.getfixturevalue("frozen_binary" if mode == "onefile" else "onedir_binary")
+    if mode not in BUILD_INFO:
+        pytest.skip("MEMORY_SIDECAR_TEST_BINARY: the binary was built beforehand")
+    info = BUILD_INFO[mode]
+    assert info["mode"] == mode and info["target"] == build_binary.target_triple()[0]
+    assert info["ready_seconds"] > 0 and len(info["ready_runs"]) == 1
+    if mode == "onedir":
+        assert Path(info["executable"]).parent == Path(info["artifact"]), info
+    else:
+        assert info["executable"] == info["artifact"], info
+    assert info["size_bytes"] > 50_000_000
+
+
+def _fragments(data_dir: Path, table: str) -> int:
+    import lancedb
+
+    return lancedb.connect(str(data_dir / "lancedb")).open_table(table).stats()["fragment_stats"]["num_fragments"]
+
+
+def test_every_command_the_slimmed_bundle_could_break(spawn_frozen, tmp_path):
+    """What the bundle's cuts (scripts/binarykit/slim.py: pyarrow modules and libraries left out, duplicate
+    and unused libraries dropped, symbols stripped) could break, through the binary, with the vector cache
+    off so every query goes through LanceDB's own search: stores and a long memory (chunks), every query
+    mode, the graph, export and import, compaction by write count and by cleanup."""
+    sc = spawn_frozen("--cache-mb", "0", "--compact-every-writes", "4", "--compact-interval-seconds", "1",
+                      "--ttl-days", "0")
+    notes = [f"day {i}: the weather was grey and I read a book about lighthouses" for i in range(10)]
+    for note in notes:
+        sc.store("u", note)
+    hike = sc.store("u", "I went hiking with Ana in the Alps near Chamonix")
+    long_text = ("We talked about the garden for a long time. " * 40) + "The secret ingredient of the soup is saffron."
+    long_id = sc.store("u", long_text)
+    deadline = time.monotonic() + 120
+    while (chunks := sc.request({"type": "stats"})["chunks"])["pending"] and time.monotonic() < deadline:
+        time.sleep(0.2)  # the long memory is cut into chunks in the background
+    assert chunks == {"vectors": 3, "pending": 0}, chunks
+    for mode, text, want in [("semantic", "mountain trip with a friend", hike), ("keyword", "Chamonix", hike),
+                             ("hybrid", "hiking in the Alps", hike), ("semantic", "what spice goes in the soup", long_id)]:
+        got = sc.request({"type": "query", "user_id": "u", "text": text, "mode": mode, "limit": 3})
+        assert got["type"] == "results" and got["messages"][0]["id"] == want, (mode, text, got)
+    assert sc.request({"type": "sync"})["type"] == "synced"
+    graph = sc.request({"type": "query", "user_id": "u", "text": "Ana", "mode": "graph", "limit": 3})
+    assert hike in [m["id"] for m in graph["messages"]], graph
+    recall = sc.request({"type": "graph_recall", "user_id": "u", "text": "who did I go hiking with?"})
+    assert recall["type"] == "graph_recall", recall
+    names = [e["name"] for e in sc.request({"type": "entities", "user_id": "u", "limit": 50})["entities"]]
+    assert "Ana" in names, names
+    assert sc.request({"type": "consolidate", "user_id": "u"})["type"] == "consolidated"
+    out = tmp_path / "backup.jsonl.gz"
+    exported = sc.request({"type": "export", "out": str(out)})
+    assert exported["messages"] == 12 and out.is_file(), exported
+    assert sc.request({"type": "forget_user", "user_id": "u"})["deleted"] == 12
+    imported = sc.request({"type": "import", "path": str(out)})
+    assert imported["messages"] == 12 and imported["errors"] == [], imported
+    again = sc.request({"type": "query", "user_id": "u", "text": "Chamonix", "mode": "keyword", "limit": 1})
+    assert again["messages"][0]["id"] == hike, again
+    assert sc.request({"type": "cleanup", "ttl_days": 3650})["deleted"] == 0  # then compacts every table
+    assert sc.shutdown() == 0
+    assert _fragments(sc.data_dir, "messages") <= 2, "the stores should have been compacted"
+    assert "Traceback" not in sc.stderr() and "ERROR" not in sc.stderr(), sc.stderr()
+
+
 def test_ready_offline_with_bundled_model(spawn_frozen):
     """Empty data dir, no network (a fresh network namespace when the machine allows one), no
     Python environment: `ready`, and the model comes from inside the binary."""
@@ -193,6 +317,17 @@ def test_ready_offline_with_bundled_model(spawn_frozen):
     sc.store("u1", "my cat Miso hates the vacuum")
     hits = sc.request({"type": "query", "user_id": "u1", "text": "tell me about pets", "limit": 1})
     assert hits["messages"][0]["content"] == "my cat Miso hates the vacuum"
+    assert sc.shutdown() == 0
+
+
+def test_startup_ms_counts_from_the_launchers_start(spawn_frozen):
+    """A onefile launcher unpacks the whole bundle before Python starts, on every launch: `ready`'s startup_ms
+    counts from the start of the process the host spawned (the launcher), so it is about what the host waited,
+    not only the Python part (about 700 of 3,700 ms before; sidecar/runtime/process_start.py)."""
+    t0 = time.monotonic()
+    sc = spawn_frozen()
+    waited_ms = (time.monotonic() - t0) * 1000
+    assert 0.5 * waited_ms <= sc.ready["startup_ms"] <= waited_ms + 20, (sc.ready["startup_ms"], waited_ms)
     assert sc.shutdown() == 0
 
 
@@ -232,7 +367,8 @@ def test_mcp_face_is_left_out_and_says_how_to_get_it(frozen_binary, tmp_path):
     out = subprocess.run([str(frozen_binary), "mcp", "--data-dir", str(tmp_path / "data")], capture_output=True,
                          text=True, timeout=120, stdin=subprocess.DEVNULL, env=host_env(tmp_path))
     assert out.returncode == 2 and out.stdout == ""
-    assert "pip install 'memory-sidecar[mcp]'" in out.stderr
+    assert "pip install '.[mcp]' in a clone of the repository" in out.stderr, out.stderr
+    assert "py3-none-any.whl[mcp]'" in out.stderr and "not on PyPI yet" in out.stderr
     assert not (tmp_path / "data").exists()
 
 
@@ -302,3 +438,21 @@ def test_no_orphans_when_the_launcher_is_killed(spawn_frozen):
     hits = again.request({"type": "query", "user_id": "u1", "text": "launcher killed", "limit": 1})["messages"]
     assert [m["id"] for m in hits] == [kept]
     assert again.shutdown() == 0
+
+
+@posix_only("the suite stops the sidecar with SIGSTOP and links it into PATH")
+def test_typescript_client_suite_against_the_onedir_binary(onedir_binary, npm):
+    """The TypeScript client's integration suite (clients/typescript/test/integration.test.ts), the one that
+    test_typescript_client.py runs against `python -m sidecar`, against the binary a desktop app spawns
+    (SIDECAR_BIN). The onedir build, the release artifact for Tauri (docs/hosts.md): its pid is the sidecar,
+    so the suite's SIGSTOP test stops what answers (with a onefile build it stops only the launcher, and the
+    suite skips that test)."""
+    node = shutil.which("node")
+    run_ts([npm, "run", "--silent", "build"], timeout=300)
+    proc = run_ts([node, "--test", "--test-concurrency=1", "dist/test/integration.test.js"], timeout=600,
+                  env={"SIDECAR_BIN": str(onedir_binary)})
+    summary = dict(re.findall(r"^(?:#|\u2139) (tests|pass|fail|skipped) (\d+)\s*$", proc.stdout, re.M))
+    assert int(summary.get("tests", 0)) >= 15 and summary.get("fail") == "0" and summary.get("skipped") == "0", \
+        f"unexpected summary {summary}:\n{proc.stdout[-OUTPUT_TAIL:]}"
+    assert re.search(r"^\s*(?:ok \d+ - |\u2714 )serves from the frozen binary when SIDECAR_BIN is set\b", proc.stdout, re.M), \
+        f"the suite did not run against the binary:\n{proc.stdout[-OUTPUT_TAIL:]}"

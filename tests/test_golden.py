@@ -1,65 +1,21 @@
 """Replays protocol/examples/*.jsonl against the real process.
 
-Transcript lines: {"send": {...}} or {"send_raw": "..."} with {"expect": {...}}; the first line
-has only "expect" (the ready line). Expected objects match when every key they name matches
-(responses may carry more fields). Placeholders: "<uuid>", "<uuid as NAME>" (captured),
-"<int>", "<number>", "<string>", "<any>"; "{{NAME}}" in a send or expect is a captured value.
+The transcript format and its matcher live in scripts/binarykit/transcripts.py, shared with
+scripts/smoke_binary.py (which replays one through a built binary on each release runner).
 """
 
 from __future__ import annotations
 
-import re
-import uuid
+import sys
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 
-# Only these are placeholders; any other string (an XML block, a memory tag) is matched literally.
-PLACEHOLDER = re.compile(r"<(uuid|int|number|string|any)( as \w+)?>")
-EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "protocol" / "examples").glob("*.jsonl"))
+from conftest import ROOT
 
-
-def substitute(value: Any, captured: dict[str, str]) -> Any:
-    if isinstance(value, str):
-        m = re.fullmatch(r"\{\{(\w+)\}\}", value)
-        return captured[m.group(1)] if m else value
-    if isinstance(value, list):
-        return [substitute(v, captured) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, captured) for k, v in value.items()}
-    return value
-
-
-def match(expected: Any, actual: Any, captured: dict[str, str], path: str = "$") -> None:
-    if isinstance(expected, str) and PLACEHOLDER.fullmatch(expected):
-        kind, _, name = expected[1:-1].partition(" as ")
-        if name:
-            captured[name] = actual
-        if kind == "uuid":
-            assert isinstance(actual, str) and uuid.UUID(actual), f"{path}: {actual!r} is not a uuid"
-        elif kind == "int":
-            assert isinstance(actual, int) and not isinstance(actual, bool), f"{path}: {actual!r} is not an int"
-        elif kind == "number":
-            assert isinstance(actual, (int, float)) and not isinstance(actual, bool), f"{path}: {actual!r}"
-        elif kind == "string":
-            assert isinstance(actual, str), f"{path}: {actual!r} is not a string"
-        elif kind != "any":
-            raise AssertionError(f"unknown placeholder {expected}")
-        return
-    expected = substitute(expected, captured)
-    if isinstance(expected, dict):
-        assert isinstance(actual, dict), f"{path}: expected an object, got {actual!r}"
-        for k, v in expected.items():
-            assert k in actual, f"{path}: missing key {k!r} in {actual!r}"
-            match(v, actual[k], captured, f"{path}.{k}")
-    elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected), f"{path}: {actual!r} != {expected!r}"
-        for i, (e, a) in enumerate(zip(expected, actual)):
-            match(e, a, captured, f"{path}[{i}]")
-    else:
-        assert expected == actual, f"{path}: expected {expected!r}, got {actual!r}"
+sys.path.insert(0, str(ROOT / "scripts"))
+from binarykit import transcripts  # noqa: E402
+from binarykit.transcripts import EXAMPLES, match  # noqa: E402,F401 - match: used by the unit tests below
 
 
 def test_there_are_transcripts():
@@ -68,22 +24,27 @@ def test_there_are_transcripts():
 
 def replay(sc, path: Path) -> None:
     """Run one transcript through a sidecar spawned with wait_ready=False (its first line is `ready`)."""
-    steps = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    captured: dict[str, str] = {}
-    for n, step in enumerate(steps):
-        if "send" in step:
-            sc.send(substitute(step["send"], captured))
-        elif "send_raw" in step:
-            sc.send_raw(step["send_raw"].encode() + b"\n")
-        actual = sc.recv(120)
-        try:
-            match(step["expect"], actual, captured)
-        except AssertionError as exc:
-            raise AssertionError(f"{path.name} line {n + 1}: {exc}") from None
+    transcripts.replay(path, sc.send_raw, sc.recv, timeout=120)
+    steps = transcripts.steps(path)
     if steps and steps[-1].get("send", {}).get("type") == "shutdown":
         assert sc.proc.wait(30) == 0
 
 
+def test_matcher_names_the_first_difference():
+    captured: dict[str, str] = {}
+    match({"type": "ok", "id": "<uuid as a>", "n": "<int>"}, {"type": "ok", "id": "6f1c2a9e-0000-4000-8000-000000000000",
+                                                          "n": 3, "more": 1}, captured)
+    assert captured == {"a": "6f1c2a9e-0000-4000-8000-000000000000"}
+    for expected, actual, says in [({"n": "<int>"}, {"n": True}, "$.n: True is not an int"),
+                                   ({"id": "<uuid>"}, {"id": "nope"}, "$.id: 'nope' is not a uuid"),
+                                   ({"ids": ["{{a}}"]}, {"ids": ["x"]}, "$.ids[0]: expected"),
+                                   ({"type": "ok"}, {}, "missing key 'type'")]:
+        with pytest.raises(AssertionError, match=says.replace("[", r"\[").replace("$", r"\$")):
+            match(expected, actual, captured)
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_transcript(spawn, path):
-    replay(spawn("--ttl-days", "0", wait_ready=False), path)
+def test_transcript(spawn, path, tmp_path):
+    # relative paths (export, import) are relative to the sidecar's working directory: a fresh one
+    (tmp_path / "cwd").mkdir()
+    replay(spawn("--ttl-days", "0", wait_ready=False, cwd=tmp_path / "cwd"), path)

@@ -248,6 +248,47 @@ def test_loopback_only_host_check_token_and_read_only_methods(live):
     assert sc.alive()
 
 
+def _raw(inspector: Inspector, data: bytes, abort: bool = False) -> bytes:
+    """Bytes sent on a fresh connection; what comes back (nothing when `abort`: the client resets at once)."""
+    import socket
+    import struct
+
+    port = int(inspector.base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        if abort:  # gone before the answer: a reset instead of a close
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return b""
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+
+
+def test_every_other_method_is_405_with_headers_and_a_client_gone_is_no_traceback(live):
+    _, inspector = live
+    host = inspector.base.removeprefix("http://")
+    for method in ("TRACE", "CONNECT", "PROPFIND", "MKCOL", "PUT", "BREW"):
+        answer = _raw(inspector, f"{method} / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        head = answer.split(b"\r\n\r\n")[0].decode()
+        assert head.startswith("HTTP/1.0 405") or head.startswith("HTTP/1.1 405"), (method, head)
+        assert "Content-Security-Policy: default-src 'none'" in head and "X-Frame-Options: DENY" in head, head
+    # the standard library's own refusals (a broken request line, a URL too long) carry the headers too
+    for request in (b"NONSENSE\r\n\r\n", b"GET /" + b"q" * 70_000 + b" HTTP/1.1\r\n\r\n"):
+        answer = _raw(inspector, request)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.split(b" ")[1] in (b"400", b"414") and b"Content-Security-Policy" in head, head
+        assert b"q" * 201 not in body, body[:300]
+    before = len(inspector.lines)
+    request = f"GET /style.css HTTP/1.1\r\nHost: {host}\r\nCookie: {inspector.cookie}\r\n\r\n"
+    for _ in range(200):  # each reset before (or while) its answer is written
+        _raw(inspector, request.encode(), abort=True)
+    assert inspector.get("/")[0] == 200  # still serving
+    time.sleep(1)
+    new = "".join(inspector.lines[before:])
+    assert "Traceback" not in new and "BrokenPipeError" not in new and "ConnectionResetError" not in new, new[:2000]
+
+
 def _listening(port: int) -> list[str]:
     """Local addresses (kernel hex) of the sockets listening on `port`, IPv4 and IPv6 (Linux /proc)."""
     found = []

@@ -146,9 +146,15 @@ def test_each_tool_does_its_job(tmp_path):
 def test_user_id_scopes_each_call(tmp_path):
     async def main():
         async with client(tmp_path / "data") as session:
-            await call(session, "remember", content="I play the cello", user_id="alice")
+            _, cello = await call(session, "remember", content="I play the cello", user_id="alice")
             await call(session, "remember", content="I play the drums")
-            await call(session, "remember_fact", text="Plays the cello", category="pattern", user_id="alice")
+            _, fact = await call(session, "remember_fact", text="Plays the cello", category="pattern", user_id="alice")
+            # forget scopes too: alice's ids, asked for by the default user (or bob), are not found
+            for who in ({}, {"user_id": "bob"}):
+                assert await fails(session, "forget", message_id=cello["id"], **who) == \
+                    f"not_found: no memory with id '{cello['id']}'"
+                assert await fails(session, "forget", fact_id=fact["fact"]["id"], **who) == \
+                    f"not_found: no fact with id '{fact['fact']['id']}'"
             _, mine = await call(session, "search", query="music instrument")
             assert [m["content"] for m in mine["messages"]] == ["I play the drums"]
             assert mine["messages"][0]["user_id"] == "default"
@@ -177,6 +183,8 @@ def test_errors_are_mcp_errors_and_the_server_lives_on(tmp_path):
             assert await fails(session, "forget", message_id="no-such-id") == "not_found: no memory with id 'no-such-id'"
             assert (await fails(session, "forget", fact_id="no-such-fact")).startswith("not_found:")
             assert (await fails(session, "search", query="x", limit=101)).startswith("invalid arguments")
+            huge = await fails(session, "search", query="x", user_id="u" * (5 << 20))  # 5 MiB: a short answer
+            assert "is too long" in huge and "u" * 201 not in huge and len(huge) < 400, huge[:500]
             assert (await fails(session, "entities")).startswith("disabled:")  # --graph false reaches the dispatcher
             with pytest.raises(MCPError, match="unknown tool 'recall_everything'"):
                 await session.call_tool("recall_everything", {})
@@ -308,5 +316,7 @@ def test_missing_extra_exits_2_with_the_pip_command(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
     assert cli.main(["mcp", "--data-dir", str(tmp_path / "data")]) == 2
     captured = capsys.readouterr()
-    assert "pip install 'memory-sidecar[mcp]'" in captured.err and captured.out == ""
+    # the package is on no index yet: the command names this checkout, and the release's wheel
+    assert f"pip install '{ROOT}[mcp]'" in captured.err and captured.out == ""
+    assert "py3-none-any.whl[mcp]'" in captured.err and "not on PyPI yet" in captured.err
     assert not (tmp_path / "data").exists()  # nothing was started

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -90,10 +91,11 @@ def unit(v: np.ndarray) -> np.ndarray:
 
 def exported_vectors(sc, data_dir: Path) -> dict[str, np.ndarray]:
     """content -> stored vector, read back through `export` (the vectors as stored, float32)."""
-    r = sc.request({"type": "export", "out": "vectors.jsonl"})
+    path = data_dir.parent / f"vectors-{time.monotonic_ns()}.jsonl"  # outside the data dir: export refuses inside
+    r = sc.request({"type": "export", "out": str(path)})
     assert r["type"] == "exported", r
     out = {}
-    for line in (data_dir / "vectors.jsonl").read_bytes().splitlines():
+    for line in path.read_bytes().splitlines():
         rec = orjson.loads(line)
         if rec.get("kind") == "message":
             out[rec["content"]] = np.frombuffer(base64.b64decode(rec["vector"]), dtype="<f4")
@@ -243,8 +245,6 @@ def test_a_model_of_another_width_refuses_the_store_then_reembed_moves_it(spawn,
         if st.get("reembed") is None and st["chunks"]["pending"] == 0:
             break
         assert st.get("reembed") is None or st["reembed"]["total"] == len(contents) + 1, st
-        import time
-
         time.sleep(0.1)
     assert st["memories"] == len(contents) + 1 and st["model"]["dim"] == 256 and st["chunks"]["vectors"] > 0
 

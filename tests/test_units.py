@@ -369,3 +369,27 @@ def test_build_hands_back_a_data_dir_error_only_once_the_models_load_has_ended(t
     with pytest.raises(StoreError):
         app_mod.build(cfg, ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads))
     assert ended == [True]
+
+
+def test_process_start_reads_when_a_child_started():
+    """process_start (what `ready`'s startup_ms counts from): a child's age from the OS lies between the times
+    before and after its spawn, give or take a clock tick (10 ms on Linux); an unknown pid falls back to the
+    time since the module's import."""
+    import time
+
+    from sidecar.runtime import process_start
+
+    before = time.monotonic()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    after = time.monotonic()
+    try:
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        age = process_start.started_seconds_ago(child.pid)  # platform.started_seconds_ago
+        t1 = time.monotonic()
+    finally:
+        child.kill()
+        child.wait()
+    assert age is not None and t0 - after - 0.02 <= age <= t1 - before + 0.02, (age, t0 - after, t1 - before)
+    seconds, from_os = process_start.since_spawn(2**22 + 12345)  # above Linux's pid_max: no such process
+    assert not from_os and seconds == pytest.approx(time.monotonic() - process_start.IMPORTED, abs=0.05)

@@ -23,7 +23,7 @@ from ..wire import (
     HistoryResponse,
 )
 from ..wire.conversation import MEMORY_FLOOR
-from ..wire.errors import InvalidRequest, NotFound, TooLarge
+from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import threads as conv
 
 log = logging.getLogger("sidecar.conversation")
@@ -178,7 +178,7 @@ class ConversationService:
         else:
             found = self.store.rows(f"{scope} AND message_id = {sql_str(opts.before_message_id)}")
             if not found:
-                raise NotFound(f"no stored message with message_id {opts.before_message_id!r} in this "
+                raise NotFound(f"no stored message with message_id {quote(opts.before_message_id)} in this "
                                f"{'channel' if 'channel_id' in scope else 'history'} (before_message_id)")
             anchor = max((conv.Msg.from_row(r) for r in found), key=conv.order_key)
             ts = sql_num(anchor.timestamp)  # type: ignore[arg-type]
@@ -218,7 +218,7 @@ class ConversationService:
         if opts.before_message_id is not None:
             earlier = conv.window_before(msgs, len(msgs), opts.before_message_id)
             if earlier is None:
-                raise NotFound(f"no inline message has message_id {opts.before_message_id!r} (before_message_id)")
+                raise NotFound(f"no inline message has message_id {quote(opts.before_message_id)} (before_message_id)")
             msgs = earlier
         if opts.before is not None:
             if msgs and msgs[0].timestamp is None:

@@ -25,7 +25,7 @@ from ..wire import (Consolidation, DecisionOut, ExtractedResponse, ExtractInline
     FactHistoryRequest, FactHistoryResponse, FactOut, FactResponse, FactsRequest, FactsResponse, ForgetFactRequest,
     InstructionsResponse, MemoryInstructionsRequest, OkResponse, RecallRequest, RecallResponse, RejectedTag,
     RememberedResponse, RememberRequest, ResolvedResponse, ResolveRequest, UpdateFactRequest, UserFacts)
-from ..wire.errors import InvalidRequest, NotFound, TooLarge
+from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import llm_tasks
 from .context import ContextBlocks
 from .rules import (CANDIDATE_THRESHOLD, DUPLICATE_THRESHOLD, MAX_CANDIDATES, MAX_FACT_CHARS, Decision, is_duplicate,
@@ -74,8 +74,7 @@ class FactService(ContextBlocks):
     def _category(self, category: str) -> str:
         c = normalise_category(category)
         if c not in self.categories:
-            raise InvalidRequest(f"category {category!r} is not one of: {', '.join(self.categories)} "
-                                 "(--fact-categories)")
+            raise InvalidRequest(f"category {quote(category)} is not one of: {', '.join(self.categories)} (--fact-categories)")
         return c
 
     def _text(self, text: str) -> str:
@@ -94,10 +93,11 @@ class FactService(ContextBlocks):
             similarity=None if similarity is None else round(similarity, 6),
         )
 
-    def _get(self, fact_id: str, field: str = "fact_id") -> dict[str, Any]:
-        rows = self.facts.get(f"id = {sql_str(fact_id)}")
+    def _get(self, fact_id: str, user_id: str | None = None) -> dict[str, Any]:
+        owner = "" if user_id is None else f" AND user_id = {sql_str(user_id)}"  # another user's: not_found
+        rows = self.facts.get(f"id = {sql_str(fact_id)}{owner}")
         if not rows:
-            raise NotFound(f"no fact with id {fact_id!r}")
+            raise NotFound(f"no fact with id {quote(fact_id)}")
         return rows[0]
 
     def _candidates(self, user_id: str, vector: np.ndarray) -> list[dict[str, Any]]:
@@ -268,13 +268,13 @@ class FactService(ContextBlocks):
         if req.fact_id == req.candidate_id:
             raise InvalidRequest("fact_id and candidate_id must be different facts")
         with self.write_lock:
-            new = self._get(req.fact_id, "fact_id")
-            old = self._get(req.candidate_id, "candidate_id")
+            new = self._get(req.fact_id, req.user_id)
+            old = self._get(req.candidate_id, req.user_id)
             if new["user_id"] != old["user_id"]:
                 raise InvalidRequest("fact_id and candidate_id belong to different users")
             for row, field in ((new, "fact_id"), (old, "candidate_id")):
                 if not row["active"]:
-                    raise InvalidRequest(f"`{field}` {row['id']!r} is no longer active "
+                    raise InvalidRequest(f"`{field}` {quote(row['id'])} is no longer active "
                                          f"({row.get('superseded_reason')} by {row.get('superseded_by')})")
             reason = req.reason if req.reason and req.reason.strip() else None
             self._apply(new, old, Decision(req.action, req.merged_text, "host", reason))
@@ -341,7 +341,7 @@ class FactService(ContextBlocks):
             for u in req.users])
 
     def history(self, req: FactHistoryRequest) -> FactHistoryResponse:
-        fact = self._get(req.fact_id)
+        fact = self._get(req.fact_id, req.user_id)
         events = self.facts.history(f"fact_id = {sql_str(req.fact_id)}")
         return FactHistoryResponse(fact=self._out(fact), events=[
             FactEventOut(at=round(e["at"], 3), action=e["action"], text=e.get("text"),
@@ -351,9 +351,9 @@ class FactService(ContextBlocks):
 
     def update(self, req: UpdateFactRequest) -> FactResponse:
         with self.write_lock:
-            fact = self._get(req.fact_id)
+            fact = self._get(req.fact_id, req.user_id)
             if not fact["active"]:
-                raise InvalidRequest(f"fact {req.fact_id!r} is no longer active "
+                raise InvalidRequest(f"fact {quote(req.fact_id)} is no longer active "
                                      f"({fact.get('superseded_reason')} by {fact.get('superseded_by')}); "
                                      "correct the fact that replaced it")
             values: dict[str, Any] = {"updated_at": self.clock(), "confidence": 1.0}
@@ -370,11 +370,11 @@ class FactService(ContextBlocks):
             return FactResponse(fact=self._out(self._get(fact["id"])))
 
     def forget(self, req: ForgetFactRequest) -> OkResponse:
-        fid = sql_str(req.fact_id)
+        fid, owner = sql_str(req.fact_id), "" if req.user_id is None else f" AND user_id = {sql_str(req.user_id)}"
         with self.write_lock:
-            deleted = self.facts.delete(f"id = {fid}", f"fact_id = {fid}")
+            deleted = self.facts.delete(f"id = {fid}{owner}", f"fact_id = {fid}{owner}")
         if not deleted:
-            raise NotFound(f"no fact with id {req.fact_id!r}")
+            raise NotFound(f"no fact with id {quote(req.fact_id)}")
         return OkResponse(deleted=deleted)
 
     def forget_user(self, user_id: str) -> int:

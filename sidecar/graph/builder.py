@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -198,6 +199,7 @@ class Builder:
         self.hurry = threading.Event()  # someone waits for the graph: build what is queued now
         self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic)
         self.overflowed = False  # rows were left out of the queue since the last catch-up started
+        self._in_hand: Counter[str] = Counter()  # ids of the rows queued or being built (how many times each)
         self._catching = threading.Lock()  # one catch-up at a time
         self.on_overflow: Callable[[], Any] | None = None  # the catch-up, run in a thread of its own after an overflow
 
@@ -217,7 +219,17 @@ class Builder:
                 return
             self.pending += len(rows)
             self.submitted += len(rows)
+            self._in_hand.update(r["id"] for r in rows)
         self.queue.put((rows, vectors))
+
+    def with_in_hand(self, done: Callable[[list[str]], pa.Array]) -> Callable[[list[str]], pa.Array]:
+        """`done(users)` (ids with episodes) and the ids queued or being built, for a catch-up to leave alone."""
+        def both(users: list[str]) -> pa.Array:
+            with self._count:  # read first: a row built and written in between is in one or the other
+                queued = pa.array(list(self._in_hand), pa.string())
+            have = done(users)
+            return pa.concat_arrays([have, queued.cast(have.type)]) if len(queued) else have
+        return both
 
     def catch_up(self, missing: Callable[[], Iterable[tuple[pa.Array, int, int, int]]],
                  embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
@@ -326,6 +338,7 @@ class Builder:
             with self._count:
                 self.pending -= len(rows)
                 self.processed += len(rows)
+                self._in_hand -= Counter(r["id"] for r in rows)  # the built ones out (- keeps counts above 0)
                 catch_up = self.overflowed and not self.pending and self.on_overflow is not None
                 if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done
                     self.overflowed, self.pending = False, 1

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..wire import (ConsolidatedResponse, ConsolidateRequest, EntitiesRequest, EntitiesResponse, EntityOut,
     EntityRequest, EntityResponse, MergedResponse, MergeEntitiesRequest, RelationOut, TraceOut)
-from ..wire.errors import InvalidRequest, NotFound, TooLarge
+from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import consolidation as cons
 from .builder import USER_GROUP, Builder, Changes
 from .cache import GraphCache
@@ -140,7 +140,8 @@ class GraphService:
         """Queue every stored message with no episode (a crash, a store from before the graph, an import),
         as fast as the builder builds them; how many. Blocks."""
         try:
-            return self.builder.catch_up(lambda: self.reader.missing_by_users(self.store.done_ids), self.reader.embedded)
+            done = self.builder.with_in_hand(self.store.done_ids)  # what is queued is not missing
+            return self.builder.catch_up(lambda: self.reader.missing_by_users(done), self.reader.embedded)
         finally:
             self.caught_up.set()
 
@@ -371,7 +372,7 @@ class GraphService:
             g = self.graph(req.user_id)
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
             if e is None:
-                raise NotFound(f"user {req.user_id!r} has no entity {req.id or req.name!r}")
+                raise NotFound(f"user {quote(req.user_id)} has no entity {quote(req.id or req.name)}")
             # what is true now first, then what was (each in the order it was stated)
             rels = sorted((r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),
                           key=lambda r: (r.valid_to is not None, r.valid_from, r.predicate, r.object_value, r.id))
@@ -402,7 +403,7 @@ class GraphService:
             source, target = g.entities.get(req.source), g.entities.get(req.target)
             for key, found in (("source", source), ("target", target)):
                 if found is None:
-                    raise NotFound(f"user {req.user_id!r} has no entity {getattr(req, key)!r} ({key})")
+                    raise NotFound(f"user {quote(req.user_id)} has no entity {quote(getattr(req, key))} ({key})")
             episodes = list(source.episodes)
             moved = g.merge(source, target)
             g.version += 1

@@ -3,20 +3,24 @@
 Every request passes three checks before a page is built: the Host header names this server
 (127.0.0.1 or localhost with its port: a DNS-rebinding page on another name gets 403), the token
 (from the URL once, then from a cookie scoped to this port: another local user or a page that
-guesses the port gets 403), and the method (GET and HEAD; everything else 405: nothing is
-writable). Every answer carries a Content Security Policy that allows no script at all.
+guesses the port gets 403), and the method (GET and HEAD; every other method, known or not, 405:
+nothing is writable). Every answer, the standard library's own errors too (a malformed request line, a
+header too long), carries a Content Security Policy that allows no script at all and the other security
+headers. A client that goes away before its answer is written is one debug line, never a traceback.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
+import sys
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from ..wire.errors import clip
 from . import pages
 from .reader import InspectorError, ReadOnlyData
 
@@ -30,6 +34,7 @@ PAGE_SIZE = 100
 
 class InspectorServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 64  # connections the kernel holds until accepted (a browser opens several at once)
 
     def __init__(self, data: ReadOnlyData, port: int = 0, token: str | None = None):
         super().__init__((HOST, port), Handler)
@@ -42,6 +47,15 @@ class InspectorServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-answer (a closed tab, an aborted download) is routine: one debug line. Anything
+        else is logged with its traceback, and the server goes on."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            log.debug("client %s went away: %s", client_address[0], type(exc).__name__)
+            return
+        log.error("request from %s failed", client_address[0], exc_info=exc)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -63,7 +77,26 @@ class Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, "text/plain", b"read-only: GET and HEAD only\n", True,
                    {"Allow": "GET, HEAD"})
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method
+    def __getattr__(self, name: str) -> Any:
+        # the base class looks up `do_<METHOD>` for whatever method the request line names (TRACE, CONNECT,
+        # PROPFIND, made-up ones) and answers a missing one with its own 501 page: every one is 405 here
+        if name.startswith("do_"):
+            return self._refuse_method
+        raise AttributeError(name)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's errors (a malformed request line, a header or URL too long) with this
+        server's headers and a plain-text body quoting at most 200 characters of the request."""
+        self.close_connection = True
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = ""
+        text = f"{code} {phrase}: {clip(message or '')}\n".encode("utf-8", "replace")
+        body = self.command != "HEAD" and code >= 200 and code not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)
+        if not getattr(self, "request_version", None) or self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"  # a request line too broken to name one: answer with headers
+        self._send(code, "text/plain", text, body)
 
     def _send(self, status: int, kind: str, payload: bytes, body: bool, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -105,16 +138,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         route = ROUTES.get(parts.path)
         if route is None:
-            self._html(HTTPStatus.NOT_FOUND, "not found", pages.error_page(f"no page {parts.path}"), body)
+            self._html(HTTPStatus.NOT_FOUND, "not found", pages.error_page(f"no page {clip(parts.path)}"), body)
             return
         try:
             title, inner = _with_retry(lambda: route(self.server.data, params))
         except (InspectorError, ValueError) as exc:
-            self._html(HTTPStatus.BAD_REQUEST, "error", pages.error_page(str(exc)), body)
+            self._html(HTTPStatus.BAD_REQUEST, "error", pages.error_page(clip(str(exc), 1000)), body)
             return
         except Exception as exc:  # noqa: BLE001 - a page that fails says why; the server goes on
             log.exception("page %s failed", parts.path)
-            self._html(HTTPStatus.INTERNAL_SERVER_ERROR, "error", pages.error_page(f"{type(exc).__name__}: {exc}"), body)
+            self._html(HTTPStatus.INTERNAL_SERVER_ERROR, "error",
+                       pages.error_page(clip(f"{type(exc).__name__}: {exc}", 1000)), body)
             return
         self._html(HTTPStatus.OK, title, inner, body)
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from .. import __version__
 from ..wire import validate_request
-from ..wire.errors import SidecarError
+from ..wire.errors import MAX_QUOTE, SidecarError, clip, quote
 from .render import RENDER
 from .stdio import open_wire
 from .tools import TOOLS, TOOLS_BY_NAME, ForgetTarget, Settings, ToolSpec
@@ -43,6 +43,16 @@ def _tool(spec: ToolSpec, settings: Settings) -> types.Tool:
                       input_schema=spec.input_schema(settings), annotations=hints)
 
 
+def _schema_message(exc: jsonschema.ValidationError) -> str:
+    """jsonschema's sentence with the offending value (which it repeats whole) quoted at most MAX_QUOTE
+    characters, e.g. "'xxx...'... (5242880 characters) is too long"."""
+    msg = exc.message
+    shown = repr(exc.instance)
+    if len(shown) > MAX_QUOTE and shown in msg:
+        msg = msg.replace(shown, quote(exc.instance) if isinstance(exc.instance, str) else clip(shown))
+    return clip(msg, MAX_QUOTE + 100)
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
@@ -63,14 +73,15 @@ class Tools:
     async def call_tool(self, _ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = TOOLS_BY_NAME.get(params.name)
         if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; known tools: "
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {quote(params.name)}; known tools: "
                                                  f"{', '.join(TOOLS_BY_NAME)}")
         args = dict(params.arguments or {})
         try:
             jsonschema.validate(args, self.schemas[spec.name])
         except jsonschema.ValidationError as exc:
-            where = ".".join(str(p) for p in exc.absolute_path)
-            return _error(f"invalid arguments for `{spec.name}`: {f'{where}: ' if where else ''}{exc.message}")
+            # jsonschema's message repeats the offending value whole: at most MAX_QUOTE characters of it here
+            where = ".".join(clip(str(p)) for p in exc.absolute_path)
+            return _error(f"invalid arguments for `{spec.name}`: {f'{where}: ' if where else ''}{_schema_message(exc)}")
         user = str(args.pop("user_id", None) or self.settings.user)
         try:
             request = validate_request(spec.to_request(args, user))

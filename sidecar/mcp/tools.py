@@ -63,10 +63,11 @@ def _forget(args: dict[str, Any], user: str) -> dict[str, Any]:
     if len(given) != 1:
         raise ForgetTarget("give exactly one of `message_id`, `fact_id` or `everything: true` "
                            f"(got {', '.join(given) or 'none'})")
+    # scoped: an id of another user is not_found, like an unknown id
     if given[0] == "message_id":
-        return {"type": "delete", "id": args["message_id"]}
+        return {"type": "delete", "id": args["message_id"], "user_id": user}
     if given[0] == "fact_id":
-        return {"type": "forget_fact", "fact_id": args["fact_id"]}
+        return {"type": "forget_fact", "fact_id": args["fact_id"], "user_id": user}
     return {"type": "forget_user", "user_id": user}
 
 
@@ -124,7 +125,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                                             "category": a["category"], "source": "chat"}),
     ToolSpec(
         "forget", "Forget",
-        "Delete from memory: one message (`message_id`, from `remember` or `search`), one fact (`fact_id`, "
+        "Delete from the user's memory: one message (`message_id`, from `remember` or `search`), one fact (`fact_id`, "
         "from `facts` or `remember_fact`), or everything about the user (`everything: true`: messages, "
         "facts and graph). Give exactly one. Cannot be undone.",
         {"message_id": {"type": "string", "minLength": 1, "description": "Id of the message to delete."},

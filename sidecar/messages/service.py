@@ -30,7 +30,7 @@ from ..wire import (
     StatsResponse,
     StoreRequest,
 )
-from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge
+from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge, quote
 from .interface import Companion, GraphSearch
 from .ranking import POOL, fuse_window
 from .store import MessageStore
@@ -217,9 +217,12 @@ class MemoryService:
         return deleted
 
     def delete(self, req: DeleteRequest) -> OkResponse:
-        deleted = self.store.delete(f"id = {sql_str(req.id)}", on_gone=self._gone)
+        where = f"id = {sql_str(req.id)}"
+        if req.user_id is not None:  # only that user's: another user's id is not_found, like an unknown one
+            where += f" AND user_id = {sql_str(req.user_id)}"
+        deleted = self.store.delete(where, on_gone=self._gone)
         if not deleted:
-            raise NotFound(f"no memory with id {req.id!r}")
+            raise NotFound(f"no memory with id {quote(req.id)}")
         return OkResponse(deleted=deleted)
 
     def _gone(self, ids: list[str]) -> None:

@@ -54,13 +54,14 @@ class Exporter:
         self.identity = identity
         self.progress = progress or (lambda _kind, _n: None)
 
-    def run(self, out: Path, user_id: str | None, vectors: bool) -> dict[str, int]:
-        """Write the file (atomically); returns the records of each kind and `bytes`."""
+    def run(self, out: Path, user_id: str | None, vectors: bool, overwrite: bool = False) -> dict[str, int]:
+        """Write the file (atomically); returns the records of each kind and `bytes`. fileio.Refused for a
+        target it will not write (a link, not a regular file, an existing file without `overwrite`)."""
         where = f"user_id = {sql_str(user_id)}" if user_id is not None else None
         s = self.stores
         graph = s.graph is not None and vectors
         # graph rows as far as the builder has got: a message without its episode is built after the import
-        writer = Writer(out)
+        writer = Writer(out, overwrite)
         counts = {"messages": 0, "facts": 0, "fact_events": 0, "users": 0, "graph": 0}
         try:
             writer.write({"kind": "header", "format": FORMAT, "format_version": FORMAT_VERSION,

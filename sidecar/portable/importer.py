@@ -4,7 +4,10 @@ write-ahead log (durable before they count), facts, their events, names and grap
 keys. Ids are kept, so running an import again after a crash converges to the same state.
 
 With `strict` or on_conflict `fail`, a first pass reads the whole file and refuses it before anything is
-written; otherwise a bad record is reported with its line number and skipped.
+written; otherwise a bad record is reported with its line number and skipped. Either walk stops with
+`bad_file` at the file's bounds (fileio.Limits: bad records, gzip expansion); what was written before stays
+(ids are kept: a rerun with a higher bound goes on where it stopped). The first MAX_ERRORS bad records
+are logged on stderr, the rest only counted.
 """
 
 from __future__ import annotations
@@ -18,23 +21,18 @@ import numpy as np
 
 from ..embedding.model import vector_family
 from ..storage import same_model
-from .fileio import LineProblem, Reader
+from ..wire.errors import MAX_QUOTE, clip, quote
+from .fileio import Limits, LineProblem, OverLimit, Reader, Refused, Repeat, shown
 from .records import KEYS, MessageRecord, decode_vector
 
 log = logging.getLogger("sidecar.portable")
 
 BATCH = 1000  # records written together (one embedding batch, one commit)
-MAX_ERRORS = 20  # line errors listed in the answer (all are counted and logged)
+MAX_ERRORS = 20  # line errors listed in the answer and logged on stderr (all are counted)
 GRAPH_QUEUE = 20_000  # messages waiting for the graph builder before the import waits for it
 
 
-class Refused(Exception):
-    """The import is refused before anything was written: code (bad_file, conflict) and a sentence."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
+__all__ = ["Importer", "Outcome", "Refused", "GRAPH_QUEUE"]
 
 
 @dataclass
@@ -51,12 +49,26 @@ class Outcome:
     errors: list[tuple[int, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     graph_users: set[str] = field(default_factory=set)
+    max_invalid: int = 0  # more invalid records than this (0: no limit): OverLimit
+    problems: int = 0
 
     def problem(self, line: int, message: str, record: bool = True) -> None:
+        message = clip(message, 2 * MAX_QUOTE)  # what a record's own problem quotes is clipped already
         self.invalid += record
-        log.warning("import: line %d: %s", line, message)
+        self.problems += 1
         if len(self.errors) < MAX_ERRORS:
             self.errors.append((line, message))
+            log.warning("import: line %d: %s", line, message)
+        if record and 0 < self.max_invalid < self.invalid:
+            raise OverLimit(f"more than {self.max_invalid} invalid records (the last at line {line}: {message}; "
+                            f"max_invalid {self.max_invalid})")
+
+    def any_written(self) -> bool:
+        return any((self.messages, self.facts, self.fact_events, self.users, self.graph))
+
+    def written(self) -> str:
+        return (f"{self.messages} messages, {self.facts} facts, {self.fact_events} fact events, {self.users} names "
+                f"and {self.graph} graph rows")
 
 
 def _kind(record: Any) -> str:
@@ -65,28 +77,49 @@ def _kind(record: Any) -> str:
 
 class Importer:
     def __init__(self, stores: Any, identity: dict[str, Any], on_conflict: str = "skip", strict: bool = False,
-                 progress: Callable[[str, int], None] | None = None):
+                 progress: Callable[[str, int], None] | None = None, limits: Limits = Limits()):
         self.s = stores  # portable.service.Stores
         self.identity = identity
         self.dim = int(identity["dim"])
         self.on_conflict = on_conflict
         self.strict = strict
         self.progress = progress or (lambda _what, _n: None)
-        self.out = Outcome()
+        self.limits = limits
+        self.out = Outcome(max_invalid=limits.max_invalid)
         self.reuse = False  # the file's vectors are this model's
         self.restore_graph = False  # the file's graph rows are used (else the graph is rebuilt)
         self.plain = False  # plain JSON Lines (no header)
         self.oldest = float("inf")  # timestamp of the oldest message written
 
     def run(self, path: Path) -> Outcome:
-        reader = Reader(path)
-        self._plan(reader)
-        if self.strict or self.on_conflict == "fail":
-            self._check(reader)
+        try:
+            reader = Reader(path, self.limits)  # its first line may lie past a bound (blank lines, expansion)
+            self._plan(reader)
+            if self.strict or self.on_conflict == "fail":
+                self._check(reader)
+            self._walk(reader)
+        except OverLimit as exc:
+            if self.out.any_written():
+                self._finish()
+                done = f"imported before it stopped: {self.out.written()} (a rerun with a higher bound skips them)"
+            else:
+                done = "nothing was imported"
+            raise Refused("bad_file", f"import stopped: {exc}; {done}") from None
+        finally:
+            if self.out.problems > len(self.out.errors):
+                log.warning("import: %d problems in all (%d invalid records); the first %d are logged above",
+                            self.out.problems, self.out.invalid, len(self.out.errors))
+        self._finish()
+        return self.out
+
+    def _walk(self, reader: Reader) -> None:
         batch: list[tuple[int, Any]] = []
         for n, record in reader.records():
             if isinstance(record, LineProblem):
                 self.out.problem(n, record.message, record=record.record)
+                continue
+            if isinstance(record, Repeat):  # the same record as a line before: like a stored id
+                self.out.skipped += 1
                 continue
             if batch and (_kind(batch[0][1]) != _kind(record) or len(batch) >= BATCH):
                 self._write(batch)
@@ -95,8 +128,6 @@ class Importer:
                 batch.append((n, record))
         if batch:
             self._write(batch)
-        self._finish()
-        return self.out
 
     def _plan(self, reader: Reader) -> None:
         h = reader.header
@@ -109,7 +140,7 @@ class Importer:
         self.restore_graph = self.reuse and h.graph and self.s.graph is not None
         if h.vectors and not same:
             self.out.notes.append(
-                f"the file was made with model {h.model.name} (dim {h.model.dim}, sha256 {h.model.digest[:12]}...), "
+                f"the file was made with model {clip(h.model.name)} (dim {h.model.dim}, sha256 {h.model.digest[:12]}...), "
                 f"this sidecar runs {self.identity['name']} (sha256 {self.identity['digest'][:12]}...): its vectors "
                 "are not used; messages and facts are re-embedded and the graph is rebuilt from the messages")
         elif not h.vectors:
@@ -123,13 +154,15 @@ class Importer:
         for n, record in reader.records():
             if isinstance(record, LineProblem):
                 if self.strict:
-                    raise Refused("bad_file", f"{reader.path}: line {n}: {record.message}; nothing was imported")
+                    raise Refused("bad_file", f"{shown(reader.path)}: line {n}: {record.message}; nothing was imported")
+                continue
+            if isinstance(record, Repeat):
                 continue
             if self.strict and self.reuse and getattr(record, "vector", None) is not None:
                 try:
                     decode_vector(record.vector, self.dim)
                 except ValueError as exc:
-                    raise Refused("bad_file", f"{reader.path}: line {n}: {exc}; nothing was imported") from None
+                    raise Refused("bad_file", f"{shown(reader.path)}: line {n}: {exc}; nothing was imported") from None
             if self.on_conflict == "fail" and record.kind in KEYS:
                 ids = pending.setdefault(record.kind, {})
                 ids[str(getattr(record, KEYS[record.kind]))] = n
@@ -142,7 +175,7 @@ class Importer:
         found = self.s.existing(kind, list(ids))
         if found:
             first = min(found, key=lambda i: ids[i])
-            raise Refused("conflict", f"{path}: line {ids[first]}: {kind} {first!r} is already stored "
+            raise Refused("conflict", f"{shown(path)}: line {ids[first]}: {kind} {quote(first)} is already stored "
                           f"({len(found)} in that part of the file); on_conflict is `fail`, nothing was imported")
 
     # ------------------------------------------------------------------ writing

@@ -1,9 +1,11 @@
-"""The `export` and `import` commands: paths resolved (relative ones against the data dir), the exporter
-or importer run against the data dir's stores, and the outcome as a typed response or a clear error."""
+"""The `export` and `import` commands: paths resolved (relative ones against the working directory, like
+any command-line tool; never inside the data dir, whose files are the store's own), the exporter or importer
+run against the data dir's stores, and the outcome as a typed response or a clear error."""
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,10 +15,10 @@ import numpy as np
 
 from ..storage import sql_in
 from ..wire import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest, LineError
-from ..wire.errors import BadFile, Conflict, InvalidRequest
+from ..wire.errors import BadFile, Conflict, InvalidRequest, IoError
 from .exporter import Exporter
-from .fileio import FileProblem
-from .importer import GRAPH_QUEUE, Importer, Refused
+from .fileio import FileProblem, Limits, Refused, shown
+from .importer import GRAPH_QUEUE, Importer
 
 log = logging.getLogger("sidecar.portable")
 
@@ -56,29 +58,56 @@ class Stores:
                 self.graph.builder.wait_idle(600.0)
 
 
-def resolve_path(data_dir: Path, path: str) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() else data_dir / p
+def resolve_path(path: str, field: str) -> Path:
+    """An absolute path: `~` expanded, a relative one joined to the working directory (not resolved: the
+    file's own name is never followed if it is a link)."""
+    try:
+        os.fsencode(path)
+        p = Path(path)
+        try:
+            p = p.expanduser()
+        except RuntimeError:
+            pass  # `~name` of no known user: a name like any other
+        return Path(os.path.abspath(p))
+    except ValueError as exc:  # a lone surrogate: no file system can name it
+        raise InvalidRequest(f"`{field}` {shown(path)} cannot be a file name here ({exc.__class__.__name__})") from None
+
+
+REFUSALS = {"bad_file": BadFile, "conflict": Conflict, "invalid_request": InvalidRequest}
 
 
 class PortableService:
-    def __init__(self, stores: Stores, identity: dict[str, Any], data_dir: Path, ttl_days: float = 0.0,
+    def __init__(self, stores: Stores, identity: dict[str, Any], data_dir: Path | None, ttl_days: float = 0.0,
                  clock: Callable[[], float] = time.time):
+        """data_dir: the local data dir, whose files no export may replace nor import read; None for an
+        object store."""
         self.stores = stores
         self.identity = identity
         self.data_dir = data_dir
         self.ttl_days = ttl_days
         self.clock = clock
 
+    def _outside_data_dir(self, path: Path, field: str) -> None:
+        if self.data_dir is None:
+            return
+        # the folder's links resolved (a link to the data dir is the data dir), and the file's own for import
+        real = Path(os.path.realpath(path if field == "path" else path.parent))
+        data = Path(os.path.realpath(self.data_dir))
+        if real == data or data in real.parents:
+            raise InvalidRequest(f"`{field}` {shown(path)} is inside the data dir ({shown(data)}), whose files are "
+                                 "the store's own; give a path outside it (a relative path is relative to the "
+                                 "working directory)")
+
     def export(self, req: ExportRequest, progress: Callable[[str, int], None] | None = None) -> ExportedResponse:
-        out = resolve_path(self.data_dir, req.out)
-        if out.is_dir():
-            raise InvalidRequest(f"`out` names a directory ({out}); give a file name, e.g. memory.jsonl.gz")
+        out = resolve_path(req.out, "out")
+        self._outside_data_dir(out, "out")
         t0 = time.monotonic()
         try:
-            counts = Exporter(self.stores, self.identity, progress).run(out, req.user_id, req.vectors)
+            counts = Exporter(self.stores, self.identity, progress).run(out, req.user_id, req.vectors, req.overwrite)
+        except Refused as exc:
+            raise REFUSALS[exc.code](exc.message) from None
         except OSError as exc:
-            raise InvalidRequest(f"cannot write {out}: {exc.strerror or exc}") from None
+            raise IoError(f"cannot write {shown(out)}: {exc.strerror or exc}; nothing was written") from None
         log.info("exported %s to %s", counts, out)
         return ExportedResponse(path=str(out), bytes=counts["bytes"], messages=counts["messages"],
                                 facts=counts["facts"], fact_events=counts["fact_events"], users=counts["users"],
@@ -86,15 +115,17 @@ class PortableService:
                                 seconds=round(time.monotonic() - t0, 3))
 
     def import_(self, req: ImportRequest, progress: Callable[[str, int], None] | None = None) -> ImportedResponse:
-        path = resolve_path(self.data_dir, req.path)
+        path = resolve_path(req.path, "path")
+        self._outside_data_dir(path, "path")
         t0 = time.monotonic()
-        importer = Importer(self.stores, self.identity, req.on_conflict, req.strict, progress)
+        importer = Importer(self.stores, self.identity, req.on_conflict, req.strict, progress,
+                            Limits(req.max_invalid, req.max_expansion))
         try:
             out = importer.run(path)
         except FileProblem as exc:
             raise BadFile(str(exc)) from None
         except Refused as exc:
-            raise (Conflict if exc.code == "conflict" else BadFile)(exc.message) from None
+            raise REFUSALS[exc.code](exc.message) from None
         if self.ttl_days > 0 and out.messages and importer.oldest < self.clock() - self.ttl_days * DAY:
             out.notes.append(f"some imported messages are older than --ttl-days {self.ttl_days:g}: the next "
                              "automatic expiry deletes them (start with --ttl-days 0 to keep them)")

@@ -9,7 +9,6 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import text
@@ -130,7 +129,7 @@ def _message_store(cfg: Config, model: ModelLoad) -> Any:
     from ..messages import MessageStore
     from ..storage import import_lancedb
 
-    import_lancedb()  # the store's library, while the model's file is still being hashed
+    import_lancedb(cfg.log_level)  # the store's library, while the model's file is still being hashed
     files = model.files()  # the store needs the model's identity
     log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
     # an object store re-embeds at the opening; a local data dir in the background (messages/reembed.py)
@@ -217,4 +216,4 @@ def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: An
 
     stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone)
     # relative export/import paths: under a local data dir, else the working directory
-    return PortableService(stores, identity, cfg.data_dir if not cfg.shared else Path.cwd(), ttl_days=cfg.ttl_days)
+    return PortableService(stores, identity, cfg.data_dir if not cfg.shared else None, ttl_days=cfg.ttl_days)

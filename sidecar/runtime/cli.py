@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Callable
 
+from . import process_start  # noqa: F401,I001 - first: its import time is startup_ms's fallback start
 from . import collector, native_memory
 from .platform import ParentWatch
 

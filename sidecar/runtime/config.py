@@ -316,7 +316,7 @@ class ConfigError(ValueError):
 
 MCP_DESCRIPTION = (
     "Serves the same memory as a Model Context Protocol server over stdio (tools: remember, search, facts, "
-    "remember_fact, forget, context, graph_recall, entities); needs pip install 'memory-sidecar[mcp]'. Logs on "
+    "remember_fact, forget, context, graph_recall, entities); needs the package's mcp extra (docs/mcp.md). Logs on "
     "stderr. Every option can also be set by the environment variable shown; flags win over the environment."
 )
 

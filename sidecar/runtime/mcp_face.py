@@ -9,7 +9,9 @@ import os
 import threading
 import time
 from importlib import metadata
+from pathlib import Path
 
+from .. import __version__
 from ..wire import MemoryInstructionsRequest
 from ..wire.transport import protect_stdout
 from . import native_memory
@@ -19,7 +21,14 @@ from .maintenance import maintain
 
 log = logging.getLogger("sidecar.server")
 
-INSTALL = "pip install 'memory-sidecar[mcp]'"
+def install_hint(frozen: bool = False) -> str:
+    """The pip command that installs the package with its `mcp` extra. memory-sidecar is on no package index
+    yet: from the checkout this package runs from (when it is one), a clone, or the release's wheel."""
+    root = Path(__file__).resolve().parents[2]
+    checkout = None if frozen or not (root / "pyproject.toml").is_file() else root
+    source = f"pip install '{checkout}[mcp]'" if checkout else "pip install '.[mcp]' in a clone of the repository"
+    wheel = f"memory_sidecar-{__version__}-py3-none-any.whl"
+    return f"{source}, or with the release's wheel: pip install '{wheel}[mcp]' (memory-sidecar is not on PyPI yet)"
 
 
 def extra_missing() -> str | None:
@@ -27,14 +36,15 @@ def extra_missing() -> str | None:
     from .frozen import bundle_dir
 
     if bundle_dir() is not None:
-        return ("the frozen binary has no MCP support (kept lean); install the Python package instead: "
-                f"{INSTALL}")
+        return ("the frozen binary has no MCP support (kept lean); use the Python package instead: "
+                f"{install_hint(frozen=True)}")
     for module in ("mcp", "jsonschema"):
         if importlib.util.find_spec(module) is None:
-            return f"the optional MCP extra is not installed (no `{module}` module); install it with: {INSTALL}"
+            return (f"the optional MCP extra is not installed (no `{module}` module); install it with: "
+                    f"{install_hint()}")
     version = metadata.version("mcp")
     if not version.startswith("2."):
-        return f"the MCP face needs the mcp SDK 2.x (mcp>=2.3,<3), found mcp {version}; run: {INSTALL}"
+        return f"the MCP face needs the mcp SDK 2.x (mcp>=2.3,<3), found mcp {version}; run: {install_hint()}"
     return None
 
 

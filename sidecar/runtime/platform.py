@@ -15,6 +15,10 @@ a kill): a host closes stdin or sends `shutdown`, or sends CTRL_BREAK_EVENT to a
 own process group (CREATE_NEW_PROCESS_GROUP), which Python raises as SIGBREAK; Ctrl+C (SIGINT) reaches a
 sidecar sharing a console. Every one of them leads to the same path (docs/hosts.md).
 
+How long ago a process started (what `ready`'s startup_ms counts from, process_start.py): Linux keeps it in
+/proc/PID/stat (clock ticks since boot, against /proc/uptime), macOS in sysctl's kinfo_proc, Windows in
+GetProcessTimes.
+
 Other differences are handled where they live: file locking by `filelock` (fcntl or msvcrt), paths by
 `platformdirs` and `pathlib`, line endings by the transport (a `\\r\\n` line is accepted; CPython opens
 fds 0-2 in binary mode on Windows, so output stays `\\n`), the onefile unpack folder by frozen.py.
@@ -101,3 +105,59 @@ def on_stop_signals(handler: Callable[[int, object], None]) -> None:
     """Route every stop signal to `handler(signum, frame)` (main thread only, as Python requires)."""
     for sig in stop_signals():
         signal.signal(sig, handler)
+
+
+def started_seconds_ago(pid: int) -> float | None:
+    """How long ago process `pid` started, from the OS; None when it cannot be read."""
+    read = _started_windows if WINDOWS else _started_macos if sys.platform == "darwin" else \
+        _started_linux if sys.platform.startswith("linux") else None
+    if read is None:
+        return None
+    try:
+        return read(pid)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _started_linux(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime (the name may hold spaces)
+    with open("/proc/uptime", encoding="ascii") as f:
+        uptime = float(f.read().split()[0])
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _started_macos(pid: int) -> float:
+    import ctypes
+    import ctypes.util
+    import struct
+    import time
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    mib = (ctypes.c_int * 4)(1, 14, 1, pid)  # CTL_KERN, KERN_PROC, KERN_PROC_PID
+    buf = ctypes.create_string_buffer(1024)  # struct kinfo_proc: 648 bytes on 64-bit macOS
+    size = ctypes.c_size_t(len(buf))
+    if libc.sysctl(mib, 4, buf, ctypes.byref(size), None, ctypes.c_size_t(0)) != 0 or size.value < 16:
+        raise OSError(ctypes.get_errno(), f"sysctl KERN_PROC_PID {pid}")
+    seconds, micros = struct.unpack_from("qi", buf.raw, 0)  # kp_proc.p_starttime, a struct timeval, comes first
+    return time.time() - (seconds + micros / 1e6)
+
+
+def _started_windows(pid: int) -> float:
+    import ctypes
+    from ctypes import wintypes
+
+    k = _kernel32()
+    handle = k.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        raise OSError(ctypes.get_last_error(), f"OpenProcess {pid}")
+    try:
+        created, ended, kernel, user, now = (wintypes.FILETIME() for _ in range(5))
+        if not k.GetProcessTimes(wintypes.HANDLE(handle), ctypes.byref(created), ctypes.byref(ended),
+                                 ctypes.byref(kernel), ctypes.byref(user)):
+            raise OSError(ctypes.get_last_error(), f"GetProcessTimes {pid}")
+        k.GetSystemTimeAsFileTime(ctypes.byref(now))
+    finally:
+        k.CloseHandle(wintypes.HANDLE(handle))
+    return (((now.dwHighDateTime << 32) | now.dwLowDateTime)
+            - ((created.dwHighDateTime << 32) | created.dwLowDateTime)) / 1e7  # FILETIMEs count 100 ns

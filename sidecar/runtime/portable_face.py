@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
-from ..wire import ExportRequest, ImportRequest, encode
+from ..wire import encode, validate_request
 from ..wire.errors import SidecarError
+from ..wire.portable import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_INVALID
 from .config import OPTIONS, ConfigError, add_options, from_args
 
 log = logging.getLogger("sidecar.portable")
@@ -27,7 +28,11 @@ def parser(command: str) -> argparse.ArgumentParser:
         p = argparse.ArgumentParser(prog="memory-sidecar export", epilog=COMMON, description=(
             "Write one user's memory, or everyone's, to a portable JSON Lines file (gzip when FILE ends in .gz): "
             "messages, facts with their history, display names, graph memory; vectors marked with the model digest."))
-        p.add_argument("--out", required=True, metavar="FILE", help="The file to write (replaced atomically).")
+        p.add_argument("--out", required=True, metavar="FILE", help=(
+            "The file to write: a new regular file outside the data dir (a relative path is relative to the "
+            "current directory), written under a temporary name and renamed at the end; never through a "
+            "symbolic link."))
+        p.add_argument("--overwrite", action="store_true", help="Replace FILE if it exists (default: refused).")
         p.add_argument("--user", metavar="ID", help="Export only this user (default: every user).")
         p.add_argument("--no-vectors", action="store_true",
                        help="Leave the vectors out (a smaller file; the import re-embeds).")
@@ -35,11 +40,18 @@ def parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="memory-sidecar import", epilog=COMMON, description=(
         "Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...} records, into the data dir. "
         "Vectors are reused when the file's model digest is this sidecar's; otherwise everything is re-embedded."))
-    p.add_argument("file", metavar="FILE", help="The export file (or plain JSON Lines; .gz: gzip).")
+    p.add_argument("file", metavar="FILE", help="The export file (or plain JSON Lines; .gz: gzip): a regular file "
+                   "outside the data dir (a device, FIFO, socket or directory is refused).")
     p.add_argument("--on-conflict", choices=("skip", "overwrite", "fail"), default="skip",
                    help="An id already stored: keep it (skip, the default), overwrite it, or fail before writing.")
     p.add_argument("--strict", action="store_true",
                    help="A bad record fails the whole import before anything is written (default: reported and skipped).")
+    p.add_argument("--max-invalid", type=int, default=DEFAULT_MAX_INVALID, metavar="N", help=(
+        f"Stop (exit 1) after N bad records; what was imported before stays (default {DEFAULT_MAX_INVALID}; "
+        "0: no limit)."))
+    p.add_argument("--max-expansion", type=int, default=DEFAULT_MAX_EXPANSION, metavar="X", help=(
+        f"Stop (exit 1) when a gzip file expands past X times its size (default {DEFAULT_MAX_EXPANSION}, at "
+        "least 1 MiB; real exports expand 1 to 10 times; 0: no limit)."))
     return add_options(p, OPTIONS)
 
 
@@ -65,15 +77,17 @@ def run(command: str, argv: list[str], setup_logging: Callable[[str], None]) -> 
         print(f"memory-sidecar {command}: configuration error: {exc}", file=sys.stderr)
         return 2
     setup_logging(config.log_level)
+    # absolute against this shell's directory, but not resolved: a link at FILE is seen for what it is
+    if command == "export":
+        fields: dict[str, Any] = {"type": "export", "out": os.path.abspath(args.out), "user_id": args.user,
+                                  "vectors": not args.no_vectors, "overwrite": args.overwrite}
+    else:
+        fields = {"type": "import", "path": os.path.abspath(args.file), "on_conflict": args.on_conflict,
+                  "strict": args.strict, "max_invalid": args.max_invalid, "max_expansion": args.max_expansion}
     try:
-        if command == "export":
-            request: Any = ExportRequest.model_validate({"type": "export", "out": str(Path(args.out).resolve()),
-                                                         "user_id": args.user, "vectors": not args.no_vectors})
-        else:
-            request = ImportRequest.model_validate({"type": "import", "path": str(Path(args.file).resolve()),
-                                                    "on_conflict": args.on_conflict, "strict": args.strict})
-    except ValueError as exc:
-        print(f"memory-sidecar {command}: {exc}", file=sys.stderr)
+        request = validate_request(fields)
+    except SidecarError as exc:
+        print(f"memory-sidecar {command}: {exc.message}", file=sys.stderr)
         return 2
     from .app import build
 

@@ -6,6 +6,7 @@ end of stdin, a stop signal, or the parent process gone: platform.py).
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -15,9 +16,10 @@ from .. import __version__
 from ..wire import PROTOCOL_VERSION, ReadyResponse, encode
 from ..wire.errors import StartupFailed, TooLarge
 from ..wire.transport import Eof, Incoming, Line, Oversized, StdioTransport
-from . import collector, native_memory
+from . import collector, native_memory, process_start
 from .platform import ParentWatch, on_stop_signals
 from .config import Config
+from .frozen import onefile_unpack_dir
 from .maintenance import maintain
 
 log = logging.getLogger("sidecar.server")
@@ -85,11 +87,14 @@ class Server:
             files = self.app.service.embedder.files
             memories = self.app.store.count()
             native_memory.release_code_pages()  # what loading mapped and serving does not use
+            # from the start of the process the host spawned: a onefile build's launcher (our parent), else us
+            since_spawn, _ = process_start.since_spawn(self.parent.pid if onefile_unpack_dir() else os.getpid())
             ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,
                                   model_digest=files.digest, data_dir=str(self.config.data_dir),
-                                  memories=memories, startup_ms=round((time.monotonic() - t0) * 1000))
+                                  memories=memories, startup_ms=round(since_spawn * 1000))
             self.transport.send(encode(ready))
-            log.info("ready in %d ms", ready.startup_ms)
+            log.info("ready %d ms after the %s started (%d ms in Server.run)", ready.startup_ms,
+                     "launcher" if onefile_unpack_dir() else "process", (time.monotonic() - t0) * 1000)
             collector.settle()  # start-up's objects frozen, the collector back on (collector.py)
             maintenance = threading.Thread(target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True)
             maintenance.start()

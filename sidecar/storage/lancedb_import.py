@@ -37,6 +37,11 @@ a table just written (`python scripts/bench.py compaction --rows 1000000 --users
 +406 with the default, +215 with 64 MiB, +179 with 32, +175 with 16 and +171 with 8, 11-15 s each. A
 scan of rows larger than the buffer (0.6 MB each under 4 MiB) still completes. A value the environment
 sets is kept.
+
+LanceDB's Rust code logs to stderr through `env_logger`, configured once from LANCEDB_LOG when `lancedb`
+is imported (`warn` when unset): on a fresh data dir that printed `WARN ... No existing dataset at ...,
+it will be created` for every table, at the sidecar's default (quiet) level. `import_lancedb(level)` sets
+LANCEDB_LOG one step below the sidecar's own level (LANCE_LOG_LEVELS), unless the environment sets it.
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ from .lazy_import import defer_package_init, import_with_stand_ins
 DEFERRED_PACKAGES = ("lance_namespace_urllib3_client", "lance_namespace_urllib3_client.models")
 STANDING_IN = ("lance_namespace",)  # packages whose attributes are Deferred while LanceDB imports
 IO_BUFFER_BYTES = 32 << 20  # LANCE_DEFAULT_IO_BUFFER_SIZE unless the environment sets it (see above)
+# the sidecar's --log-level -> LANCEDB_LOG: LanceDB's warnings (expected events, such as a table being created)
+# only from `info` on, its debug lines never (thousands per request)
+LANCE_LOG_LEVELS = {"debug": "info", "info": "warn", "warning": "error", "error": "error"}
 
 
 @contextmanager
@@ -92,8 +100,12 @@ def table_names(db: Any) -> set[str]:
         return set(names(limit=None))  # its default is the first 10
 
 
-def import_lancedb() -> ModuleType:
+def import_lancedb(log_level: str | None = None) -> ModuleType:
+    """`lancedb`, imported as the module docstring says; `log_level` (the sidecar's) sets LanceDB's own logging
+    when this is the first import and the environment does not set LANCEDB_LOG."""
     os.environ.setdefault("LANCE_DEFAULT_IO_BUFFER_SIZE", str(IO_BUFFER_BYTES))
+    if log_level is not None:
+        os.environ.setdefault("LANCEDB_LOG", LANCE_LOG_LEVELS.get(log_level, "error"))
     for name in DEFERRED_PACKAGES:
         defer_package_init(name)
     with marking_overrides():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, Languages, stemmer
+from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, STEMMERS, Languages, stemmer
 from .stopwords import STOP_WORDS
 from .tokens import ascii_words, bigrams, fold_marks, normalize, runs, script_of
 
@@ -38,8 +38,13 @@ HANGUL_ENDINGS = tuple(sorted("""
 
 
 def configure(languages: list[str] | None) -> None:
-    """The languages memories may be in (ISO 639-1 codes; None: every language the detector knows)."""
+    """The languages memories may be in (ISO 639-1 codes; None: every language the detector knows). The
+    stemmer of the first stemmed one is imported here, at start-up, so a missing or broken stemmer package
+    is a start-up failure naming it, not an error at the first store."""
     _SETTINGS["languages"] = Languages(languages)
+    first = next((code for code in (languages or ["en"]) if code in STEMMERS), None)
+    if first is not None:
+        stemmer(first)
 
 
 def parse_languages(value: str) -> tuple[str, ...] | None:

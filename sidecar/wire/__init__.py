@@ -5,7 +5,7 @@ Request models live here, not beside their domain: protocol/schema.json is gener
 and a domain service takes typed requests without owning the wire."""
 
 from .base import MAX_ID_CHARS, MAX_TIMESTAMP, PROTOCOL_VERSION
-from .codec import REQUEST_MODELS, Request, Response, decode, encode, json_schema, validate_request
+from .codec import REQUEST_MODELS, Request, Response, decode, describe, encode, json_schema, validate_request
 from .conversation import (
     ChannelContextOptions,
     ChannelContextRequest,
@@ -176,6 +176,7 @@ __all__ = [
     "UpdateFactRequest",
     "UserFacts",
     "decode",
+    "describe",
     "encode",
     "json_schema",
     "validate_request",

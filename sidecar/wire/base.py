@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from .errors import clip
+
 
 PROTOCOL_VERSION = 1
 
@@ -55,6 +57,16 @@ MAX_TIMESTAMP = 253_402_300_799
 Timestamp = Annotated[Number, Field(ge=0, le=MAX_TIMESTAMP, description="Unix time in seconds.")]
 
 
+def check_window(since: float | None, until: float | None) -> None:
+    """A time window's ends in order (`since` at or before `until`), else the request is invalid."""
+    if since is not None and until is not None and since > until:
+        raise ValueError(f"`since` ({since}) is after `until` ({until}): the window is empty; swap them")
+
+
+SCOPE = ("The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. "
+         "Without it, any user's id.")
+
+
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 
 
@@ -89,7 +101,7 @@ class _Request(_Model):
         # One rule for every string of every request: NUL can be neither stored nor put in a filter.
         field = _nul_path(data, "")
         if field:
-            raise ValueError(f"field `{field}` must not contain NUL characters")
+            raise ValueError(f"field `{clip(field)}` must not contain NUL characters")
         return data
 
 

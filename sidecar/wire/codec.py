@@ -18,7 +18,7 @@ from .conversation import (
     HistoryResponse,
 )
 from .portable import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest
-from .errors import InvalidJson, InvalidRequest, UnknownType
+from .errors import MAX_QUOTE, InvalidJson, InvalidRequest, UnknownType, clip, quote
 from .facts import (
     ExtractedResponse,
     ExtractInlineRequest,
@@ -103,20 +103,27 @@ Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, Pong
 
 
 
-def _describe(err: ValidationError, type_name: str) -> str:
+def describe(err: ValidationError, limit: int = 3) -> str:
+    """The first `limit` problems of a validation error as one sentence; every piece of the input in it
+    (a field name from a dict key, a value a message repeats) quoted at most MAX_QUOTE characters."""
     parts = []
-    for e in err.errors()[:3]:
-        loc = ".".join(str(p) for p in e["loc"] if not isinstance(p, str) or not p.startswith("function-"))
+    errors = err.errors()
+    for e in errors[:limit]:
+        loc = ".".join(clip(str(p)) for p in e["loc"] if not isinstance(p, str) or not p.startswith("function-"))
         msg = e["msg"].removeprefix("Value error, ")
+        for said in (e.get("input"), *(e.get("ctx") or {}).values()):  # what pydantic repeats of the input
+            if isinstance(said, str) and len(said) > MAX_QUOTE and said in msg:
+                msg = msg.replace(said, clip(said))
+        msg = clip(msg, MAX_QUOTE + 100)  # fixed words and a quote; the backstop
         if e["type"] == "missing":
             parts.append(f"field `{loc}` is required")
         elif loc:
             parts.append(f"field `{loc}`: {msg}")
         else:
             parts.append(msg)
-    more = len(err.errors()) - 3
+    more = len(errors) - limit
     tail = f" (and {more} more)" if more > 0 else ""
-    return f"invalid {type_name} request: " + "; ".join(parts) + tail
+    return "; ".join(parts) + tail
 
 
 def decode(line: bytes) -> _Request:
@@ -144,11 +151,11 @@ def validate_request(obj: Any) -> _Request:
         raise InvalidRequest("field `type` must be a string", rid)
     model = REQUEST_MODELS.get(kind)
     if model is None:
-        raise UnknownType(f"unknown request type {kind!r}; known types: {', '.join(sorted(REQUEST_MODELS))}", rid)
+        raise UnknownType(f"unknown request type {quote(kind)}; known types: {', '.join(sorted(REQUEST_MODELS))}", rid)
     try:
         return model.model_validate(obj)
     except ValidationError as exc:
-        raise InvalidRequest(_describe(exc, kind), rid) from None
+        raise InvalidRequest(f"invalid {kind} request: {describe(exc)}", rid) from None
 
 
 def encode(response: BaseModel | dict[str, Any]) -> bytes:

@@ -1,17 +1,39 @@
 """One exception class per protocol error code. Each renders itself as an error response.
 
 Codes are part of the wire contract: never rename one, only add.
+
+Answers of bounded size, on every face: whatever a message quotes of the input it refuses (an id, a path,
+a type name, a field of a file's record) goes through `quote` or `clip`, at most MAX_QUOTE characters of
+it; and every SidecarError's message is cut at MAX_MESSAGE characters whatever it holds, the backstop for
+a quote that came from somewhere else (a library's exception text).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+MAX_QUOTE = 200  # characters of the refused input an error message may quote
+MAX_MESSAGE = 1000  # characters of any error message (fixed text and quotes together)
+
+
+def clip(text: str, limit: int = MAX_QUOTE) -> str:
+    """`text`, or its first `limit` characters and how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def quote(value: Any, limit: int = MAX_QUOTE) -> str:
+    """repr() of a value a message quotes (a string: at most `limit` of its characters)."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(value)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
 
 class SidecarError(Exception):
     code = "internal"
 
     def __init__(self, message: str, request_id: Any = None):
+        message = clip(message, MAX_MESSAGE)
         super().__init__(message)
         self.message = message
         self.request_id = request_id
@@ -66,6 +88,13 @@ class Conflict(SidecarError):
     code = "conflict"
 
 
+class IoError(SidecarError):
+    """`export` could not write its file (a read-only file system, a full disk, no permission, a folder that
+    cannot be created); the partial file is removed and nothing else changed."""
+
+    code = "io_error"
+
+
 class Internal(SidecarError):
     """Unexpected failure while serving a request; the process keeps serving."""
 
@@ -86,7 +115,7 @@ class StartupFailed(SidecarError):
 
 
 ERROR_CLASSES: tuple[type[SidecarError], ...] = (
-    InvalidJson, InvalidRequest, UnknownType, NotFound, TooLarge, Disabled, BadFile, Conflict, Internal,
+    InvalidJson, InvalidRequest, UnknownType, NotFound, TooLarge, Disabled, BadFile, Conflict, IoError, Internal,
     StartupFailed,
 )
 ERROR_CODES = tuple(c.code for c in ERROR_CLASSES)

@@ -8,6 +8,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from .base import (
     MODE_DESCRIPTION,
+    SCOPE,
     Action,
     Fraction,
     Id,
@@ -53,6 +54,7 @@ class ResolveRequest(_Request):
     type: Literal["resolve"]
     fact_id: Id = Field(description="The new fact.")
     candidate_id: Id = Field(description="The existing fact it was compared with.")
+    user_id: Id | None = Field(None, description=SCOPE)
     action: Action = Field(description="KEEP, INVALIDATE (the candidate) or MERGE (into the candidate).")
     merged_text: StrictStr | None = Field(None, description="Required for MERGE: the combined fact.")
     reason: StrictStr | None = None
@@ -91,6 +93,7 @@ class RecallRequest(_Request):
 class FactHistoryRequest(_Request):
     type: Literal["fact_history"]
     fact_id: Id
+    user_id: Id | None = Field(None, description=SCOPE)
 
 
 class UpdateFactRequest(_Request):
@@ -98,6 +101,7 @@ class UpdateFactRequest(_Request):
 
     type: Literal["update_fact"]
     fact_id: Id
+    user_id: Id | None = Field(None, description=SCOPE)
     text: NonBlank | None = None
     category: NonBlank | None = None
     reason: StrictStr | None = None
@@ -114,6 +118,7 @@ class ForgetFactRequest(_Request):
 
     type: Literal["forget_fact"]
     fact_id: Id
+    user_id: Id | None = Field(None, description=SCOPE)
 
 
 class FactOut(_Model):

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import (Field, SerializerFunctionWrapHandler, StrictBool, StrictInt, StrictStr, model_serializer,
                       model_validator)
 
-from .base import Fraction, Id, NonBlank, Number, Timestamp, _Model, _Request, _Response
+from .base import Fraction, Id, NonBlank, Number, Timestamp, _Model, _Request, _Response, check_window
 
 EntityType = Literal["person", "place", "organisation", "thing", "event", "date", "other"]
 
@@ -183,6 +183,11 @@ class GraphRecallRequest(_Request):
     until: Timestamp | None = Field(None, description="Only episodes at or before this time (unix seconds).")
     strengthen: StrictBool = Field(True, description="Returned traces gain activation (use strengthens memory).")
     params: RecallParams | None = None
+
+    @model_validator(mode="after")
+    def _window(self) -> "GraphRecallRequest":
+        check_window(self.since, self.until)
+        return self
 
 
 class RecalledEpisode(_Model):

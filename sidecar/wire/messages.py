@@ -8,12 +8,14 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from .base import (
     MODE_DESCRIPTION,
+    SCOPE,
     Id,
     Number,
     Timestamp,
     _Model,
     _Request,
     _Response,
+    check_window,
 )
 
 
@@ -92,6 +94,7 @@ class QueryRequest(_Request):
     def _text_not_blank(self) -> "QueryRequest":
         if not self.text.strip():
             raise ValueError("text must not be empty")
+        check_window(self.since, self.until)
         return self
 
 
@@ -106,6 +109,7 @@ class CleanupRequest(_Request):
 class DeleteRequest(_Request):
     type: Literal["delete"]
     id: Id
+    user_id: Id | None = Field(None, description=SCOPE)
 
 
 class ForgetUserRequest(_Request):

@@ -4,7 +4,7 @@ own schema, protocol/export.schema.json (sidecar/portable/records.py)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
@@ -12,13 +12,22 @@ from .base import Id, NonBlank, _Model, _Request, _Response
 
 OnConflict = Literal["skip", "overwrite", "fail"]
 
+DEFAULT_MAX_INVALID = 1000
+DEFAULT_MAX_EXPANSION = 100
+MAX_PATH_CHARS = 4096
+PATHS = ("A relative path is relative to the sidecar's working directory; a path inside the data dir is "
+         "refused.")
+FilePath = Annotated[NonBlank, Field(max_length=MAX_PATH_CHARS)]
+
 
 class ExportRequest(_Request):
     """Write memory to a JSON Lines file (gzip when `out` ends in `.gz`); answers with counts."""
 
     type: Literal["export"]
-    out: NonBlank = Field(description="Path of the file to write (replaced atomically); a relative path is "
-                          "relative to the data dir.")
+    out: FilePath = Field(description="Path of the file to write (a regular file, written under a temporary name "
+                      "and renamed at the end; never through a symbolic link). " + PATHS)
+    overwrite: StrictBool = Field(False, description="Replace a file that exists at `out`; default: refused "
+                                  "with `conflict`.")
     user_id: Id | None = Field(None, description="Export only this user; default: every user.")
     vectors: StrictBool = Field(True, description="Include the vectors (marked with the model digest); false: "
                                 "a smaller file, re-embedded on import.")
@@ -28,12 +37,18 @@ class ImportRequest(_Request):
     """Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...}, into this data dir."""
 
     type: Literal["import"]
-    path: NonBlank = Field(description="Path of the file to read (.gz: gzip); a relative path is relative to "
-                           "the data dir.")
+    path: FilePath = Field(description="Path of the file to read (.gz: gzip); a regular file (a device, FIFO, "
+                       "socket or directory is refused with `bad_file`). " + PATHS)
     on_conflict: OnConflict = Field("skip", description="An id already stored: skip (keep the stored one), "
                                     "overwrite it, or fail (checked before anything is written).")
     strict: StrictBool = Field(False, description="A bad record fails the whole import before anything is "
                                "written; default: it is reported with its line number and skipped.")
+    max_invalid: StrictInt = Field(DEFAULT_MAX_INVALID, ge=0, description="Bad records the import walks "
+                                   "through before it stops with `bad_file` (records imported before stay); 0: "
+                                   "no limit.")
+    max_expansion: StrictInt = Field(DEFAULT_MAX_EXPANSION, ge=0, description="A gzip file may expand to this "
+                                     "many times its size (at least 1 MiB; real exports expand 1 to 10 times), "
+                                     "else the import stops with `bad_file`; 0: no limit.")
 
 
 class ExportedResponse(_Response):

@@ -185,6 +185,10 @@ export interface DeleteRequest {
    */
   request_id?: string | number | null;
   type: 'delete';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
@@ -461,6 +465,10 @@ export interface ResolveRequest {
    */
   request_id?: string | number | null;
   type: 'resolve';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * One user's facts: by relevance to `text`, else most recent first.
@@ -525,6 +533,10 @@ export interface FactHistoryRequest {
    */
   request_id?: string | number | null;
   type: 'fact_history';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * A correction: new text and/or category for an active fact (re-embedded, history kept).
@@ -542,6 +554,10 @@ export interface UpdateFactRequest {
   request_id?: string | number | null;
   text?: string | null;
   type: 'update_fact';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * Delete one fact and its history for good.
@@ -556,6 +572,10 @@ export interface ForgetFactRequest {
    */
   request_id?: string | number | null;
   type: 'forget_fact';
+  /**
+   * The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. Without it, any user's id.
+   */
+  user_id?: (string | number) | null;
 }
 /**
  * A prompt-ready block for a message and the users involved: their facts, what is true now (current
@@ -907,9 +927,13 @@ export interface RecallParams {
  */
 export interface ExportRequest {
   /**
-   * Path of the file to write (replaced atomically); a relative path is relative to the data dir.
+   * Path of the file to write (a regular file, written under a temporary name and renamed at the end; never through a symbolic link). A relative path is relative to the sidecar's working directory; a path inside the data dir is refused.
    */
   out: string;
+  /**
+   * Replace a file that exists at `out`; default: refused with `conflict`.
+   */
+  overwrite?: boolean;
   /**
    * Echoed on the response.
    */
@@ -932,11 +956,19 @@ export interface ExportRequest {
  */
 export interface ImportRequest {
   /**
+   * A gzip file may expand to this many times its size (at least 1 MiB; real exports expand 1 to 10 times), else the import stops with `bad_file`; 0: no limit.
+   */
+  max_expansion?: number;
+  /**
+   * Bad records the import walks through before it stops with `bad_file` (records imported before stay); 0: no limit.
+   */
+  max_invalid?: number;
+  /**
    * An id already stored: skip (keep the stored one), overwrite it, or fail (checked before anything is written).
    */
   on_conflict?: 'skip' | 'overwrite' | 'fail';
   /**
-   * Path of the file to read (.gz: gzip); a relative path is relative to the data dir.
+   * Path of the file to read (.gz: gzip); a regular file (a device, FIFO, socket or directory is refused with `bad_file`). A relative path is relative to the sidecar's working directory; a path inside the data dir is refused.
    */
   path: string;
   /**

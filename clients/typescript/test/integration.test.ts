@@ -1,8 +1,10 @@
-// End to end against the REAL sidecar: `$SIDECAR_PYTHON -m sidecar` (default python3), the real
-// ONNX model and a real LanceDB data dir in a temp folder, over real pipes (NodeTransport).
+// End to end against the REAL sidecar: `$SIDECAR_PYTHON -m sidecar` (default python3), or the frozen
+// binary at `$SIDECAR_BIN` when that is set (what a desktop app spawns; tests/test_frozen.py runs this suite
+// against the onedir build), the real ONNX model and a real LanceDB data dir in a temp folder, over real
+// pipes (NodeTransport).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -19,6 +21,9 @@ import {
 import { NodeTransport, pythonTransport } from '../src/node.js';
 
 const PYTHON = process.env.SIDECAR_PYTHON || 'python3';
+const BIN = process.env.SIDECAR_BIN || undefined;
+// A onefile build runs as two processes: the pid we spawned is its launcher, the sidecar is the launcher's child.
+const ONEFILE = BIN !== undefined && !existsSync(join(dirname(BIN), '_internal'));
 const REPO = fileURLToPath(new URL('../../../..', import.meta.url)); // dist/test/ -> the repo root
 const TIMEOUT = { timeout: 180_000 }; // per suite; a busy 2-core machine starts the sidecar in seconds, not minutes
 const tempDirs: string[] = [];
@@ -30,8 +35,11 @@ function tempDir(): string {
 }
 
 function transport(dataDir: string, ...args: string[]) {
+  const argv = ['--data-dir', dataDir, '--ttl-days', '0', ...args];
+  // the binary runs from a folder with no Python project around it, as in an app bundle
+  if (BIN) return new NodeTransport({ command: BIN, args: argv, cwd: tmpdir() });
   // cwd = the repo root, so `-m sidecar` runs this checkout's sidecar package
-  return pythonTransport(PYTHON, ['--data-dir', dataDir, '--ttl-days', '0', ...args], { cwd: REPO });
+  return pythonTransport(PYTHON, argv, { cwd: REPO });
 }
 
 async function startSidecar(dataDir: string, options: MemorySidecarOptions = {}) {
@@ -128,6 +136,11 @@ describe('real sidecar: one session', TIMEOUT, () => {
     assert.ok(Array.isArray(entities.entities));
   });
 
+  it('serves from the frozen binary when SIDECAR_BIN is set', { skip: !BIN && 'SIDECAR_BIN is not set' }, async () => {
+    const stats = await sidecar.request('stats');
+    assert.equal(stats.model.source, 'files bundled in the frozen binary');
+  });
+
   it('the generic request() takes any type', async () => {
     assert.equal((await sidecar.request('ping')).type, 'pong');
     const stats = await sidecar.request('stats');
@@ -193,7 +206,8 @@ describe('real sidecar: one session', TIMEOUT, () => {
     assert.equal((await afterwards).messages[0]?.content, 'my dog Rex loves the beach');
   });
 
-  it('a request times out (process stopped with SIGSTOP), its late answer is dropped, and the next one works', async () => {
+  const onefileSkip = ONEFILE && 'SIGSTOP stops only the onefile launcher, not the sidecar (its child) that answers';
+  it('a request times out (process stopped with SIGSTOP), its late answer is dropped, and the next one works', { skip: onefileSkip }, async () => {
     process.kill(pid, 'SIGSTOP');
     try {
       const started = Date.now();
@@ -275,8 +289,12 @@ describe('real sidecar: failures', TIMEOUT, () => {
 
 describe('docs example', TIMEOUT, () => {
   // examples/node.ts (shown in docs/hosts.md) runs `memory-sidecar` from PATH: the console script
-  // beside $SIDECAR_PYTHON when it is a virtualenv's python.
-  const bin = dirname(PYTHON);
+  // beside $SIDECAR_PYTHON when it is a virtualenv's python, or a link named so to $SIDECAR_BIN.
+  let bin = dirname(PYTHON);
+  if (BIN) {
+    bin = tempDir();
+    symlinkSync(BIN, join(bin, 'memory-sidecar'));
+  }
   const script = join(bin, 'memory-sidecar');
   it('examples/node.ts runs against the real sidecar', { skip: !existsSync(script) && `no ${script}` }, () => {
     const example = fileURLToPath(new URL('../examples/node.js', import.meta.url));
