@@ -18,9 +18,8 @@ from benchkit.client import BenchError, Sidecar  # noqa: E402
 
 BENCH = str(ROOT / "scripts" / "bench.py")
 SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
-               "fact-thresholds", "graph-build", "graph", "graph-quality", "portable", "realuse", "object-store",
-               "long-memories", "compaction", "multilingual",
-               "hostile-files")
+               "fact-thresholds", "graph-build", "graph", "graph-quality", "validity", "portable", "realuse",
+               "object-store", "long-memories", "compaction", "multilingual", "hostile-files")
 # stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
 FAKE = """
 import json, sys

@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 
 from sidecar.runtime.config import ConfigError, resolve
+from sidecar.conversation.threads import memory_lines
 from sidecar.facts.rules import (
     DEFAULT_CATEGORIES,
     ContextFact,
+    ContextMemory,
+    ContextRelation,
     ContextUser,
     Decision,
     is_duplicate,
@@ -17,6 +20,7 @@ from sidecar.facts.rules import (
     plan_decisions,
     render_markdown,
     render_xml,
+    same_as_fact,
 )
 from sidecar.facts.llm_tasks import parse_decision, parse_extraction
 from sidecar.llm import LLMError, parse_json_object
@@ -77,6 +81,54 @@ def test_render_markdown_sections_no_repeats_and_empty():
     assert render_markdown([ContextUser("1", "a", [], [])], 10, 10) == ""
     two = render_markdown([ContextUser("1", "alice", [], prefs[:1]), ContextUser("2", "bob", [], prefs[1:])], 10, 10)
     assert two.splitlines()[3:] == ["- [preference] bob: Likes jazz", "- [preference] alice: Likes tea"]
+
+
+MARCH_2024 = 1_709_856_000  # 2024-03-08 UTC
+
+
+def test_render_xml_and_markdown_with_what_is_true_now_and_memories():
+    now = [ContextRelation("Lives in Paris", MARCH_2024), ContextRelation("Has a sister, <Ana>")]
+    memories = [ContextMemory(MARCH_2024, "Sam", "I moved to Paris & love it"), ContextMemory(0.0, "bot", "ok\n  sure")]
+    users = [ContextUser("1", "Sam", [_f(1, "Likes tea", "preference", 1.0)], [], now, memories),
+             ContextUser("2", "Al", [], [], [], []), ContextUser("3", "Bo", [], [], [], memories[1:])]
+    assert render_xml(users) == (
+        '<background_facts>\n<user name="Sam">\n- Likes tea\n<true_now>\n- Lives in Paris (since March 2024)\n'
+        "- Has a sister, &lt;Ana&gt;\n</true_now>\n<memories>\n- 2024-03-08 Sam: I moved to Paris &amp; love it\n"
+        '- 1970-01-01 bot: ok sure\n</memories>\n</user>\n<user name="Bo">\n<memories>\n- 1970-01-01 bot: ok sure\n'
+        "</memories>\n</user>\n</background_facts>")
+    md = render_markdown(users[:1], preferences_limit=0, relevant_limit=10)
+    assert md == ("## Memory Context\n\n### True Now\n- Lives in Paris (since March 2024)\n- Has a sister, <Ana>\n\n"
+                  "### Relevant Context\n- [preference] Likes tea\n\n### Relevant Memories\n"
+                  "- 2024-03-08 Sam: I moved to Paris & love it\n- 1970-01-01 bot: ok sure")
+    two = render_markdown([ContextUser("1", "Sam", [], [], now[:1]), ContextUser("2", "Ana", [], [], now[1:])], 0, 0)
+    assert two.splitlines()[3:] == ["- Sam: Lives in Paris (since March 2024)", "- Ana: Has a sister, <Ana>"]
+
+
+@pytest.mark.parametrize("sentence, obj, fact, sim, same", [
+    ("Lives in Paris", "Paris", "lives in  paris", None, True),  # the same text: no similarity needed
+    ("Has a pet named Max", "Max", "Has a dog named Max", 0.94, True),
+    ("Has a pet named Max", "Max", "Has a dog named Max", None, False),  # not computed: not the same text
+    ("Lives in Berlin", "Berlin", "Used to live in Berlin", 0.90, False),  # another time
+    ("Lives in Paris", "Paris", "Wants to move to Paris", 0.95, False),  # an intention
+    ("Lives in Paris", "Paris", "Lives in the French capital", 0.90, False),  # does not name the object
+    ("Lives in Paris", "Paris", "Is based in Paris", 0.82, False),  # below the duplicate threshold: shown twice
+    ("Birthday is May 3", "May 3", "Birthday is May 4", 0.97, False),  # the number guard
+])
+def test_a_relation_and_a_fact_say_the_same_thing(sentence, obj, fact, sim, same):
+    assert same_as_fact(sentence, obj, fact, sim) is same
+
+
+def test_memory_lines_keep_to_their_word_budget():
+    rows = {"a": [{"similarity": 0.9 - i / 100, "content": " ".join(["word"] * 50), "timestamp": 1.0 + i,
+                   "username": None, "is_bot": i == 1} for i in range(3)],
+            "b": [{"similarity": 0.5, "content": "short one", "timestamp": 9.0, "username": "Bee\nX"}]}
+    out = memory_lines(rows, {"a": "Alice", "b": "B"}, words=40)
+    lines = [m for ms in out.values() for m in ms]
+    assert [m.label for m in out["a"]] == ["Alice", "bot", "Alice"] and out["b"][0].label == "Bee X"
+    assert sum(len(m.text.split()) for m in lines) <= 40 and all(m.text.endswith("…") for m in out["a"])
+    tiny = memory_lines(rows, {"a": "Alice"}, words=8)  # room for two lines of four words: the most similar
+    assert [(u, len(ms)) for u, ms in tiny.items()] == [("a", 2)]
+    assert memory_lines({}, {}, words=100) == {}
 
 
 def test_llm_answer_parsing():

@@ -48,7 +48,7 @@ def test_entities_relations_and_validity(sidecar):
     rels = {(r["predicate"], r["object"]): r for r in me["relations"]}
     lisbon, porto = rels[("lives_in", "Lisbon")], rels[("lives_in", "Porto")]
     assert lisbon["valid_from"] == T0 and lisbon["valid_to"] == T0 + 240 and lisbon["episode_ids"] == [ids[0]]
-    assert porto["valid_from"] == T0 + 240 and "valid_to" not in porto  # current: null, left out
+    assert porto["valid_from"] == T0 + 240 and porto["valid_to"] is None  # current: null, always present
     assert rels[("sister", "Ana")]["object_id"] == by_name["Ana"]["id"]
     # the backchannel made no entity and the other user sees nothing of this graph
     assert sidecar.request({"type": "entities", "user_id": "u2"})["entities"] == []

@@ -98,6 +98,11 @@ def test_query_mode_graph_needs_the_graph(spawn):
     r = sc.request({"type": "query", "user_id": "u", "text": "x", "mode": "graph"})
     assert r["type"] == "error" and r["code"] == "disabled"
     assert sc.request({"type": "graph_recall", "user_id": "u", "text": "x"})["code"] == "disabled"
+    # context: what is true now needs the graph when asked for by name; by default it is simply left out
+    sc.store("u", "I live in Oslo and my cat Miso hates the vacuum.")
+    assert sc.request({"type": "context", "user_id": "u", "text": "x", "include": ["now"]})["code"] == "disabled"
+    r = sc.request({"type": "context", "user_id": "u", "text": "what toy should I get my cat?"})
+    assert r["relations"] == 0 and r["memories"] == 1 and "<true_now>" not in r["text"] and "Miso" in r["text"]
     assert sc.shutdown() == 0
 
 
@@ -115,3 +120,35 @@ def test_context_can_add_related_memories(sidecar):
     assert sidecar.request({**base, "text": "who is Gina?", "related": 2}).get("related_block", "") == ""
     opted = sidecar.request({**base, "text": "hike with Ana? 🚫", "related": 2})
     assert opted["opted_out"] is True and not opted.get("related_block")
+
+
+def test_recall_knows_what_is_true_now_and_what_was_before(sidecar):
+    """"Where does Sam live now?" after "I live in Berlin" then "I moved to Paris": the Paris episode first
+    (graph_recall, query mode graph, entity); "before": Berlin first; bad input is harmless."""
+    story = [(0, "I live in Berlin."), (3_600, "The weather is nice today, I went for a run."),
+             (10 * DAY, "I moved to Paris."), (10 * DAY + 60, "Found a great bakery near the new flat.")]
+    msgs = [{"user_id": "sam", "username": "Sam", "content": c, "timestamp": T0 - 20 * DAY + dt, "channel_id": "c"}
+            for dt, c in story]
+    berlin, _run, paris, _bakery = sidecar.request({"type": "store", "messages": msgs})["ids"]
+
+    def recalled(text: str, user: str = "sam") -> list[str]:
+        r = sidecar.request({"type": "graph_recall", "user_id": user, "text": text, "strengthen": False})
+        assert r["type"] == "graph_recall", r
+        return [e["id"] for t in r["traces"] for e in t["episodes"]]
+
+    for text in ("where does Sam live now?", "Where do I live these days?", "where does Sam live?"):
+        assert recalled(text)[0] == paris, text
+    for text in ("where did Sam live before?", "Where did I use to live?"):
+        got = recalled(text)
+        assert got[0] == berlin and paris not in got[:1], text
+    res = sidecar.request({"type": "query", "user_id": "sam", "text": "where do I live now?", "mode": "graph"})
+    got = [m["id"] for m in res["messages"]]
+    assert paris in got and (berlin not in got or got.index(paris) < got.index(berlin))
+    rels = sidecar.request({"type": "entity", "user_id": "sam", "name": "Sam"})["relations"]
+    assert [(r["object"], r["valid_to"]) for r in rels][0] == ("Paris", None) and rels[-1]["object"] == "Berlin"
+    # both times in one question: an answer with both, in any order; another user knows nothing of Sam
+    assert {berlin, paris} <= set(recalled("where does Sam live now, and where did he live before?"))
+    assert recalled("where does Sam live now?", user="someone-else") == []
+    # the move deleted: Berlin was closed by it and stays closed; nothing is current, recall still answers
+    assert sidecar.request({"type": "delete", "id": paris})["deleted"] == 1
+    assert recalled("where does Sam live now?")[0] == berlin

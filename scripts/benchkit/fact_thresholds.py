@@ -6,7 +6,13 @@ real embedding model, and precision/recall of the two consolidation thresholds:
 - the candidate threshold (similarity >= candidate threshold -> the pair is shown for a decision),
   judged against every label but `unrelated`.
 
+With --relations, the rule by which `context` shows a fact and a current relation that say the same thing
+once, on tests/fixtures/relation_fact_pairs.jsonl (a relation read as a fact, "Lives in Paris", against a
+fact a host or an LLM wrote, labelled same or not): the sentences equal, the fact naming the relation's
+object, their similarity, and the rule context uses (sidecar.facts.rules.same_as_fact).
+
 Example: python scripts/bench.py fact-thresholds --pairs
+         python scripts/bench.py fact-thresholds --relations
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from .output import print_table
 
 SUMMARY = "precision/recall of the fact similarity thresholds"
 FIXTURE = ROOT / "tests" / "fixtures" / "fact_pairs.jsonl"
+RELATION_PAIRS = ROOT / "tests" / "fixtures" / "relation_fact_pairs.jsonl"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidate", type=float,
                         help="the candidate threshold to mark (default: sidecar.facts.rules.CANDIDATE_THRESHOLD)")
     parser.add_argument("--pairs", action="store_true", help="print every pair with its similarity")
+    parser.add_argument("--relations", action="store_true",
+                        help="also measure the rule that shows a fact and a relation saying the same thing once")
 
 
 def pr(pred: np.ndarray, truth: np.ndarray) -> dict[str, float | int]:
@@ -80,4 +89,36 @@ def run(args: argparse.Namespace) -> int:
                      "rule": "candidate (similarity)", **pr(sims >= t, cand_truth)})
     print()
     print_table(rows, floatfmt=".3f")
+    if args.relations:
+        print()
+        relations(emb, args.pairs)
     return 0
+
+
+def relations(emb, show: bool) -> None:
+    from sidecar.facts.rules import DUPLICATE_THRESHOLD, mentions_object, same_as_fact
+    from sidecar.graph.relations import AS_FACT
+
+    pairs = [json.loads(line) for line in RELATION_PAIRS.read_bytes().splitlines() if line.strip()]
+    sentences = [AS_FACT[p["predicate"]].format(p["object"]) for p in pairs]
+    a = np.stack([emb.embed_one(t) for t in sentences])
+    b = np.stack([emb.embed_one(p["fact"]) for p in pairs])
+    sims = (a * b).sum(axis=1)
+    truth = np.array([p["same"] for p in pairs])
+    named = np.array([mentions_object(p["fact"], p["object"]) for p in pairs])
+    equal = np.array([s.casefold() == p["fact"].casefold() for s, p in zip(sentences, pairs)])
+    rows = [{"rule": "sentence equal to the fact", **pr(equal, truth)},
+            {"rule": "the fact names the object", **pr(named, truth)}]
+    for t in sorted({0.6, 0.7, 0.8, DUPLICATE_THRESHOLD, 0.92}):
+        rows.append({"rule": f"similarity >= {t:.2f}", **pr(sims >= t, truth)})
+    for t in sorted({0.6, 0.7, 0.8, DUPLICATE_THRESHOLD, 0.92}):
+        chosen = " (chosen)" if t == DUPLICATE_THRESHOLD else ""
+        rule = np.array([same_as_fact(s, p["object"], p["fact"], float(x), t)
+                         for s, p, x in zip(sentences, pairs, sims)])
+        rows.append({"rule": f"same_as_fact at {t:.2f}{chosen}", **pr(rule, truth)})
+    print_table(rows, floatfmt=".3f", title=f"{len(pairs)} relation/fact pairs ({int(truth.sum())} the same) from "
+                                            f"{RELATION_PAIRS.relative_to(ROOT)}")
+    if show:
+        print()
+        for p, t, x in sorted(zip(pairs, sentences, sims), key=lambda z: -z[2]):
+            print(f"{x:.3f}  {'same' if p['same'] else 'diff'}  {t!r} / {p['fact']!r}")

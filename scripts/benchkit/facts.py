@@ -2,8 +2,12 @@
 (xml and markdown) on a store of --users x --facts-per-user facts.
 
 One fresh sidecar remembers users x facts-per-user generated facts (seed 7; every `remember` timed,
-its outcome counted), compacts (a `cleanup`), then sends each of the other requests --requests times,
-one at a time, for random users. Prints a table (p50 / p95 / p99 in ms) and, with --json, writes it.
+its outcome counted), stores --messages-per-user generated chat messages per user (some state where they
+live and work, so the graph holds current relations, and `context` has memories to find), compacts (a
+`cleanup`), then sends each of the other requests --requests times, one at a time, for random users.
+`context` is timed as sent by default (facts, what is true now, relevant memories) and with
+`"include":["facts"]` (facts only). --tree runs another source tree's sidecar, to compare. Prints a table
+(p50 / p95 / p99 in ms) and, with --json, writes it.
 Example: python scripts/bench.py facts --users 20 --facts-per-user 25 --requests 100
 """
 
@@ -13,12 +17,14 @@ import argparse
 import random
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .client import Sidecar
 from .output import latency_row, print_table, write_json
 from .timing import pct
-from .workload import FOODS, HOBBIES, PLACES, THINGS
+from .validity import CITIES, COMPANIES
+from .workload import FOODS, HOBBIES, PLACES, THINGS, make_message
 
 SUMMARY = "latency of remember, extract_inline, facts, recall, context"
 TEMPLATES = [
@@ -32,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--users", type=int, default=20, help="users the facts are remembered for")
     parser.add_argument("--facts-per-user", type=int, default=25, help="facts remembered per user")
     parser.add_argument("--requests", type=int, default=100, help="timed requests of each other kind")
+    parser.add_argument("--messages-per-user", type=int, default=25, help="chat messages stored per user")
+    parser.add_argument("--tree", type=Path, help="the source tree whose sidecar runs (its working directory)")
     parser.add_argument("--json", type=Path, help="write the results here too")
 
 
@@ -39,6 +47,13 @@ def fact(rng: random.Random) -> tuple[str, str]:
     cat, t = rng.choice(TEMPLATES)
     return cat, t.format(food=rng.choice(FOODS), hobby=rng.choice(HOBBIES), place=rng.choice(PLACES),
                          thing=rng.choice(THINGS), n=rng.randint(2, 97))
+
+
+def messages(rng: random.Random, n: int) -> list[str]:
+    """n chat messages: where the user lives and works (and a move), then generated chat."""
+    first = [f"I live in {rng.choice(CITIES)}.", f"I work at {rng.choice(COMPANIES)}.",
+             f"I moved to {rng.choice(CITIES)}."]
+    return (first + [make_message(rng, False) for _ in range(max(0, n - len(first)))])[:n]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,13 +67,20 @@ def run(args: argparse.Namespace) -> int:
         return r
 
     with tempfile.TemporaryDirectory(prefix="bench-facts-") as tmp, \
-            Sidecar(Path(tmp) / "data", python=sys.executable, stderr=Path(tmp) / "stderr.log", timeout=120.0) as sc:
+            Sidecar(Path(tmp) / "data", python=sys.executable, stderr=Path(tmp) / "stderr.log", timeout=120.0,
+                    cwd=args.tree) as sc:
         sc.wait_ready()
         for i in range(args.users * args.facts_per_user):
             cat, text = fact(rng)
             r = timed("remember", {"type": "remember", "user_id": f"u{i % args.users}", "text": text,
                                    "category": cat}, "remembered")
             actions[r["action"]] = actions.get(r["action"], 0) + 1
+        t0 = time.time() - 30 * 86_400
+        for u in range(args.users):
+            msgs = [{"user_id": f"u{u}", "username": f"user{u}", "content": text, "timestamp": t0 + 3_600 * k}
+                    for k, text in enumerate(messages(rng, args.messages_per_user))]
+            if msgs:
+                sc.request({"type": "store", "messages": msgs}, "ok")
         sc.compact()
         for _ in range(args.requests):
             u = f"u{rng.randrange(args.users)}"
@@ -75,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
                                            "text": q}, "context")
             timed("context markdown (1 user)", {"type": "context", "format": "markdown", "user_id": u, "text": q},
                   "context")
+            timed("context xml (2 users), facts only", {"type": "context", "format": "xml", "users": {u: "A", v: "B"},
+                                                        "text": q, "include": ["facts"]}, "context")
         stats = sc.request({"type": "stats"}, "stats")
         sc.shutdown()
     rows = {name: pct(v) for name, v in timings.items()}

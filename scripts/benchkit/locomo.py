@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sidecar_arguments(parser, timeout=600.0)
     parser.add_argument("--json", type=Path, help="write all results here")
     parser.add_argument("--sidecar-args", default="", help="extra sidecar flags, space-separated")
+    parser.add_argument("--memory-floor", action="store_true",
+                        help="also measure the cosine floor of context's relevant memories: each question asked "
+                             "of its own user and of the next conversation's, the top 3 of the default query")
 
 
 def session_time(text: str) -> float:
@@ -173,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
             results[mode] = run_mode(sc, convs, None if mode == "default" else mode, args.limit)
             s = summarize(results[mode]["questions"])
             log(f"  {mode}: R@10 {s['all'][10]:.3f}, query p50 {results[mode]['latency']['p50_ms']:.1f} ms")
+        floors = memory_floor(sc, convs) if args.memory_floor else []
         sc.shutdown()
     names = [n for n, _ in convs]
     print(f"LoCoMo turn-level recall@k, categories 1-4: {', '.join(names)}\n")
@@ -193,7 +197,48 @@ def run(args: argparse.Namespace) -> int:
                                     for n in names},
                                  "query p50 / p95 ms": f"{lat['p50_ms']:.1f} / {lat['p95_ms']:.1f}"})
     print_table(per_conversation, floatfmt=".3f")
+    if floors:
+        print()
+        print_table(floors, floatfmt=".3f", title="context's relevant memories: the top 3 of the default query at "
+                                                  "or above a cosine floor (context's memories_min_similarity)")
     if args.json:
-        write_json(args.json, {m: {"summary": summarize(r["questions"]), "latency": r["latency"]}
-                               for m, r in results.items()})
+        write_json(args.json, {**{m: {"summary": summarize(r["questions"]), "latency": r["latency"]}
+                                  for m, r in results.items()}, "memory_floor": floors})
     return 0
+
+
+FLOORS = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+
+
+def memory_floor(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], top: int = 3) -> list[dict[str, Any]]:
+    """Per floor: of the questions asked of their own user, the share whose memories (the top `top` of the
+    default query at or above the floor) hold an evidence turn, and the memories shown on average; of the same
+    questions asked of the next conversation's user (who holds none of it), the share shown any memory."""
+    from sidecar.wire.conversation import MEMORY_FLOOR
+
+    right: list[tuple[list[float], list[bool]]] = []
+    wrong: list[list[float]] = []
+    for k, (name, conv) in enumerate(convs):
+        other = convs[(k + 1) % len(convs)][0]
+        for q in questions(conv):
+            for user, into in ((name, "right"), (other, "wrong")):
+                if user == name and into == "wrong":
+                    continue
+                got = sc.request({"type": "query", "user_id": f"locomo-{user}", "text": q["question"], "limit": top},
+                                 "results")["messages"]
+                sims = [m["similarity"] for m in got]
+                if into == "right":
+                    right.append((sims, [m.get("message_id") in set(q["evidence"]) for m in got]))
+                else:
+                    wrong.append(sims)
+    rows = []
+    for f in sorted({*FLOORS, MEMORY_FLOOR}):
+        hit = sum(any(e for s, e in zip(sims, ev) if s >= f) for sims, ev in right) / len(right)
+        shown = sum(sum(s >= f for s in sims) for sims, _ in right) / len(right)
+        junk = sum(any(s >= f for s in sims) for sims in wrong) / len(wrong) if wrong else float("nan")
+        theirs = sum(sum(s >= f for s in sims) for sims in wrong) / max(1, len(wrong))
+        rows.append({"floor": f"{f:.2f}" + (" (chosen)" if f == MEMORY_FLOOR else ""),
+                     "own user: evidence shown": hit, "memories shown": shown,
+                     "another user: any shown": junk, "its memories shown": theirs})
+    log(f"  memory floor: {len(right)} questions of their own user, {len(wrong)} of another")
+    return rows

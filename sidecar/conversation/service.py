@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ..messages import MessageReader, content_over_limit
 from ..storage import sql_num, sql_str
@@ -22,11 +22,11 @@ from ..wire import (
     HistoryOptions,
     HistoryResponse,
 )
+from ..wire.conversation import MEMORY_FLOOR
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import threads as conv
 
 log = logging.getLogger("sidecar.conversation")
-
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class ChannelBlock:
     threads: int
     messages: int
     opted_out: bool = False
+    shown: frozenset[str] = frozenset()  # the texts of the messages it shows (threads.normal)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class HistoryBlock:
     block: str
     messages: int
     opted_out: bool = False
+    shown: frozenset[str] = frozenset()
 
 
 class ConversationService:
@@ -63,19 +65,46 @@ class ConversationService:
         b = self.history_block(req)
         return HistoryResponse(block=b.block, messages=b.messages, opted_out=b.opted_out)
 
-    def context(self, req: ContextRequest, facts_context: Callable[[ContextRequest], ContextResponse]) -> ContextResponse:
+    def context(self, req: ContextRequest,
+                facts_context: Callable[[ContextRequest, Callable[..., dict[str, list[conv.Memory]]]], ContextResponse]
+                ) -> ContextResponse:
         """`context` with its optional channel and history blocks. The opt-out marker in the request's
-        text empties every block, facts included: the user asked for no background context."""
+        text empties every block, facts included: the user asked for no background context. The facts block
+        is handed `memories` (its relevant memories), which leaves out what the channel and history blocks
+        already show."""
         if conv.opted_out(req.text, self.opt_out_marker):
-            return ContextResponse(format=req.format, text="", facts=0, opted_out=True,
+            return ContextResponse(format=req.format, text="", facts=0, relations=0, memories=0, opted_out=True,
                                    channel_block="" if req.channel is not None else None,
                                    history_block="" if req.history is not None else None)
-        out = facts_context(req)
-        if req.channel is not None:
-            out.channel_block = self.channel_block(req.channel).block
-        if req.history is not None:
-            out.history_block = self.history_block(req.history).block
+        channel = self.channel_block(req.channel) if req.channel is not None else None
+        history = self.history_block(req.history) if req.history is not None else None
+        shown = (channel.shown if channel else frozenset()) | (history.shown if history else frozenset())
+        out = facts_context(req, lambda *args: self.memories(*args, exclude=shown))
+        if channel is not None:
+            out.channel_block = channel.block
+        if history is not None:
+            out.history_block = history.block
         return out
+
+    # ------------------------------------------------------------------ memories
+
+    def memories(self, users: dict[str, str], text: str, vector: Any, limit: int, words: int,
+                 floor: float = MEMORY_FLOOR, exclude: frozenset[str] = frozenset()) -> dict[str, list[conv.Memory]]:
+        """`context`'s relevant memories: each user's stored messages most relevant to `text` (the hybrid
+        ranking of `query`), at `floor` cosine or above, at most `limit` per user, the message being answered
+        (the same text) and those `exclude` names (texts the channel and history blocks show) left out; each
+        cut to its share of `words`, the budget of them all. `users`: id -> the name their own messages are
+        labelled with when stored without a username."""
+        if limit <= 0 or not text.strip():
+            return {}
+        found: dict[str, list[dict[str, Any]]] = {}
+        skip = exclude | {"", conv.normal(text)}
+        for uid in users:
+            rows = self.store.search(vector, uid, limit + 1 + min(len(exclude), limit), text=text, mode="hybrid")
+            kept = [r for r in rows if r["similarity"] >= floor and conv.normal(r["content"]) not in skip]
+            if kept:
+                found[uid] = kept[:limit]
+        return conv.memory_lines(found, users, words)
 
     # ------------------------------------------------------------------ blocks
 
@@ -100,7 +129,8 @@ class ConversationService:
         log.debug("channel_context: window of %d messages, %d excluded ids, %d threads shown", len(window),
                   len(excluded), len(threads))
         return ChannelBlock(conv.render_channel_block(threads, speakers), len(threads),
-                            sum(len(t.messages) for t in threads))
+                            sum(len(t.messages) for t in threads),
+                            shown=frozenset(conv.normal(m.content) for t in threads for m in t.messages))
 
     def history_block(self, opts: HistoryOptions) -> HistoryBlock:
         if conv.opted_out(opts.text, self.opt_out_marker):
@@ -121,7 +151,9 @@ class ConversationService:
         lines = conv.history_lines(window, tiers, conv.Speakers(opts.bot_user_id, opts.bot_name),
                                    exclude_ids=opts.exclude_ids)
         log.debug("history: window of %d messages, %d shown", len(window), len(lines))
-        return HistoryBlock(conv.render_history_block(lines), len(lines))
+        kept = conv.history_kept(window, tiers, exclude_ids=opts.exclude_ids)
+        shown = frozenset(conv.normal(m.content) for m in kept)
+        return HistoryBlock(conv.render_history_block(lines), len(lines), shown=shown)
 
     # ------------------------------------------------------------------ windows
 

@@ -313,13 +313,18 @@ class Tiers:
         return self.short_words
 
 
+def history_kept(messages: Sequence[Msg], tiers: Tiers, *, exclude_ids: Iterable[str] = ()) -> list[Msg]:
+    """The messages a history shows, oldest first: excluded and empty ones left out, the newest `tiers.total`."""
+    excluded = set(exclude_ids)
+    kept = [m for m in messages if not is_blank(m) and (m.message_id is None or m.message_id not in excluded)]
+    return kept[max(0, len(kept) - tiers.total):]
+
+
 def history_lines(messages: Sequence[Msg], tiers: Tiers, speakers: Speakers,
                   *, exclude_ids: Iterable[str] = ()) -> list[str]:
     """Lines of the history of chronologically ordered messages, oldest first: excluded and empty
     messages are left out, then the newest `tiers.total` are kept and compressed by age."""
-    excluded = set(exclude_ids)
-    kept = [m for m in messages if not is_blank(m) and (m.message_id is None or m.message_id not in excluded)]
-    kept = kept[max(0, len(kept) - tiers.total):]
+    kept = history_kept(messages, tiers, exclude_ids=exclude_ids)
     lines = []
     for i, m in enumerate(kept):
         budget = tiers.words_for(len(kept) - 1 - i)
@@ -342,3 +347,42 @@ def opted_out(text: str | None, marker: str | None) -> bool:
     if not text or not marker:
         return False
     return marker.casefold() in text.casefold()
+
+
+# ---------------------------------------------------------------- relevant memories (context)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One line of `context`'s relevant memories: when, who, what (one line, cut to its share of words)."""
+
+    timestamp: float
+    label: str
+    text: str
+
+
+def normal(text: str) -> str:
+    """One line, single spaces, any case: how two messages are told to be the same text."""
+    return " ".join(text.split()).casefold()
+
+
+def memory_lines(found: dict[str, list[dict]], names: dict[str, str], words: int) -> dict[str, list[Memory]]:
+    """Rows found per user (best first, with their `similarity`) -> their memory lines, within `words` words in
+    all: at most words / 4 lines (the most similar across users), each message on one line cut to an equal
+    share of the words; labelled by the username stored with it, else the bot's label or the user's name."""
+    ranked = sorted(((r["similarity"], uid, i) for uid, rows in found.items() for i, r in enumerate(rows)),
+                    key=lambda x: (-x[0], x[1], x[2]))[:max(1, words // 4)]
+    if not ranked:
+        return {}
+    share = max(4, words // len(ranked))
+    kept = {(uid, i) for _, uid, i in ranked}
+    out: dict[str, list[Memory]] = {}
+    for uid, rows in found.items():
+        for i, r in enumerate(rows):
+            if (uid, i) not in kept:
+                continue
+            label = _one_line(r.get("username") or "") or (DEFAULT_BOT_LABEL if r.get("is_bot") else
+                                                            names.get(uid) or uid)
+            out.setdefault(uid, []).append(Memory(float(r["timestamp"]), label,
+                                                  cut_words(" ".join(r["content"].split()), share)))
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Iterable, Sequence
 from xml.sax.saxutils import escape
 
@@ -73,6 +74,31 @@ def is_duplicate(new_text: str, old_text: str, similarity: float, threshold: flo
     if a == b:
         return True
     return similarity >= threshold and _numbers(a) == _numbers(b)
+
+
+# Words that put a fact at another time, or make it an intention, a negation: never what is true now
+# ("Used to live in Berlin", "Wants to move to Paris"), so never the same as a current relation.
+_NOT_NOW = re.compile(r"\b(?:used to|grew up|former|formerly|previously|before|no longer|anymore|any more|ex|left|"
+                      r"quit|broke up|moved away|wants? to|would like|hopes? to|plans? to|planning|dreams? of|"
+                      r"thinking of|not|never|don't|doesn't|didn't|isn't|wasn't)\b", re.IGNORECASE)
+
+
+def mentions_object(fact: str, obj: str) -> bool:
+    """The fact names the object: its words, in order, as whole words (any case)."""
+    words = re.findall(r"\w+", obj.casefold())
+    return bool(words) and re.search(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b", fact.casefold()) is not None
+
+
+def same_as_fact(sentence: str, obj: str, fact: str, similarity: float | None,
+                 threshold: float = DUPLICATE_THRESHOLD) -> bool:
+    """A current relation read as a fact ("Lives in Paris", its object "Paris") says what the fact says: the
+    same text up to case and spacing; or a fact that names the object, of no other time or intention (no
+    "used to", "wants to", "not", ...), and a duplicate of the sentence by the facts' own rule (similarity at
+    the duplicate threshold, the same numbers). Measured: `python scripts/bench.py fact-thresholds --relations`."""
+    if normalise_text(sentence).casefold() == normalise_text(fact).casefold():
+        return True
+    return (similarity is not None and mentions_object(fact, obj) and not _NOT_NOW.search(fact)
+            and is_duplicate(sentence, fact, similarity, threshold))
 
 
 @dataclass(frozen=True)
@@ -145,38 +171,81 @@ class ContextFact:
     similarity: float | None = None
 
 
+@dataclass(frozen=True)
+class ContextRelation:
+    """A current relation of graph memory, as a sentence ("Lives in Paris"), true since `since` (None: a
+    relation whose start says nothing, such as a sister)."""
+
+    sentence: str
+    since: float | None = None
+
+
+@dataclass(frozen=True)
+class ContextMemory:
+    """A stored message relevant to the request: when, who, what (one line, already cut to its budget)."""
+
+    timestamp: float
+    label: str
+    text: str
+
+
 @dataclass
 class ContextUser:
     user_id: str
     name: str
     relevant: list[ContextFact] = field(default_factory=list)  # best first (or most recent without a message)
     preferences: list[ContextFact] = field(default_factory=list)  # most recent first
+    now: list[ContextRelation] = field(default_factory=list)  # what is true now, most relevant first
+    memories: list[ContextMemory] = field(default_factory=list)  # most relevant first
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def now_line(r: ContextRelation) -> str:
+    """"Lives in Paris (since March 2024)": the month and year (UTC) it was first stated."""
+    text = normalise_text(r.sentence)
+    if r.since is None:
+        return text
+    d = datetime.fromtimestamp(r.since, tz=timezone.utc)
+    return f"{text} (since {_MONTHS[d.month - 1]} {d.year})"
+
+
+def memory_line(m: ContextMemory) -> str:
+    """"2024-03-02 Sam: I moved to Paris." (the date in UTC)."""
+    day = datetime.fromtimestamp(m.timestamp, tz=timezone.utc).strftime("%Y-%m-%d")
+    return f"{day} {normalise_text(m.label)}: {normalise_text(m.text)}"
+
+
+def _attr(value: str) -> str:
+    return escape(normalise_text(value), {chr(34): "&quot;"})
 
 
 def render_xml(users: Iterable[ContextUser]) -> str:
-    """<background_facts>, one <user name="..."> block per user with facts, "- fact" lines.
-    Fact text and names are XML-escaped so a stored fact can never close the block early."""
+    """<background_facts>, one <user name="..."> block per user with something to show: its facts as
+    "- fact" lines, then <true_now> (its current relations) and <memories> (stored messages relevant to
+    the request), each with "- " lines. Every stored string is XML-escaped, so none can close a block early."""
     blocks: list[str] = []
     for u in users:
-        if not u.relevant:
+        if not (u.relevant or u.now or u.memories):
             continue
-        blocks.append(f'<user name="{escape(normalise_text(u.name), {chr(34): "&quot;"})}">')
+        blocks.append(f'<user name="{_attr(u.name)}">')
         blocks.extend(f"- {escape(normalise_text(f.text))}" for f in u.relevant)
+        if u.now:
+            blocks += ["<true_now>", *(f"- {escape(now_line(r))}" for r in u.now), "</true_now>"]
+        if u.memories:
+            blocks += ["<memories>", *(f"- {escape(memory_line(m))}" for m in u.memories), "</memories>"]
         blocks.append("</user>")
     if not blocks:
         return ""
     return "\n".join(["<background_facts>", *blocks, "</background_facts>"])
 
 
-def render_markdown(users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int) -> str:
-    """## Memory Context / ### User Preferences / ### Relevant Context, "- [category] fact" lines.
-    With several users each fact is prefixed by its user's name. Empty string when there is nothing."""
-    several = len(users) > 1
-
-    def line(u: ContextUser, f: ContextFact) -> str:
-        who = f"{normalise_text(u.name)}: " if several else ""
-        return f"- [{f.category}] {who}{normalise_text(f.text)}"
-
+def markdown_facts(users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int
+                   ) -> tuple[list[tuple[ContextUser, ContextFact]], list[tuple[ContextUser, ContextFact]]]:
+    """The facts the markdown block shows: the `preferences_limit` most recent preferences of all users, then
+    the `relevant_limit` most relevant other facts (by similarity, else most recent)."""
     prefs: list[tuple[ContextUser, ContextFact]] = []
     for u in users:
         prefs.extend((u, f) for f in u.preferences)
@@ -191,13 +260,34 @@ def render_markdown(users: Sequence[ContextUser], preferences_limit: int, releva
         relevant.sort(key=lambda uf: (-(uf[1].similarity or 0.0), -uf[1].updated_at, uf[1].id))
     else:
         relevant.sort(key=lambda uf: (-uf[1].updated_at, uf[1].id))
-    relevant = relevant[:relevant_limit]
+    return prefs, relevant[:relevant_limit]
 
+
+def render_markdown(users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int) -> str:
+    """## Memory Context / ### User Preferences / ### True Now / ### Relevant Context / ### Relevant
+    Memories: "- [category] fact" lines, "- sentence (since Month YYYY)" lines, "- YYYY-MM-DD who: message"
+    lines. With several users each fact and relation is prefixed by its user's name. Empty string when there
+    is nothing."""
+    several = len(users) > 1
+
+    def who(u: ContextUser) -> str:
+        return f"{normalise_text(u.name)}: " if several else ""
+
+    def line(u: ContextUser, f: ContextFact) -> str:
+        return f"- [{f.category}] {who(u)}{normalise_text(f.text)}"
+
+    prefs, relevant = markdown_facts(users, preferences_limit, relevant_limit)
     sections: list[str] = []
     if prefs:
         sections.append("\n".join(["### User Preferences", *(line(u, f) for u, f in prefs)]))
+    now = [f"- {who(u)}{now_line(r)}" for u in users for r in u.now]
+    if now:
+        sections.append("\n".join(["### True Now", *now]))
     if relevant:
         sections.append("\n".join(["### Relevant Context", *(line(u, f) for u, f in relevant)]))
+    memories = [f"- {memory_line(m)}" for u in users for m in u.memories]
+    if memories:
+        sections.append("\n".join(["### Relevant Memories", *memories]))
     if not sections:
         return ""
     return "\n\n".join(["## Memory Context", *sections])

@@ -21,16 +21,15 @@ import numpy as np
 from ..embedding.embedder import Embedder
 from ..llm import LLMClient, LLMError
 from ..storage import sql_str
-from ..wire import (Consolidation, ContextRequest, ContextResponse, DecisionOut, ExtractedResponse,
-    ExtractInlineRequest, FactEventOut, FactHistoryRequest, FactHistoryResponse, FactOut, FactResponse, FactsRequest,
-    FactsResponse, ForgetFactRequest, InstructionsResponse, MemoryInstructionsRequest, OkResponse, RecallRequest,
-    RecallResponse, RejectedTag, RememberedResponse, RememberRequest, ResolvedResponse, ResolveRequest,
-    UpdateFactRequest, UserFacts)
+from ..wire import (Consolidation, DecisionOut, ExtractedResponse, ExtractInlineRequest, FactEventOut,
+    FactHistoryRequest, FactHistoryResponse, FactOut, FactResponse, FactsRequest, FactsResponse, ForgetFactRequest,
+    InstructionsResponse, MemoryInstructionsRequest, OkResponse, RecallRequest, RecallResponse, RejectedTag,
+    RememberedResponse, RememberRequest, ResolvedResponse, ResolveRequest, UpdateFactRequest, UserFacts)
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import llm_tasks
-from .rules import (CANDIDATE_THRESHOLD, DUPLICATE_THRESHOLD, MAX_CANDIDATES, MAX_FACT_CHARS, ContextFact,
-    ContextUser, Decision, is_duplicate, memory_instructions, normalise_category, normalise_text, plan_decisions,
-    render_markdown, render_xml)
+from .context import ContextBlocks
+from .rules import (CANDIDATE_THRESHOLD, DUPLICATE_THRESHOLD, MAX_CANDIDATES, MAX_FACT_CHARS, Decision, is_duplicate,
+    memory_instructions, normalise_category, normalise_text, plan_decisions)
 from .store import FactStore
 from .tags import extract
 
@@ -41,14 +40,13 @@ SAME_FACT_CHARS = 300  # only for texts up to this long (a relation's object has
 SAME_FACT_TTL = 60.0  # seconds an answer is kept at most (on a shared store: runtime/app.py)
 
 DEFAULT_CONFIDENCE = {"manual": 1.0, "chat": 0.8, "extraction": 0.7}
-PREFERENCE = "preference"
 
 
 def _ts(value: float | None) -> int | None:
     return None if value is None else int(math.floor(value))
 
 
-class FactService:
+class FactService(ContextBlocks):
     def __init__(self, embedder: Embedder, facts: FactStore, *, categories: Sequence[str],
                  duplicate_threshold: float = DUPLICATE_THRESHOLD, candidate_threshold: float = CANDIDATE_THRESHOLD,
                  llm: LLMClient | None = None, max_limit: int = 100, max_users: int = 1_000,
@@ -382,39 +380,6 @@ class FactService:
     def forget_user(self, user_id: str) -> int:
         with self.write_lock:
             return self.facts.forget_user(sql_str(user_id), user_id)
-
-    def context(self, req: ContextRequest) -> ContextResponse:
-        for field in ("limit", "preferences_limit", "relevant_limit"):
-            self._check_limit(getattr(req, field), field)
-        names = req.user_map()
-        self._check_users(names)
-        self.set_names(names)
-        vector = self._vector(req.text)
-        users: list[ContextUser] = []
-        for uid in names:
-            name = names[uid] or self.facts.name(uid) or uid
-            per_user = req.limit if req.format == "xml" else req.relevant_limit + req.preferences_limit
-            relevant = [] if per_user == 0 else self._user_rows(uid, vector, None, False, per_user, req.text,
-                                                                req.mode)
-            if req.min_similarity is not None and vector is not None:
-                relevant = [r for r in relevant if r["similarity"] >= req.min_similarity]
-            prefs = ([] if req.format == "xml" or req.preferences_limit == 0 or PREFERENCE not in self.categories
-                     else self._user_rows(uid, None, PREFERENCE, False, req.preferences_limit))
-            users.append(ContextUser(uid, name, [self._context_fact(r) for r in relevant],
-                                     [self._context_fact(r) for r in prefs]))
-        if req.format == "xml":
-            text = render_xml(users)
-            count = sum(len(u.relevant) for u in users)
-        else:
-            text = render_markdown(users, req.preferences_limit, req.relevant_limit)
-            count = sum(1 for line in text.splitlines() if line.startswith("- ["))
-        return ContextResponse(format=req.format, text=text, facts=count)
-
-    @staticmethod
-    def _context_fact(row: dict[str, Any]) -> ContextFact:
-        sim = row.get("similarity")
-        return ContextFact(row["id"], row["text"], row["category"], float(row["updated_at"]),
-                           None if sim is None else round(sim, 6))
 
     def active_count(self) -> int:
         return self.facts.count("active = true")

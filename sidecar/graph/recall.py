@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from . import activation as act
+from . import activation as act, recall_validity as validity
 from .consolidation import HUB_SHARE, SESSION_GAP
 from .mentions import find_mentions
 from .model import UserGraph, fold
+from .recall_validity import Order
 
 MIN_SIMILARITY = 0.3
 SEMANTIC_SEEDS = 20
@@ -38,6 +39,8 @@ NAMED_ENTITIES = 5
 NAMED_TRACES = 5
 ENTITY_START = 0.6
 GATE = 0.12
+VALID_START = 0.9  # an episode stating the relation a question asks about, valid when it asks (recall_validity.py)
+BELOW = 0.9  # the others of that relation: at most this x the least active of those
 _WORD = re.compile(r"[a-z0-9]{3,}")
 _STOP = frozenset("the and for are was were you your with what when where who why how did does that this have has "
                   "had from about they them their there been will would could should which into over more most "
@@ -112,7 +115,14 @@ def unknown_names(g: UserGraph, view: GraphView, query: str) -> list[str]:
     return out
 
 
-def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation) -> dict[str, float]:
+def named(g: UserGraph, query: str) -> list[str]:
+    """The known entities the query names (the fast tier with the user's gazetteer), in order, once each."""
+    return list(dict.fromkeys(g.by_key[fold(m.text)] for m in find_mentions(query, *g.gazetteer())
+                              if fold(m.text) in g.by_key))
+
+
+def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation, names: list[str] | None = None,
+         valid: Order | None = None) -> dict[str, float]:
     seeds: dict[str, float] = {}
 
     def put(node: str, a: float) -> None:
@@ -136,22 +146,43 @@ def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation) 
                          reverse=True)
         for _, tid in overlap[:LEXICAL_SEEDS]:
             put(f"t:{tid}", LEXICAL_START)
-    named = [g.by_key[fold(m.text)] for m in find_mentions(query, *g.gazetteer()) if fold(m.text) in g.by_key]
-    for nid in list(dict.fromkeys(named))[:NAMED_ENTITIES]:
+    for nid in (named(g, query) if names is None else names)[:NAMED_ENTITIES]:
         put(f"n:{nid}", ENTITY_START)
         latest = sorted({g.episodes[e].trace_id for e in g.entities[nid].episodes
                          if e in g.episodes and g.episodes[e].trace_id},
                         key=lambda t: -g.traces[t].end if t in g.traces else 0)
         for tid in latest[:NAMED_TRACES]:
             put(f"t:{tid}", ENTITY_START)
+    if valid and valid.seed:  # the relation the question asks about, valid when it asks (recall_validity.py)
+        for e in valid.favoured:
+            put(f"e:{e}", VALID_START)
     return seeds
 
 
+def rank_by_validity(g: UserGraph, fired: dict[str, float], valid: Order) -> dict[str, float]:
+    """Fired activation with the disfavoured episodes, and the traces that hold some of them and no favoured
+    one, capped below the least active favoured episode; when the question names the relation, the favoured
+    episodes rise to the best activation (recall_validity.py)."""
+    if not valid:
+        return fired
+    held = favoured_traces(g, valid)
+    below = {f"e:{e}" for e in valid.disfavoured} | {
+        f"t:{g.episodes[e].trace_id}" for e in valid.disfavoured
+        if e in g.episodes and g.episodes[e].trace_id and g.episodes[e].trace_id not in held}
+    return validity.rank_below(fired, {f"e:{e}" for e in valid.favoured}, below, BELOW, lift=valid.seed)
+
+
+def favoured_traces(g: UserGraph, valid: Order) -> set[str]:
+    """The traces that hold a favoured episode (they win a tie)."""
+    return {g.episodes[e].trace_id for e in valid.favoured if e in g.episodes and g.episodes[e].trace_id}
+
+
 def recall(g: UserGraph, view: GraphView, s: Seeds, query: str, params: act.Params, trace_activation,
-           gate: float = GATE) -> tuple[bool, float, dict[str, float]]:
+           gate: float = GATE, valid: Order | None = None) -> tuple[bool, float, dict[str, float]]:
     """(known, confidence, fired activation by node). The activation is computed either way: query mode
-    `graph` ranks by it with no gate."""
-    seeds = seed(g, view, s, query, trace_activation)
+    `graph` ranks by it with no gate. `valid`: the question's order by validity (recall_validity.py), for its seeds
+    (the caller ranks by it last: rank_by_validity)."""
+    seeds = seed(g, view, s, query, trace_activation, valid=valid)
     fired = act.spread(view.neighbours, seeds, params) if seeds else {}
     fired = {n: a for n, a in fired.items() if not n.startswith("n:")}  # entities carry activation, memories compete
     if unknown_names(g, view, query):

@@ -13,14 +13,17 @@ from ..messages import named_window
 from ..storage import sql_in
 from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, RecalledEpisode, RecalledTrace
 from ..wire.errors import TooLarge
-from . import activation as act
+from . import activation as act, recall_validity as validity
 from .model import UserGraph
 from .service import BATCH, decayed
-from .recall import GATE, SEMANTIC_SEEDS, GraphView, Seeds, recall
+from .recall import (BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity,
+                     recall)
+from .recall_validity import Order
 
 USE_BOOST = 0.1
 TIME_BOOST = 1.0  # an episode inside the time the query names (messages/timewords.py): activation x (1 + this)
 SIMILARITY_WEIGHT = 0.6  # query mode graph: cosine vs fired activation in an episode's score
+TRUE_NOW_WAIT = 0.5  # seconds `context` waits at most for the builder (a backlog: it answers with what is built)
 
 
 class Recaller:
@@ -37,24 +40,32 @@ class Recaller:
         return g.view[1]
 
     def _fired(self, user_id: str, text: str, vector: np.ndarray, since: float | None, until: float | None,
-               params: act.Params, gate: float) -> tuple[UserGraph, bool, float, dict[str, float]]:
+               params: act.Params, gate: float) -> tuple[UserGraph, bool, float, dict[str, float], Order]:
+        """The user's graph, known, confidence, the fired activation, and the question's order by validity
+        (recall_validity.py: already applied to the activation; query mode graph applies it to its scores too)."""
         svc = self.service
         self.consolidate_pending(user_id)  # what was stored since the last pass takes part
         reader = svc.reader
         semantic = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=until, mode="semantic")
         keyword = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=until, text=text, mode="keyword")
+        now = svc.clock()
+        window = named_window(text, now) if since is None and until is None else None
         with svc.lock:
             g = svc.graph(user_id)
             seeds = Seeds([(r["id"], r["similarity"]) for r in semantic], [r["id"] for r in keyword], vector)
-            now = svc.clock()
+            valid = validity.order(g, text, named(g, text), window)
+            if since is not None or until is not None:  # a hard window: no favoured episode from outside it
+                valid.favoured = {e for e in valid.favoured if self._inside(g, e, since, until)}
             known, best, fired = recall(g, self.view(g), seeds, text, params,
-                                        lambda t: svc.trace_activation(t, now), gate)
-        if since is not None or until is not None:
-            fired = {n: a for n, a in fired.items() if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
-        elif (window := named_window(text, now)) is not None:  # the query names a time: episodes then rank up
-            fired = {n: min(1.0, a * (1 + TIME_BOOST)) if n.startswith("e:") and self._inside(g, n[2:], *window) else a
-                     for n, a in fired.items()}
-        return g, known, best, fired
+                                        lambda t: decayed(t.activation, t.updated_at, now), gate, valid)
+            if since is not None or until is not None:
+                fired = {n: a for n, a in fired.items()
+                         if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
+            elif window is not None:  # the query names a time: episodes then rank up
+                fired = {n: min(1.0, a * (1 + TIME_BOOST)) if n.startswith("e:") and self._inside(g, n[2:], *window)
+                         else a for n, a in fired.items()}
+            fired = rank_by_validity(g, fired, valid)
+        return g, known, best, fired, valid
 
     @staticmethod
     def _inside(g: UserGraph, ep_id: str, since: float | None, until: float | None) -> bool:
@@ -68,38 +79,41 @@ class Recaller:
         o = req.params.model_dump(exclude_none=True) if req.params is not None else {}
         gate = o.pop("gate", GATE)
         params = act.Params(**o)
-        g, known, best, fired = self._fired(req.user_id, req.text, self.embed(req.text), req.since, req.until,
-                                            params, gate)
+        g, known, best, fired, valid = self._fired(req.user_id, req.text, self.embed(req.text), req.since,
+                                                   req.until, params, gate)
         if not known:
             return GraphRecallResponse(known=False, confidence=round(best, 4), traces=[])
-        ranked = self._traces(g, fired)
+        ranked = self._traces(g, fired, valid)
         if req.since is not None or req.until is not None:
             ranked = [(t, a) for t, a in ranked if any(self._inside(g, e, req.since, req.until)
                                                        for e in g.traces[t].episode_ids)]
         ranked = ranked[:req.limit]
-        traces = [self._trace_out(g, tid, a, fired, req.episodes, req.since, req.until) for tid, a in ranked]
+        traces = [self._trace_out(g, tid, a, fired, req.episodes, req.since, req.until, valid.favoured)
+                  for tid, a in ranked]
         traces = [t for t in traces if t.episodes]
         if req.strengthen and traces:
             self.strengthen(req.user_id, [t.id for t in traces], USE_BOOST)
         return GraphRecallResponse(known=True, confidence=round(best, 4), traces=traces)
 
     @staticmethod
-    def _traces(g: UserGraph, fired: dict[str, float]) -> list[tuple[str, float]]:
-        """Traces by fired activation; a trace reached only through its episodes counts their best."""
+    def _traces(g: UserGraph, fired: dict[str, float], valid: Order) -> list[tuple[str, float]]:
+        """Traces by fired activation; a trace reached only through its episodes counts their best; in a tie,
+        one holding an episode the question asks for by validity first."""
         score: dict[str, float] = {}
         for node, a in fired.items():
             kind, _, nid = node.partition(":")
             tid = nid if kind == "t" else g.episodes[nid].trace_id if kind == "e" and nid in g.episodes else None
             if tid and tid in g.traces:
                 score[tid] = max(score.get(tid, 0.0), a)
-        return sorted(score.items(), key=lambda kv: (-kv[1], -g.traces[kv[0]].end, kv[0]))
+        first = favoured_traces(g, valid)
+        return sorted(score.items(), key=lambda kv: (-kv[1], kv[0] not in first, -g.traces[kv[0]].end, kv[0]))
 
     def _trace_out(self, g: UserGraph, tid: str, a: float, fired: dict[str, float], n: int, since: float | None,
-                   until: float | None) -> RecalledTrace:
+                   until: float | None, first: set[str]) -> RecalledTrace:
         t = g.traces[tid]
         inside = [e for e in t.episode_ids if self._inside(g, e, since, until)]
-        eps = sorted(inside, key=lambda e: (-fired.get(f"e:{e}", 0.0), g.episodes[e].ts if e in g.episodes
-                                                  else 0.0))[:n]
+        eps = sorted(inside, key=lambda e: (-fired.get(f"e:{e}", 0.0), e not in first,
+                                            g.episodes[e].ts if e in g.episodes else 0.0))[:n]
         rows = {r["id"]: r for r in self.service.reader.rows(sql_in("id", eps))} if eps else {}
         episodes = [RecalledEpisode(id=e, content=rows[e]["content"], timestamp=int(rows[e]["timestamp"]),
                                     is_bot=rows[e]["is_bot"], username=rows[e].get("username"),
@@ -114,16 +128,19 @@ class Recaller:
                until: float | None) -> list[dict[str, Any]]:
         """Query mode `graph`: the activated episodes ranked by SIMILARITY_WEIGHT x cosine + (1 -
         SIMILARITY_WEIGHT) x fired activation (the paper's fusion without its global prior; no gate)."""
-        g, _known, _best, fired = self._fired(user_id, text, vector, since, until, act.Params(), 0.0)
+        g, _known, _best, fired, valid = self._fired(user_id, text, vector, since, until, act.Params(), 0.0)
         eps = [n[2:] for n in fired if n.startswith("e:") and n[2:] in g.episodes]
         rows, vectors = self.service.reader.embedded(eps, user_id)
-        scored = []
+        scores, by_id = {}, {}
         for r, v in zip(rows, vectors):
             r["similarity"] = float(v @ vector)
-            score = SIMILARITY_WEIGHT * r["similarity"] + (1 - SIMILARITY_WEIGHT) * fired[f"e:{r['id']}"]
-            r["score"] = score  # what the results are ranked by (the query's `score`)
-            scored.append((-score, r["id"], r))
-        return [r for _, _, r in sorted(scored)[:limit]]
+            scores[r["id"]] = SIMILARITY_WEIGHT * r["similarity"] + (1 - SIMILARITY_WEIGHT) * fired[f"e:{r['id']}"]
+            by_id[r["id"]] = r
+        if valid:  # the similarity of a closed relation's episode must not rank it back up
+            scores = validity.rank_below(scores, valid.favoured, valid.disfavoured, BELOW, lift=valid.seed)
+        for e, r in by_id.items():
+            r["score"] = scores[e]  # what the results are ranked by (the query's `score`)
+        return [by_id[e] for e in sorted(scores, key=lambda e: (-scores[e], e not in valid.favoured, e))[:limit]]
 
     def consolidate_pending(self, user_id: str) -> None:
         """Consolidate what the user stored since the last pass (recall needs every episode in a trace);
@@ -154,15 +171,26 @@ class Recaller:
                 t.updated_at = now
             svc.store.save(g, traces=traces)
 
+    def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
+        """`context`'s "what is true now": the user's current relations as sentences (recall_validity.true_now). It
+        waits at most TRUE_NOW_WAIT for the messages stored before it to be built (milliseconds each), so that
+        "I moved to Paris" stored just before shows; then answers with what is built."""
+        if limit <= 0:
+            return []
+        self.service.builder.wait_built(TRUE_NOW_WAIT)
+        with self.service.lock:
+            g = self.service.graph(user_id)
+            return validity.true_now(g, text, named(g, text) if text else [], limit)
+
     def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
         """`[related memories]` lines, one per recalled trace (date and summary), within `words` words
         in all: the pyramid's cut shortens each summary to its share (the context's "related memories")."""
         lines: list[tuple[float, str]] = []
         vector = self.embed(text)
         for uid in users:
-            g, known, _best, fired = self._fired(uid, text, vector, None, None, act.Params(), GATE)
+            g, known, _best, fired, valid = self._fired(uid, text, vector, None, None, act.Params(), GATE)
             if known:
-                lines += [(a, tid) for tid, a in self._traces(g, fired)[:per_user]]
+                lines += [(a, tid) for tid, a in self._traces(g, fired, valid)[:per_user]]
         if not lines:
             return ""
         share = max(4, words // len(lines))

@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..wire import (ConsolidatedResponse, ConsolidateRequest, EntitiesRequest, EntitiesResponse, EntityOut,
-    EntityRequest, EntityResponse, MergedResponse, MergeEntitiesRequest, RelationOut, TraceOut)
+from ..wire import (ConsolidatedResponse, ConsolidateRequest, EntitiesRequest, EntitiesResponse, EntityRequest,
+    EntityResponse, MergedResponse, MergeEntitiesRequest)
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import consolidation as cons
 from .builder import USER_GROUP, Builder, Changes
@@ -25,6 +25,7 @@ from .model import (FLOOR, HALF_LIFE_DAYS, Entity, Episode, Similar, Trace, User
                     fold, stable_id)
 from .store import GraphStore
 from .tables import graph_of
+from .wire_out import entity_out, relation_out, trace_out
 
 log = logging.getLogger("sidecar.graph")
 
@@ -267,14 +268,14 @@ class GraphService:
 
     # ------------------------------------------------------------------ recall
 
-    def trace_activation(self, trace: Trace, now: float) -> float:
-        return decayed(trace.activation, trace.updated_at, now)
-
     def graph_recall(self, req: Any) -> Any:
         return self.recaller.graph_recall(req)
 
     def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
         return self.recaller.related_block(users, text, per_user, words)
+
+    def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
+        return self.recaller.true_now(user_id, text, limit)
 
     def search(self, *args: Any) -> list[dict[str, Any]]:  # (user_id, text, vector, limit, since, until)
         return self.recaller.search(*args)
@@ -341,11 +342,6 @@ class GraphService:
 
     # ------------------------------------------------------------------ commands
 
-    def _entity_out(self, g: UserGraph, e: Entity) -> EntityOut:
-        first, last = g.seen(e)
-        return EntityOut(id=e.id, name=e.name, type=e.type, aliases=sorted(e.aliases), salience=round(g.salience(e), 3),
-                         mentions=len(e.episodes), first_seen=int(first), last_seen=int(last))
-
     def settled(self) -> None:
         """Graph commands answer for every acknowledged store: wait for the builder (bounded)."""
         deadline = time.monotonic() + SETTLE_SECONDS
@@ -364,7 +360,7 @@ class GraphService:
                      if (req.entity_type is None or e.type == req.entity_type)
                      and (prefix is None or any(k.startswith(prefix) for k in e.keys()))]
             found.sort(key=lambda e: (-len(e.episodes), fold(e.name), e.id))
-            return EntitiesResponse(entities=[self._entity_out(g, e) for e in found[:req.limit]])
+            return EntitiesResponse(entities=[entity_out(g, e) for e in found[:req.limit]])
 
     def entity(self, req: EntityRequest) -> EntityResponse:
         self.settled()
@@ -373,25 +369,13 @@ class GraphService:
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
             if e is None:
                 raise NotFound(f"user {quote(req.user_id)} has no entity {quote(req.id or req.name)}")
+            # what is true now first, then what was (each in the order it was stated)
             rels = sorted((r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),
-                          key=lambda r: (r.valid_from, r.predicate, r.object_value, r.id))
+                          key=lambda r: (r.valid_to is not None, r.valid_from, r.predicate, r.object_value, r.id))
             traces = sorted((t for t in g.traces.values() if e.id in t.entity_ids), key=lambda t: (t.start, t.id))
             now = self.clock()
-            return EntityResponse(entity=self._entity_out(g, e), relations=[self._relation_out(g, r) for r in rels],
-                                  traces=[self.trace_out(t, now) for t in traces])
-
-    def _relation_out(self, g: UserGraph, r: Any) -> RelationOut:
-        subject = g.entities.get(r.subject_id)
-        obj = g.entities.get(r.object_id) if r.object_id else None
-        return RelationOut(id=r.id, subject=subject.name if subject else r.subject_id, subject_id=r.subject_id,
-                           predicate=r.predicate, object=obj.name if obj else r.object_value, object_id=r.object_id,
-                           valid_from=int(r.valid_from), valid_to=None if r.valid_to is None else int(r.valid_to),
-                           episode_ids=r.episode_ids, confidence=round(r.confidence, 3), fact_id=r.fact_id)
-
-    def trace_out(self, t: Trace, now: float) -> TraceOut:
-        return TraceOut(id=t.id, summary=t.summary, strength=len(t.episode_ids),
-                        activation=round(decayed(t.activation, t.updated_at, now), 4), episode_ids=t.episode_ids,
-                        entity_ids=t.entity_ids, start=int(t.start), end=int(t.end))
+            return EntityResponse(entity=entity_out(g, e), relations=[relation_out(g, r) for r in rels],
+                                  traces=[trace_out(t, now) for t in traces])
 
     def merge_entities(self, req: MergeEntitiesRequest) -> MergedResponse:
         if req.source == req.target:
@@ -410,7 +394,7 @@ class GraphService:
             self.store.replace_mentions(g, episodes)
             self.store.save(g, entities=[target], relations=g.relations.values(),
                             traces=[t for t in g.traces.values() if target.id in t.entity_ids])
-            return MergedResponse(entity=self._entity_out(g, target), moved=moved)
+            return MergedResponse(entity=entity_out(g, target), moved=moved)
 
     def consolidate(self, req: ConsolidateRequest) -> ConsolidatedResponse:
         return ConsolidatedResponse(**self.consolidate_all(req.user_id))

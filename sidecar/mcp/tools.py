@@ -135,10 +135,12 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "context", "Memory context",
         "A prompt-ready block of what is remembered about the user: their facts (most relevant to `text` "
-        "first) and a compressed recent history of their messages; with `related`, also memories recalled "
-        "through the memory graph. Call it before answering to personalise the answer.",
+        "first), what is true now (where they live, work, ... with since when), their stored messages most "
+        "relevant to `text`, and a compressed recent history of their messages; with `related`, also memories "
+        "recalled through the memory graph. Call it before answering to personalise the answer.",
         {"text": {"type": "string",
-                  "description": "The message being answered (ranks the facts; needed for `related`)."},
+                  "description": "The message being answered (ranks the facts, finds the relevant memories; "
+                                 "needed for `related`)."},
          "format": {"type": "string", "enum": ["xml", "markdown"], "default": "xml",
                     "description": "How the facts block is rendered."},
          "limit": _limit(10, "Most facts in the block (xml format)."),

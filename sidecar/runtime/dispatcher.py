@@ -99,8 +99,12 @@ class Dispatcher:
             self.handlers[kind] = getattr(graph, name) if graph is not None else self._graph_off
 
     def _context(self, req: ContextRequest, conversation: ConversationService, facts: FactService) -> BaseModel:
-        """The facts and conversation blocks, then (with `related`, `text` and graph memory) related memories."""
-        out = conversation.context(req, facts.context)
+        """The facts block (facts, what is true now from graph memory, the memories relevant to the text) and
+        the conversation blocks, then (with `related`, `text` and graph memory) related memories."""
+        if self.graph is None and "now" in req.include and "include" in req.model_fields_set:
+            raise Disabled("`include` \"now\" needs graph memory, which is switched off (--graph false)")
+        true_now = self.graph.true_now if self.graph is not None else None
+        out = conversation.context(req, lambda r, memories: facts.context(r, true_now, memories))
         if req.related and req.text and not out.opted_out:
             if self.graph is None:
                 raise Disabled("`related` needs graph memory, which is switched off (--graph false)")

@@ -110,14 +110,34 @@ class HistoryRequest(_Request, HistoryOptions):
     type: Literal["history"]
 
 
+ContextSection = Literal["facts", "now", "memories"]
+CONTEXT_SECTIONS: tuple[ContextSection, ...] = ("facts", "now", "memories")
+# `context`'s relevant memories: a stored message shows at this cosine to the request's text or above
+# (`python scripts/bench.py locomo --memory-floor`: docs/facts.md, "Why 0.40 for memories")
+MEMORY_FLOOR = 0.4
+
+
 class ContextRequest(_Request):
-    """A prompt-ready block of facts for a message and the users involved; with `channel` and/or
-    `history`, the channel block and the history block in the same answer. A `text` carrying the
-    opt-out marker empties every block."""
+    """A prompt-ready block for a message and the users involved: their facts, what is true now (current
+    relations from graph memory, with their since-dates) and the stored memories relevant to `text`; with
+    `channel` and/or `history`, the channel block and the history block in the same answer. A `text`
+    carrying the opt-out marker empties every block."""
 
     type: Literal["context"]
     format: Literal["xml", "markdown"] = "xml"
-    text: StrictStr | None = Field(None, description="The message being answered; ranks facts by relevance.")
+    text: StrictStr | None = Field(None, description="The message being answered; ranks facts by relevance and "
+                                                     "finds the relevant memories.")
+    include: list[ContextSection] = Field(
+        default_factory=lambda: list(CONTEXT_SECTIONS),
+        description="The sections of `text`: `facts`; `now`, what is true now (the users' current relations, "
+                    "needs graph memory); `memories`, the stored messages most relevant to `text`. Facts only: "
+                    "[\"facts\"].")
+    now_limit: StrictInt = Field(5, ge=0, le=50, description="`now`: current relations per user at most.")
+    memories_limit: StrictInt = Field(3, ge=0, le=20, description="`memories`: memories per user at most.")
+    memories_words: StrictInt = Field(120, ge=10, le=2000, description="`memories`: word budget of all memory "
+                                                                       "lines together (each is cut to its share).")
+    memories_min_similarity: Number = Field(MEMORY_FLOOR, ge=-1, le=1, description="`memories`: the least cosine "
+                                                                                   "similarity to `text` shown.")
     users: UserMap | None = None
     user_id: Id | None = Field(None, description="Shorthand for one user (with `username`).")
     username: StrictStr | None = None
@@ -168,6 +188,8 @@ class ContextResponse(_Response):
     format: Literal["xml", "markdown"]
     text: str = Field(description="The block to paste into a system prompt; empty when there is nothing.")
     facts: int = Field(description="How many facts the block shows.")
+    relations: int = Field(description="How many current relations its `now` section shows.")
+    memories: int = Field(description="How many memories its `memories` section shows.")
     channel_block: str | None = Field(None, description="With `channel`: the channel_context block.")
     history_block: str | None = Field(None, description="With `history`: the history block.")
     related_block: str | None = Field(None, description="With `related`: traces recalled by `text`, compressed.")

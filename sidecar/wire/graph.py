@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (Field, SerializerFunctionWrapHandler, StrictBool, StrictInt, StrictStr, model_serializer,
+                      model_validator)
 
 from .base import Fraction, Id, NonBlank, Number, Timestamp, _Model, _Request, _Response, check_window
 
@@ -76,10 +77,20 @@ class RelationOut(_Model):
     object: str = Field(description="The object entity's name, or the value.")
     object_id: str | None = Field(None, description="The object entity, when the object is one.")
     valid_from: int = Field(description="Unix seconds: the time of the episode that stated it.")
-    valid_to: int | None = Field(None, description="Unix seconds: when a later episode contradicted it; null while current.")
+    valid_to: int | None = Field(description="Unix seconds: when a later episode contradicted it; null while current "
+                                             "(always present).")
     episode_ids: list[str] = Field(description="The episodes (message ids) that state it.")
     confidence: float
     fact_id: str | None = Field(None, description="The user's fact that states the same, when there is one.")
+
+    @model_serializer(mode="wrap")
+    def _valid_to_always(self, handler: SerializerFunctionWrapHandler):
+        """`valid_to` is written as null while current: the encoder (and the MCP face) leave other nulls out.
+        No return annotation: the JSON Schema stays the one of the fields."""
+        out = handler(self)
+        if isinstance(out, dict):
+            out.setdefault("valid_to", None)
+        return out
 
 
 class TraceOut(_Model):

@@ -19,7 +19,7 @@ for (const m of messages) console.log(m.similarity.toFixed(2), m.content);
 
 await sidecar.remember({ user_id: '123', text: 'Has a cat named Miso', category: 'preference' });
 const context = await sidecar.context({ users: { '123': 'alice' }, text: 'what toy should I buy?' });
-console.log(context.text); // a prompt-ready <background_facts> block for the LLM call
+console.log(context.text); // a prompt-ready <background_facts> block for the LLM call (facts, what is true now, memories)
 
 try {
   await sidecar.delete({ id: 'no-such-id' });

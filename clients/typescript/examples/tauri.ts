@@ -12,8 +12,8 @@ void sidecar.closed.then(({ code, signal }) => console.log('memory-sidecar exite
 
 export async function remember(userId: string, content: string): Promise<string> {
   await sidecar.store({ user_id: userId, content });
-  const { text } = await sidecar.context({ user_id: userId, text: content, related: 3 });
-  return text; // the facts block to put in the prompt
+  const { text } = await sidecar.context({ user_id: userId, text: content });
+  return text; // for the prompt: the user's facts, what is true now, the stored messages relevant to `content`
 }
 
 export async function search(userId: string, text: string) {

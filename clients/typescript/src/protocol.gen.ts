@@ -578,9 +578,10 @@ export interface ForgetFactRequest {
   user_id?: (string | number) | null;
 }
 /**
- * A prompt-ready block of facts for a message and the users involved; with `channel` and/or
- * `history`, the channel block and the history block in the same answer. A `text` carrying the
- * opt-out marker empties every block.
+ * A prompt-ready block for a message and the users involved: their facts, what is true now (current
+ * relations from graph memory, with their since-dates) and the stored memories relevant to `text`; with
+ * `channel` and/or `history`, the channel block and the history block in the same answer. A `text`
+ * carrying the opt-out marker empties every block.
  *
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
  * via the `definition` "ContextRequest".
@@ -596,9 +597,25 @@ export interface ContextRequest {
    */
   history?: HistoryOptions | null;
   /**
+   * The sections of `text`: `facts`; `now`, what is true now (the users' current relations, needs graph memory); `memories`, the stored messages most relevant to `text`. Facts only: ["facts"].
+   */
+  include?: ('facts' | 'now' | 'memories')[];
+  /**
    * xml: facts per user.
    */
   limit?: number;
+  /**
+   * `memories`: memories per user at most.
+   */
+  memories_limit?: number;
+  /**
+   * `memories`: the least cosine similarity to `text` shown.
+   */
+  memories_min_similarity?: number;
+  /**
+   * `memories`: word budget of all memory lines together (each is cut to its share).
+   */
+  memories_words?: number;
   /**
    * Drop relevant facts below this.
    */
@@ -607,6 +624,10 @@ export interface ContextRequest {
    * How facts are ranked for `text`: semantic: nearest vectors (cosine); keyword: BM25 full-text match; hybrid (default): both, fused by rank.
    */
   mode?: 'semantic' | 'keyword' | 'hybrid';
+  /**
+   * `now`: current relations per user at most.
+   */
+  now_limit?: number;
   /**
    * markdown: most recent preferences.
    */
@@ -628,7 +649,7 @@ export interface ContextRequest {
    */
   request_id?: string | number | null;
   /**
-   * The message being answered; ranks facts by relevance.
+   * The message being answered; ranks facts by relevance and finds the relevant memories.
    */
   text?: string | null;
   type: 'context';
@@ -1427,6 +1448,10 @@ export interface ContextResponse {
    */
   history_block?: string | null;
   /**
+   * How many memories its `memories` section shows.
+   */
+  memories: number;
+  /**
    * The request's text carried the opt-out marker: every block is empty.
    */
   opted_out?: boolean;
@@ -1434,6 +1459,10 @@ export interface ContextResponse {
    * With `related`: traces recalled by `text`, compressed.
    */
   related_block?: string | null;
+  /**
+   * How many current relations its `now` section shows.
+   */
+  relations: number;
   request_id?: string | number | null;
   /**
    * The block to paste into a system prompt; empty when there is nothing.
@@ -1541,9 +1570,9 @@ export interface RelationOut {
    */
   valid_from: number;
   /**
-   * Unix seconds: when a later episode contradicted it; null while current.
+   * Unix seconds: when a later episode contradicted it; null while current (always present).
    */
-  valid_to?: number | null;
+  valid_to: number | null;
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
