@@ -15,9 +15,11 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "clients" / "typescript"
@@ -35,7 +37,17 @@ def tool(name: str) -> str:
     return path
 
 
+# npm works in clients/typescript (node_modules, dist/): one test worker at a time there (pytest -n)
+NPM_LOCK = FileLock(os.path.join(tempfile.gettempdir(),
+                                 f"memory-sidecar-npm-{hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:12]}.lock"))
+
+
 def run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    with NPM_LOCK:
+        return _run(args, timeout, env)
+
+
+def _run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
                 "npm_config_audit": "false", **(env or {})}
     try:
@@ -62,9 +74,10 @@ def npm() -> str:
     node = tool("node")
     npm = tool("npm")
     fingerprint = install_fingerprint(node)
-    if not (STAMP.exists() and STAMP.read_text().strip() == fingerprint):
-        run([npm, "ci"], timeout=300)
-        STAMP.write_text(fingerprint + "\n")
+    with NPM_LOCK:
+        if not (STAMP.exists() and STAMP.read_text().strip() == fingerprint):
+            run([npm, "ci"], timeout=300)
+            STAMP.write_text(fingerprint + "\n")
     return npm
 
 
