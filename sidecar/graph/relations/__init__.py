@@ -28,29 +28,16 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .objects import Objects
 from .predicates import AS_FACT, PREDICATES, FoundRelation
-from .subjects import Subjects
-from .words import _ANY, _fold
 
 __all__ = ["AS_FACT", "PREDICATES", "FoundRelation", "find_relations"]
 
 
-class _Reader(Subjects, Objects):
-    """One text read: the subject side and the predicate side."""
-
-
 def find_relations(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:
     """The relations stated in `text`, in order of appearance. `known`: the user's known names (folded name ->
-    entity type, the graph's gazetteer), for people named without an introduction and names in lower case."""
-    if not _ANY.search(text):
-        return []  # every reading needs a subject word, a name before a verb or a subjectless opener
-    found = _Reader(text, known).read()
-    seen: set[tuple] = set()
-    unique = []
-    for r in sorted(found, key=lambda r: r.start):
-        key = (_fold(r.subject or ""), r.predicate, _fold(r.object), r.ended)
-        if key not in seen:
-            seen.add(key)
-            unique.append(r)
-    return unique
+    entity type, the graph's gazetteer), for people named without an introduction and names in lower case.
+    The reader's patterns are compiled at its first use (about 0.1 s), in the graph builder's thread after
+    `ready`, not at start-up."""
+    from .reader import read
+
+    return read(text, known)
