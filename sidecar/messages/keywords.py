@@ -24,13 +24,15 @@ from collections import Counter
 import numpy as np
 
 from ..storage.lazy_import import defer_package_init
-from ..text import analyse, query_terms
+from ..text import analyse_fields, query_fields
 from ..text import terms as text_terms
 from .postings import TF_MAX, Postings, short_key
 from .schema import CONTEXT_CHARS
 
 K1, B = 1.2, 0.75
 MAX_QUERY_TERMS = 32
+GRAM_WEIGHT = 0.3  # a query word's grams together, against the word's own term
+MAX_GRAM_WORDS = 16  # a query's words whose grams are looked up (the first ones)
 QUERY_LANGUAGE_SHARE = 0.01  # a language a query is stemmed in: at least this share of the rows (or 1 row)
 # snowballstemmer's own `__init__` imports the stemmers of all its 30-odd languages (12-15 ms and 2.9 MiB of
 # start-up): the package is registered with its `__init__` deferred, and sidecar/text imports each
@@ -56,6 +58,8 @@ class KeywordIndex:
         self._borrowed: list[np.ndarray] = []
         self._prev: list[np.ndarray] = []  # per row: the rows (positions) its search_text borrows from, or -1
         self._prev2: list[np.ndarray] = []
+        self._glength: list[np.ndarray] = []  # per row: grams in its text, in its borrowed part
+        self._gborrowed: list[np.ndarray] = []
         self.rows = 0
         self.nbytes = 0
         self.languages: Counter[str] = Counter()  # the languages of the rows, as sidecar/text decided them
@@ -63,17 +67,25 @@ class KeywordIndex:
     def extend(self, contents: list[str], prev: list[int], prev2: list[int]) -> None:
         """Index rows numbered from `self.rows` on; prev/prev2: the positions of their previous rows (-1: none)."""
         columns: dict[bool, tuple[list[int], ...]] = {False: ([], [], [], []), True: ([], [], [], [])}
-        lengths, borrowed = [], []
+        lengths, borrowed, glengths, gborrowed = [], [], [], []
         for k, content in enumerate(contents):
             row = self.rows + k
-            language, words = analyse(content)
+            language, words, grams = analyse_fields(content)
             if language is not None:
                 self.languages[language] += 1
             counts = Counter(words)
-            tail = (Counter(text_terms(content[-CONTEXT_CHARS:], language)) if len(content) > CONTEXT_CHARS
-                    else counts)
+            gcounts = Counter(grams)
+            if len(content) > CONTEXT_CHARS:
+                _, tail_words, tail_grams = analyse_fields(content[-CONTEXT_CHARS:], language)
+                tail, gtail = Counter(tail_words), Counter(tail_grams)
+            else:
+                tail, gtail = counts, gcounts
             lengths.append(len(words))
             borrowed.append(sum(tail.values()) if tail is not counts else len(words))
+            glengths.append(len(grams))
+            gborrowed.append(sum(gtail.values()) if gtail is not gcounts else len(grams))
+            if gcounts:
+                counts, tail = counts + gcounts, (tail + gtail if tail is not counts else counts + gcounts)
             keys = counts.keys() | tail.keys() if tail is not counts else counts.keys()
             for term in keys:
                 short = short_key(term) if len(term) <= 2 else None
@@ -89,16 +101,19 @@ class KeywordIndex:
         self._borrowed.append(np.array(borrowed, np.float32))
         self._prev.append(np.array(prev, np.int32))
         self._prev2.append(np.array(prev2, np.int32))
+        self._glength.append(np.array(glengths, np.float32))
+        self._gborrowed.append(np.array(gborrowed, np.float32))
         self.rows += len(contents)
         after = self._words.posting_bytes * len(self._words) + self._pairs.posting_bytes * len(self._pairs)
         self.nbytes += after - before + len(contents) * ROW_BYTES
 
     def _columns(self) -> tuple[np.ndarray, ...]:
-        for name in ("_length", "_borrowed", "_prev", "_prev2"):
+        for name in ("_length", "_borrowed", "_prev", "_prev2", "_glength", "_gborrowed"):
             parts = getattr(self, name)
             if len(parts) > 1:
                 setattr(self, name, [np.concatenate(parts)])
-        return self._length[0], self._borrowed[0], self._prev[0], self._prev2[0]
+        return (self._length[0], self._borrowed[0], self._prev[0], self._prev2[0], self._glength[0],
+                self._gborrowed[0])
 
     def _frequencies(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Dense per-row term frequencies of one term: in the row's text, and in its borrowed part."""
@@ -113,16 +128,19 @@ class KeywordIndex:
         least = max(1.0, QUERY_LANGUAGE_SHARE * sum(self.languages.values()))
         return sorted(code for code, n in self.languages.items() if n >= least)
 
-    def _query(self, text: str) -> Counter[str]:
-        """The query's terms and their counts; past MAX_QUERY_TERMS distinct ones, the best by tf-idf among
-        those the index holds."""
-        query = Counter(query_terms(text, self.query_languages()))
-        if len(query) <= MAX_QUERY_TERMS:
+    def _query(self, text: str) -> tuple[dict[str, int], list[tuple[list[str], list[str]]]]:
+        """The query's terms and their counts, past MAX_QUERY_TERMS distinct ones the best by tf-idf among
+        those the index holds; and the stems and grams of its first MAX_GRAM_WORDS words that have grams."""
+        terms, words = query_fields(text, self.query_languages())
+        return self._best(Counter(terms), MAX_QUERY_TERMS), words[:MAX_GRAM_WORDS]
+
+    def _best(self, query: Counter[str], most: int) -> dict[str, int]:
+        if len(query) <= most:
             return query
         found = self._document_frequencies(list(query))
         scored = [(times * math.log(1 + (self.rows - n + 0.5) / (n + 0.5)), term)
                   for (term, times), n in zip(query.items(), found.tolist()) if n]
-        return Counter({term: query[term] for _, term in sorted(scored, reverse=True)[:MAX_QUERY_TERMS]})
+        return {term: query[term] for _, term in sorted(scored, reverse=True)[:most]}
 
     def _document_frequencies(self, terms: list[str]) -> np.ndarray:
         """Rows holding each term."""
@@ -146,24 +164,44 @@ class KeywordIndex:
         """`search` as (position, BM25 score) pairs."""
         if not self.rows or limit <= 0:
             return []
-        query = self._query(text)
-        if not query:
+        query, words = self._query(text)
+        if not query and not words:
             return []
-        length, borrowed, prev, prev2 = self._columns()
+        length, borrowed, prev, prev2, glength, gborrowed = self._columns()
         has1, has2 = prev >= 0, prev2 >= 0
-        if field == "search_text":
-            length = length + np.where(has1, borrowed[prev], 0) + np.where(has2, borrowed[prev2], 0)
-        norm = K1 * (1 - B + B * length / max(float(length.mean()), 1e-9))
-        scores = np.zeros(self.rows, np.float32)
-        for term, times in query.items():
+
+        def field_norm(lengths: np.ndarray, borrows: np.ndarray) -> np.ndarray:
+            if field == "search_text":
+                lengths = lengths + np.where(has1, borrows[prev], 0) + np.where(has2, borrows[prev2], 0)
+            return K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
+
+        def bm25(term: str, norm: np.ndarray) -> np.ndarray | None:
             tf, tail = self._frequencies(term)
             if field == "search_text":
                 tf = tf + np.where(has1, tail[prev], 0) + np.where(has2, tail[prev2], 0)
             n = int(np.count_nonzero(tf))
             if not n:
-                continue
+                return None
             idf = math.log(1 + (self.rows - n + 0.5) / (n + 0.5))
-            scores += times * idf * tf * (K1 + 1) / (tf + norm)
+            return idf * tf * (K1 + 1) / (tf + norm)
+
+        scores = np.zeros(self.rows, np.float32)
+        norm = field_norm(length, borrowed)
+        by_term: dict[str, np.ndarray | None] = {}
+        for term, times in query.items():
+            by_term[term] = found = bm25(term, norm)
+            if found is not None:
+                scores += times * found
+        # a word's grams stand in for its stems where they score more (another form of the word), never add to them
+        gram_norm = field_norm(glength, gborrowed) if words else None
+        for stems, grams in words:
+            matched = [v for v in map(lambda g: bm25(g, gram_norm), grams) if v is not None]
+            if not matched:
+                continue
+            fallback = (GRAM_WEIGHT / len(grams)) * np.sum(matched, axis=0)
+            own = [by_term[t] if t in by_term else bm25(t, norm) for t in stems]
+            exact = np.sum([v for v in own if v is not None], axis=0) if any(v is not None for v in own) else 0.0
+            scores += np.maximum(fallback - exact, 0.0)
         hit = scores > 0
         if candidates is not None:
             hit &= candidates

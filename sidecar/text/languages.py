@@ -105,6 +105,7 @@ def _arabic_article(stem: Callable[[str], str]) -> Callable[[str], str]:
     letters or more stay, as the light10 stemmer (Lucene's Arabic stemmer) does: Snowball's keeps it on
     short words (الشاي -> الشا, but شاي -> شا)."""
     def article_first(word: str) -> str:
+        word = word.replace("\u0629", "\u062a")  # ة -> ت
         for prefix in _AR_PREFIXES:
             if word.startswith(prefix) and len(word) - len(prefix) >= 2:
                 return stem(word[len(prefix):])
