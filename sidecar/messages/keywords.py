@@ -8,7 +8,11 @@ links to its previous rows, so the index holds one posting per (term, row) and n
 Text analysis is sidecar/text's, for every script: Han, Kana, Hangul, Thai and the other spaceless
 scripts as bigrams, words stemmed in their memory's language with its stop words dropped (English as
 LanceDB's default tokenizer has it). The index counts the languages of its rows; a query is analysed in
-each language that holds at least QUERY_LANGUAGE_SHARE of them. The scoring is tantivy's BM25 (k1 1.2,
+each language that holds at least QUERY_LANGUAGE_SHARE of them. Beside the terms, the words' grams
+(sidecar/text: trigrams of each word, in every language but English) with lengths of their own: a query
+word's grams, scored as one more BM25 field at GRAM_WEIGHT (the word's grams sharing it), stand in for the
+word's stems in a row where they score more, and never add to them, so another form of a word is found
+and an exact match ranks as it did. The scoring is tantivy's BM25 (k1 1.2,
 b 0.75, idf ln(1 + (N - n + 0.5) / (n + 0.5))) with the statistics of the user's own rows; a query with more
 than MAX_QUERY_TERMS distinct terms (a pasted page of Chinese has thousands of bigrams) keeps the ones
 with the highest tf-idf, as Lucene's MoreLikeThis keeps 25. The index is derived data: built from the
@@ -24,7 +28,7 @@ from collections import Counter
 import numpy as np
 
 from ..storage.lazy_import import defer_package_init
-from ..text import analyse_fields, query_fields
+from ..text import GRAM_MARK, analyse_fields, query_fields
 from ..text import terms as text_terms
 from .postings import TF_MAX, Postings, short_key
 from .schema import CONTEXT_CHARS
@@ -49,11 +53,12 @@ def terms(text: str) -> list[str]:
 
 class KeywordIndex:
     """Postings of one user's rows (postings.py: words by a 64-bit hash, terms of one or two characters by
-    their code points). Rows are numbered as the cache numbers them."""
+    their code points, grams by a 32-bit hash). Rows are numbered as the cache numbers them."""
 
     def __init__(self) -> None:
         self._words = Postings(np.int64)
         self._pairs = Postings(np.uint32)
+        self._grams = Postings(np.uint32)
         self._length: list[np.ndarray] = []  # per row: terms in its text, terms in its borrowed part
         self._borrowed: list[np.ndarray] = []
         self._prev: list[np.ndarray] = []  # per row: the rows (positions) its search_text borrows from, or -1
@@ -66,7 +71,8 @@ class KeywordIndex:
 
     def extend(self, contents: list[str], prev: list[int], prev2: list[int]) -> None:
         """Index rows numbered from `self.rows` on; prev/prev2: the positions of their previous rows (-1: none)."""
-        columns: dict[bool, tuple[list[int], ...]] = {False: ([], [], [], []), True: ([], [], [], [])}
+        columns: dict[Postings, tuple[list[int], ...]] = {p: ([], [], [], []) for p in (self._words, self._pairs,
+                                                                                       self._grams)}
         lengths, borrowed, glengths, gborrowed = [], [], [], []
         for k, content in enumerate(contents):
             row = self.rows + k
@@ -85,18 +91,20 @@ class KeywordIndex:
             glengths.append(len(grams))
             gborrowed.append(sum(gtail.values()) if gtail is not gcounts else len(grams))
             if gcounts:
-                counts, tail = counts + gcounts, (tail + gtail if tail is not counts else counts + gcounts)
+                own_tail = tail is counts
+                counts = counts + gcounts
+                tail = counts if own_tail else tail + gtail
             keys = counts.keys() | tail.keys() if tail is not counts else counts.keys()
             for term in keys:
-                short = short_key(term) if len(term) <= 2 else None
-                h, pos, tf, tail_tf = columns[short is not None]
-                h.append(hash(term) if short is None else short)
+                postings, key = self._postings(term)
+                h, pos, tf, tail_tf = columns[postings]
+                h.append(key)
                 pos.append(row)
                 tf.append(min(counts.get(term, 0), TF_MAX))
                 tail_tf.append(min(tail.get(term, 0), TF_MAX))
-        before = self._words.posting_bytes * len(self._words) + self._pairs.posting_bytes * len(self._pairs)
-        self._words.add(*columns[False])
-        self._pairs.add(*columns[True])
+        before = self._posting_bytes()
+        for postings, found in columns.items():
+            postings.add(*found)
         self._length.append(np.array(lengths, np.float32))
         self._borrowed.append(np.array(borrowed, np.float32))
         self._prev.append(np.array(prev, np.int32))
@@ -104,8 +112,19 @@ class KeywordIndex:
         self._glength.append(np.array(glengths, np.float32))
         self._gborrowed.append(np.array(gborrowed, np.float32))
         self.rows += len(contents)
-        after = self._words.posting_bytes * len(self._words) + self._pairs.posting_bytes * len(self._pairs)
-        self.nbytes += after - before + len(contents) * ROW_BYTES
+        self.nbytes += self._posting_bytes() - before + len(contents) * ROW_BYTES
+
+    def _posting_bytes(self) -> int:
+        return sum(p.posting_bytes * len(p) for p in (self._words, self._pairs, self._grams))
+
+    def _postings(self, term: str) -> tuple[Postings, int]:
+        """Where a term's postings are, under which key: a gram under 32 bits of its hash (a rare collision
+        only blurs a fallback), a term of one or two characters under its code points, a longer one under
+        its 64-bit hash."""
+        if term[0] == GRAM_MARK:
+            return self._grams, hash(term) & 0xFFFFFFFF
+        short = short_key(term) if len(term) <= 2 else None
+        return (self._words, hash(term)) if short is None else (self._pairs, short)
 
     def _columns(self) -> tuple[np.ndarray, ...]:
         for name in ("_length", "_borrowed", "_prev", "_prev2", "_glength", "_gborrowed"):
@@ -117,10 +136,8 @@ class KeywordIndex:
 
     def _frequencies(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Dense per-row term frequencies of one term: in the row's text, and in its borrowed part."""
-        short = short_key(term)
-        if short is None:
-            return self._words.frequencies(hash(term), self.rows)
-        return self._pairs.frequencies(short, self.rows)
+        postings, key = self._postings(term)
+        return postings.frequencies(key, self.rows)
 
     def query_languages(self) -> list[str]:
         """The languages a query is analysed in: those of at least QUERY_LANGUAGE_SHARE of the rows (a line
