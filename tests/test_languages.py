@@ -15,7 +15,7 @@ import pytest
 from lancedb.index import FTS
 
 from conftest import ROOT, Sidecar
-from sidecar.messages.keywords import MAX_GRAM_WORDS, MAX_QUERY_TERMS, KeywordIndex
+from sidecar.messages.keywords import MAX_QUERY_GRAMS, MAX_QUERY_TERMS, KeywordIndex
 from sidecar.storage import SCHEMA_VERSION
 from sidecar.text import analyse_fields, configure, language_of, query_terms, terms
 
@@ -113,7 +113,7 @@ def test_a_megabyte_of_chinese_and_a_5000_character_query_stay_bounded():
     index = _index(["今天天气很好", text, "我们去公园散步吧"])
     query = ("我们明天去北京看长城吃烤鸭" * 400)[:5000]
     words, grams = index._query(query)
-    assert len(words) <= MAX_QUERY_TERMS and len(grams) <= MAX_GRAM_WORDS
+    assert len(words) <= MAX_QUERY_TERMS and sum(len(found) for _, found in grams) <= MAX_QUERY_GRAMS
     assert index.search("мы пошли в кино " * 400, "content", None, 3) == []  # a long query of words, grams and all
     assert index.search(query, "search_text", None, 3)[0] == 2
 

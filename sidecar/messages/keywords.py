@@ -36,7 +36,7 @@ from .schema import CONTEXT_CHARS
 K1, B = 1.2, 0.75
 MAX_QUERY_TERMS = 32
 GRAM_WEIGHT = 0.3  # a query word's grams together, against the word's own term
-MAX_GRAM_WORDS = 16  # a query's words whose grams are looked up (the first ones)
+MAX_QUERY_GRAMS = 24  # grams looked up per query: those of its first words (at least one word's)
 QUERY_LANGUAGE_SHARE = 0.01  # a language a query is stemmed in: at least this share of the rows (or 1 row)
 # snowballstemmer's own `__init__` imports the stemmers of all its 30-odd languages (12-15 ms and 2.9 MiB of
 # start-up): the package is registered with its `__init__` deferred, and sidecar/text imports each
@@ -147,9 +147,16 @@ class KeywordIndex:
 
     def _query(self, text: str) -> tuple[dict[str, int], list[tuple[list[str], list[str]]]]:
         """The query's terms and their counts, past MAX_QUERY_TERMS distinct ones the best by tf-idf among
-        those the index holds; and the stems and grams of its first MAX_GRAM_WORDS words that have grams."""
+        those the index holds; and the stems and grams of its first words that have grams, MAX_QUERY_GRAMS
+        grams in all at most (a word's grams all or none; the first word's always)."""
         terms, words = query_fields(text, self.query_languages())
-        return self._best(Counter(terms), MAX_QUERY_TERMS), words[:MAX_GRAM_WORDS]
+        kept, grams = [], 0
+        for stems, found in words:
+            grams += len(found)
+            if kept and grams > MAX_QUERY_GRAMS:
+                break
+            kept.append((stems, found))
+        return self._best(Counter(terms), MAX_QUERY_TERMS), kept
 
     def _best(self, query: Counter[str], most: int) -> dict[str, int]:
         if len(query) <= most:
@@ -170,6 +177,13 @@ class KeywordIndex:
         if pairs:
             found[pairs] = self._pairs.document_frequencies(np.array([shorts[i] for i in pairs], np.uint32))
         return found
+
+    def _gram_frequencies(self, grams: list[str]) -> dict[str, int]:
+        """Rows holding each gram (a gram no row holds costs no further look-up)."""
+        if not grams:
+            return {}
+        keys = np.array([self._postings(g)[1] for g in grams], np.uint32)
+        return dict(zip(grams, self._grams.document_frequencies(keys).tolist()))
 
     def search(self, text: str, field: str, candidates: np.ndarray | None, limit: int) -> list[int]:
         """The best `limit` rows (positions) for the query text in `field` ("content" or "search_text"),
@@ -211,8 +225,9 @@ class KeywordIndex:
                 scores += times * found
         # a word's grams stand in for its stems where they score more (another form of the word), never add to them
         gram_norm = field_norm(glength, gborrowed) if words else None
+        held = self._gram_frequencies([g for _, grams in words for g in grams])
         for stems, grams in words:
-            matched = [v for v in map(lambda g: bm25(g, gram_norm), grams) if v is not None]
+            matched = [v for v in (bm25(g, gram_norm) for g in grams if held.get(g)) if v is not None]
             if not matched:
                 continue
             fallback = (GRAM_WEIGHT / len(grams)) * np.sum(matched, axis=0)
