@@ -24,7 +24,7 @@ menikah -> meni). Taken from the word, not its stem, so a stemmer's mistake is n
 query word's grams stand in for its stems where they score more, at a lower weight, and never add to
 them (messages/keywords.py, facts/keywords.py). English is left out: its stemmer already meets its
 inflections (every inflected query of the sample found without grams) and its keyword index would grow
-about 4 times (docs/languages.md).
+3 to 4 times (docs/languages.md).
 
 Pure: no I/O. The stemmers are imported on first use (languages.py)."""
 
