@@ -10,13 +10,14 @@ import unicodedata
 
 import lancedb
 import orjson
+import pyarrow as pa
 import pytest
 from lancedb.index import FTS
 
 from conftest import ROOT, Sidecar
-from sidecar.messages.keywords import MAX_QUERY_TERMS, KeywordIndex
+from sidecar.messages.keywords import MAX_QUERY_GRAMS, MAX_QUERY_TERMS, KeywordIndex
 from sidecar.storage import SCHEMA_VERSION
-from sidecar.text import configure, language_of, query_terms, terms
+from sidecar.text import analyse_fields, configure, language_of, query_terms, terms
 
 
 def _index(texts: list[str]) -> KeywordIndex:
@@ -52,6 +53,35 @@ def test_a_word_is_found_in_every_script_and_form():
         assert _finds(memories, query) == [memories[want]], query
 
 
+_FORMS = {  # memory, another form of one of its words; none of them in the bench's sample
+    "ar": [("سأذهب إلى مدرستي غدا", "المدرسة"), ("زرت مكتبة المدينة أمس", "مكتبتي"),
+           ("يكتب أخي رسالة طويلة", "الرسائل")],
+    "id": [("Saya suka menulis puisi di malam hari", "tulisan"), ("Kami berenang di pantai kemarin", "renang"),
+           ("Ibu memasak rendang untuk lebaran", "masakan")],
+    "ru": [("Мы купили новый ковёр в гостиную", "ковра"), ("Я получил подарок от бабушки", "подарка")],
+    "fi": [("Ostin eilen leipää kaupasta", "kauppa")],  # Finnish: not in the sample at all
+}
+_OTHERS = ["The weather is nice today", "Мы гуляли в парке у реки", "Kami makan nasi goreng bersama",
+           "ذهبنا إلى البحر في الصيف", "Kävimme eilen elokuvissa"]
+
+
+@pytest.mark.parametrize("lang", sorted(_FORMS))
+def test_forms_of_one_word_meet_where_the_stemmer_leaves_them_apart(lang):
+    """A prefix Snowball does not take off (me-, ber-, ال with a possessive), a vowel that comes and goes
+    (ковёр / ковра), consonant gradation (kauppa / kaupasta): the words' trigrams stand in for the stem."""
+    memories = [m for m, _ in _FORMS[lang]] + _OTHERS
+    for i, (memory, form) in enumerate(_FORMS[lang]):
+        assert not set(query_terms(form, [lang])) & set(terms(memory)), (form, "meets by its stem: not a case")
+        assert _finds(memories, form) == [memory], form
+
+
+def test_an_exact_word_outranks_words_that_only_share_its_grams():
+    memories = ["Perenang itu juara nasional", "Saya suka renang pagi", "Kami berenang di pantai"]
+    assert _finds(memories, "renang") == [memories[1]]
+    assert set(_finds(memories, "renang", 3)) == set(memories)  # the other forms follow
+    assert analyse_fields("I finally bought new guitars")[2] == []  # English: no grams (its stemmer meets its forms)
+
+
 def test_the_language_decision():
     assert language_of("Ich habe mir letzte Woche eine neue Gitarre gekauft") == "de"
     assert language_of("I finally bought a new guitar last weekend") == "en"
@@ -82,7 +112,9 @@ def test_a_megabyte_of_chinese_and_a_5000_character_query_stay_bounded():
     assert len(found) == len(text) - 1  # every bigram, none lost where long runs are cut in pieces
     index = _index(["今天天气很好", text, "我们去公园散步吧"])
     query = ("我们明天去北京看长城吃烤鸭" * 400)[:5000]
-    assert len(index._query(query)) <= MAX_QUERY_TERMS
+    words, grams = index._query(query)
+    assert len(words) <= MAX_QUERY_TERMS and sum(len(found) for _, found in grams) <= MAX_QUERY_GRAMS
+    assert index.search("мы пошли в кино " * 400, "content", None, 3) == []  # a long query of words, grams and all
     assert index.search(query, "search_text", None, 3)[0] == 2
 
 
@@ -116,6 +148,20 @@ def test_keyword_and_hybrid_search_find_words_in_every_script(sc):
         for mode in ("keyword", None):
             got = [m["id"] for m in _query(sc, f"w-{x['lang']}", x["word"], mode)]
             assert ids[x["memory"]] in (got[:1] if mode else got), (x["lang"], x["word"], mode)
+
+
+def test_another_form_of_a_word_finds_memories_and_facts_over_the_pipe(sc):
+    for lang, cases in _FORMS.items():
+        memories = [m for m, _ in cases] + _OTHERS
+        r = sc.request({"type": "store", "messages": [{"user_id": f"i-{lang}", "content": m} for m in memories]})
+        ids = dict(zip(memories, r["ids"]))
+        for memory, form in cases:
+            assert [m["id"] for m in _query(sc, f"i-{lang}", form, "keyword", limit=1)] == [ids[memory]], form
+        for memory, form in cases[:1]:  # facts: the same analysis in LanceDB's full-text index
+            assert sc.request({"type": "remember", "user_id": f"i-{lang}", "text": memory,
+                               "category": "preference"})["type"] == "remembered"
+            got = sc.request({"type": "facts", "user_id": f"i-{lang}", "text": form, "mode": "keyword"})
+            assert [f["text"] for f in got["facts"]] == [memory], (form, got)
 
 
 def test_every_result_carries_the_score_it_was_ranked_by(sc):
@@ -191,3 +237,16 @@ def test_facts_of_a_schema_6_data_dir_get_their_terms(spawn, tmp_path):
     got = sc2.request({"type": "facts", "user_id": "u", "text": "饺子", "mode": "keyword"})
     assert [f["text"] for f in got["facts"]] == ["最喜欢的食物是饺子"], got
     assert "terms" in lancedb.connect(sc2.data_dir / "lancedb").open_table("facts").schema.names
+    r = sc2.request({"type": "remember", "user_id": "u", "text": "Saya suka menulis puisi", "category": "preference"})
+    assert r["type"] == "remembered", r
+    assert sc2.shutdown() == 0
+    # a schema 7 data dir from before the words' grams: its terms without them, no analysis recorded
+    data = db.open_table("facts").to_arrow()
+    plain = [" ".join(t for t in v.split() if not t.startswith("~")) for v in data.column("terms").to_pylist()]
+    data = data.set_column(data.column_names.index("terms"), "terms", pa.array(plain, pa.string()))
+    db.create_table("facts", data=data.replace_schema_metadata(None), mode="overwrite")
+    sc3 = spawn()
+    got = sc3.request({"type": "facts", "user_id": "u", "text": "tulisan", "mode": "keyword"})
+    assert [f["text"] for f in got["facts"]] == ["Saya suka menulis puisi"], got
+    got = sc3.request({"type": "facts", "user_id": "u", "text": "饺子", "mode": "keyword"})
+    assert [f["text"] for f in got["facts"]] == ["最喜欢的食物是饺子"], got

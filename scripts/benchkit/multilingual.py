@@ -14,8 +14,8 @@ are stored, only the chosen half's queries are asked.
 Each language's memories are stored under a user of their own, and all 300 under one more user (a
 store in every language at once: the "mixed" columns). Then each query is asked in every mode (keyword,
 semantic, and hybrid, the default: no mode sent), limit 3. Prints, by language: exact-word recall@1 in
-keyword mode and @3 in hybrid, inflected-word recall@3 (keyword, hybrid), paraphrase recall@3 (semantic,
-hybrid); the query p50 per mode against the floor (a question embedded alone, in this process, with the
+keyword mode and @3 in hybrid, inflected-word recall@1 and @3 (keyword) and @3 (hybrid), paraphrase
+recall@3 (semantic, hybrid); the query p50 per mode against the floor (a question embedded alone, in this process, with the
 default model); the language decided for each memory, right or wrong (and for LoCoMo's English turns, when
 that research data is beside the repository: ../shared/bench/locomo); and the keyword index's memory per
 1,000 memories by script, and per MB of their text (built in this process from the same memories:
@@ -117,6 +117,7 @@ def recall_rows(qs: list[dict[str, Any]], langs: list[str], mixed: bool) -> list
         row = {"language": lang + ("" if lang == "all" or lang not in STEMMED else " (stemmed)"),
                "exact kw @1": recall(sub, "exact", "own/keyword", 1),
                "exact hybrid @3": recall(sub, "exact", "own/hybrid", 3),
+               "inflected kw @1": recall(sub, "inflected", "own/keyword", 1),
                "inflected kw @3": recall(sub, "inflected", "own/keyword", 3),
                "inflected hybrid @3": recall(sub, "inflected", "own/hybrid", 3),
                "paraphrase sem @3": recall(sub, "paraphrase", "own/semantic", 3),

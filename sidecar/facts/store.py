@@ -56,7 +56,7 @@ def fact_schema(dim: int) -> pa.Schema:
         pa.field("superseded_reason", pa.string()),
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         *keywords.FIELDS,  # derived from `text` (keywords.py)
-    ])
+    ], metadata={keywords.ANALYSIS_KEY: keywords.ANALYSIS})
 
 
 EVENT_SCHEMA = pa.schema([
@@ -211,12 +211,10 @@ class FactStore:
         return cosine_search(self.facts, vector, where, FACT_COLUMNS, limit)
 
     def _keyword(self, text: str, vector: np.ndarray, where: str, limit: int) -> list[dict[str, Any]]:
-        from lancedb.query import MatchQuery
-
-        query = keywords.query_text(text, self.languages)
-        if not query:  # stop words alone
+        query = keywords.query(text, self.languages)
+        if query is None:  # stop words alone
             return []
-        result = (self.facts.search(MatchQuery(query, "terms"), query_type="fts")
+        result = (self.facts.search(query, query_type="fts")
                   .where(where, prefilter=True)
                   .select([*FACT_COLUMNS, "vector", "_score"])
                   .limit(limit)

@@ -15,6 +15,17 @@ full-text index): normalised and cut by script (tokens.py), then
 A query is analysed in every language its index holds: each word becomes one term per distinct stem
 (`query_terms`), so a German query finds German memories stemmed in German beside English ones.
 
+Grams, a second field beside the terms: the distinct overlapping character trigrams of each word as
+written (normalised, accents folded; stop words have none), marked with GRAM_MARK so they never meet a
+term, in every language but English. They meet the forms of one word a stemmer leaves apart: a prefix it
+does not take off (Indonesian me-/di-/ber-, Arabic verb prefixes), a vowel that comes and goes inside the
+stem (Russian щенок / щенка), a suffix it does not know or a particle it takes off wrongly (Indonesian
+menikah -> meni). Taken from the word, not its stem, so a stemmer's mistake is not repeated in them. A
+query word's grams stand in for its stems where they score more, at a lower weight, and never add to
+them (messages/keywords.py, facts/keywords.py). English is left out: its stemmer already meets its
+inflections (every inflected query of the sample found without grams) and its keyword index would grow
+3 to 4 times (docs/languages.md).
+
 Pure: no I/O. The stemmers are imported on first use (languages.py)."""
 
 from __future__ import annotations
@@ -26,6 +37,9 @@ from .stopwords import STOP_WORDS
 from .tokens import ascii_words, bigrams, fold_marks, normalize, runs, script_of
 
 MAX_TOKEN_CHARS = 40
+GRAM = 3  # characters of a gram
+GRAM_MARK = "~"  # a gram's first character: never in a term (terms are letters, digits and their marks)
+GRAMLESS = frozenset({"en"})  # languages whose words have no grams
 _STEMS: dict[str, dict[str, str | None]] = {}  # language -> word -> term (None: dropped)
 _STEMS_MAX = 200_000  # words held per language
 _MISS = object()
@@ -101,6 +115,11 @@ def hangul_terms(word: str) -> list[str]:
     return found
 
 
+def grams(word: str) -> list[str]:
+    """A word's distinct grams (normalised, accents folded), marked; none for a word shorter than GRAM."""
+    return list(dict.fromkeys(GRAM_MARK + word[i:i + GRAM] for i in range(len(word) - GRAM + 1)))
+
+
 def language_of(text: str) -> str | None:
     """The language a memory's words are stemmed in (None: no script of it stems)."""
     normal = normalize(text)
@@ -115,10 +134,18 @@ DECIDE = "?"  # `analyse`'s language when the memory's own is to be decided ther
 def analyse(text: str, language: str | None = DECIDE) -> tuple[str | None, list[str]]:
     """A memory's language (decided here unless given: `language_of`) and its index terms, in order, in one
     pass over the text."""
+    language, out, _ = analyse_fields(text, language, with_grams=False)
+    return language, out
+
+
+def analyse_fields(text: str, language: str | None = DECIDE,
+                   with_grams: bool = True) -> tuple[str | None, list[str], list[str]]:
+    """`analyse`, and the memory's grams (each word's distinct ones, in order)."""
     normal = normalize(text)
     if normal.isascii():
-        return _analyse_ascii(normal, language)
+        return _analyse_ascii(normal, language, with_grams)
     out: list[str] = []
+    found: list[str] = []
     words: list[str] = []
     for kind, run in runs(normal):
         if kind == "word":
@@ -128,7 +155,7 @@ def analyse(text: str, language: str | None = DECIDE) -> tuple[str | None, list[
         else:
             out += bigrams(run)
     if not words:
-        return (None if language == DECIDE else language), out
+        return (None if language == DECIDE else language), out, found
     langs = settings()
     scripts = [script_of(w) for w in words]
     if language == DECIDE:
@@ -136,27 +163,36 @@ def analyse(text: str, language: str | None = DECIDE) -> tuple[str | None, list[
         language = langs.decide(normal, named, words) if named else None
     own = SCRIPT_OF_LANGUAGE.get(language or "", "Latin")
     for w, script in zip(words, scripts):
-        term = _stem(w, language if script == own and language else langs.default(script))
+        code = language if script == own and language else langs.default(script)
+        term = _stem(w, code)
         if term is not None:
             out.append(term)
-    return language, out
+            if with_grams and script and code not in GRAMLESS:
+                found += grams(fold_marks(w) if script == "Latin" else w)
+    return language, out, found
 
 
-def _analyse_ascii(normal: str, language: str | None) -> tuple[str | None, list[str]]:
-    """`analyse` of ASCII text, the common case made short: words only, each Latin or digits (no script)."""
+def _analyse_ascii(normal: str, language: str | None,
+                   with_grams: bool) -> tuple[str | None, list[str], list[str]]:
+    """`analyse_fields` of ASCII text, the common case made short: words only, each Latin or digits (no script)."""
     words = ascii_words(normal)
     if not words:
-        return (None if language == DECIDE else language), []
+        return (None if language == DECIDE else language), [], []
     langs = settings()
     if language == DECIDE:
         language = langs.decide(normal, {"Latin"}, words) if not all(map(str.isdigit, words)) else None
     latin = language if language and SCRIPT_OF_LANGUAGE.get(language, "Latin") == "Latin" else langs.default("Latin")
-    out = []
+    out: list[str] = []
+    found: list[str] = []
+    gram = with_grams and latin not in GRAMLESS
     for w in words:
-        term = _stem(w, None if w.isdigit() else latin)
+        digits = w.isdigit()
+        term = _stem(w, None if digits else latin)
         if term is not None:
             out.append(term)
-    return language, out
+            if gram and not digits:
+                found += grams(w)
+    return language, out, found
 
 
 def terms(text: str, language: str | None = DECIDE) -> list[str]:
@@ -167,12 +203,19 @@ def terms(text: str, language: str | None = DECIDE) -> list[str]:
 def query_terms(text: str, languages: Iterable[str]) -> list[str]:
     """The terms of a query against an index whose memories are in `languages`: each word in every one of
     them of its script (or its script's default when none is), each distinct stem once per word."""
+    return query_fields(text, languages)[0]
+
+
+def query_fields(text: str, languages: Iterable[str]) -> tuple[list[str], list[tuple[list[str], list[str]]]]:
+    """`query_terms`, and each word's stems and grams (those of the word in the languages that have grams),
+    for the words that have grams."""
     normal = normalize(text)
     by_script: dict[str, list[str]] = {}
     for code in languages:
         by_script.setdefault(SCRIPT_OF_LANGUAGE.get(code, "Latin"), []).append(code)
     langs = settings()
     out: list[str] = []
+    words: list[tuple[list[str], list[str]]] = []
     for kind, run in runs(normal):
         if kind == "hangul":
             out += hangul_terms(run)
@@ -181,6 +224,13 @@ def query_terms(text: str, languages: Iterable[str]) -> list[str]:
         else:
             script = script_of(run)
             chosen = by_script.get(script) or [langs.default(script)]
-            variants = {_stem(run, code) for code in chosen}
-            out += sorted(v for v in variants if v is not None)
-    return out
+            stems = {code: _stem(run, code) for code in chosen}
+            mine = sorted({v for v in stems.values() if v is not None})
+            out += mine
+            if not script:  # digits
+                continue
+            if any(v is not None and code not in GRAMLESS for code, v in stems.items()):
+                found = grams(fold_marks(run) if script == "Latin" else run)
+                if found:
+                    words.append((mine, found))
+    return out, words

@@ -103,8 +103,11 @@ _AR_PREFIXES = ("وال", "بال", "كال", "فال", "لل", "ال")
 def _arabic_article(stem: Callable[[str], str]) -> Callable[[str], str]:
     """The article and the particles glued before it (ال, وال, بال, كال, فال, لل) taken off first when two
     letters or more stay, as the light10 stemmer (Lucene's Arabic stemmer) does: Snowball's keeps it on
-    short words (الشاي -> الشا, but شاي -> شا)."""
+    short words (الشاي -> الشا, but شاي -> شا). Before that, taa marbuta (ة) is read as the ت it becomes
+    before a suffix, so a noun and its possessed form meet (جدة / جدتي, شقة / شقتنا): Snowball keeps them
+    apart."""
     def article_first(word: str) -> str:
+        word = word.replace("\u0629", "\u062a")
         for prefix in _AR_PREFIXES:
             if word.startswith(prefix) and len(word) - len(prefix) >= 2:
                 return stem(word[len(prefix):])
