@@ -183,22 +183,25 @@ def tokenizer_json(cfg: dict, vocab: list[tuple[str, float]]) -> bytes:
     return tok.to_str().encode()
 
 
-def lay_out(cache: Path, files: dict[str, bytes]) -> Path:
-    root = cache / f"models--{REPO.replace('/', '--')}"
+def lay_out(cache: Path, files: dict[str, bytes], repo: str = REPO, rev: str = REV) -> Path:
+    """Lay `files` out as huggingface-hub does: content in blobs/ (an LFS file named by its sha256, any other
+    by its git blob sha1), symlinks to them in snapshots/<rev>/, and refs/main naming rev; returns the
+    snapshot folder. (tests/test_models.py makes its test models' caches with it too.)"""
+    root = cache / f"models--{repo.replace('/', '--')}"
     (root / "refs").mkdir(parents=True, exist_ok=True)
-    (root / "refs" / "main").write_text(REV)
+    (root / "refs" / "main").write_text(rev)
     for rel, data in files.items():
         lfs = rel.endswith(".onnx")
         name = hashlib.sha256(data).hexdigest() if lfs else hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         blob = root / "blobs" / name
         blob.parent.mkdir(parents=True, exist_ok=True)
         blob.write_bytes(data)
-        link = root / "snapshots" / REV / rel
+        link = root / "snapshots" / rev / rel
         link.parent.mkdir(parents=True, exist_ok=True)
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(os.path.relpath(blob, link.parent))
-    return root / "snapshots" / REV
+    return root / "snapshots" / rev
 
 
 def main(argv: list[str] | None = None) -> int:

