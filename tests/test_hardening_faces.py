@@ -323,6 +323,24 @@ def test_error_messages_quote_at_most_200_characters(env):
     _bounded(sc.request({"type": "import", "path": str(header)})["message"], "q")
 
 
+def test_command_line_errors_quote_at_most_200_characters(tmp_path):
+    """An option's error on the command line (or from its environment variable) names the option and quotes
+    a bounded part of the value: ConfigError's messages had quoted a 20,000-character --data-dir whole."""
+    big = "q" * 20_000  # under Windows' 32,767-character command line
+    for args, extra_env in ((["--data-dir", f"ftp://{big}"], {}), (["--data-dir", f"s3://{big}"], {}),
+                            (["--languages", big], {}), (["--llm-base-url", big], {}),
+                            ([], {"MEMORY_SIDECAR_THREADS": big})):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_SIDECAR_")}
+        if not args:
+            args = ["--data-dir", str(tmp_path / "data")]
+        proc = subprocess.run([sys.executable, "-m", "sidecar", *args], env={**full_env, **extra_env},
+                              capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        err = proc.stderr.decode()
+        assert proc.returncode != 0 and proc.stdout.strip() == b"" or b"startup_failed" in proc.stdout, proc
+        assert "configuration error" in err, err[:300]
+        _bounded(err, "q")
+
+
 def test_an_inverted_window_is_invalid(env):
     sc, _ = env
     for kind in ("query", "graph_recall"):

@@ -16,6 +16,7 @@ from .. import __version__
 from ..embedding.model import parse_repo_id
 from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
 from ..text import parse_languages
+from ..wire.errors import MAX_QUOTE, quote
 from .face_values import _port, _token, _user_id
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
@@ -33,14 +34,14 @@ def _bool(value: str) -> bool:
         return True
     if v in ("0", "false", "no", "off", ""):
         return False
-    raise ValueError(f"expected a boolean (1/0, true/false), got {value!r}")
+    raise ValueError(f"expected a boolean (1/0, true/false), got {quote(value)}")
 
 
 def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(value: str) -> Any:
         v = kind(value)
         if v < 0:
-            raise ValueError(f"must be >= 0, got {value!r}")
+            raise ValueError(f"must be >= 0, got {quote(value)}")
         return v
 
     parse.__name__ = kind.__name__
@@ -50,28 +51,28 @@ def _non_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 def _positive_int(value: str) -> int:
     v = int(value)
     if v < 1:
-        raise ValueError(f"must be >= 1, got {value!r}")
+        raise ValueError(f"must be >= 1, got {quote(value)}")
     return v
 
 
 def _fraction(value: str) -> float:
     v = float(value)
     if not 0.0 <= v <= 1.0:
-        raise ValueError(f"must be between 0 and 1, got {value!r}")
+        raise ValueError(f"must be between 0 and 1, got {quote(value)}")
     return v
 
 
 def _share(value: str) -> float:
     v = float(value)
     if not 0.0 < v <= 1.0:
-        raise ValueError(f"must be > 0 and <= 1, got {value!r}")
+        raise ValueError(f"must be > 0 and <= 1, got {quote(value)}")
     return v
 
 
 def _positive_float(value: str) -> float:
     v = float(value)
     if not v > 0:
-        raise ValueError(f"must be > 0, got {value!r}")
+        raise ValueError(f"must be > 0, got {quote(value)}")
     return v
 
 
@@ -80,14 +81,14 @@ def _url(value: str) -> str | None:
     if not v:
         return None
     if not v.startswith(("http://", "https://")):
-        raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        raise ValueError(f"must be an http:// or https:// URL, got {quote(value)}")
     return v
 
 
 def _env_name(value: str) -> str:
     v = value.strip()
     if not v or not all(c.isalnum() or c == "_" for c in v):
-        raise ValueError(f"must be an environment variable name, got {value!r}")
+        raise ValueError(f"must be an environment variable name, got {quote(value)}")
     return v
 
 
@@ -98,14 +99,14 @@ WRITER_MODES = ("auto", "many", "one")
 def _writers(value: str) -> str:
     v = value.strip().lower()
     if v not in WRITER_MODES:
-        raise ValueError(f"must be one of {', '.join(WRITER_MODES)}, got {value!r}")
+        raise ValueError(f"must be one of {', '.join(WRITER_MODES)}, got {quote(value)}")
     return v
 
 
 def _log_level(value: str) -> str:
     v = value.strip().lower()
     if v not in LOG_LEVELS:
-        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}, got {value!r}")
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}, got {quote(value)}")
     return v
 
 
@@ -238,9 +239,9 @@ def _data_dir(value: str | None) -> Path | str:
         try:
             return ObjectLocation.parse(value.strip()).uri
         except ValueError as exc:
-            raise ConfigError(f"--data-dir: {exc}") from None
+            raise ConfigError(f"--data-dir: {_cut(str(exc))}") from None
     if value and "://" in value:
-        raise ConfigError(f"--data-dir: {value!r}: the only object store scheme is s3:// (S3 and S3-compatible "
+        raise ConfigError(f"--data-dir: {quote(value)}: the only object store scheme is s3:// (S3 and S3-compatible "
                           "servers); a local directory is a plain path")
     return Path(value or _default_data_dir()).expanduser()
 
@@ -312,6 +313,13 @@ class Config:
 
 class ConfigError(ValueError):
     pass
+
+
+def _cut(message: str) -> str:
+    """An option's error as its parser (or int(), float()) said it, which may quote the whole value: at most
+    a few hundred characters, like every error (wire/errors.py)."""
+    limit = MAX_QUOTE + 100  # the parsers quote with quote(); this bounds the rest
+    return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} characters)"
 
 
 MCP_DESCRIPTION = (
@@ -390,7 +398,7 @@ def from_args(args: argparse.Namespace, environ: dict[str, str] | None = None, f
         try:
             values[opt.name] = opt.parse(raw)
         except ValueError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
+            raise ConfigError(f"{source}: {_cut(str(exc))}") from None
     if not values["offline"] and env.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         values["offline"] = True
     values["data_dir"] = _data_dir(values["data_dir"])

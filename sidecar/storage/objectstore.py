@@ -91,7 +91,8 @@ class ObjectLocation:
         rest = uri.split("://", 1)[1]
         bucket, _, prefix = rest.partition("/")
         if not re.fullmatch(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", bucket):
-            raise ValueError(f"{uri!r}: {bucket!r} is not a bucket name (3-63 lower-case letters, digits, '.', '-')")
+            shown = bucket if len(bucket) <= 64 else f"{bucket[:64]}..."  # a name is at most 63 characters
+            raise ValueError(f"{shown!r} is not a bucket name (3-63 lower-case letters, digits, '.', '-')")
         prefix = prefix.strip("/")
         return cls(f"s3://{bucket}/{prefix}".rstrip("/"), bucket, prefix)
 

@@ -67,7 +67,7 @@ def parse_languages(value: str) -> tuple[str, ...] | None:
     codes = tuple(dict.fromkeys(c.strip() for c in v.split(",") if c.strip())) if v != "auto" else ()
     unknown = [c for c in codes if c not in KNOWN_LANGUAGES]
     if unknown:
-        raise ValueError(f"unknown language code(s) {', '.join(unknown)}: use ISO 639-1 codes such as "
+        raise ValueError(f"unknown language code(s) {', '.join(c[:16] for c in unknown[:8])}: use ISO 639-1 codes such as "
                          f"{', '.join(sorted(KNOWN_LANGUAGES)[:12])}, ... or auto (docs/languages.md)")
     return codes or None
 
