@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .. import text
 from .config import Config
@@ -57,7 +58,7 @@ class App:
     dispatcher: Dispatcher
     extractor: Any = None  # ExtractionWorker, with an LLM
     graph: Any = None  # GraphService, unless switched off
-    portable: Any = None  # PortableService: export and import
+    portable: Any = None  # PortableOnDemand: export and import
     activity: Activity = field(default_factory=Activity)  # requests in hand, for background work to step aside
 
     def close(self) -> None:
@@ -206,14 +207,39 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
     return app
 
 
+class PortableOnDemand:
+    """Export and import, their service made at the first of them: the portable package's modules were 60 ms
+    of every start-up, for commands most sessions never send."""
+
+    def __init__(self, make: Callable[[], Any]):
+        self._make = make
+        self._service: Any = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> Any:
+        with self._lock:
+            if self._service is None:
+                self._service = self._make()
+            return self._service
+
+    def export(self, req: Any, progress: Callable[[str, int], None] | None = None) -> Any:
+        return self._get().export(req, progress)
+
+    def import_(self, req: Any, progress: Callable[[str, int], None] | None = None) -> Any:
+        return self._get().import_(req, progress)
+
+
 def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: Any, facts: Any, service: Any,
-              identity: dict[str, Any]) -> Any:
-    from ..portable import PortableService, Stores
+              identity: dict[str, Any]) -> PortableOnDemand:
+    def make() -> Any:
+        from ..portable import PortableService, Stores
 
-    def gone(ids: list[str]) -> None:
-        for companion in service.companions:
-            companion.on_deleted(ids)
+        def gone(ids: list[str]) -> None:
+            for companion in service.companions:
+                companion.on_deleted(ids)
 
-    stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone)
-    # relative export/import paths: under a local data dir, else the working directory
-    return PortableService(stores, identity, cfg.data_dir if not cfg.shared else None, ttl_days=cfg.ttl_days)
+        stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone)
+        # relative export/import paths: under a local data dir, else the working directory
+        return PortableService(stores, identity, cfg.data_dir if not cfg.shared else None, ttl_days=cfg.ttl_days)
+
+    return PortableOnDemand(make)
