@@ -41,6 +41,10 @@ EXCLUDES = [
     # optional imports of requests (pyOpenSSL injection) and pyarrow.cffi, found in the build's xref when the
     # build venv has the test extras (moto pulls cryptography): 15 MB the sidecar never loads
     "cryptography", "OpenSSL", "cffi", "_cffi_backend",
+    # terminal rendering and templates: pydantic's schema pretty-printer (a debugging helper), tqdm.rich and
+    # fsspec's reference filesystem import them inside functions the sidecar never calls (none is imported by
+    # a sidecar that ran every command): 2.7 MB of the onefile
+    "rich", "pygments", "markdown_it", "mdurl", "jinja2", "markupsafe",
 ]
 
 # pyarrow modules that pyarrow itself imports only inside `try: ... except ImportError` (pyarrow.fs: the
