@@ -43,7 +43,7 @@ EXCLUDES = [
     "cryptography", "OpenSSL", "cffi", "_cffi_backend",
     # terminal rendering and templates: pydantic's schema pretty-printer (a debugging helper), tqdm.rich and
     # fsspec's reference filesystem import them inside functions the sidecar never calls (none is imported by
-    # a sidecar that ran every command): 2.7 MB of the onefile
+    # a sidecar that ran every command): 2.9 MB of the onefile
     "rich", "pygments", "markdown_it", "mdurl", "jinja2", "markupsafe",
 ]
 

@@ -208,7 +208,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
 
 
 class PortableOnDemand:
-    """Export and import, their service made at the first of them: the portable package's modules were 60 ms
+    """Export and import, their service made at the first of them: the portable package's modules were 50-60 ms
     of every start-up, for commands most sessions never send."""
 
     def __init__(self, make: Callable[[], Any]):
