@@ -302,6 +302,24 @@ def test_every_command_the_slimmed_bundle_could_break(spawn_frozen, tmp_path):
     assert "Traceback" not in sc.stderr() and "ERROR" not in sc.stderr(), sc.stderr()
 
 
+def test_a_restart_on_a_store_with_memories_warms_the_cache_without_an_error(spawn_frozen):
+    """Regression: the bundle left out pyarrow.acero, which Table.group_by imports when it aggregates, so the
+    start-up warm-up of every non-empty store failed in the binary ("background maintenance failed",
+    ModuleNotFoundError, at the default log level); queries still answered, from the table."""
+    sc = spawn_frozen()
+    for u in range(3):
+        sc.request({"type": "store", "messages": [{"user_id": f"w{u}", "content": f"note {i} of user {u}"}
+                                                   for i in range(5)]})
+    assert sc.shutdown() == 0
+    sc = spawn_frozen()  # the same data dir
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sc.request({"type": "stats"})["cache"]["users"] < 3:
+        time.sleep(0.2)
+    assert sc.request({"type": "stats"})["cache"]["users"] == 3  # no query was sent: the warm-up loaded them
+    assert sc.shutdown() == 0
+    assert "Traceback" not in sc.stderr() and "ERROR" not in sc.stderr(), sc.stderr()
+
+
 def test_ready_offline_with_bundled_model(spawn_frozen):
     """Empty data dir, no network (a fresh network namespace when the machine allows one), no
     Python environment: `ready`, and the model comes from inside the binary."""
