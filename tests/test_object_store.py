@@ -174,6 +174,18 @@ def test_a_sidecars_own_stores_keep_its_cache(shared):
     assert a.shutdown() == 0
 
 
+def test_an_object_store_start_says_only_who_maintains_it_at_the_default_level(shared):
+    """Regression: every lease holder's start on an object store logged a WARNING "0 long memories queued
+    for chunked embedding" (its routine look for memories left unchunked); the default level is quiet."""
+    a = shared("a")
+    a.request({"type": "store", "user_id": "u", "content": "I keep bees in Lyon"})
+    assert a.shutdown() == 0
+    a = shared("a")  # again, on a store with a memory
+    assert a.shutdown() == 0
+    said = [line for line in a.stderr().splitlines() if line.strip()]
+    assert [line for line in said if "the maintenance lease" not in line] == [], said
+
+
 def test_writes_and_forgets_cross_between_sidecars(shared):
     a = shared("a")
     a.store("u1", "I have a cat named Tom")

@@ -67,7 +67,7 @@ class LongMemories:
         ids = data.column("id").to_pylist()
         have = self.chunks.having(ids)
         self.pending_chunks.add([i for i in ids if i not in have])
-        log.warning("%d long memories queued for chunked embedding", len(ids) - len(have))
+        log.info("%d long memories queued for chunked embedding", len(ids) - len(have))  # routine: every object-store start
 
     def _migrate_4_to_5(self) -> None:
         """Version 5 adds the chunks table (created at open); the long memories already stored are chunked
