@@ -335,6 +335,19 @@ def test_an_object_store_data_dir_through_the_binary(spawn_frozen, s3):
     assert [line for line in sc.stderr().splitlines() if line.strip() and "maintenance lease" not in line] == []
 
 
+def test_another_model_asked_of_the_binary_says_how_to_get_one(spawn_frozen):
+    """The binary carries its model and no hub client: `--model` of another one is refused at start-up with
+    the two ways that work (a --model-dir, a binary built with that model), not a hub hint it cannot follow."""
+    sc = spawn_frozen("--model", "intfloat/multilingual-e5-small", wait_ready=False)
+    line = sc.recv(120)
+    assert line["code"] == "startup_failed", line
+    message = line["message"]
+    assert "downloads no models" in message and "--model-dir" in message, message
+    assert "build_binary.py --model intfloat/multilingual-e5-small" in message, message
+    assert "ModuleNotFoundError" not in message and "HF_HUB_OFFLINE" not in message, message
+    assert sc.proc.wait(30) == 1
+
+
 def test_ready_offline_with_bundled_model(spawn_frozen):
     """Empty data dir, no network (a fresh network namespace when the machine allows one), no
     Python environment: `ready`, and the model comes from inside the binary."""

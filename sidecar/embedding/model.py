@@ -279,15 +279,18 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
     name = (model or "").strip() or bundled
     default = name == MODEL_NAME
     frozen = frozen_model_dir() is not None
+    # the hub client is not in a frozen binary (scripts/binarykit/slim.py): it carries its model and downloads none
+    no_hub = "" if importlib.util.find_spec("huggingface_hub") is not None else (
+        " - skipped: the frozen binary downloads no models" if frozen else " - skipped: huggingface_hub is not installed")
     places: list[tuple[str, Callable[[], Found | None] | None]] = [
         (f"--model-dir {model_dir}" if model_dir else "--model-dir (not set)", _from_explicit(model_dir)),
         ("files bundled in the frozen binary" + ("" if not frozen or bundled == name else f" - skipped: they are {bundled}"),
          _from_frozen if frozen and bundled == name else None),
         ("installed model packages (" + ", ".join(p for p, _ in OFFLINE_PACKAGES) + f"; {ASSETS_DIR})"
          + ("" if default else f" - skipped: they hold {MODEL_NAME}"), _from_packages if default else None),
-        (f"huggingface-hub cache ({name})", _from_hub_cache(name)),
-        (f"HuggingFace Hub download ({name})" + (" - skipped: offline mode" if offline else ""),
-         None if offline else _from_hub_download(name)),
+        (f"huggingface-hub cache ({name})" + no_hub, None if no_hub else _from_hub_cache(name)),
+        (f"HuggingFace Hub download ({name})" + (no_hub or (" - skipped: offline mode" if offline else "")),
+         None if offline or no_hub else _from_hub_download(name)),
     ]
     tried: list[str] = []
     no_onnx = False
@@ -326,6 +329,10 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
                "or allow the hub download (unset --offline / HF_HUB_OFFLINE).") if default else (
         f"Allow the hub download of {name} (unset --offline / HF_HUB_OFFLINE), check the repo id, or point "
         "--model-dir at a folder with its model.onnx, tokenizer.json and configs.")
+    if frozen and no_hub and not default:
+        way_out = (f"This binary carries {bundled} and downloads no models: point --model-dir at a folder with "
+                   f"{name}'s model.onnx, tokenizer.json and configs, or build a binary that carries it "
+                   f"(python scripts/build_binary.py --model {name}; docs/models.md).")
     if no_onnx:
         way_out = (f"{name} has no ONNX weights the sidecar can use: export them once (pip install "
                    f"'optimum[onnxruntime]'; optimum-cli export onnx --model {name} --task feature-extraction DIR), "
