@@ -324,18 +324,23 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
                  "+".join(spec.pooling), spec.normalize, spec.max_length, files.dim, spec.query_prefix,
                  spec.passage_prefix, spec.prefix_source)
         return files
-    way_out = ("Reinstall memory-sidecar (its package ships the default model), point --model-dir at a "
-               "directory with model.onnx and tokenizer.json, "
-               "or allow the hub download (unset --offline / HF_HUB_OFFLINE).") if default else (
-        f"Allow the hub download of {name} (unset --offline / HF_HUB_OFFLINE), check the repo id, or point "
-        "--model-dir at a folder with its model.onnx, tokenizer.json and configs.")
-    if frozen and no_hub and not default:
-        way_out = (f"This binary carries {bundled} and downloads no models: point --model-dir at a folder with "
-                   f"{name}'s model.onnx, tokenizer.json and configs, or build a binary that carries it "
-                   f"(python scripts/build_binary.py --model {name}; docs/models.md).")
-    if no_onnx:
-        way_out = (f"{name} has no ONNX weights the sidecar can use: export them once (pip install "
-                   f"'optimum[onnxruntime]'; optimum-cli export onnx --model {name} --task feature-extraction DIR), "
-                   f"then start with --model {name} --model-dir DIR; or choose a model that publishes onnx/model.onnx.")
     raise ModelError(f"no embedding model {name} found. Tried, in order:\n  - " + "\n  - ".join(tried)
-                     + "\n" + way_out)
+                     + "\n" + _way_out(name, bundled, frozen and bool(no_hub), no_onnx))
+
+
+def _way_out(name: str, bundled: str, frozen_without_hub: bool, no_onnx: bool) -> str:
+    """What to do when no place had the model (the last line of resolve_model's error)."""
+    if no_onnx:
+        return (f"{name} has no ONNX weights the sidecar can use: export them once (pip install "
+                f"'optimum[onnxruntime]'; optimum-cli export onnx --model {name} --task feature-extraction DIR), "
+                f"then start with --model {name} --model-dir DIR; or choose a model that publishes onnx/model.onnx.")
+    if name == MODEL_NAME:
+        return ("Reinstall memory-sidecar (its package ships the default model), point --model-dir at a "
+                "directory with model.onnx and tokenizer.json, or allow the hub download (unset --offline / "
+                "HF_HUB_OFFLINE).")
+    if frozen_without_hub:
+        return (f"This binary carries {bundled} and downloads no models: point --model-dir at a folder with "
+                f"{name}'s model.onnx, tokenizer.json and configs, or build a binary that carries it "
+                f"(python scripts/build_binary.py --model {name}; docs/models.md).")
+    return (f"Allow the hub download of {name} (unset --offline / HF_HUB_OFFLINE), check the repo id, or point "
+            "--model-dir at a folder with its model.onnx, tokenizer.json and configs.")
