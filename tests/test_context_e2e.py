@@ -34,7 +34,7 @@ def test_context_text_carries_memories_and_what_is_true_now(sidecar):
     text = r["text"]
     assert text.startswith("<background_facts>\n<user name=\"Sam\">\n<true_now>\n"), text
     now = text[text.index("<true_now>"):text.index("</true_now>")]
-    assert f"- Lives in Paris (since {_month(T0 + 10 * DAY)})" in now and "Berlin" not in now
+    assert f"- Lives in Paris (as of {_month(T0 + 10 * DAY)})" in now and "Berlin" not in now
     assert "- Has a pet named Miso" in now  # a pet has no since-date
     memories = text[text.index("<memories>"):text.index("</memories>")]
     assert f"- {time.strftime('%Y-%m-%d', time.gmtime(T0 + 11 * DAY))} Sam: my cat Miso hates the vacuum" in memories

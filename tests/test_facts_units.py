@@ -92,16 +92,16 @@ def test_render_xml_and_markdown_with_what_is_true_now_and_memories():
     users = [ContextUser("1", "Sam", [_f(1, "Likes tea", "preference", 1.0)], [], now, memories),
              ContextUser("2", "Al", [], [], [], []), ContextUser("3", "Bo", [], [], [], memories[1:])]
     assert render_xml(users) == (
-        '<background_facts>\n<user name="Sam">\n- Likes tea\n<true_now>\n- Lives in Paris (since March 2024)\n'
+        '<background_facts>\n<user name="Sam">\n- Likes tea\n<true_now>\n- Lives in Paris (as of March 2024)\n'
         "- Has a sister, &lt;Ana&gt;\n</true_now>\n<memories>\n- 2024-03-08 Sam: I moved to Paris &amp; love it\n"
         '- 1970-01-01 bot: ok sure\n</memories>\n</user>\n<user name="Bo">\n<memories>\n- 1970-01-01 bot: ok sure\n'
         "</memories>\n</user>\n</background_facts>")
     md = render_markdown(users[:1], preferences_limit=0, relevant_limit=10)
-    assert md == ("## Memory Context\n\n### True Now\n- Lives in Paris (since March 2024)\n- Has a sister, <Ana>\n\n"
+    assert md == ("## Memory Context\n\n### True Now\n- Lives in Paris (as of March 2024)\n- Has a sister, <Ana>\n\n"
                   "### Relevant Context\n- [preference] Likes tea\n\n### Relevant Memories\n"
                   "- 2024-03-08 Sam: I moved to Paris & love it\n- 1970-01-01 bot: ok sure")
     two = render_markdown([ContextUser("1", "Sam", [], [], now[:1]), ContextUser("2", "Ana", [], [], now[1:])], 0, 0)
-    assert two.splitlines()[3:] == ["- Sam: Lives in Paris (since March 2024)", "- Ana: Has a sister, <Ana>"]
+    assert two.splitlines()[3:] == ["- Sam: Lives in Paris (as of March 2024)", "- Ana: Has a sister, <Ana>"]
 
 
 @pytest.mark.parametrize("sentence, obj, fact, sim, same", [

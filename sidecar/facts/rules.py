@@ -173,8 +173,8 @@ class ContextFact:
 
 @dataclass(frozen=True)
 class ContextRelation:
-    """A current relation of graph memory, as a sentence ("Lives in Paris"), true since `since` (None: a
-    relation whose start says nothing, such as a sister)."""
+    """A current relation of graph memory, as a sentence ("Lives in Paris"), first stated at `since` (None:
+    a relation whose date says nothing, such as a sister)."""
 
     sentence: str
     since: float | None = None
@@ -204,12 +204,14 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 
 
 def now_line(r: ContextRelation) -> str:
-    """"Lives in Paris (since March 2024)": the month and year (UTC) it was first stated."""
+    """"Lives in Paris (as of March 2024)": the month and year (UTC) it was first stated. Not "since": a
+    relation is dated by its statement, and "I moved to Paris last year" or "I live in Paris" stated in
+    March 2024 says nothing of when it began."""
     text = normalise_text(r.sentence)
     if r.since is None:
         return text
     d = datetime.fromtimestamp(r.since, tz=timezone.utc)
-    return f"{text} (since {_MONTHS[d.month - 1]} {d.year})"
+    return f"{text} (as of {_MONTHS[d.month - 1]} {d.year})"
 
 
 def memory_line(m: ContextMemory) -> str:
@@ -265,7 +267,7 @@ def markdown_facts(users: Sequence[ContextUser], preferences_limit: int, relevan
 
 def render_markdown(users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int) -> str:
     """## Memory Context / ### User Preferences / ### True Now / ### Relevant Context / ### Relevant
-    Memories: "- [category] fact" lines, "- sentence (since Month YYYY)" lines, "- YYYY-MM-DD who: message"
+    Memories: "- [category] fact" lines, "- sentence (as of Month YYYY)" lines, "- YYYY-MM-DD who: message"
     lines. With several users each fact and relation is prefixed by its user's name. Empty string when there
     is nothing."""
     several = len(users) > 1

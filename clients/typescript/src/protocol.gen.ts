@@ -579,7 +579,7 @@ export interface ForgetFactRequest {
 }
 /**
  * A prompt-ready block for a message and the users involved: their facts, what is true now (current
- * relations from graph memory, with their since-dates) and the stored memories relevant to `text`; with
+ * relations from graph memory, with the month each was first stated) and the stored memories relevant to `text`; with
  * `channel` and/or `history`, the channel block and the history block in the same answer. A `text`
  * carrying the opt-out marker empties every block.
  *

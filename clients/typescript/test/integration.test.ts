@@ -116,7 +116,7 @@ describe('real sidecar: one session', TIMEOUT, () => {
     assert.match(context.text, /<user name="alice">\n- Lives in Boston\n<\/user>/);
     // by default also what is true now (her relations) and the stored messages relevant to the text
     const full = await sidecar.context({ users: { '123': 'alice' }, text: 'what toy should I get my cat?' });
-    assert.match(full.text, /<true_now>\n- Works at Acme Robotics \(since \w+ \d{4}\)\n/);
+    assert.match(full.text, /<true_now>\n- Works at Acme Robotics \(as of \w+ \d{4}\)\n/);
     assert.match(full.text, /<memories>\n- \d{4}-\d\d-\d\d alice: my cat Miso hates the vacuum\n<\/memories>/);
     assert.ok(full.relations >= 1 && full.memories === 1, JSON.stringify(full));
     const forgotten = await sidecar.forgetFact({ fact_id: factId });
