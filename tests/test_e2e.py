@@ -206,6 +206,17 @@ def test_second_instance_on_same_data_dir_is_refused(sidecar, spawn):
     assert sidecar.request({"type": "ping"})["type"] == "pong"  # the first one is unharmed
 
 
+def test_a_data_dir_that_is_a_file_is_named_as_such(spawn, tmp_path):
+    """Regression: it said "cannot create data dir X: File exists" (mkdir's words)."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    sc = spawn(data_dir=a_file, wait_ready=False)
+    line = sc.recv(120)
+    assert line["code"] == "startup_failed" and "is a file, not a directory" in line["message"], line
+    assert sc.proc.wait(30) == 1
+    assert a_file.read_text() == "mine"
+
+
 @pytest.mark.parametrize("how", ["eof", "sigterm", "sigint"])
 def test_graceful_exit_paths(spawn, how):
     """End of stdin (a host that closes it without `shutdown`), SIGTERM and SIGINT: exit 0 within 2 s, the

@@ -117,6 +117,9 @@ class Database:
         try:
             data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
+            if data_dir.exists() and not data_dir.is_dir():  # mkdir's own words: "File exists"
+                raise StoreError(f"data dir {data_dir} is a file, not a directory: pass a directory's path "
+                                 "(it is created if missing)") from None
             raise StoreError(f"cannot create data dir {data_dir}: {exc.strerror or exc}") from None
         self._file_lock = FileLock(str(data_dir / LOCK_FILE))
         try:
