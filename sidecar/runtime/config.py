@@ -16,7 +16,7 @@ from .. import __version__
 from ..embedding.model import parse_repo_id
 from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
 from ..text import parse_languages
-from ..wire.errors import MAX_QUOTE, quote
+from ..wire.errors import MAX_QUOTE, clip, quote
 from .face_values import _port, _token, _user_id
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
@@ -317,9 +317,8 @@ class ConfigError(ValueError):
 
 def _cut(message: str) -> str:
     """An option's error as its parser (or int(), float()) said it, which may quote the whole value: at most
-    a few hundred characters, like every error (wire/errors.py)."""
-    limit = MAX_QUOTE + 100  # the parsers quote with quote(); this bounds the rest
-    return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} characters)"
+    a few hundred characters, like every error (the parsers quote with quote(); this bounds the rest)."""
+    return clip(message, MAX_QUOTE + 100)
 
 
 MCP_DESCRIPTION = (
