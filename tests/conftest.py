@@ -197,3 +197,39 @@ def sidecar(spawn):
     yield sc
     if sc.alive():
         assert sc.shutdown() == 0
+
+
+# ------------------------------------------------------------------ an S3 server (tests/test_object_store.py, test_frozen.py)
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A moto S3 server on a free loopback port; its endpoint URL."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def new_bucket(endpoint: str) -> str:
+    """A new bucket of its own on the moto server at `endpoint`; its name."""
+    import uuid
+
+    import boto3
+
+    name = f"mem-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
+                 region_name="us-east-1").create_bucket(Bucket=name)
+    return name
+
+
+def s3_env(endpoint: str, **extra: str) -> dict[str, str]:
+    """The environment of a sidecar on that server (moto takes any key)."""
+    return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1", **extra}

@@ -23,9 +23,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import ROOT, Sidecar, bare_env, load_script, posix_only
+from conftest import ROOT, Sidecar, bare_env, load_script, new_bucket, posix_only, s3_env
 from test_golden import EXAMPLES, replay
-from test_object_store import _bucket, _env, s3  # noqa: F401 - s3: the fixture of a moto S3 server
 from test_typescript_client import OUTPUT_TAIL, npm  # noqa: F401 - npm: the fixture that installs the client
 from test_typescript_client import run as run_ts
 
@@ -324,11 +323,11 @@ def test_a_restart_on_a_store_with_memories_warms_the_cache_without_an_error(spa
 def test_an_object_store_data_dir_through_the_binary(spawn_frozen, s3):
     """The object store's client (obstore, a native library) is bundled and works: a memory stored through
     one binary on s3:// is found by the next, with nothing on stderr but who maintains the store."""
-    uri = f"s3://{_bucket(s3)}/mem"
-    sc = spawn_frozen("--data-dir", uri, env=_env(s3))
+    uri = f"s3://{new_bucket(s3)}/mem"
+    sc = spawn_frozen("--data-dir", uri, env=s3_env(s3))
     stored = sc.store("u", "I keep bees in Lyon")
     assert sc.shutdown() == 0
-    sc = spawn_frozen("--data-dir", uri, env=_env(s3))
+    sc = spawn_frozen("--data-dir", uri, env=s3_env(s3))
     got = sc.request({"type": "query", "user_id": "u", "text": "bees", "mode": "hybrid", "limit": 1})
     assert [m["id"] for m in got["messages"]] == [stored], got
     assert sc.shutdown() == 0

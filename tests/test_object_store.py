@@ -13,10 +13,10 @@ import socket
 import threading
 import time
 import urllib.request
-import uuid
 
 import pytest
 
+from conftest import new_bucket, s3_env
 from sidecar.runtime.config import ConfigError, resolve
 from sidecar.storage import ObjectLocation, ObjectStoreSettings
 from sidecar.storage.objectstore import S3Client
@@ -25,43 +25,14 @@ REFRESH = 1.0  # --refresh-seconds in these tests
 LEASE = 3.0  # --lease-seconds
 
 
-@pytest.fixture(scope="module")
-def s3():
-    """A moto S3 server on a free loopback port; its endpoint URL."""
-    import logging
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
-def _bucket(endpoint: str) -> str:
-    import boto3
-
-    name = f"mem-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
-                 region_name="us-east-1").create_bucket(Bucket=name)
-    return name
-
-
-def _env(endpoint: str, **extra: str) -> dict[str, str]:
-    return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": "us-east-1", **extra}
-
-
 @pytest.fixture
 def shared(spawn, s3, tmp_path):
     """start(name, *flags) -> a sidecar on this test's own bucket (s3://<bucket>/mem)."""
-    uri = f"s3://{_bucket(s3)}/mem"
+    uri = f"s3://{new_bucket(s3)}/mem"
 
     def start(name: str, *flags: str, env: dict[str, str] | None = None, wait_ready: bool = True):
         return spawn("--data-dir", uri, "--refresh-seconds", str(REFRESH), "--lease-seconds", str(LEASE), *flags,
-                     data_dir=tmp_path / name, env=env or _env(s3), wait_ready=wait_ready)
+                     data_dir=tmp_path / name, env=env or s3_env(s3), wait_ready=wait_ready)
 
     start.uri = uri
     return start
@@ -331,20 +302,20 @@ def _failed(sc) -> str:
 
 
 def test_missing_bucket_unreachable_endpoint_and_no_credentials_fail_clearly(spawn, s3, tmp_path):
-    sc = spawn("--data-dir", "s3://no-such-bucket-here/mem", data_dir=tmp_path / "a", env=_env(s3), wait_ready=False)
+    sc = spawn("--data-dir", "s3://no-such-bucket-here/mem", data_dir=tmp_path / "a", env=s3_env(s3), wait_ready=False)
     message = _failed(sc)
     assert "bucket 'no-such-bucket-here' does not exist" in message and "create it" in message
 
     with socket.socket() as sock:  # a loopback port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    sc = spawn("--data-dir", "s3://any-bucket/mem", data_dir=tmp_path / "b", env=_env(f"http://127.0.0.1:{port}"),
+    sc = spawn("--data-dir", "s3://any-bucket/mem", data_dir=tmp_path / "b", env=s3_env(f"http://127.0.0.1:{port}"),
                wait_ready=False)
     message = _failed(sc)
     assert "cannot reach the object store" in message and "AWS_ENDPOINT_URL" in message
 
     sc = spawn("--data-dir", "s3://any-bucket/mem", data_dir=tmp_path / "c",
-               env={**_env(s3), "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}, wait_ready=False)
+               env={**s3_env(s3), "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}, wait_ready=False)
     assert "no credentials" in _failed(sc)
 
 
@@ -359,7 +330,7 @@ def test_wrong_credentials_fail_clearly_and_touch_nothing(shared, s3):
 
     moto_auth("0")
     try:
-        sc = shared("b", env=_env(s3, AWS_ACCESS_KEY_ID="AKIAWRONGWRONGWRONG1"), wait_ready=False)
+        sc = shared("b", env=s3_env(s3, AWS_ACCESS_KEY_ID="AKIAWRONGWRONGWRONG1"), wait_ready=False)
         message = _failed(sc)
     finally:
         moto_auth("inf")
@@ -378,7 +349,7 @@ def test_wrong_credentials_fail_clearly_and_touch_nothing(shared, s3):
 def test_lease_is_held_by_one_taken_over_after_silence_and_released(s3):
     from sidecar.storage.lease import Lease
 
-    client = S3Client(ObjectStoreSettings(s3, "us-east-1", "test", "test"), _bucket(s3))
+    client = S3Client(ObjectStoreSettings(s3, "us-east-1", "test", "test"), new_bucket(s3))
     a, b = Lease(client, "p/lease.json", ttl=1.0), Lease(client, "p/lease.json", ttl=1.0)
     assert a.step() and a.held()
     renewed = time.monotonic()
@@ -399,7 +370,7 @@ def test_lease_is_held_by_one_taken_over_after_silence_and_released(s3):
 def test_lease_holder_keeps_it_while_renewing(s3):
     from sidecar.storage.lease import Lease
 
-    client = S3Client(ObjectStoreSettings(s3, "us-east-1", "test", "test"), _bucket(s3))
+    client = S3Client(ObjectStoreSettings(s3, "us-east-1", "test", "test"), new_bucket(s3))
     a, b = Lease(client, "lease.json", ttl=1.0), Lease(client, "lease.json", ttl=1.0)
     assert a.step()
     for _ in range(8):  # 2.4 s: well past the ttl, but a renews every 0.3 s
