@@ -280,17 +280,18 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
     default = name == MODEL_NAME
     frozen = frozen_model_dir() is not None
     # the hub client is not in a frozen binary (scripts/binarykit/slim.py): it carries its model and downloads none
-    no_hub = "" if importlib.util.find_spec("huggingface_hub") is not None else (
-        " - skipped: the frozen binary downloads no models" if frozen else " - skipped: huggingface_hub is not installed")
+    hub = importlib.util.find_spec("huggingface_hub") is not None
+    no_hub = "" if hub else (" - skipped: the frozen binary downloads no models" if frozen
+                             else " - skipped: huggingface_hub is not installed")
     places: list[tuple[str, Callable[[], Found | None] | None]] = [
         (f"--model-dir {model_dir}" if model_dir else "--model-dir (not set)", _from_explicit(model_dir)),
         ("files bundled in the frozen binary" + ("" if not frozen or bundled == name else f" - skipped: they are {bundled}"),
          _from_frozen if frozen and bundled == name else None),
         ("installed model packages (" + ", ".join(p for p, _ in OFFLINE_PACKAGES) + f"; {ASSETS_DIR})"
          + ("" if default else f" - skipped: they hold {MODEL_NAME}"), _from_packages if default else None),
-        (f"huggingface-hub cache ({name})" + no_hub, None if no_hub else _from_hub_cache(name)),
+        (f"huggingface-hub cache ({name})" + no_hub, _from_hub_cache(name) if hub else None),
         (f"HuggingFace Hub download ({name})" + (no_hub or (" - skipped: offline mode" if offline else "")),
-         None if offline or no_hub else _from_hub_download(name)),
+         _from_hub_download(name) if hub and not offline else None),
     ]
     tried: list[str] = []
     no_onnx = False
@@ -325,7 +326,7 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
                  spec.passage_prefix, spec.prefix_source)
         return files
     raise ModelError(f"no embedding model {name} found. Tried, in order:\n  - " + "\n  - ".join(tried)
-                     + "\n" + _way_out(name, bundled, frozen and bool(no_hub), no_onnx))
+                     + "\n" + _way_out(name, bundled, frozen and not hub, no_onnx))
 
 
 def _way_out(name: str, bundled: str, frozen_without_hub: bool, no_onnx: bool) -> str:
