@@ -4,6 +4,7 @@ lancedb_import.py and the keyword stemmer), the glibc malloc settings and the re
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -403,3 +404,18 @@ def test_the_collector_is_off_through_start_up_and_back_on_once_ready_with_start
         print("refused", cli.main(["--cache-mb", "-1"]), gc.isenabled())  # a configuration error, in process
     """, tmp_path)
     assert "face True True" in face and "refused 2 True" in face
+
+
+def test_export_and_import_load_their_code_at_their_first_use(spawn, tmp_path):
+    """The changelog's promise (runtime/app.py, PortableOnDemand): a sidecar that never exports or imports never
+    imports the portable package; the first export does, and works. Read from the real process's
+    `-X importtime` lines on stderr."""
+    sc = spawn(command=[sys.executable, "-X", "importtime", "-m", "sidecar"])
+    sc.store("u", "I keep bees in Lyon")
+    assert sc.request({"type": "ping"})["type"] == "pong"
+    imported = re.compile(r"\|\s+sidecar\.portable$", re.M)
+    assert not imported.search(sc.stderr())
+    out = tmp_path / "backup.jsonl"
+    assert sc.request({"type": "export", "out": str(out)})["messages"] == 1
+    assert imported.search(sc.stderr()) and out.is_file()
+    assert sc.shutdown() == 0
