@@ -25,9 +25,29 @@ native_memory.configure()
 
 from benchkit.client import BenchError  # noqa: E402
 
-SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
-               "fact-thresholds", "graph-build", "graph", "graph-quality", "validity", "portable", "realuse",
-               "object-store", "long-memories", "compaction", "multilingual", "hostile-files")
+SUBCOMMANDS = (
+    "core",
+    "facts",
+    "conversation",
+    "query-modes",
+    "locomo",
+    "memory",
+    "maintenance",
+    "soak",
+    "ab",
+    "fact-thresholds",
+    "graph-build",
+    "graph",
+    "graph-quality",
+    "validity",
+    "portable",
+    "realuse",
+    "object-store",
+    "long-memories",
+    "compaction",
+    "multilingual",
+    "hostile-files",
+)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

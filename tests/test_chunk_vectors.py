@@ -43,7 +43,7 @@ def test_best_chunk_per_row_matches_a_plain_loop_over_batches_merges_and_ties():
         if k % 7 == 0:  # queries between appends, as the cache sees them
             query = rng.integers(-3, 4, dim).astype(np.float32)
             best, pick = chunks.best(query, n_rows)
-            ref_best, ref_pick = _reference(batches[:k + 1], query, n_rows)
+            ref_best, ref_pick = _reference(batches[: k + 1], query, n_rows)
             assert np.array_equal(best, ref_best)
             assert np.array_equal(pick, ref_pick)
             parts_seen.add(len(chunks._parts))
@@ -59,8 +59,11 @@ def test_best_chunk_per_row_matches_a_plain_loop_over_batches_merges_and_ties():
 
 def test_a_chunk_that_scores_nan_never_wins_and_breaks_nothing():
     chunks = ChunkVectors(2)
-    chunks.add(np.array([0, 0, 1]), np.array([[0, 5], [5, 9], [0, 4]]),
-               np.array([[np.nan, 0.0], [1.0, 0.0], [np.nan, np.nan]], dtype=np.float32))
+    chunks.add(
+        np.array([0, 0, 1]),
+        np.array([[0, 5], [5, 9], [0, 4]]),
+        np.array([[np.nan, 0.0], [1.0, 0.0], [np.nan, np.nan]], dtype=np.float32),
+    )
     best, pick = chunks.best(np.array([1.0, 0.0], dtype=np.float32), 2)
     assert best[0] == 1.0 and chunks.span(int(pick[0])) == [5, 9]
     assert np.isneginf(best[1])  # no usable chunk: the row scores by its own vector (UserRows)

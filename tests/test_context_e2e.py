@@ -19,24 +19,30 @@ def _month(ts: int) -> str:
 
 
 def test_context_text_carries_memories_and_what_is_true_now(sidecar):
-    story = [(0, "I live in Berlin."), (3_600, "The trams in Berlin are always late."),
-             (10 * DAY, "I moved to Paris."), (10 * DAY + 60, "Found a great bakery near the new flat."),
-             (11 * DAY, "my cat Miso hates the vacuum")]
-    msgs = [{"user_id": "sam", "username": "Sam", "content": c, "timestamp": T0 + dt, "channel_id": "c"}
-            for dt, c in story]
+    story = [
+        (0, "I live in Berlin."),
+        (3_600, "The trams in Berlin are always late."),
+        (10 * DAY, "I moved to Paris."),
+        (10 * DAY + 60, "Found a great bakery near the new flat."),
+        (11 * DAY, "my cat Miso hates the vacuum"),
+    ]
+    msgs = [
+        {"user_id": "sam", "username": "Sam", "content": c, "timestamp": T0 + dt, "channel_id": "c"} for dt, c in story
+    ]
     ids = sidecar.request({"type": "store", "messages": msgs})["ids"]
     assert sidecar.request({"type": "entities", "user_id": "sam"})["type"] == "entities"  # the graph is built
 
     # the docs' Tauri example: store, then context with the message itself; no fact is known
-    r = sidecar.request({"type": "context", "user_id": "sam", "text": "what toy should I buy for my cat?",
-                         "related": 3})
+    r = sidecar.request(
+        {"type": "context", "user_id": "sam", "text": "what toy should I buy for my cat?", "related": 3}
+    )
     assert r["facts"] == 0 and r["memories"] >= 1 and r["relations"] == 2, r
     text = r["text"]
-    assert text.startswith("<background_facts>\n<user name=\"Sam\">\n<true_now>\n"), text
-    now = text[text.index("<true_now>"):text.index("</true_now>")]
+    assert text.startswith('<background_facts>\n<user name="Sam">\n<true_now>\n'), text
+    now = text[text.index("<true_now>") : text.index("</true_now>")]
     assert f"- Lives in Paris (as of {_month(T0 + 10 * DAY)})" in now and "Berlin" not in now
     assert "- Has a pet named Miso" in now  # a pet has no since-date
-    memories = text[text.index("<memories>"):text.index("</memories>")]
+    memories = text[text.index("<memories>") : text.index("</memories>")]
     assert f"- {time.strftime('%Y-%m-%d', time.gmtime(T0 + 11 * DAY))} Sam: my cat Miso hates the vacuum" in memories
     assert r["related_block"].startswith("[related memories]")  # hosts that ask for it still get it
     # the message being answered is not echoed back as a memory of itself
@@ -48,15 +54,17 @@ def test_context_text_carries_memories_and_what_is_true_now(sidecar):
 
     # a fact that says what a relation says is shown once (as the fact); one that differs leaves it shown
     sidecar.request({"type": "remember", "user_id": "sam", "text": "Lives in Paris", "category": "answer"})
-    sidecar.request({"type": "remember", "user_id": "sam", "text": "Wants to move to Paris one day",
-                     "category": "answer"})
-    md = sidecar.request({"type": "context", "user_id": "sam", "format": "markdown", "text": "where do I live?",
-                          "memories_words": 12})
+    sidecar.request(
+        {"type": "remember", "user_id": "sam", "text": "Wants to move to Paris one day", "category": "answer"}
+    )
+    md = sidecar.request(
+        {"type": "context", "user_id": "sam", "format": "markdown", "text": "where do I live?", "memories_words": 12}
+    )
     lines = md["text"].splitlines()
     assert lines[:2] == ["## Memory Context", ""] and "### True Now" in lines and "### Relevant Memories" in lines
     assert sum("Lives in Paris" in line for line in lines) == 1 and "- [answer] Lives in Paris" in lines
     assert "- Has a pet named Miso" in lines
-    shown = lines[lines.index("### Relevant Memories") + 1:]
+    shown = lines[lines.index("### Relevant Memories") + 1 :]
     assert shown and sum(len(re.sub(r"^- \S+ Sam: ", "", line).split()) for line in shown) <= 12 + len(shown)
     assert md["memories"] == len(shown) and md["relations"] == 1
 
@@ -67,5 +75,5 @@ def test_context_text_carries_memories_and_what_is_true_now(sidecar):
     # the move deleted: Berlin is closed by nothing now current; nothing claims a home "now"
     assert sidecar.request({"type": "delete", "id": ids[2]})["deleted"] == 1
     after = sidecar.request({"type": "context", "user_id": "sam", "text": "hello"})["text"]
-    now = after[after.index("<true_now>"):after.index("</true_now>")]
+    now = after[after.index("<true_now>") : after.index("</true_now>")]
     assert "Lives in" not in now and "Has a pet named Miso" in now

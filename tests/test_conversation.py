@@ -12,8 +12,15 @@ T0 = 1_704_067_200  # 2024-01-01T00:00:00Z
 
 
 def msg(mid: str, user: str, text: str, t: float, reply_to: str | None = None, **kw) -> Msg:
-    return Msg(user_id=user, content=text, timestamp=T0 + t, message_id=mid, reply_to=reply_to,
-               username=kw.pop("username", user), **kw)
+    return Msg(
+        user_id=user,
+        content=text,
+        timestamp=T0 + t,
+        message_id=mid,
+        reply_to=reply_to,
+        username=kw.pop("username", user),
+        **kw,
+    )
 
 
 def block(window, *, exclude=(), max_threads=5, speakers=Speakers()) -> str:
@@ -69,13 +76,7 @@ def test_thread_order_is_by_latest_message_not_by_root():
 
 def test_reply_to_a_message_outside_the_window_is_a_root():
     window = [msg("5", "bob", "as I said above", 0, reply_to="1"), msg("6", "alice", "yes", 10, reply_to="5")]
-    assert block(window) == (
-        "[recent channel context]\n"
-        "\n"
-        "thread (bob, alice):\n"
-        "  bob: as I said above\n"
-        "  alice: yes"
-    )
+    assert block(window) == ("[recent channel context]\n\nthread (bob, alice):\n  bob: as I said above\n  alice: yes")
 
 
 def test_one_person_thread_is_standalone():
@@ -101,8 +102,9 @@ def test_excluded_ids_and_a_whole_reply_chain_do_not_appear():
         msg("6", "dave", "noise", 20),
     ]
     by_id = {m.message_id: m for m in window}
-    chain = conv.reply_chain("7", lambda mid: by_id.get(mid) or (Msg("alice", "now", reply_to="5")
-                                                                   if mid == "7" else None))
+    chain = conv.reply_chain(
+        "7", lambda mid: by_id.get(mid) or (Msg("alice", "now", reply_to="5") if mid == "7" else None)
+    )
     assert chain == {"7", "5", "3", "1"}
     assert block(window, exclude=chain | {"6"}) == (
         "[recent channel context]\n"
@@ -141,31 +143,44 @@ def test_bot_is_labelled_by_name():
 
 
 def test_labels_fall_back_to_user_id_and_is_bot_without_bot_user_id():
-    window = [Msg("123", "hi", timestamp=1.0, message_id="1"),
-              Msg("123", "hello 123", is_bot=True, timestamp=2.0, message_id="2", reply_to="1"),
-              Msg("123", "no name given", is_bot=True, timestamp=3.0, message_id="3")]
+    window = [
+        Msg("123", "hi", timestamp=1.0, message_id="1"),
+        Msg("123", "hello 123", is_bot=True, timestamp=2.0, message_id="2", reply_to="1"),
+        Msg("123", "no name given", is_bot=True, timestamp=3.0, message_id="3"),
+    ]
     assert block(window, speakers=Speakers(bot_name="Mika")) == (
         "[recent channel context]\n\nstandalone (Mika):\n  Mika: no name given\n\n"
-        "thread (123, Mika):\n  123: hi\n  Mika: hello 123")
+        "thread (123, Mika):\n  123: hi\n  Mika: hello 123"
+    )
     assert conv.Speakers().label(window[2]) == "bot"
 
 
 def test_multiline_text_is_indented_and_names_are_one_line():
     # further lines get four spaces on top of their own indentation (code stays readable)
     window = [Msg("1", "first line\r\n\n  second line  \n", timestamp=1.0, username="Ann\nMarie")]
-    assert block(window) == "[recent channel context]\n\nstandalone (Ann Marie):\n  Ann Marie: first line\n      second line"
+    assert (
+        block(window)
+        == "[recent channel context]\n\nstandalone (Ann Marie):\n  Ann Marie: first line\n      second line"
+    )
 
 
 def test_empty_messages_are_skipped_but_their_replies_stay_in_the_thread():
-    window = [msg("1", "alice", "", 0), msg("2", "bob", "replying to an image", 1, reply_to="1"),
-              msg("3", "carol", "me too", 2, reply_to="1")]
-    assert block(window) == ("[recent channel context]\n\nthread (bob, carol):\n"
-                             "  bob: replying to an image\n  carol: me too")
+    window = [
+        msg("1", "alice", "", 0),
+        msg("2", "bob", "replying to an image", 1, reply_to="1"),
+        msg("3", "carol", "me too", 2, reply_to="1"),
+    ]
+    assert block(window) == (
+        "[recent channel context]\n\nthread (bob, carol):\n  bob: replying to an image\n  carol: me too"
+    )
 
 
 def test_reply_cycles_and_self_replies_do_not_hang_or_lose_messages():
-    window = [msg("1", "a", "x", 0, reply_to="2"), msg("2", "b", "y", 1, reply_to="1"),
-              msg("3", "c", "z", 2, reply_to="3")]
+    window = [
+        msg("1", "a", "x", 0, reply_to="2"),
+        msg("2", "b", "y", 1, reply_to="1"),
+        msg("3", "c", "z", 2, reply_to="3"),
+    ]
     assert conv.thread_forest(window) == [[0, 1], [2]]
     assert conv.reply_chain("1", {m.message_id: m for m in window}.get) == {"1", "2"}
 
@@ -174,8 +189,10 @@ def test_duplicate_message_ids_count_once_as_the_newest_copy():
     msgs = conv.chronological([msg("1", "a", "typo", 0), msg("1", "a", "fixed", 1), msg("2", "b", "ok", 2, "1")])
     assert [m.content for m in conv.dedupe(msgs)] == ["fixed", "ok"]
     # the same number in two chats is two messages (Telegram numbers messages per chat)
-    two_chats = [Msg("u", "in A", timestamp=1.0, message_id="42", channel_id="A"),
-                 Msg("u", "in B", timestamp=2.0, message_id="42", channel_id="B")]
+    two_chats = [
+        Msg("u", "in A", timestamp=1.0, message_id="42", channel_id="A"),
+        Msg("u", "in B", timestamp=2.0, message_id="42", channel_id="B"),
+    ]
     assert conv.dedupe(two_chats) == two_chats
 
 
@@ -233,13 +250,18 @@ def test_history_cut_lengths_and_order():
 
 def test_history_block_exact_with_custom_tiers_bot_and_no_cut_when_short():
     msgs = [
-        Msg("1", "I think we should move the standup to ten because half the team is remote now",
-            timestamp=T0 + 59, username="alice"),
+        Msg(
+            "1",
+            "I think we should move the standup to ten because half the team is remote now",
+            timestamp=T0 + 59,
+            username="alice",
+        ),
         Msg("B", "Noted.", timestamp=T0 + 3600, is_bot=True),
         Msg("2", "Fine by me, ten works", timestamp=T0 + 7265.9, username="bob"),
     ]
-    lines = conv.history_lines(msgs, Tiers(full=1, mid=1, mid_words=4, short=1, short_words=3),
-                               Speakers(bot_user_id="B", bot_name="Helper"))
+    lines = conv.history_lines(
+        msgs, Tiers(full=1, mid=1, mid_words=4, short=1, short_words=3), Speakers(bot_user_id="B", bot_name="Helper")
+    )
     assert conv.render_history_block(lines) == (
         "[recent history]\n"
         "[2024-01-01T00:00Z] alice: I think we…\n"
@@ -257,7 +279,9 @@ def test_history_skips_excluded_and_empty_and_untimed_lines_have_no_time():
 def test_history_multiline_full_message_keeps_lines_and_cut_one_is_one_line():
     msgs = [Msg("u", "line one\nline two", timestamp=T0), Msg("u", "a\nb", timestamp=T0 + 60)]
     assert conv.history_lines(msgs, Tiers(full=1, mid=1, mid_words=2), Speakers()) == [
-        "[2024-01-01T00:00Z] u: line one…", "[2024-01-01T00:01Z] u: a\n    b"]
+        "[2024-01-01T00:00Z] u: line one…",
+        "[2024-01-01T00:01Z] u: a\n    b",
+    ]
 
 
 def test_tiers_with_zero_counts():
@@ -269,14 +293,17 @@ def test_tiers_with_zero_counts():
 # ---------------------------------------------------------------- opt-out
 
 
-@pytest.mark.parametrize("text,marker,expected", [
-    ("please don't use context 🚫", "🚫", True),
-    ("🚫️ with a variation selector", "🚫", True),
-    ("normal message", "🚫", False),
-    (None, "🚫", False),
-    ("[NoContext] hi", "[nocontext]", True),
-    ("🚫", "", False),
-])
+@pytest.mark.parametrize(
+    "text,marker,expected",
+    [
+        ("please don't use context 🚫", "🚫", True),
+        ("🚫️ with a variation selector", "🚫", True),
+        ("normal message", "🚫", False),
+        (None, "🚫", False),
+        ("[NoContext] hi", "[nocontext]", True),
+        ("🚫", "", False),
+    ],
+)
 def test_opt_out_marker(text, marker, expected):
     assert conv.opted_out(text, marker) is expected
 

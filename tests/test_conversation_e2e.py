@@ -25,8 +25,14 @@ def put(sc, channel, rows):
     """Store [(message_id, user_id, username, text, t, reply_to, is_bot), ...] in one batch."""
     msgs = []
     for mid, uid, name, text, t, reply_to, is_bot in rows:
-        m = {"user_id": uid, "content": text, "timestamp": T0 + t, "message_id": mid, "channel_id": channel,
-             "is_bot": is_bot}
+        m = {
+            "user_id": uid,
+            "content": text,
+            "timestamp": T0 + t,
+            "message_id": mid,
+            "channel_id": channel,
+            "is_bot": is_bot,
+        }
         if name is not None:
             m["username"] = name
         if reply_to is not None:
@@ -43,25 +49,35 @@ def cc(sc, **kw):
 
 
 def test_channel_context_from_the_store(sidecar):
-    put(sidecar, "general", [
-        ("101", "u1", "alice", "how do I reset the router?", 0, None, False),
-        ("102", "u2", "bob", "lunch at noon?", 60, None, False),
-        ("103", "u3", "carol", "hold the button for 10 s", 120, "101", False),
-        ("104", "BOT", "helper-bot", "noon works for me", 180, "102", True),
-        ("105", "u1", "alice", "thanks carol, and what about the wifi password?", 240, "103", False),
-    ])
+    put(
+        sidecar,
+        "general",
+        [
+            ("101", "u1", "alice", "how do I reset the router?", 0, None, False),
+            ("102", "u2", "bob", "lunch at noon?", 60, None, False),
+            ("103", "u3", "carol", "hold the button for 10 s", 120, "101", False),
+            ("104", "BOT", "helper-bot", "noon works for me", 180, "102", True),
+            ("105", "u1", "alice", "thanks carol, and what about the wifi password?", 240, "103", False),
+        ],
+    )
     put(sidecar, "random", [("201", "u9", "zed", "a message in another channel", 200, None, False)])
 
     r = cc(sidecar, channel_id="general", bot_user_id="BOT", bot_name="Mika", request_id="c1")
-    assert r == {"type": "channel_context", "request_id": "c1", "threads": 2, "messages": 5, "opted_out": False,
-                 "block": f"{HEADER}\n\n"
-                          "thread (alice, carol):\n"
-                          "  alice: how do I reset the router?\n"
-                          "  carol: hold the button for 10 s\n"
-                          "  alice: thanks carol, and what about the wifi password?\n\n"
-                          "thread (bob, Mika):\n"
-                          "  bob: lunch at noon?\n"
-                          "  Mika: noon works for me"}
+    assert r == {
+        "type": "channel_context",
+        "request_id": "c1",
+        "threads": 2,
+        "messages": 5,
+        "opted_out": False,
+        "block": f"{HEADER}\n\n"
+        "thread (alice, carol):\n"
+        "  alice: how do I reset the router?\n"
+        "  carol: hold the button for 10 s\n"
+        "  alice: thanks carol, and what about the wifi password?\n\n"
+        "thread (bob, Mika):\n"
+        "  bob: lunch at noon?\n"
+        "  Mika: noon works for me",
+    }
 
     # the bot was pulled into 105's chain: the host sends that chain itself, so it is left out
     r = cc(sidecar, channel_id="general", exclude_reply_chain_of="105", bot_user_id="BOT", bot_name="Mika")
@@ -69,8 +85,10 @@ def test_channel_context_from_the_store(sidecar):
 
     # before a message: the window ends just before it; a reply to a message outside the window is a root
     r = cc(sidecar, channel_id="general", before_message_id="105", limit=2)
-    assert r["block"] == (f"{HEADER}\n\nstandalone (helper-bot):\n  helper-bot: noon works for me\n\n"
-                          "standalone (carol):\n  carol: hold the button for 10 s")
+    assert r["block"] == (
+        f"{HEADER}\n\nstandalone (helper-bot):\n  helper-bot: noon works for me\n\n"
+        "standalone (carol):\n  carol: hold the button for 10 s"
+    )
 
     # the chain of a message newer than the window is found through the store
     put(sidecar, "general", [("106", "u2", "bob", "did it work?", 300, "103", False)])
@@ -103,14 +121,18 @@ def test_equal_timestamps_have_a_deterministic_order_across_compaction_and_resta
     # five messages in the same second, stored one by one in scrambled order
     for mid in ("1003", "998", "1001", "999", "1002"):
         put(sc, "tie", [(mid, "u", "ann", f"msg {mid}", 0, None, False)])
-    expected = HEADER + "".join(f"\n\nstandalone (ann):\n  ann: msg {m}" for m in ("1003", "1002", "1001", "999", "998"))
+    expected = HEADER + "".join(
+        f"\n\nstandalone (ann):\n  ann: msg {m}" for m in ("1003", "1002", "1001", "999", "998")
+    )
     first = cc(sc, channel_id="tie", max_threads=10)["block"]
     assert first == expected
     # the window boundary falls inside the tie: the 3 newest are always the same 3
     assert cc(sc, channel_id="tie", limit=3, max_threads=10)["block"] == HEADER + "".join(
-        f"\n\nstandalone (ann):\n  ann: msg {m}" for m in ("1003", "1002", "1001"))
+        f"\n\nstandalone (ann):\n  ann: msg {m}" for m in ("1003", "1002", "1001")
+    )
     assert cc(sc, channel_id="tie", before_message_id="1001", limit=1)["block"] == (
-        f"{HEADER}\n\nstandalone (ann):\n  ann: msg 999")
+        f"{HEADER}\n\nstandalone (ann):\n  ann: msg 999"
+    )
     sc.request({"type": "cleanup", "ttl_days": 10_000})  # cleanup compacts
     assert sc.shutdown() == 0
     sc = spawn("--ttl-days", "0")
@@ -131,15 +153,24 @@ def test_hostile_channel_ids_match_only_themselves(sidecar):
 def test_stateless_channel_context_inline_messages(sidecar):
     msgs = [
         {"user_id": "1", "username": "alice", "content": "first", "message_id": "a", "timestamp": T0 + 1},
-        {"user_id": "2", "username": "bob", "content": "reply", "message_id": "b", "reply_to": "a", "timestamp": T0 + 3},
+        {
+            "user_id": "2",
+            "username": "bob",
+            "content": "reply",
+            "message_id": "b",
+            "reply_to": "a",
+            "timestamp": T0 + 3,
+        },
         {"user_id": "3", "content": "", "message_id": "c", "timestamp": T0 + 2},
         {"user_id": "3", "content": "other", "message_id": "d", "timestamp": T0 + 2.5},
     ]
     r = cc(sidecar, messages=msgs)
-    assert r["block"] == (f"{HEADER}\n\nthread (alice, bob):\n  alice: first\n  bob: reply\n\n"
-                          "standalone (3):\n  3: other")
+    assert r["block"] == (
+        f"{HEADER}\n\nthread (alice, bob):\n  alice: first\n  bob: reply\n\nstandalone (3):\n  3: other"
+    )
     assert cc(sidecar, messages=msgs, before_message_id="b")["block"] == (
-        f"{HEADER}\n\nstandalone (3):\n  3: other\n\nstandalone (alice):\n  alice: first")
+        f"{HEADER}\n\nstandalone (3):\n  3: other\n\nstandalone (alice):\n  alice: first"
+    )
     assert cc(sidecar, messages=msgs, exclude_reply_chain_of="b")["block"] == f"{HEADER}\n\nstandalone (3):\n  3: other"
     assert cc(sidecar, messages=[])["block"] == ""
     # nothing was stored
@@ -149,25 +180,40 @@ def test_stateless_channel_context_inline_messages(sidecar):
     assert r["block"] == f"{HEADER}\n\nstandalone (2):\n  2: newer\n\nstandalone (1):\n  1: older"
 
 
-@pytest.mark.parametrize("request_obj,code,needle", [
-    ({"type": "channel_context"}, "invalid_request", "channel_id"),
-    ({"type": "channel_context", "channel_id": "c", "messages": []}, "invalid_request", "not both"),
-    ({"type": "channel_context", "channel_id": "c", "limit": 0}, "invalid_request", "limit"),
-    ({"type": "channel_context", "channel_id": "c", "limit": 1001}, "too_large", "--max-window"),
-    ({"type": "channel_context", "channel_id": "c", "max_threads": "5"}, "invalid_request", "max_threads"),
-    ({"type": "channel_context", "channel_id": "c", "exclude_ids": "x"}, "invalid_request", "exclude_ids"),
-    ({"type": "channel_context", "channel_id": "nul\u0000"}, "invalid_request", "NUL"),
-    ({"type": "channel_context", "messages": [{"user_id": "1", "content": "a", "timestamp": 1}, {"user_id": "1",
-      "content": "b"}]}, "invalid_request", "timestamp"),
-    ({"type": "channel_context", "messages": [{"content": "a"}]}, "invalid_request", "user_id"),
-    ({"type": "channel_context", "messages": [{"user_id": "1", "content": "a"}], "before_message_id": "x"},
-     "not_found", "x"),
-    ({"type": "history"}, "invalid_request", "user_id"),
-    ({"type": "history", "user_id": "u", "full_count": 0, "mid_count": 0, "short_count": 0}, "invalid_request",
-     "at least 1"),
-    ({"type": "history", "user_id": "u", "full_count": 2000}, "too_large", "--max-window"),
-    ({"type": "history", "user_id": "u", "mid_words": 0}, "invalid_request", "mid_words"),
-])
+@pytest.mark.parametrize(
+    "request_obj,code,needle",
+    [
+        ({"type": "channel_context"}, "invalid_request", "channel_id"),
+        ({"type": "channel_context", "channel_id": "c", "messages": []}, "invalid_request", "not both"),
+        ({"type": "channel_context", "channel_id": "c", "limit": 0}, "invalid_request", "limit"),
+        ({"type": "channel_context", "channel_id": "c", "limit": 1001}, "too_large", "--max-window"),
+        ({"type": "channel_context", "channel_id": "c", "max_threads": "5"}, "invalid_request", "max_threads"),
+        ({"type": "channel_context", "channel_id": "c", "exclude_ids": "x"}, "invalid_request", "exclude_ids"),
+        ({"type": "channel_context", "channel_id": "nul\u0000"}, "invalid_request", "NUL"),
+        (
+            {
+                "type": "channel_context",
+                "messages": [{"user_id": "1", "content": "a", "timestamp": 1}, {"user_id": "1", "content": "b"}],
+            },
+            "invalid_request",
+            "timestamp",
+        ),
+        ({"type": "channel_context", "messages": [{"content": "a"}]}, "invalid_request", "user_id"),
+        (
+            {"type": "channel_context", "messages": [{"user_id": "1", "content": "a"}], "before_message_id": "x"},
+            "not_found",
+            "x",
+        ),
+        ({"type": "history"}, "invalid_request", "user_id"),
+        (
+            {"type": "history", "user_id": "u", "full_count": 0, "mid_count": 0, "short_count": 0},
+            "invalid_request",
+            "at least 1",
+        ),
+        ({"type": "history", "user_id": "u", "full_count": 2000}, "too_large", "--max-window"),
+        ({"type": "history", "user_id": "u", "mid_words": 0}, "invalid_request", "mid_words"),
+    ],
+)
 def test_bad_requests_get_an_error_and_the_process_keeps_serving(sidecar, request_obj, code, needle):
     r = sidecar.request({**request_obj, "request_id": 9})
     assert r["type"] == "error" and r["code"] == code and r["request_id"] == 9, r
@@ -177,8 +223,10 @@ def test_bad_requests_get_an_error_and_the_process_keeps_serving(sidecar, reques
 
 def test_history_of_a_channel_and_of_a_user(sidecar):
     words = " ".join(f"w{i}" for i in range(40))
-    rows = [(str(100 + i), "u1" if i % 2 else "u2", "ann" if i % 2 else "ben", f"m{i:02d} {words}", 60 * i, None,
-             False) for i in range(35)]
+    rows = [
+        (str(100 + i), "u1" if i % 2 else "u2", "ann" if i % 2 else "ben", f"m{i:02d} {words}", 60 * i, None, False)
+        for i in range(35)
+    ]
     put(sidecar, "chan", rows)
     put(sidecar, "elsewhere", [("900", "u1", "ann", "ann elsewhere", 60 * 40, None, False)])
     h = sidecar.request({"type": "history", "channel_id": "chan", "request_id": "h"})
@@ -190,12 +238,25 @@ def test_history_of_a_channel_and_of_a_user(sidecar):
     assert lines[-1] == f"[2024-01-01T00:34Z] ben: m34 {words}"
 
     # a user's history spans channels; before_message_id ends it
-    h = sidecar.request({"type": "history", "user_id": "u1", "full_count": 2, "mid_count": 1, "mid_words": 3,
-                         "short_count": 0})
-    assert h["block"] == ("[recent history]\n[2024-01-01T00:31Z] ann: m31 w0 w1…\n"
-                          f"[2024-01-01T00:33Z] ann: m33 {words}\n[2024-01-01T00:40Z] ann: ann elsewhere")
-    h = sidecar.request({"type": "history", "user_id": "u1", "channel_id": "chan", "full_count": 1, "mid_count": 0,
-                         "short_count": 0, "before_message_id": "133", "exclude_ids": ["131"]})
+    h = sidecar.request(
+        {"type": "history", "user_id": "u1", "full_count": 2, "mid_count": 1, "mid_words": 3, "short_count": 0}
+    )
+    assert h["block"] == (
+        "[recent history]\n[2024-01-01T00:31Z] ann: m31 w0 w1…\n"
+        f"[2024-01-01T00:33Z] ann: m33 {words}\n[2024-01-01T00:40Z] ann: ann elsewhere"
+    )
+    h = sidecar.request(
+        {
+            "type": "history",
+            "user_id": "u1",
+            "channel_id": "chan",
+            "full_count": 1,
+            "mid_count": 0,
+            "short_count": 0,
+            "before_message_id": "133",
+            "exclude_ids": ["131"],
+        }
+    )
     assert h["block"] == f"[recent history]\n[2024-01-01T00:29Z] ann: m29 {words}"
     h = sidecar.request({"type": "history", "user_id": "nobody"})
     assert (h["block"], h["messages"]) == ("", 0)
@@ -226,8 +287,20 @@ MODEL = {"name": "test", "dim": 4, "digest": "0" * 64}
 
 
 def _rows(specs):
-    return [{"id": f"id-{mid}", "user_id": "u", "content": mid, "is_bot": False, "timestamp": float(ts),
-             "message_id": mid, "channel_id": ch, "reply_to": None, "username": None} for mid, ch, ts in specs]
+    return [
+        {
+            "id": f"id-{mid}",
+            "user_id": "u",
+            "content": mid,
+            "is_bot": False,
+            "timestamp": float(ts),
+            "message_id": mid,
+            "channel_id": ch,
+            "reply_to": None,
+            "username": None,
+        }
+        for mid, ch, ts in specs
+    ]
 
 
 def test_store_latest_returns_the_whole_tie_at_the_boundary(tmp_path):

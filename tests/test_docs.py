@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "protocol" / "schema.json").read_text(encoding="utf-8"))
 README = ROOT / "README.md"
-CI_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"
+CI_COMMAND = "python3 -m venv .venv && .venv/bin/pip install uv==0.13.10 && .venv/bin/uv sync --locked --extra test --inexact && .venv/bin/python -m pytest"
 RUN_COMMAND = "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/memory-sidecar"
 PAGE_LIMIT = 400  # lines: a docs page a newcomer reads in minutes (issue 59)
 PAGE_LIMITS = {"performance.md": 250}  # the current figures, not their history
@@ -166,10 +166,16 @@ def errors_of(value: Any, schema: dict[str, Any], where: str) -> list[str]:
     if "enum" in schema and value not in schema["enum"]:
         errors.append(f"{where}: {json.dumps(value)} is not one of {schema['enum']}")
     if kind in ("integer", "number"):
-        for key, ok in (("minimum", lambda b: value >= b), ("ge", lambda b: value >= b),
-                        ("exclusiveMinimum", lambda b: value > b), ("gt", lambda b: value > b),
-                        ("maximum", lambda b: value <= b), ("le", lambda b: value <= b),
-                        ("exclusiveMaximum", lambda b: value < b), ("lt", lambda b: value < b)):
+        for key, ok in (
+            ("minimum", lambda b: value >= b),
+            ("ge", lambda b: value >= b),
+            ("exclusiveMinimum", lambda b: value > b),
+            ("gt", lambda b: value > b),
+            ("maximum", lambda b: value <= b),
+            ("le", lambda b: value <= b),
+            ("exclusiveMaximum", lambda b: value < b),
+            ("lt", lambda b: value < b),
+        ):
             if key in schema and not ok(schema[key]):
                 errors.append(f"{where}: {value} violates {key} {schema[key]}")
     if kind == "string" and not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)):

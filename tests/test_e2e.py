@@ -11,7 +11,6 @@ import time
 import uuid
 
 import pytest
-
 from conftest import ROOT, files_containing
 
 DAY = 86_400
@@ -91,12 +90,20 @@ def test_query_filters(sidecar):
 
 
 def test_batch_store_one_commit_ids_in_order(sidecar):
-    msgs = [{"user_id": "b", "content": f"batch message number {i} about topic {i}", "message_id": f"m{i}",
-             "channel_id": "c1", "username": "Bee", "reply_to": f"m{i - 1}" if i else None} for i in range(20)]
+    msgs = [
+        {
+            "user_id": "b",
+            "content": f"batch message number {i} about topic {i}",
+            "message_id": f"m{i}",
+            "channel_id": "c1",
+            "username": "Bee",
+            "reply_to": f"m{i - 1}" if i else None,
+        }
+        for i in range(20)
+    ]
     r = sidecar.request({"type": "store", "messages": msgs, "request_id": 5})
     assert r["type"] == "ok" and r["request_id"] == 5 and len(r["ids"]) == 20 and len(set(r["ids"])) == 20
-    res = sidecar.request({"type": "query", "user_id": "b", "text": "batch message number 7 about topic 7",
-                           "limit": 1})
+    res = sidecar.request({"type": "query", "user_id": "b", "text": "batch message number 7 about topic 7", "limit": 1})
     [top] = res["messages"]
     assert top["id"] == r["ids"][7]
     assert (top["message_id"], top["channel_id"], top["username"], top["reply_to"]) == ("m7", "c1", "Bee", "m6")
@@ -134,21 +141,23 @@ def test_automatic_expiry_at_startup(spawn, tmp_path):
     assert sc.shutdown() == 0
 
 
-
-
 def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
     marker = "zebra-marker-" + uuid.uuid4().hex
     for i in range(3):
         sidecar.store("victim", f"{marker} private note {i}")
-    fact = sidecar.request({"type": "remember", "user_id": "victim", "text": f"Writes {marker} notes",
-                            "category": "pattern"})
+    fact = sidecar.request(
+        {"type": "remember", "user_id": "victim", "text": f"Writes {marker} notes", "category": "pattern"}
+    )
     assert fact["type"] == "remembered"
     keep = sidecar.store("survivor", "a note that must stay")
     one = sidecar.store("survivor", f"{marker} deletable")
     assert files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
-    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {"type": "ok", "deleted": 3,
-                                                                           "facts_deleted": 1,
-                                                                           "graph_episodes_deleted": 3}
+    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {
+        "type": "ok",
+        "deleted": 3,
+        "facts_deleted": 1,
+        "graph_episodes_deleted": 3,
+    }
     assert sidecar.request({"type": "delete", "id": one}) == {"type": "ok", "deleted": 1}
     assert files_containing(sidecar.data_dir, marker.encode()) == []
     assert sidecar.request({"type": "delete", "id": one})["code"] == "not_found"
@@ -255,35 +264,35 @@ def test_stats(sidecar):
 
 BAD_INPUTS = [
     (b"this is not json", "invalid_json"),
-    (b"{\"type\": \"store\", ", "invalid_json"),
+    (b'{"type": "store", ', "invalid_json"),
     (b"\xff\xfe\x00garbage\x80\x81", "invalid_json"),
     (b"[1, 2, 3]", "invalid_request"),
-    (b"\"just a string\"", "invalid_request"),
+    (b'"just a string"', "invalid_request"),
     (b"null", "invalid_request"),
     (b"{}", "invalid_request"),
-    (b"{\"type\": 5}", "invalid_request"),
-    (b"{\"type\": \"fly_to_moon\"}", "unknown_type"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\"}", "invalid_request"),
-    (b"{\"type\": \"store\", \"content\": \"hi\"}", "invalid_request"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"   \"}", "invalid_request"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": 42}", "invalid_request"),
-    (b"{\"type\": \"store\", \"user_id\": null, \"content\": \"x\"}", "invalid_request"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"is_bot\": \"yes\"}", "invalid_request"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"timestamp\": \"yesterday\"}", "invalid_request"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"timestamp\": -5}", "invalid_request"),
-    (b"{\"type\": \"store\", \"messages\": []}", "invalid_request"),
-    (b"{\"type\": \"store\", \"messages\": [{\"user_id\": \"1\"}]}", "invalid_request"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"nul \\u0000 inside\"}", "invalid_request"),
-    (b"{\"type\": \"query\", \"user_id\": \"1\"}", "invalid_request"),
-    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": \"5\"}", "invalid_request"),
-    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": 0}", "invalid_request"),
-    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": 100000}", "too_large"),
-    (b"{\"type\": \"query\", \"user_id\": [1], \"text\": \"x\"}", "invalid_request"),
-    (b"{\"type\": \"cleanup\", \"ttl_days\": \"30\"}", "invalid_request"),
-    (b"{\"type\": \"delete\"}", "invalid_request"),
-    (b"{\"type\": \"delete\", \"id\": \"no-such-id\"}", "not_found"),
-    (b"{\"type\": \"store\", \"user_id\": \"1\", \"content\": \"x\", \"request_id\": {\"a\": 1}}", "invalid_request"),
-    (b"{\"type\": \"query\", \"user_id\": \"1\", \"text\": \"x\", \"limit\": 99999999999999999999999}", "invalid_request"),
+    (b'{"type": 5}', "invalid_request"),
+    (b'{"type": "fly_to_moon"}', "unknown_type"),
+    (b'{"type": "store", "user_id": "1"}', "invalid_request"),
+    (b'{"type": "store", "content": "hi"}', "invalid_request"),
+    (b'{"type": "store", "user_id": "1", "content": "   "}', "invalid_request"),
+    (b'{"type": "store", "user_id": "1", "content": 42}', "invalid_request"),
+    (b'{"type": "store", "user_id": null, "content": "x"}', "invalid_request"),
+    (b'{"type": "store", "user_id": "1", "content": "x", "is_bot": "yes"}', "invalid_request"),
+    (b'{"type": "store", "user_id": "1", "content": "x", "timestamp": "yesterday"}', "invalid_request"),
+    (b'{"type": "store", "user_id": "1", "content": "x", "timestamp": -5}', "invalid_request"),
+    (b'{"type": "store", "messages": []}', "invalid_request"),
+    (b'{"type": "store", "messages": [{"user_id": "1"}]}', "invalid_request"),
+    (b'{"type": "store", "user_id": "1", "content": "nul \\u0000 inside"}', "invalid_request"),
+    (b'{"type": "query", "user_id": "1"}', "invalid_request"),
+    (b'{"type": "query", "user_id": "1", "text": "x", "limit": "5"}', "invalid_request"),
+    (b'{"type": "query", "user_id": "1", "text": "x", "limit": 0}', "invalid_request"),
+    (b'{"type": "query", "user_id": "1", "text": "x", "limit": 100000}', "too_large"),
+    (b'{"type": "query", "user_id": [1], "text": "x"}', "invalid_request"),
+    (b'{"type": "cleanup", "ttl_days": "30"}', "invalid_request"),
+    (b'{"type": "delete"}', "invalid_request"),
+    (b'{"type": "delete", "id": "no-such-id"}', "not_found"),
+    (b'{"type": "store", "user_id": "1", "content": "x", "request_id": {"a": 1}}', "invalid_request"),
+    (b'{"type": "query", "user_id": "1", "text": "x", "limit": 99999999999999999999999}', "invalid_request"),
 ]
 
 
@@ -303,8 +312,10 @@ def test_bad_input_gets_one_error_line_and_process_keeps_serving(sidecar):
     # CRLF line endings (a Windows host) and unknown fields are fine; the answers end in a bare \n (conftest)
     sidecar.send_raw(b'{"type":"ping","request_id":"crlf","extra_field":[1,2]}\r\n')
     assert sidecar.recv() == {"type": "pong", "request_id": "crlf"}
-    sidecar.send_raw(b'{"type":"store","user_id":"win","content":"written by a Windows host"}\r\n'
-                     b'{"type":"query","user_id":"win","text":"Windows host","limit":1}\r\n')
+    sidecar.send_raw(
+        b'{"type":"store","user_id":"win","content":"written by a Windows host"}\r\n'
+        b'{"type":"query","user_id":"win","text":"Windows host","limit":1}\r\n'
+    )
     crlf_id = sidecar.recv()["id"]
     assert [(m["id"], m["content"]) for m in sidecar.recv()["messages"]] == [(crlf_id, "written by a Windows host")]
     res = sidecar.request({"type": "query", "user_id": "ok-user", "text": "memory", "limit": 5})
@@ -390,8 +401,13 @@ def test_help_and_bad_flag():
 
     out = subprocess.run([sys.executable, "-m", "sidecar", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "--data-dir" in out.stdout and "MEMORY_SIDECAR_TTL_DAYS" in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "sidecar", "--ttl-days", "-3"], capture_output=True, text=True,
-                         timeout=60, stdin=subprocess.DEVNULL)
+    bad = subprocess.run(
+        [sys.executable, "-m", "sidecar", "--ttl-days", "-3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert bad.returncode == 2 and "--ttl-days" in bad.stderr and bad.stdout == ""
 
 
@@ -414,8 +430,13 @@ class HostedSidecar:
     def __init__(self, data_dir, *args: str):
         import threading
 
-        self.host = subprocess.Popen([sys.executable, "-c", HOST, "--data-dir", str(data_dir), *args],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
+        self.host = subprocess.Popen(
+            [sys.executable, "-c", HOST, "--data-dir", str(data_dir), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(ROOT),
+        )
         self.err: list[bytes] = []
         self.stderr_closed_at: float | None = None
         self.pid: int | None = None
@@ -532,8 +553,9 @@ def test_pipelined_stores_are_group_committed_and_answered_in_order(spawn):
     for i in range(n):
         content = "x" * 500 if i == 57 else f"pipelined note {i} about topic {i % 7}"
         sc.send({"type": "store", "user_id": f"p{i % 3}", "content": content, "request_id": i})
-    sc.send({"type": "query", "user_id": "p1", "text": "pipelined note 100 about topic 2", "limit": 1,
-             "request_id": "q"})
+    sc.send(
+        {"type": "query", "user_id": "p1", "text": "pipelined note 100 about topic 2", "limit": 1, "request_id": "q"}
+    )
     got = [sc.recv() for _ in range(n + 1)]
     assert [r.get("request_id") for r in got] == [*range(n), "q"]
     assert got[57]["type"] == "error" and got[57]["code"] == "too_large"  # only that one failed
@@ -556,8 +578,14 @@ def test_a_missing_dependency_is_one_clear_start_up_failure(tmp_path):
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('snowballstemmer is missing here')\n")
     env = {**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{ROOT}"}
-    out = subprocess.run([sys.executable, "-m", "sidecar", "--data-dir", str(tmp_path / "data")], input=b"",
-                         capture_output=True, timeout=120, env=env, cwd=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-m", "sidecar", "--data-dir", str(tmp_path / "data")],
+        input=b"",
+        capture_output=True,
+        timeout=120,
+        env=env,
+        cwd=str(tmp_path),
+    )
     lines = out.stdout.decode().splitlines()
     assert out.returncode == 1, out.stderr.decode()[-2000:]
     assert len(lines) == 1 and json.loads(lines[0])["code"] == "startup_failed"

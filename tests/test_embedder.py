@@ -16,8 +16,11 @@ SHIPPED_HELLO = [-0.03494, 0.03101, 0.00629, 0.02722, -0.03973]  # the shipped f
 SHIPPED = "2252b22c4d648928a89940529f4391fc5da5562c23e476cb2b50b2542127290d"  # scripts/build_model.py
 FUSED_FP16 = "160b6dabd18329ea6079c39b66e274ef44da3aa59bf07eb3dae842edc789e1a6"  # shipped before 2026-11-25
 # Reference per known ONNX file; any other file must match the fp32 reference to 1e-3.
-REFERENCE = {"8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": INT8_HELLO, SHIPPED: SHIPPED_HELLO,
-             FUSED_FP16: FP32_HELLO}
+REFERENCE = {
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": INT8_HELLO,
+    SHIPPED: SHIPPED_HELLO,
+    FUSED_FP16: FP32_HELLO,
+}
 # A file that computes in int8 gives what the CPU's int8 kernels give: SHIPPED_HELLO was recorded on the
 # machine that built the file; an AMD EPYC with AVX2 and no VNNI gives [-0.03442, 0.03143, 0.00614, 0.02581,
 # -0.04042] with onnxruntime 1.31.1 and 1.32.0 alike (1.4e-3 off; the same LoCoMo recall@10, 0.777).
@@ -43,8 +46,13 @@ def test_default_model_is_the_one_shipped_in_the_package(embedder):
 
 
 def test_batching_and_padding_do_not_change_vectors(embedder):
-    texts = ["hi", "a much longer sentence about the weather in the mountains this weekend", "cats", "x " * 50,
-             *(f"text number {i} " * (i % 40 + 1) for i in range(70))]  # several runs, mixed widths
+    texts = [
+        "hi",
+        "a much longer sentence about the weather in the mountains this weekend",
+        "cats",
+        "x " * 50,
+        *(f"text number {i} " * (i % 40 + 1) for i in range(70)),
+    ]  # several runs, mixed widths
     together = embedder.embed_passages(texts)
     alone = np.stack([embedder.embed_passages([t])[0] for t in texts])
     assert np.allclose(together, alone, atol=1e-4)
@@ -85,7 +93,9 @@ def test_a_long_text_is_embedded_from_its_head_and_flagged(embedder):
     text = "the cat sat on the mat " * 5000  # 115,000 characters
     vectors, long = embedder.embed_flagged([text, "short"], "passage")
     assert long == [True, False]
-    assert np.allclose(vectors[0], embedder.embed_passages([text[:2000]])[0], atol=1e-4)  # both are the first 256 tokens
+    assert np.allclose(
+        vectors[0], embedder.embed_passages([text[:2000]])[0], atol=1e-4
+    )  # both are the first 256 tokens
 
 
 def test_background_windows_step_aside_while_requests_are_in_hand_but_still_progress(embedder):

@@ -6,8 +6,8 @@ import shutil
 import uuid
 
 import orjson
-
 from conftest import files_containing
+
 from sidecar.storage import SCHEMA_VERSION
 
 
@@ -51,8 +51,15 @@ def test_candidates_and_resolve_each_action(sidecar):
     assert unrelated["candidates"] == []
 
     # INVALIDATE: the old fact goes inactive, kept for history
-    r = sidecar.request({"type": "resolve", "fact_id": la["fact"]["id"], "candidate_id": ny["id"],
-                         "action": "INVALIDATE", "reason": "moved"})
+    r = sidecar.request(
+        {
+            "type": "resolve",
+            "fact_id": la["fact"]["id"],
+            "candidate_id": ny["id"],
+            "action": "INVALIDATE",
+            "reason": "moved",
+        }
+    )
     assert r["type"] == "resolved" and r["action"] == "INVALIDATE"
     assert r["candidate"]["active"] is False and r["candidate"]["superseded_by"] == la["fact"]["id"]
     assert r["candidate"]["superseded_reason"] == "invalidated" and r["fact"]["active"] is True
@@ -62,18 +69,28 @@ def test_candidates_and_resolve_each_action(sidecar):
     hist = sidecar.request({"type": "fact_history", "fact_id": ny["id"]})
     assert hist["fact"]["active"] is False
     assert [(e["action"], e.get("other_fact_id"), e.get("decided_by")) for e in hist["events"]] == [
-        ("created", None, "manual"), ("invalidated", la["fact"]["id"], "host")]
+        ("created", None, "manual"),
+        ("invalidated", la["fact"]["id"], "host"),
+    ]
     assert hist["events"][1]["reason"] == "moved"
-    again = sidecar.request({"type": "resolve", "fact_id": la["fact"]["id"], "candidate_id": ny["id"],
-                             "action": "KEEP"})
+    again = sidecar.request(
+        {"type": "resolve", "fact_id": la["fact"]["id"], "candidate_id": ny["id"], "action": "KEEP"}
+    )
     assert again["type"] == "error" and again["code"] == "invalid_request" and "no longer active" in again["message"]
 
     # MERGE: both become one fact (the candidate's id), re-embedded
     xbox = remember(sidecar, "g", "Owns an Xbox")["fact"]
     ps5 = remember(sidecar, "g", "Bought a PS5")
     assert [c["id"] for c in ps5["candidates"]] == [xbox["id"]]
-    m = sidecar.request({"type": "resolve", "fact_id": ps5["fact"]["id"], "candidate_id": xbox["id"],
-                         "action": "merge", "merged_text": "Owns both an Xbox and a PS5"})
+    m = sidecar.request(
+        {
+            "type": "resolve",
+            "fact_id": ps5["fact"]["id"],
+            "candidate_id": xbox["id"],
+            "action": "merge",
+            "merged_text": "Owns both an Xbox and a PS5",
+        }
+    )
     assert m["action"] == "MERGE" and m["candidate"]["text"] == "Owns both an Xbox and a PS5"
     assert m["candidate"]["active"] is True and m["fact"]["active"] is False
     assert m["fact"]["superseded_by"] == xbox["id"] and m["fact"]["superseded_reason"] == "merged"
@@ -82,7 +99,10 @@ def test_candidates_and_resolve_each_action(sidecar):
     assert best["id"] == xbox["id"] and best["similarity"] > 0.3  # searchable by the merged text
     hist = sidecar.request({"type": "fact_history", "fact_id": xbox["id"]})
     assert [e["action"] for e in hist["events"]] == ["created", "merged"]
-    assert hist["events"][1]["previous_text"] == "Owns an Xbox" and hist["events"][1]["text"] == "Owns both an Xbox and a PS5"
+    assert (
+        hist["events"][1]["previous_text"] == "Owns an Xbox"
+        and hist["events"][1]["text"] == "Owns both an Xbox and a PS5"
+    )
 
     # KEEP: both stay
     s1 = remember(sidecar, "k", "Speaks Spanish")["fact"]
@@ -106,17 +126,21 @@ def test_candidates_and_resolve_each_action(sidecar):
 
 def test_update_and_forget_fact(sidecar):
     f = remember(sidecar, "u", "Works at Acme", "company")["fact"]
-    r = sidecar.request({"type": "update_fact", "fact_id": f["id"], "text": "Works at Acme Robotics",
-                         "reason": "typo"})
+    r = sidecar.request({"type": "update_fact", "fact_id": f["id"], "text": "Works at Acme Robotics", "reason": "typo"})
     assert r["type"] == "fact" and r["fact"]["text"] == "Works at Acme Robotics" and r["fact"]["id"] == f["id"]
     r = sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "Answer"})
     assert r["fact"]["category"] == "answer"
-    assert sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "bogus"})["code"] == "invalid_request"
+    assert (
+        sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "bogus"})["code"] == "invalid_request"
+    )
     assert sidecar.request({"type": "update_fact", "fact_id": f["id"]})["code"] == "invalid_request"
     assert sidecar.request({"type": "update_fact", "fact_id": "missing", "text": "x"})["code"] == "not_found"
     hist = sidecar.request({"type": "fact_history", "fact_id": f["id"]})
     assert [(e["action"], e.get("previous_text"), e.get("reason")) for e in hist["events"]] == [
-        ("created", None, None), ("updated", "Works at Acme", "typo"), ("updated", "Works at Acme Robotics", "correction")]
+        ("created", None, None),
+        ("updated", "Works at Acme", "typo"),
+        ("updated", "Works at Acme Robotics", "correction"),
+    ]
     assert facts(sidecar, "u", text="robotics company")[0]["text"] == "Works at Acme Robotics"
 
     assert sidecar.request({"type": "forget_fact", "fact_id": f["id"]}) == {"type": "ok", "deleted": 1}
@@ -130,19 +154,30 @@ def test_facts_filters_order_and_limits(sidecar):
     remember(sidecar, "u", "Works at Globex as a designer", "company")
     remember(sidecar, "u", "Goes swimming every Tuesday", "pattern")
     assert [f["text"] for f in facts(sidecar, "u")] == [
-        "Goes swimming every Tuesday", "Works at Globex as a designer", "Likes dark roast coffee"]  # recent first
+        "Goes swimming every Tuesday",
+        "Works at Globex as a designer",
+        "Likes dark roast coffee",
+    ]  # recent first
     assert [f["text"] for f in facts(sidecar, "u", category="company")] == ["Works at Globex as a designer"]
     assert len(facts(sidecar, "u", category=["company", "pattern"])) == 2
     rel = facts(sidecar, "u", text="what does she drink in the morning?", limit=1)
     assert [f["text"] for f in rel] == ["Likes dark roast coffee"] and "similarity" in rel[0]
     assert sidecar.request({"type": "facts", "user_id": "u", "limit": 1000})["code"] == "too_large"
     assert facts(sidecar, "x' OR '1'='1") == []
-    assert sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "mood"})["code"] == \
-        "invalid_request"
-    assert sidecar.request({"type": "remember", "user_id": "u", "text": "  ", "category": "pattern"})["code"] == \
-        "invalid_request"
-    assert sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "pattern",
-                            "confidence": 2})["code"] == "invalid_request"
+    assert (
+        sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "mood"})["code"]
+        == "invalid_request"
+    )
+    assert (
+        sidecar.request({"type": "remember", "user_id": "u", "text": "  ", "category": "pattern"})["code"]
+        == "invalid_request"
+    )
+    assert (
+        sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "pattern", "confidence": 2})[
+            "code"
+        ]
+        == "invalid_request"
+    )
 
 
 def test_recall_three_users_and_usernames(sidecar):
@@ -155,8 +190,11 @@ def test_recall_three_users_and_usernames(sidecar):
     assert r["type"] == "recall"
     assert [(u["user_id"], u.get("username")) for u in r["users"]] == [("c", "Cleo"), ("a", "Ann"), ("b", "Bea")]
     by = {u["user_id"]: sorted(f["text"] for f in u["facts"]) for u in r["users"]}
-    assert by == {"c": ["Allergic to cats"], "a": ["Plays the cello"],
-                  "b": ["Bakes sourdough every weekend", "Works at a bakery"]}
+    assert by == {
+        "c": ["Allergic to cats"],
+        "a": ["Plays the cello"],
+        "b": ["Bakes sourdough every weekend", "Works at a bakery"],
+    }
     sims = [f["similarity"] for f in r["users"][2]["facts"]]
     assert sims == sorted(sims, reverse=True)
     # the new name stuck
@@ -184,8 +222,12 @@ def _load_fixture(sc):
 def test_context_xml_and_markdown_byte_for_byte(spawn):
     sc = spawn()
     _load_fixture(sc)
-    req = {"type": "context", "users": {"alice": "Alice", "bob": "Bob <admin>"},
-           "text": "Which laptop should I buy for coding?", "limit": 2}
+    req = {
+        "type": "context",
+        "users": {"alice": "Alice", "bob": "Bob <admin>"},
+        "text": "Which laptop should I buy for coding?",
+        "limit": 2,
+    }
     xml = sc.request({**req, "format": "xml"})
     assert xml["text"] == (
         "<background_facts>\n"
@@ -197,10 +239,19 @@ def test_context_xml_and_markdown_byte_for_byte(spawn):
         "- Prefers Linux laptops\n"
         "- His budget for a new laptop is 1500 euros\n"
         "</user>\n"
-        "</background_facts>"), xml["text"]
+        "</background_facts>"
+    ), xml["text"]
     assert xml["facts"] == 4 and xml["format"] == "xml"
-    one = sc.request({"type": "context", "format": "markdown", "user_id": "alice", "text": "where does she work?",
-                      "preferences_limit": 10, "relevant_limit": 2})
+    one = sc.request(
+        {
+            "type": "context",
+            "format": "markdown",
+            "user_id": "alice",
+            "text": "where does she work?",
+            "preferences_limit": 10,
+            "relevant_limit": 2,
+        }
+    )
     assert one["text"] == (
         "## Memory Context\n\n"
         "### User Preferences\n"
@@ -208,11 +259,20 @@ def test_context_xml_and_markdown_byte_for_byte(spawn):
         "- [preference] Prefers dark roast coffee\n\n"
         "### Relevant Context\n"
         "- [company] Works at Acme as a backend engineer\n"
-        "- [pattern] Goes climbing every Saturday"), one["text"]
+        "- [pattern] Goes climbing every Saturday"
+    ), one["text"]
     assert one["facts"] == 4
     # deterministic: the same data gives the same bytes, also after a restart
-    again = sc.request({"type": "context", "format": "markdown", "user_id": "alice", "text": "where does she work?",
-                        "preferences_limit": 10, "relevant_limit": 2})
+    again = sc.request(
+        {
+            "type": "context",
+            "format": "markdown",
+            "user_id": "alice",
+            "text": "where does she work?",
+            "preferences_limit": 10,
+            "relevant_limit": 2,
+        }
+    )
     assert again["text"] == one["text"]
     xml_again = sc.request({**req, "format": "xml"})["text"]
     assert sc.shutdown() == 0
@@ -227,24 +287,42 @@ def test_context_xml_and_markdown_byte_for_byte(spawn):
 
 
 def test_extract_inline_end_to_end(sidecar):
-    reply = ('Great, I will keep that in mind! <memory category="preference">Prefers aisle seats</memory>\n'
-             '<MEMORY category="Company">Works at Initech</MEMORY>\n'
-             '<memory category="mood">Feels tired today</memory>'
-             '<memory category="answer">Budget is <memory category="answer">about 300 dollars</memory></memory>\n'
-             'Here are three flights. <memory category="pattern">Flies to Berlin every')
-    r = sidecar.request({"type": "extract_inline", "user_id": "u", "username": "Ulla", "reply": reply,
-                         "message_id": "m-9"})
+    reply = (
+        'Great, I will keep that in mind! <memory category="preference">Prefers aisle seats</memory>\n'
+        '<MEMORY category="Company">Works at Initech</MEMORY>\n'
+        '<memory category="mood">Feels tired today</memory>'
+        '<memory category="answer">Budget is <memory category="answer">about 300 dollars</memory></memory>\n'
+        'Here are three flights. <memory category="pattern">Flies to Berlin every'
+    )
+    r = sidecar.request(
+        {"type": "extract_inline", "user_id": "u", "username": "Ulla", "reply": reply, "message_id": "m-9"}
+    )
     assert r["type"] == "extracted", r
     assert r["reply"] == "Great, I will keep that in mind!\nHere are three flights."
-    assert [(f["action"], f["fact"]["text"], f["fact"]["category"], f["fact"]["source"], f["fact"]["confidence"],
-             f["fact"]["message_id"]) for f in r["facts"]] == [
+    assert [
+        (
+            f["action"],
+            f["fact"]["text"],
+            f["fact"]["category"],
+            f["fact"]["source"],
+            f["fact"]["confidence"],
+            f["fact"]["message_id"],
+        )
+        for f in r["facts"]
+    ] == [
         ("added", "Prefers aisle seats", "preference", "chat", 0.8, "m-9"),
         ("added", "Works at Initech", "company", "chat", 0.8, "m-9"),
-        ("added", "about 300 dollars", "answer", "chat", 0.8, "m-9")]
+        ("added", "about 300 dollars", "answer", "chat", 0.8, "m-9"),
+    ]
     assert [x["reason"] for x in r["rejected"]] == ["unknown_category", "nested", "unclosed"]
     # the same tag again is a duplicate, and the answer still strips it
-    r2 = sidecar.request({"type": "extract_inline", "user_id": "u",
-                          "reply": 'Sure. <memory category="preference">prefers aisle seats</memory>'})
+    r2 = sidecar.request(
+        {
+            "type": "extract_inline",
+            "user_id": "u",
+            "reply": 'Sure. <memory category="preference">prefers aisle seats</memory>',
+        }
+    )
     assert r2["reply"] == "Sure." and r2["facts"][0]["action"] == "duplicate"
     plain = sidecar.request({"type": "extract_inline", "user_id": "u", "reply": "No tags here."})
     assert plain == {"type": "extracted", "reply": "No tags here.", "facts": [], "rejected": []}
@@ -255,11 +333,14 @@ def test_memory_instructions(spawn):
     r = sc.request({"type": "memory_instructions", "request_id": 3})
     assert r["type"] == "instructions" and r["request_id"] == 3 and r["categories"] == ["hobby", "work"]
     assert '<memory category="CATEGORY">fact</memory>' in r["text"] and "hobby, work" in r["text"]
-    bad = sc.request({"type": "extract_inline", "user_id": "u",
-                      "reply": '<memory category="preference">x</memory><memory category="hobby">Knits</memory>'})
+    bad = sc.request(
+        {
+            "type": "extract_inline",
+            "user_id": "u",
+            "reply": '<memory category="preference">x</memory><memory category="hobby">Knits</memory>',
+        }
+    )
     assert [x["reason"] for x in bad["rejected"]] == ["unknown_category"] and bad["facts"][0]["fact"]["text"] == "Knits"
-
-
 
 
 def test_forget_user_deletes_facts_history_and_name(sidecar):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.runtime.config import ConfigError, resolve
 from sidecar.conversation.threads import memory_lines
+from sidecar.facts.llm_tasks import parse_decision, parse_extraction
 from sidecar.facts.rules import (
     DEFAULT_CATEGORIES,
     ContextFact,
@@ -22,8 +22,8 @@ from sidecar.facts.rules import (
     render_xml,
     same_as_fact,
 )
-from sidecar.facts.llm_tasks import parse_decision, parse_extraction
 from sidecar.llm import LLMError, parse_json_object
+from sidecar.runtime.config import ConfigError, resolve
 
 
 def test_duplicate_rule():
@@ -35,8 +35,14 @@ def test_duplicate_rule():
 
 
 def test_plan_decisions_one_merge_at_most():
-    out = plan_decisions([Decision("MERGE", "a and b", "llm"), Decision("MERGE", "a and c", "llm"),
-                          Decision("INVALIDATE", None, "llm"), Decision("MERGE", "  ", "llm")])
+    out = plan_decisions(
+        [
+            Decision("MERGE", "a and b", "llm"),
+            Decision("MERGE", "a and c", "llm"),
+            Decision("INVALIDATE", None, "llm"),
+            Decision("MERGE", "  ", "llm"),
+        ]
+    )
     assert [d.action for d in out] == ["MERGE", "KEEP", "INVALIDATE", "KEEP"]
     assert out[0].merged_text == "a and b"
 
@@ -64,20 +70,29 @@ def _f(i, text, cat, t, sim=None):
 
 
 def test_render_xml_escapes_and_skips_empty_users():
-    users = [ContextUser("1", 'Al "the" <b>', [_f(1, "Likes R&B", "preference", 1.0), _f(2, "a\nb", "answer", 2.0)]),
-             ContextUser("2", "nobody", [])]
-    assert render_xml(users) == ('<background_facts>\n<user name="Al &quot;the&quot; &lt;b&gt;">\n- Likes R&amp;B\n'
-                                 "- a b\n</user>\n</background_facts>")
+    users = [
+        ContextUser("1", 'Al "the" <b>', [_f(1, "Likes R&B", "preference", 1.0), _f(2, "a\nb", "answer", 2.0)]),
+        ContextUser("2", "nobody", []),
+    ]
+    assert render_xml(users) == (
+        '<background_facts>\n<user name="Al &quot;the&quot; &lt;b&gt;">\n- Likes R&amp;B\n'
+        "- a b\n</user>\n</background_facts>"
+    )
     assert render_xml([ContextUser("2", "x", [])]) == ""
 
 
 def test_render_markdown_sections_no_repeats_and_empty():
     prefs = [_f(1, "Likes tea", "preference", 3.0), _f(2, "Likes jazz", "preference", 5.0)]
-    relevant = [_f(1, "Likes tea", "preference", 3.0, 0.9), _f(3, "Works at Acme", "company", 1.0, 0.8),
-                _f(4, "Runs daily", "pattern", 2.0, 0.1)]
+    relevant = [
+        _f(1, "Likes tea", "preference", 3.0, 0.9),
+        _f(3, "Works at Acme", "company", 1.0, 0.8),
+        _f(4, "Runs daily", "pattern", 2.0, 0.1),
+    ]
     text = render_markdown([ContextUser("1", "alice", relevant, prefs)], preferences_limit=10, relevant_limit=1)
-    assert text == ("## Memory Context\n\n### User Preferences\n- [preference] Likes jazz\n- [preference] Likes tea\n\n"
-                    "### Relevant Context\n- [company] Works at Acme")
+    assert text == (
+        "## Memory Context\n\n### User Preferences\n- [preference] Likes jazz\n- [preference] Likes tea\n\n"
+        "### Relevant Context\n- [company] Works at Acme"
+    )
     assert render_markdown([ContextUser("1", "a", [], [])], 10, 10) == ""
     two = render_markdown([ContextUser("1", "alice", [], prefs[:1]), ContextUser("2", "bob", [], prefs[1:])], 10, 10)
     assert two.splitlines()[3:] == ["- [preference] bob: Likes jazz", "- [preference] alice: Likes tea"]
@@ -89,39 +104,58 @@ MARCH_2024 = 1_709_856_000  # 2024-03-08 UTC
 def test_render_xml_and_markdown_with_what_is_true_now_and_memories():
     now = [ContextRelation("Lives in Paris", MARCH_2024), ContextRelation("Has a sister, <Ana>")]
     memories = [ContextMemory(MARCH_2024, "Sam", "I moved to Paris & love it"), ContextMemory(0.0, "bot", "ok\n  sure")]
-    users = [ContextUser("1", "Sam", [_f(1, "Likes tea", "preference", 1.0)], [], now, memories),
-             ContextUser("2", "Al", [], [], [], []), ContextUser("3", "Bo", [], [], [], memories[1:])]
+    users = [
+        ContextUser("1", "Sam", [_f(1, "Likes tea", "preference", 1.0)], [], now, memories),
+        ContextUser("2", "Al", [], [], [], []),
+        ContextUser("3", "Bo", [], [], [], memories[1:]),
+    ]
     assert render_xml(users) == (
         '<background_facts>\n<user name="Sam">\n- Likes tea\n<true_now>\n- Lives in Paris (as of March 2024)\n'
         "- Has a sister, &lt;Ana&gt;\n</true_now>\n<memories>\n- 2024-03-08 Sam: I moved to Paris &amp; love it\n"
         '- 1970-01-01 bot: ok sure\n</memories>\n</user>\n<user name="Bo">\n<memories>\n- 1970-01-01 bot: ok sure\n'
-        "</memories>\n</user>\n</background_facts>")
+        "</memories>\n</user>\n</background_facts>"
+    )
     md = render_markdown(users[:1], preferences_limit=0, relevant_limit=10)
-    assert md == ("## Memory Context\n\n### True Now\n- Lives in Paris (as of March 2024)\n- Has a sister, <Ana>\n\n"
-                  "### Relevant Context\n- [preference] Likes tea\n\n### Relevant Memories\n"
-                  "- 2024-03-08 Sam: I moved to Paris & love it\n- 1970-01-01 bot: ok sure")
+    assert md == (
+        "## Memory Context\n\n### True Now\n- Lives in Paris (as of March 2024)\n- Has a sister, <Ana>\n\n"
+        "### Relevant Context\n- [preference] Likes tea\n\n### Relevant Memories\n"
+        "- 2024-03-08 Sam: I moved to Paris & love it\n- 1970-01-01 bot: ok sure"
+    )
     two = render_markdown([ContextUser("1", "Sam", [], [], now[:1]), ContextUser("2", "Ana", [], [], now[1:])], 0, 0)
     assert two.splitlines()[3:] == ["- Sam: Lives in Paris (as of March 2024)", "- Ana: Has a sister, <Ana>"]
 
 
-@pytest.mark.parametrize("sentence, obj, fact, sim, same", [
-    ("Lives in Paris", "Paris", "lives in  paris", None, True),  # the same text: no similarity needed
-    ("Has a pet named Max", "Max", "Has a dog named Max", 0.94, True),
-    ("Has a pet named Max", "Max", "Has a dog named Max", None, False),  # not computed: not the same text
-    ("Lives in Berlin", "Berlin", "Used to live in Berlin", 0.90, False),  # another time
-    ("Lives in Paris", "Paris", "Wants to move to Paris", 0.95, False),  # an intention
-    ("Lives in Paris", "Paris", "Lives in the French capital", 0.90, False),  # does not name the object
-    ("Lives in Paris", "Paris", "Is based in Paris", 0.82, False),  # below the duplicate threshold: shown twice
-    ("Birthday is May 3", "May 3", "Birthday is May 4", 0.97, False),  # the number guard
-])
+@pytest.mark.parametrize(
+    "sentence, obj, fact, sim, same",
+    [
+        ("Lives in Paris", "Paris", "lives in  paris", None, True),  # the same text: no similarity needed
+        ("Has a pet named Max", "Max", "Has a dog named Max", 0.94, True),
+        ("Has a pet named Max", "Max", "Has a dog named Max", None, False),  # not computed: not the same text
+        ("Lives in Berlin", "Berlin", "Used to live in Berlin", 0.90, False),  # another time
+        ("Lives in Paris", "Paris", "Wants to move to Paris", 0.95, False),  # an intention
+        ("Lives in Paris", "Paris", "Lives in the French capital", 0.90, False),  # does not name the object
+        ("Lives in Paris", "Paris", "Is based in Paris", 0.82, False),  # below the duplicate threshold: shown twice
+        ("Birthday is May 3", "May 3", "Birthday is May 4", 0.97, False),  # the number guard
+    ],
+)
 def test_a_relation_and_a_fact_say_the_same_thing(sentence, obj, fact, sim, same):
     assert same_as_fact(sentence, obj, fact, sim) is same
 
 
 def test_memory_lines_keep_to_their_word_budget():
-    rows = {"a": [{"similarity": 0.9 - i / 100, "content": " ".join(["word"] * 50), "timestamp": 1.0 + i,
-                   "username": None, "is_bot": i == 1} for i in range(3)],
-            "b": [{"similarity": 0.5, "content": "short one", "timestamp": 9.0, "username": "Bee\nX"}]}
+    rows = {
+        "a": [
+            {
+                "similarity": 0.9 - i / 100,
+                "content": " ".join(["word"] * 50),
+                "timestamp": 1.0 + i,
+                "username": None,
+                "is_bot": i == 1,
+            }
+            for i in range(3)
+        ],
+        "b": [{"similarity": 0.5, "content": "short one", "timestamp": 9.0, "username": "Bee\nX"}],
+    }
     out = memory_lines(rows, {"a": "Alice", "b": "B"}, words=40)
     lines = [m for ms in out.values() for m in ms]
     assert [m.label for m in out["a"]] == ["Alice", "bot", "Alice"] and out["b"][0].label == "Bee X"
@@ -134,7 +168,9 @@ def test_memory_lines_keep_to_their_word_budget():
 def test_llm_answer_parsing():
     assert parse_json_object('```json\n{"action": "KEEP"}\n```') == {"action": "KEEP"}
     assert parse_json_object('Sure: {"action": "merge", "merged_text": "x"} hope it helps') == {
-        "action": "merge", "merged_text": "x"}
+        "action": "merge",
+        "merged_text": "x",
+    }
     for bad in ("not json", "[1, 2]", "{broken"):
         with pytest.raises(LLMError):
             parse_json_object(bad)
@@ -143,8 +179,17 @@ def test_llm_answer_parsing():
     for bad in ({"action": "DELETE"}, {}, {"action": "MERGE"}, {"action": "MERGE", "merged_text": " "}):
         with pytest.raises(LLMError):
             parse_decision(bad)
-    facts = parse_extraction({"facts": [{"text": "Likes tea", "category": "Preference"}, {"text": "x"},
-                                        {"text": "y", "category": "mood"}, "junk"]}, DEFAULT_CATEGORIES)
+    facts = parse_extraction(
+        {
+            "facts": [
+                {"text": "Likes tea", "category": "Preference"},
+                {"text": "x"},
+                {"text": "y", "category": "mood"},
+                "junk",
+            ]
+        },
+        DEFAULT_CATEGORIES,
+    )
     assert facts == [("Likes tea", "preference")]
     with pytest.raises(LLMError):
         parse_extraction({"fact": []}, DEFAULT_CATEGORIES)
@@ -153,10 +198,16 @@ def test_llm_answer_parsing():
 def test_config_llm_and_fact_options():
     cfg = resolve(["--data-dir", "/tmp/x"], {})
     assert cfg.llm_base_url is None and cfg.fact_categories == DEFAULT_CATEGORIES
-    cfg = resolve(["--data-dir", "/tmp/x", "--llm-base-url", "http://127.0.0.1:1/v1", "--fact-categories", "a,b"],
-                  {"MEMORY_SIDECAR_LLM_MODEL": "m", "MEMORY_SIDECAR_DUPLICATE_THRESHOLD": "0.9"})
+    cfg = resolve(
+        ["--data-dir", "/tmp/x", "--llm-base-url", "http://127.0.0.1:1/v1", "--fact-categories", "a,b"],
+        {"MEMORY_SIDECAR_LLM_MODEL": "m", "MEMORY_SIDECAR_DUPLICATE_THRESHOLD": "0.9"},
+    )
     assert (cfg.llm_base_url, cfg.llm_model, cfg.fact_categories, cfg.duplicate_threshold) == (
-        "http://127.0.0.1:1/v1", "m", ("a", "b"), 0.9)
+        "http://127.0.0.1:1/v1",
+        "m",
+        ("a", "b"),
+        0.9,
+    )
     with pytest.raises(ConfigError, match="needs --llm-model"):
         resolve(["--llm-base-url", "http://x/v1"], {})
     with pytest.raises(ConfigError):

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import ROOT, Sidecar, bare_env, load_script, new_bucket, posix_only, s3_env
 from test_golden import EXAMPLES, replay
 from test_typescript_client import OUTPUT_TAIL, npm  # noqa: F401 - npm: the fixture that installs the client
@@ -85,8 +84,15 @@ def host_env(tmp_path: Path) -> dict[str, str]:
     """What a desktop app's child sees: no Python variables, an empty home (no model caches), C locale."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    env = bare_env(PATH="/usr/bin:/bin", HOME=str(home), USERPROFILE=str(home), LANG="C", LC_ALL="C",
-                   XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=os.environ.get("TMPDIR", "/tmp"))
+    env = bare_env(
+        PATH="/usr/bin:/bin",
+        HOME=str(home),
+        USERPROFILE=str(home),
+        LANG="C",
+        LC_ALL="C",
+        XDG_CACHE_HOME=str(home / ".cache"),
+        TMPDIR=os.environ.get("TMPDIR", "/tmp"),
+    )
     return env
 
 
@@ -95,16 +101,28 @@ def spawn_frozen(frozen_binary, tmp_path, spawn):
     """spawn_frozen(*args, name="data", wait_ready=True, wrapper=None, env=None) -> Sidecar running
     the frozen binary in a host-like environment (conftest's `spawn` checks and stops it)."""
 
-    def _spawn(*args: str, name: str = "data", wait_ready: bool = True, wrapper: list[str] | None = None,
-               env: dict[str, str] | None = None) -> Sidecar:
+    def _spawn(
+        *args: str,
+        name: str = "data",
+        wait_ready: bool = True,
+        wrapper: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Sidecar:
         # working directory: tmp_path (a relative export/import path of a transcript lands there)
-        return spawn(*args, data_dir=tmp_path / name, wait_ready=wait_ready, cwd=tmp_path,
-                     command=[*(wrapper or []), str(frozen_binary)], base_env={**host_env(tmp_path), **(env or {})})
+        return spawn(
+            *args,
+            data_dir=tmp_path / name,
+            wait_ready=wait_ready,
+            cwd=tmp_path,
+            command=[*(wrapper or []), str(frozen_binary)],
+            base_env={**host_env(tmp_path), **(env or {})},
+        )
 
     return _spawn
 
 
 # --------------------------------------------------------------------------- process helpers (Linux /proc)
+
 
 def proc_state(pid: int) -> str | None:
     """The one-letter state of a process, or None when it is gone. A zombie counts as gone."""
@@ -177,6 +195,7 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="us
 
 # --------------------------------------------------------------------------- tests
 
+
 def test_triple_from_platform():
     t = build_binary.triple_from_platform
     assert t("Linux", "x86_64", "glibc") == "x86_64-unknown-linux-gnu"
@@ -227,7 +246,10 @@ def test_smoke_script_says_what_went_wrong(tmp_path):
     wrong.write_text('#!/bin/sh\necho \'{"type":"ready","version":"0"}\'\nexec sleep 60\n')
     wrong.chmod(0o755)
     out = run_smoke(str(wrong), "--timeout", "5")
-    assert out.returncode == 1 and "differs from the transcript, original.jsonl line 1: $: missing key 'protocol'" in out.stderr, out.stderr
+    assert (
+        out.returncode == 1
+        and "differs from the transcript, original.jsonl line 1: $: missing key 'protocol'" in out.stderr
+    ), out.stderr
 
 
 def test_smoke_script_passes_on_the_binary(frozen_binary):
@@ -264,8 +286,9 @@ def test_every_command_the_slimmed_bundle_could_break(spawn_frozen, tmp_path):
     and unused libraries dropped, symbols stripped) could break, through the binary, with the vector cache
     off so every query goes through LanceDB's own search: stores and a long memory (chunks), every query
     mode, the graph, export and import, compaction by write count and by cleanup."""
-    sc = spawn_frozen("--cache-mb", "0", "--compact-every-writes", "4", "--compact-interval-seconds", "1",
-                      "--ttl-days", "0")
+    sc = spawn_frozen(
+        "--cache-mb", "0", "--compact-every-writes", "4", "--compact-interval-seconds", "1", "--ttl-days", "0"
+    )
     notes = [f"day {i}: the weather was grey and I read a book about lighthouses" for i in range(10)]
     for note in notes:
         sc.store("u", note)
@@ -276,8 +299,12 @@ def test_every_command_the_slimmed_bundle_could_break(spawn_frozen, tmp_path):
     while (chunks := sc.request({"type": "stats"})["chunks"])["pending"] and time.monotonic() < deadline:
         time.sleep(0.2)  # the long memory is cut into chunks in the background
     assert chunks == {"vectors": 3, "pending": 0}, chunks
-    for mode, text, want in [("semantic", "mountain trip with a friend", hike), ("keyword", "Chamonix", hike),
-                             ("hybrid", "hiking in the Alps", hike), ("semantic", "what spice goes in the soup", long_id)]:
+    for mode, text, want in [
+        ("semantic", "mountain trip with a friend", hike),
+        ("keyword", "Chamonix", hike),
+        ("hybrid", "hiking in the Alps", hike),
+        ("semantic", "what spice goes in the soup", long_id),
+    ]:
         got = sc.request({"type": "query", "user_id": "u", "text": text, "mode": mode, "limit": 3})
         assert got["type"] == "results" and got["messages"][0]["id"] == want, (mode, text, got)
     assert sc.request({"type": "sync"})["type"] == "synced"
@@ -308,8 +335,9 @@ def test_a_restart_on_a_store_with_memories_warms_the_cache_without_an_error(spa
     ModuleNotFoundError, at the default log level); queries still answered, from the table."""
     sc = spawn_frozen()
     for u in range(3):
-        sc.request({"type": "store", "messages": [{"user_id": f"w{u}", "content": f"note {i} of user {u}"}
-                                                   for i in range(5)]})
+        sc.request(
+            {"type": "store", "messages": [{"user_id": f"w{u}", "content": f"note {i} of user {u}"} for i in range(5)]}
+        )
     assert sc.shutdown() == 0
     sc = spawn_frozen()  # the same data dir
     deadline = time.monotonic() + 60
@@ -383,8 +411,17 @@ def test_onedir_folder_serves_offline_with_its_bundled_model(onedir_binary, tmp_
     assert sc.request({"type": "stats"})["model"]["source"] == BUNDLED_SOURCE
     assert sc.shutdown() == 0
     for i, path in enumerate(EXAMPLES):
-        replay(spawn("--ttl-days", "0", data_dir=tmp_path / f"golden{i}", wait_ready=False,
-                     command=[str(onedir_binary)], base_env=host_env(tmp_path)), path)
+        replay(
+            spawn(
+                "--ttl-days",
+                "0",
+                data_dir=tmp_path / f"golden{i}",
+                wait_ready=False,
+                command=[str(onedir_binary)],
+                base_env=host_env(tmp_path),
+            ),
+            path,
+        )
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -409,8 +446,14 @@ def test_stdout_clean_utf8_with_debug_logging_and_warnings(spawn_frozen):
 
 def test_mcp_face_is_left_out_and_says_how_to_get_it(frozen_binary, tmp_path):
     """The MCP extra stays out of the binary (pyinstaller.spec); `mcp` exits 2 with the way to get it."""
-    out = subprocess.run([str(frozen_binary), "mcp", "--data-dir", str(tmp_path / "data")], capture_output=True,
-                         text=True, timeout=120, stdin=subprocess.DEVNULL, env=host_env(tmp_path))
+    out = subprocess.run(
+        [str(frozen_binary), "mcp", "--data-dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=host_env(tmp_path),
+    )
     assert out.returncode == 2 and out.stdout == ""
     assert "pip install '.[mcp]' in a clone of the repository" in out.stderr, out.stderr
     assert "py3-none-any.whl[mcp]'" in out.stderr and "not on PyPI yet" in out.stderr
@@ -433,8 +476,11 @@ HOST = textwrap.dedent("""
 def test_no_orphans_when_the_host_is_killed(frozen_binary, tmp_path):
     """A host (a Python process holding the pipes) is SIGKILLed without sending shutdown: the
     launcher and the sidecar process are gone within 2 s and the unpack folder is removed."""
-    host = subprocess.Popen([sys.executable, "-c", HOST, str(frozen_binary), "--data-dir", str(tmp_path / "data")],
-                            stdout=subprocess.PIPE, env=host_env(tmp_path))
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, str(frozen_binary), "--data-dir", str(tmp_path / "data")],
+        stdout=subprocess.PIPE,
+        env=host_env(tmp_path),
+    )
     try:
         assert host.stdout.readline().strip() == b"ready"
         tree = descendants(host.pid)
@@ -494,10 +540,15 @@ def test_typescript_client_suite_against_the_onedir_binary(onedir_binary, npm):
     suite skips that test)."""
     node = shutil.which("node")
     run_ts([npm, "run", "--silent", "build"], timeout=300)
-    proc = run_ts([node, "--test", "--test-concurrency=1", "dist/test/integration.test.js"], timeout=600,
-                  env={"SIDECAR_BIN": str(onedir_binary)})
+    proc = run_ts(
+        [node, "--test", "--test-concurrency=1", "dist/test/integration.test.js"],
+        timeout=600,
+        env={"SIDECAR_BIN": str(onedir_binary)},
+    )
     summary = dict(re.findall(r"^(?:#|\u2139) (tests|pass|fail|skipped) (\d+)\s*$", proc.stdout, re.M))
-    assert int(summary.get("tests", 0)) >= 15 and summary.get("fail") == "0" and summary.get("skipped") == "0", \
+    assert int(summary.get("tests", 0)) >= 15 and summary.get("fail") == "0" and summary.get("skipped") == "0", (
         f"unexpected summary {summary}:\n{proc.stdout[-OUTPUT_TAIL:]}"
-    assert re.search(r"^\s*(?:ok \d+ - |\u2714 )serves from the frozen binary when SIDECAR_BIN is set\b", proc.stdout, re.M), \
-        f"the suite did not run against the binary:\n{proc.stdout[-OUTPUT_TAIL:]}"
+    )
+    assert re.search(
+        r"^\s*(?:ok \d+ - |\u2714 )serves from the frozen binary when SIDECAR_BIN is set\b", proc.stdout, re.M
+    ), f"the suite did not run against the binary:\n{proc.stdout[-OUTPUT_TAIL:]}"

@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from binarykit import transcripts  # noqa: E402
-from binarykit.transcripts import EXAMPLES, match  # noqa: E402,F401 - match: used by the unit tests below
+from binarykit import transcripts
+from binarykit.transcripts import EXAMPLES, match
 
 
 def test_there_are_transcripts():
@@ -32,13 +31,18 @@ def replay(sc, path: Path) -> None:
 
 def test_matcher_names_the_first_difference():
     captured: dict[str, str] = {}
-    match({"type": "ok", "id": "<uuid as a>", "n": "<int>"}, {"type": "ok", "id": "6f1c2a9e-0000-4000-8000-000000000000",
-                                                          "n": 3, "more": 1}, captured)
+    match(
+        {"type": "ok", "id": "<uuid as a>", "n": "<int>"},
+        {"type": "ok", "id": "6f1c2a9e-0000-4000-8000-000000000000", "n": 3, "more": 1},
+        captured,
+    )
     assert captured == {"a": "6f1c2a9e-0000-4000-8000-000000000000"}
-    for expected, actual, says in [({"n": "<int>"}, {"n": True}, "$.n: True is not an int"),
-                                   ({"id": "<uuid>"}, {"id": "nope"}, "$.id: 'nope' is not a uuid"),
-                                   ({"ids": ["{{a}}"]}, {"ids": ["x"]}, "$.ids[0]: expected"),
-                                   ({"type": "ok"}, {}, "missing key 'type'")]:
+    for expected, actual, says in [
+        ({"n": "<int>"}, {"n": True}, "$.n: True is not an int"),
+        ({"id": "<uuid>"}, {"id": "nope"}, "$.id: 'nope' is not a uuid"),
+        ({"ids": ["{{a}}"]}, {"ids": ["x"]}, "$.ids[0]: expected"),
+        ({"type": "ok"}, {}, "missing key 'type'"),
+    ]:
         with pytest.raises(AssertionError, match=says.replace("[", r"\[").replace("$", r"\$")):
             match(expected, actual, captured)
 

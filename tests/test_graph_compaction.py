@@ -16,12 +16,12 @@ import threading
 import time
 
 import numpy as np
+from test_table_reads import MODEL, _in_thread, _rows
 
 from sidecar.graph import store as graph_store_module
 from sidecar.graph.model import Entity, UserGraph
 from sidecar.graph.store import ENTITIES, GraphStore
 from sidecar.messages.store import MessageStore
-from test_table_reads import MODEL, _in_thread, _rows
 
 
 def _entity_rows(gs: GraphStore, user: str, name: str) -> dict:
@@ -97,7 +97,6 @@ def test_an_exclusive_graph_compaction_holds_requests_back(tmp_path, monkeypatch
     finally:
         release.set()
         store.close()
-
 
 
 def test_a_graph_commit_holds_requests_back_no_more(tmp_path, monkeypatch):

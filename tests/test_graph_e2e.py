@@ -9,15 +9,24 @@ import time
 import uuid
 
 import pytest
-
 from conftest import files_containing
 
 T0 = (int(time.time()) // 60 - 24 * 60) * 60  # a day ago (inside the default TTL): validity is checked to the second
 
 
 def _store_all(sc, user: str, lines: list[str], username: str = "Caroline", **extra) -> list[str]:
-    msgs = [{"user_id": user, "username": username, "content": c, "timestamp": T0 + 60 * i, "message_id": f"m{i}",
-             "channel_id": "general", **extra} for i, c in enumerate(lines)]
+    msgs = [
+        {
+            "user_id": user,
+            "username": username,
+            "content": c,
+            "timestamp": T0 + 60 * i,
+            "message_id": f"m{i}",
+            "channel_id": "general",
+            **extra,
+        }
+        for i, c in enumerate(lines)
+    ]
     r = sc.request({"type": "store", "messages": msgs})
     assert r["type"] == "ok", r
     return r["ids"]
@@ -60,7 +69,9 @@ def test_entities_relations_and_validity(sidecar):
 def test_consolidate_makes_traces_idempotently_and_delete_updates_them(sidecar):
     ids = _store_all(sidecar, "u1", STORY)
     r = sidecar.request({"type": "consolidate", "user_id": "u1"})
-    assert r["type"] == "consolidated" and r["episodes"] == 4 and r["traces_created"] >= 1  # the backchannel is left out
+    assert (
+        r["type"] == "consolidated" and r["episodes"] == 4 and r["traces_created"] >= 1
+    )  # the backchannel is left out
     again = sidecar.request({"type": "consolidate"})
     assert again["episodes"] == 0 and again["traces_created"] == 0  # nothing new: nothing done
     ana = sidecar.request({"type": "entity", "user_id": "u1", "name": "Ana"})
@@ -71,8 +82,11 @@ def test_consolidate_makes_traces_idempotently_and_delete_updates_them(sidecar):
     ana = sidecar.request({"type": "entity", "user_id": "u1", "name": "Ana"})
     assert all(ids[1] not in t["episode_ids"] for t in ana["traces"])
     assert ana["entity"]["mentions"] == 1
-    sister = [r for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "Caroline"})["relations"]
-              if r["predicate"] == "sister"]
+    sister = [
+        r
+        for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "Caroline"})["relations"]
+        if r["predicate"] == "sister"
+    ]
     assert sister == []  # stated only by the deleted message
 
 
@@ -119,8 +133,15 @@ def test_graphs_only_the_builder_used_are_held_to_an_eighth_of_the_graph_budget(
         _store_all(sc, f"host{k}", [f"My friend Alice{k} moved to Lisbon."])
         assert sc.request({"type": "entities", "user_id": f"host{k}"})["entities"]  # the host reads these five
     for k in range(60):
-        _store_all(sc, f"bulk{k}", [f"I met Bruno{k} in Lisbon.", f"Bruno{k} works at Acme{k} Robotics.",
-                                    "We went hiking in Sintra last weekend."])
+        _store_all(
+            sc,
+            f"bulk{k}",
+            [
+                f"I met Bruno{k} in Lisbon.",
+                f"Bruno{k} works at Acme{k} Robotics.",
+                "We went hiking in Sintra last weekend.",
+            ],
+        )
     assert sc.request({"type": "entities", "user_id": "nobody"})["entities"] == []  # waits for the builder
     g = sc.request({"type": "health"})["graph"]
     assert g["queue"] == 0 and g["episodes"] == 185
@@ -156,7 +177,7 @@ def test_a_store_made_without_graph_is_built_at_the_next_start(spawn):
     assert "graph: building 1 stored messages in the background (users 1-1 of 1)" in log, log
 
 
-HOSTILE = ["Zoë \"Quote\" O'Neil", "Ана", "שלום", "Ünïcødé 🎉", "x' OR '1'='1"]
+HOSTILE = ['Zoë "Quote" O\'Neil', "Ана", "שלום", "Ünïcødé 🎉", "x' OR '1'='1"]
 
 
 def test_hostile_names_and_bad_requests(sidecar):
@@ -164,11 +185,14 @@ def test_hostile_names_and_bad_requests(sidecar):
         sidecar.store("h", f"I met {name} today\nand we talked.")
     assert sidecar.request({"type": "entities", "user_id": "h", "limit": 100})["type"] == "entities"
     assert sidecar.request({"type": "entity", "user_id": "h", "name": "x' OR '1'='1"})["code"] == "not_found"
-    for bad in ({"type": "entities"}, {"type": "entity", "user_id": "h"},
-                {"type": "entity", "user_id": "h", "id": "a", "name": "b"},
-                {"type": "entities", "user_id": "h", "limit": -1},
-                {"type": "entities", "user_id": "h", "entity_type": "spaceship"},
-                {"type": "merge_entities", "user_id": "h", "source": "a"}):
+    for bad in (
+        {"type": "entities"},
+        {"type": "entity", "user_id": "h"},
+        {"type": "entity", "user_id": "h", "id": "a", "name": "b"},
+        {"type": "entities", "user_id": "h", "limit": -1},
+        {"type": "entities", "user_id": "h", "entity_type": "spaceship"},
+        {"type": "merge_entities", "user_id": "h", "source": "a"},
+    ):
         r = sidecar.request(bad)
         assert r["type"] == "error" and r["code"] == "invalid_request", (bad, r)
     assert sidecar.request({"type": "ping"})["type"] == "pong"
@@ -177,10 +201,12 @@ def test_hostile_names_and_bad_requests(sidecar):
 def test_ten_thousand_entities_for_one_user(spawn):
     sidecar = spawn("--graph-consolidate-every", "0")  # on demand only: the one pass below takes every episode
     names = [f"Person{chr(65 + i % 26)}{chr(65 + i // 26 % 26)}{i}" for i in range(10_000)]
-    msgs = [{"user_id": "big", "content": f"I met {names[2 * k]} and {names[2 * k + 1]} at the fair.",
-             "timestamp": T0 + k} for k in range(5_000)]
+    msgs = [
+        {"user_id": "big", "content": f"I met {names[2 * k]} and {names[2 * k + 1]} at the fair.", "timestamp": T0 + k}
+        for k in range(5_000)
+    ]
     for start in range(0, len(msgs), 1_000):
-        assert sidecar.request({"type": "store", "messages": msgs[start:start + 1_000]})["type"] == "ok"
+        assert sidecar.request({"type": "store", "messages": msgs[start : start + 1_000]})["type"] == "ok"
     ents = sidecar.request({"type": "entities", "user_id": "big", "limit": 1_000})["entities"]
     assert len(ents) == 1_000 and all(e["mentions"] == 1 for e in ents)
     assert sidecar.request({"type": "stats"})["graph"]["entities"] == 10_000
@@ -202,6 +228,7 @@ def test_a_relation_about_the_user_links_the_fact_that_states_it(sidecar):
 def test_a_relation_stated_again_links_a_fact_remembered_since(sidecar):
     """The builder keeps its fact look-ups while no fact is written: a fact remembered after the first
     statement is found when the relation is stated again (regression: the kept answer must not outlive a write)."""
+
     def pet_relation() -> dict:
         me = sidecar.request({"type": "entity", "user_id": "u2", "name": "me"})
         return next(r for r in me["relations"] if r["predicate"] == "has_pet")
@@ -221,8 +248,15 @@ def test_a_relation_stated_again_links_a_fact_remembered_since(sidecar):
 
 def test_consolidation_runs_in_the_background_when_due(sidecar):
     """200 new episodes make consolidation due (docs/graph.md): traces appear with no `consolidate`."""
-    msgs = [{"user_id": "bg", "content": f"Day {i}: I practised the cello scales with Marta for {i % 5 + 1} hours.",
-             "timestamp": T0 + 60 * i, "channel_id": "c"} for i in range(210)]
+    msgs = [
+        {
+            "user_id": "bg",
+            "content": f"Day {i}: I practised the cello scales with Marta for {i % 5 + 1} hours.",
+            "timestamp": T0 + 60 * i,
+            "channel_id": "c",
+        }
+        for i in range(210)
+    ]
     assert sidecar.request({"type": "store", "messages": msgs})["type"] == "ok"
     deadline = time.monotonic() + 60
     traces = 0
@@ -236,13 +270,27 @@ def test_consolidation_runs_in_the_background_when_due(sidecar):
 def test_consolidation_makes_the_same_traces_whether_the_rows_are_cached_or_read_from_the_table(spawn, tmp_path):
     """Consolidation reads a cached user's rows from memory (docs/graph.md, "Consolidation"): with the vector
     cache off it reads them from the table, and the traces must not differ."""
-    lines = [*STORY, "Ana and I went hiking near Sintra.", "The hike with Ana ended at a cafe in Sintra.",
-             "My new job in Porto starts in May.", "Porto has great bookshops.", "Max the dog loves the beach."]
+    lines = [
+        *STORY,
+        "Ana and I went hiking near Sintra.",
+        "The hike with Ana ended at a cafe in Sintra.",
+        "My new job in Porto starts in May.",
+        "Porto has great bookshops.",
+        "Max the dog loves the beach.",
+    ]
     seen = []
     for name, args in (("cached", ()), ("table", ("--cache-mb", "0"))):
         sc = spawn(*args, data_dir=tmp_path / name)
-        msgs = [{"user_id": "u1", "username": "Caroline", "content": c, "timestamp": T0 + 60 * i + 3600 * (i // 5),
-                 "channel_id": "general"} for i, c in enumerate(lines)]  # two sessions an hour apart
+        msgs = [
+            {
+                "user_id": "u1",
+                "username": "Caroline",
+                "content": c,
+                "timestamp": T0 + 60 * i + 3600 * (i // 5),
+                "channel_id": "general",
+            }
+            for i, c in enumerate(lines)
+        ]  # two sessions an hour apart
         at = {i: k for k, i in enumerate(sc.request({"type": "store", "messages": msgs})["ids"])}
         assert sc.request({"type": "query", "user_id": "u1", "text": "Ana"})["messages"]  # the cache takes the user
         assert sc.request({"type": "stats"})["cache"]["users"] == (1 if name == "cached" else 0)
@@ -264,9 +312,15 @@ def test_expiry_takes_several_users_old_messages_out_of_their_graphs_for_good(sp
     sc = spawn()
     people = (("u1", "Rosa", "Lisbon"), ("u2", "Tomas", "Porto"), ("u3", "Ines", "Faro"))
     for user, name, place in people:
-        r = sc.request({"type": "store", "messages": [
-            {"user_id": user, "username": name, "content": f"I moved to {place} last year.", "timestamp": old},
-            {"user_id": user, "username": name, "content": "My friend Jon says hi from Oslo.", "timestamp": T0}]})
+        r = sc.request(
+            {
+                "type": "store",
+                "messages": [
+                    {"user_id": user, "username": name, "content": f"I moved to {place} last year.", "timestamp": old},
+                    {"user_id": user, "username": name, "content": "My friend Jon says hi from Oslo.", "timestamp": T0},
+                ],
+            }
+        )
         assert r["type"] == "ok", r
     sc.request({"type": "consolidate"})  # waits for the graph: built, and the old messages in traces too
     assert sc.request({"type": "stats"})["graph"]["episodes"] == 6
@@ -304,14 +358,25 @@ CHAT = [  # (username, content): how people write, in one user's store
 
 
 def test_the_graph_reads_chat_as_people_write_it(sidecar):
-    msgs = [{"user_id": "u58", "username": who, "content": text, "timestamp": T0 + 60 * i, "message_id": f"m{i}"}
-            for i, (who, text) in enumerate(CHAT)]
+    msgs = [
+        {"user_id": "u58", "username": who, "content": text, "timestamp": T0 + 60 * i, "message_id": f"m{i}"}
+        for i, (who, text) in enumerate(CHAT)
+    ]
     assert sidecar.request({"type": "store", "messages": msgs})["type"] == "ok"
     ents = {e["name"]: e for e in sidecar.request({"type": "entities", "user_id": "u58", "limit": 100})["entities"]}
     types = {name: e["type"] for name, e in ents.items()}
-    assert {k: types.get(k) for k in ("Paris", "Siemens", "Google", "Alice", "Rome", "Bob Miller", "Porto", "王伟")} == {
-        "Paris": "place", "Siemens": "organisation", "Google": "organisation", "Alice": "person", "Rome": "place",
-        "Bob Miller": "person", "Porto": "place", "王伟": "person"}
+    assert {
+        k: types.get(k) for k in ("Paris", "Siemens", "Google", "Alice", "Rome", "Bob Miller", "Porto", "王伟")
+    } == {
+        "Paris": "place",
+        "Siemens": "organisation",
+        "Google": "organisation",
+        "Alice": "person",
+        "Rome": "place",
+        "Bob Miller": "person",
+        "Porto": "place",
+        "王伟": "person",
+    }
     assert "March" not in ents and "Miller" not in ents and "Bob" not in ents
     assert ents["Bob Miller"]["mentions"] == 2
 
@@ -320,10 +385,16 @@ def test_the_graph_reads_chat_as_people_write_it(sidecar):
         return {(x["subject"], x["predicate"], x["object"], x.get("valid_to") is None) for x in r["relations"]}
 
     # Porto, then York: what Tom says of his brother Sam, the user's own entity, is Sam's latest home
-    assert relations("Sam") >= {("Sam", "lives_in", "Paris", False), ("Sam", "lives_in", "Porto", False),
-                                ("Sam", "works_at", "Siemens", False), ("Sam", "works_at", "Google", True),
-                                ("Sam", "sister", "Alice", True), ("Sam", "brother", "Tom", True),
-                                ("Tom", "brother", "Sam", True), ("Sam", "lives_in", "York", True)}
+    assert relations("Sam") >= {
+        ("Sam", "lives_in", "Paris", False),
+        ("Sam", "lives_in", "Porto", False),
+        ("Sam", "works_at", "Siemens", False),
+        ("Sam", "works_at", "Google", True),
+        ("Sam", "sister", "Alice", True),
+        ("Sam", "brother", "Tom", True),
+        ("Tom", "brother", "Sam", True),
+        ("Sam", "lives_in", "York", True),
+    }
     assert not any(r[2] in ("Oslo", "Lisbon") for r in relations("Sam"))  # reported speech, a corrected slip
     assert ("Alice", "lives_in", "Rome", True) in relations("Alice")
     assert ("Tom", "lives_in", "Leeds", True) in relations("Tom")

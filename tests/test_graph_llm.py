@@ -6,13 +6,26 @@ from __future__ import annotations
 
 import time
 
-from test_llm import ScriptedLLM  # noqa: F401 - the llm fixture's server
-from test_llm import llm  # noqa: F401 - fixture
+from test_llm import (
+    ScriptedLLM,  # noqa: F401 - the llm fixture's server
+    llm,  # noqa: F401 - fixture
+)
 
 
 def _spawn(spawn, server, *extra):
-    return spawn("--llm-base-url", server.url, "--llm-model", "m", "--graph-llm", "true", "--llm-extract", "false",
-                 "--llm-retries", "1", *extra)
+    return spawn(
+        "--llm-base-url",
+        server.url,
+        "--llm-model",
+        "m",
+        "--graph-llm",
+        "true",
+        "--llm-extract",
+        "false",
+        "--llm-retries",
+        "1",
+        *extra,
+    )
 
 
 def _settle(sc, timeout=30.0):
@@ -26,8 +39,14 @@ def _settle(sc, timeout=30.0):
 
 
 def test_llm_adds_entities_and_relations_the_rules_miss(spawn, llm):  # noqa: F811
-    llm.extract.append({"json": {"entities": [{"name": "Zed", "type": "person"}, {"name": "Ghost", "type": "person"}],
-                                 "relations": [{"predicate": "mentor", "object": "zed"}]}})
+    llm.extract.append(
+        {
+            "json": {
+                "entities": [{"name": "Zed", "type": "person"}, {"name": "Ghost", "type": "person"}],
+                "relations": [{"predicate": "mentor", "object": "zed"}],
+            }
+        }
+    )
     sc = _spawn(spawn, llm)
     sc.store("u1", "my mentor zed taught me chess", username="Kim")
     h = _settle(sc)
@@ -46,9 +65,16 @@ def test_llm_adds_entities_and_relations_the_rules_miss(spawn, llm):  # noqa: F8
 
 
 def test_llm_failures_and_garbage_change_nothing(spawn, llm):  # noqa: F811
-    llm.extract.extend([{"content": "not json at all"}, {"content": "still not json"},  # retried once, then given up
-                        {"status": 500}, {"status": 500},
-                        {"json": {"entities": "many", "relations": []}}, {"json": {"entities": "many"}}])
+    llm.extract.extend(
+        [
+            {"content": "not json at all"},
+            {"content": "still not json"},  # retried once, then given up
+            {"status": 500},
+            {"status": 500},
+            {"json": {"entities": "many", "relations": []}},
+            {"json": {"entities": "many"}},
+        ]
+    )
     sc = _spawn(spawn, llm)
     for text in ("I moved to Lisbon.", "I work at Acme.", "My sister Ana called."):
         sc.store("u1", text, username="Kim")
@@ -64,8 +90,20 @@ def test_llm_failures_and_garbage_change_nothing(spawn, llm):  # noqa: F811
 
 
 def test_unreachable_llm_is_reported_and_harmless(spawn):
-    sc = spawn("--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--graph-llm", "true",
-               "--llm-extract", "false", "--llm-retries", "0", "--llm-timeout", "1")
+    sc = spawn(
+        "--llm-base-url",
+        "http://127.0.0.1:9/v1",
+        "--llm-model",
+        "m",
+        "--graph-llm",
+        "true",
+        "--llm-extract",
+        "false",
+        "--llm-retries",
+        "0",
+        "--llm-timeout",
+        "1",
+    )
     sc.store("u1", "I moved to Lisbon.", username="Kim")
     assert sc.request({"type": "health"})["graph"]["llm"]["reachable"] is False
     assert "Lisbon" in {e["name"] for e in sc.request({"type": "entities", "user_id": "u1"})["entities"]}

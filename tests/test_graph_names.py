@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from test_graph_e2e import _store_all
 
 from sidecar.embedding.embedder import Embedder
 from sidecar.embedding.model import resolve_model
 from sidecar.graph.model import UserGraph, compact, fold
 from sidecar.graph.names import THRESHOLD, NameMatcher
-from test_graph_e2e import _store_all
 
 GROUPS = json.loads((Path(__file__).parent / "fixtures" / "entity_aliases.json").read_text())
 
@@ -66,12 +66,18 @@ def test_a_new_name_joins_the_closest_known_thing_of_its_type_only(embedder):
 
 
 def test_names_resolve_by_meaning_over_the_pipe(sidecar):
-    _store_all(sidecar, "u1", ["We trekked to Mount Everest base camp in April.",
-                               "Later we flew to Everest again.",
-                               "I moved to New York City in May.",
-                               "Then I went back to NYC for work.",
-                               "I applied to Harvard University today.",
-                               "Last week I visited Stanford University for a talk."])
+    _store_all(
+        sidecar,
+        "u1",
+        [
+            "We trekked to Mount Everest base camp in April.",
+            "Later we flew to Everest again.",
+            "I moved to New York City in May.",
+            "Then I went back to NYC for work.",
+            "I applied to Harvard University today.",
+            "Last week I visited Stanford University for a talk.",
+        ],
+    )
     ents = {e["name"]: e for e in sidecar.request({"type": "entities", "user_id": "u1"})["entities"]}
     assert "Everest" in ents["Mount Everest"]["aliases"] and ents["Mount Everest"]["mentions"] == 2, ents
     assert "NYC" in ents["New York City"]["aliases"] and ents["New York City"]["mentions"] == 2

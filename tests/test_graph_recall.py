@@ -20,8 +20,17 @@ STORY = [
 
 
 def _store(sc, user="u1"):
-    msgs = [{"user_id": user, "username": "Caroline", "content": c, "timestamp": T0 + dt, "message_id": f"m{i}",
-             "channel_id": "general"} for i, (dt, c) in enumerate(STORY)]
+    msgs = [
+        {
+            "user_id": user,
+            "username": "Caroline",
+            "content": c,
+            "timestamp": T0 + dt,
+            "message_id": f"m{i}",
+            "channel_id": "general",
+        }
+        for i, (dt, c) in enumerate(STORY)
+    ]
     r = sc.request({"type": "store", "messages": msgs})
     assert r["type"] == "ok", r
     return r["ids"]
@@ -44,16 +53,24 @@ def test_recall_finds_the_trace_and_knows_what_it_does_not_know(sidecar):
     res = sidecar.request({"type": "query", "user_id": "u1", "text": "Did Gina go hiking with Ana?", "mode": "graph"})
     assert ids[2] in [m["id"] for m in res["messages"]]
     # query mode graph: episodes by activation
-    res = sidecar.request({"type": "query", "user_id": "u1", "text": "Where did Ana go hiking?", "mode": "graph",
-                           "limit": 2})
+    res = sidecar.request(
+        {"type": "query", "user_id": "u1", "text": "Where did Ana go hiking?", "mode": "graph", "limit": 2}
+    )
     assert res["type"] == "results" and res["messages"][0]["id"] == ids[2]
     assert all(-1 <= m["similarity"] <= 1 for m in res["messages"])
 
 
 def test_time_window_and_use_strengthens(sidecar):
     ids = _store(sidecar)
-    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "Acme Robotics work",
-                         "since": T0 + 2 * DAY - 10, "strengthen": False})
+    r = sidecar.request(
+        {
+            "type": "graph_recall",
+            "user_id": "u1",
+            "text": "Acme Robotics work",
+            "since": T0 + 2 * DAY - 10,
+            "strengthen": False,
+        }
+    )
     episodes = [e["id"] for t in r["traces"] for e in t["episodes"]]
     assert episodes and ids[0] not in episodes and ids[4] in episodes  # only the window's episodes
     ana = lambda: sidecar.request({"type": "entity", "user_id": "u1", "name": "Ana"})["traces"]  # noqa: E731
@@ -69,11 +86,13 @@ def test_bad_input_and_edge_cases(sidecar):
     for text in ("🎉🎉🎉", "the and of it", "x" * 32_000):
         r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": text})
         assert r["type"] == "graph_recall" and (r["known"] or r["traces"] == []), r
-    for bad in ({"type": "graph_recall", "user_id": "u1", "text": "  "},
-                {"type": "graph_recall", "user_id": "u1", "text": "a", "limit": -1},
-                {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"gate": 1.5}},
-                {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"iterations": 0}},
-                {"type": "graph_recall", "text": "a"}):
+    for bad in (
+        {"type": "graph_recall", "user_id": "u1", "text": "  "},
+        {"type": "graph_recall", "user_id": "u1", "text": "a", "limit": -1},
+        {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"gate": 1.5}},
+        {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"iterations": 0}},
+        {"type": "graph_recall", "text": "a"},
+    ):
         r = sidecar.request(bad)
         assert r["type"] == "error" and r["code"] == "invalid_request", (bad, r)
     r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "a", "limit": 10_000})
@@ -83,10 +102,17 @@ def test_bad_input_and_edge_cases(sidecar):
 
 def test_one_giant_component(sidecar):
     """Every message names the same people: one hub, one big connected graph; recall still answers."""
-    msgs = [{"user_id": "hub", "content": f"Met Bob and Alice at the cafe, topic {i}: the weather {i % 7}.",
-             "timestamp": T0 + 30 * i, "channel_id": "c"} for i in range(400)]
+    msgs = [
+        {
+            "user_id": "hub",
+            "content": f"Met Bob and Alice at the cafe, topic {i}: the weather {i % 7}.",
+            "timestamp": T0 + 30 * i,
+            "channel_id": "c",
+        }
+        for i in range(400)
+    ]
     for start in range(0, 400, 200):
-        assert sidecar.request({"type": "store", "messages": msgs[start:start + 200]})["type"] == "ok"
+        assert sidecar.request({"type": "store", "messages": msgs[start : start + 200]})["type"] == "ok"
     t0 = time.monotonic()
     r = sidecar.request({"type": "graph_recall", "user_id": "hub", "text": "what did Bob say about the weather 3?"})
     assert r["type"] == "graph_recall" and r["known"] and r["traces"]
@@ -123,12 +149,18 @@ def test_context_can_add_related_memories(sidecar):
 
 
 def test_recall_knows_what_is_true_now_and_what_was_before(sidecar):
-    """"Where does Sam live now?" after "I live in Berlin" then "I moved to Paris": the Paris episode first
+    """ "Where does Sam live now?" after "I live in Berlin" then "I moved to Paris": the Paris episode first
     (graph_recall, query mode graph, entity); "before": Berlin first; bad input is harmless."""
-    story = [(0, "I live in Berlin."), (3_600, "The weather is nice today, I went for a run."),
-             (10 * DAY, "I moved to Paris."), (10 * DAY + 60, "Found a great bakery near the new flat.")]
-    msgs = [{"user_id": "sam", "username": "Sam", "content": c, "timestamp": T0 - 20 * DAY + dt, "channel_id": "c"}
-            for dt, c in story]
+    story = [
+        (0, "I live in Berlin."),
+        (3_600, "The weather is nice today, I went for a run."),
+        (10 * DAY, "I moved to Paris."),
+        (10 * DAY + 60, "Found a great bakery near the new flat."),
+    ]
+    msgs = [
+        {"user_id": "sam", "username": "Sam", "content": c, "timestamp": T0 - 20 * DAY + dt, "channel_id": "c"}
+        for dt, c in story
+    ]
     berlin, _run, paris, _bakery = sidecar.request({"type": "store", "messages": msgs})["ids"]
 
     def recalled(text: str, user: str = "sam") -> list[str]:

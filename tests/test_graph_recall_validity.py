@@ -12,19 +12,32 @@ from sidecar.graph.recall import rank_by_validity
 from sidecar.graph.recall_validity import BOTH, PAST, PRESENT, order, predicates, tense
 
 
-@pytest.mark.parametrize("question, expected", [
-    ("where does Sam live now?", PRESENT), ("Where do I live currently?", PRESENT),
-    ("what is she doing these days?", PRESENT), ("Does Sam still live in Berlin?", PRESENT),
-    ("where does Sam live?", PRESENT), ("what's Sam's job?", PRESENT), ("who is Sam dating?", PRESENT),
-    ("where did Sam move to?", PRESENT),  # the destination: what is true since the move
-    ("where did Sam live before?", PAST), ("where did Sam use to work?", PAST), ("Sam's old job?", PAST),
-    ("where did Sam live?", PAST), ("where did Sam move from?", PAST), ("What was Sam's job?", PAST),
-    ("where was she working previously?", PAST),
-    ("where does Sam live now, and where did he live before?", BOTH),
-    ("what did we do on Sunday?", None), ("how old is Sam?", None), ("tell me about Berlin", None),
-    ("when did Sam come home?", None),  # a hint of a relation ("home") with a tense alone: nothing
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        ("where does Sam live now?", PRESENT),
+        ("Where do I live currently?", PRESENT),
+        ("what is she doing these days?", PRESENT),
+        ("Does Sam still live in Berlin?", PRESENT),
+        ("where does Sam live?", PRESENT),
+        ("what's Sam's job?", PRESENT),
+        ("who is Sam dating?", PRESENT),
+        ("where did Sam move to?", PRESENT),  # the destination: what is true since the move
+        ("where did Sam live before?", PAST),
+        ("where did Sam use to work?", PAST),
+        ("Sam's old job?", PAST),
+        ("where did Sam live?", PAST),
+        ("where did Sam move from?", PAST),
+        ("What was Sam's job?", PAST),
+        ("where was she working previously?", PAST),
+        ("where does Sam live now, and where did he live before?", BOTH),
+        ("what did we do on Sunday?", None),
+        ("how old is Sam?", None),
+        ("tell me about Berlin", None),
+        ("when did Sam come home?", None),  # a hint of a relation ("home") with a tense alone: nothing
+        ("", None),
+    ],
+)
 def test_the_time_a_question_asks_about(question, expected):
     assert tense(question) == expected
 
@@ -146,7 +159,10 @@ def test_rank_by_validity_puts_the_favoured_first_and_leaves_the_rest_in_order(m
 def test_what_is_true_now_as_context_shows_it(moved):
     got = validity.true_now(moved, "any tips for my commute?", [], 5)
     assert [(r["sentence"], r["since"]) for r in got] == [
-        ("Lives in Paris", 300.0), ("Works at Acme", 400.0), ("Has a sister, Ana", None)]  # Berlin is closed
+        ("Lives in Paris", 300.0),
+        ("Works at Acme", 400.0),
+        ("Has a sister, Ana", None),
+    ]  # Berlin is closed
     # what the text asks about first; a person it names adds their own current relations, by name
     ana = moved.entities[moved.by_key["ana"]]
     rome, _ = moved.resolve("Rome", "place")

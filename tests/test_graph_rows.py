@@ -15,14 +15,14 @@ import lancedb
 import numpy as np
 import orjson
 import pytest
+from test_graph_e2e import STORY, _store_all
+from test_table_reads import MODEL
 
 from sidecar.graph import GRAPH_TABLES
 from sidecar.graph.model import Entity, Episode, Trace, UserGraph
 from sidecar.graph.store import ENTITIES, GraphStore
 from sidecar.messages.store import MessageStore
 from sidecar.storage import SCHEMA_VERSION
-from test_graph_e2e import STORY, _store_all
-from test_table_reads import MODEL
 
 
 def _open(path):
@@ -115,12 +115,15 @@ def test_users_loaded_together_read_the_same_graphs_as_one_by_one(tmp_path):
                 i = int(t.id.rsplit("-t", 1)[1])
                 assert np.array_equal(t.vector, (np.arange(gs.dim) * (i + 1) + sum(map(ord, uid))).astype(np.float16))
                 assert np.array_equal(t.vector, alone.traces[t.id].vector) and t.episode_ids == [f"{uid}-m{i}"]
-            assert {e: (x.entity_ids, x.trace_id, x.message_id) for e, x in both.episodes.items()} == \
-                {e: (x.entity_ids, x.trace_id, x.message_id) for e, x in alone.episodes.items()}
-            assert {e: (x.name, x.episodes) for e, x in both.entities.items()} == \
-                {e: (x.name, x.episodes) for e, x in alone.entities.items()}
-            assert [(r.object_value, r.valid_to, r.episode_ids) for r in both.relations.values()] == \
-                [(r.object_value, r.valid_to, r.episode_ids) for r in alone.relations.values()]
+            assert {e: (x.entity_ids, x.trace_id, x.message_id) for e, x in both.episodes.items()} == {
+                e: (x.entity_ids, x.trace_id, x.message_id) for e, x in alone.episodes.items()
+            }
+            assert {e: (x.name, x.episodes) for e, x in both.entities.items()} == {
+                e: (x.name, x.episodes) for e, x in alone.entities.items()
+            }
+            assert [(r.object_value, r.valid_to, r.episode_ids) for r in both.relations.values()] == [
+                (r.object_value, r.valid_to, r.episode_ids) for r in alone.relations.values()
+            ]
             assert both.links == alone.links == {(f"{uid}-t0", f"{uid}-t1"): pytest.approx(0.9)}
             odd = {f"p{i}": f"{uid}-m{i}" for i in range(len(both.episodes)) if i % 2}
             assert both.by_message_id == alone.by_message_id == odd
@@ -144,8 +147,11 @@ def test_the_builder_makes_each_users_graph_from_the_one_read_of_its_group(tmp_p
         read_rows = gs.read_rows
         monkeypatch.setattr(gs, "read_rows", lambda users: (reads.append(list(users)), read_rows(users))[1])
         monkeypatch.setattr(gs, "load", lambda uid: pytest.fail(f"{uid}'s graph read again alone"))
-        rows = [{"id": f"{uid}-new{i}", "user_id": uid, "content": "I moved to Lisbon last year.",
-                 "timestamp": 5000.0 + i} for uid in ("ann", "bob", "cy") for i in range(2)]
+        rows = [
+            {"id": f"{uid}-new{i}", "user_id": uid, "content": "I moved to Lisbon last year.", "timestamp": 5000.0 + i}
+            for uid in ("ann", "bob", "cy")
+            for i in range(2)
+        ]
         vectors = np.eye(len(rows), gs.dim, dtype=np.float32)
         svc.builder.build(rows, vectors)
         assert reads == [["ann", "bob", "cy"]]
@@ -212,9 +218,16 @@ def test_a_store_from_before_rev_migrates_and_its_rows_are_rewritten_in_place(sp
     assert sc.request({"type": "stats"})["schema_version"] == SCHEMA_VERSION
     lisbon = sc.request({"type": "entity", "user_id": "u1", "name": "Lisbon"})
     assert lisbon["entity"]["mentions"] == 3
-    r = sc.request({"type": "store", "user_id": "u1", "username": "Caroline", "channel_id": "general",
-                    "content": "Ana and I took the tram in Lisbon again.",
-                    "timestamp": lisbon["entity"]["last_seen"] + 3600})
+    r = sc.request(
+        {
+            "type": "store",
+            "user_id": "u1",
+            "username": "Caroline",
+            "channel_id": "general",
+            "content": "Ana and I took the tram in Lisbon again.",
+            "timestamp": lisbon["entity"]["last_seen"] + 3600,
+        }
+    )
     assert r["type"] == "ok", r
     assert sc.request({"type": "entity", "user_id": "u1", "name": "Lisbon"})["entity"]["mentions"] == 4
     assert sc.request({"type": "consolidate", "user_id": "u1"})["type"] == "consolidated"

@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from sidecar.graph import consolidation as cons
 from sidecar.graph.mentions import find_mentions
 from sidecar.graph.model import Episode, UserGraph, fold
@@ -47,11 +47,20 @@ def test_fast_tier_finds_the_labelled_entities_of_locomo_turns():
 def test_fast_tier_patterns():
     text = "Ping @sam or <@123456>, mail jo@example.org, see https://x.io/a?b=1 by May 7 at 3pm; it cost $40"
     got = {(m.text, m.type) for m in find_mentions(text)}
-    assert {("@sam", "person"), ("<@123456>", "person"), ("jo@example.org", "other"),
-            ("https://x.io/a?b=1", "other"), ("May 7", "date"), ("3pm", "date"), ("$40", "other")} <= got
+    assert {
+        ("@sam", "person"),
+        ("<@123456>", "person"),
+        ("jo@example.org", "other"),
+        ("https://x.io/a?b=1", "other"),
+        ("May 7", "date"),
+        ("3pm", "date"),
+        ("$40", "other"),
+    } <= got
     # a known name is found in lower case through the gazetteer; a sentence opener is not a name
     assert [(m.text, m.type) for m in find_mentions("talked to caroline today", {"caroline": "person"})] == [
-        ("caroline", "person"), ("today", "date")]
+        ("caroline", "person"),
+        ("today", "date"),
+    ]
     assert find_mentions("Went hiking. Loved it.") == []
     assert [(m.text, m.type) for m in find_mentions("We flew to New York City")] == [("New York City", "place")]
 
@@ -68,11 +77,21 @@ def test_backchannel_detector_on_the_labelled_sample():
     assert tp / (tp + fn) >= 0.65
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("lol", True), ("ok!!", True), ("haha yes", True), ("Thanks, Caroline!", True), ("👍🎉", True), (":)", True),
-    ("ok I moved to Berlin", False), ("lol my cat ate my homework", False), ("yes, Tuesday works", False),
-    ("Did you go to the concert?", False),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("lol", True),
+        ("ok!!", True),
+        ("haha yes", True),
+        ("Thanks, Caroline!", True),
+        ("👍🎉", True),
+        (":)", True),
+        ("ok I moved to Berlin", False),
+        ("lol my cat ate my homework", False),
+        ("yes, Tuesday works", False),
+        ("Did you go to the concert?", False),
+    ],
+)
 def test_backchannel_examples(text, expected):
     assert is_backchannel(text) is expected
 
@@ -83,25 +102,32 @@ def test_novelty():
     assert novelty(0, 3, 0.9) == pytest.approx(0.05)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("I moved to Lisbon last year and I work at Acme Robotics.", [("lives_in", "Lisbon"), ("works_at", "Acme Robotics")]),
-    ("My sister Ana is visiting", [("sister", "Ana")]),
-    ("my best friend Jon said hi", [("friend", "Jon")]),
-    ("I adopted a cat named Luna", [("has_pet", "Luna")]),
-    ("I'm a software engineer now", [("job_title", "software engineer")]),
-    ("I was born in Sweden", [("born_in", "Sweden")]),
-    ("I hate mornings.", [("dislikes", "mornings")]),
-    ("I don't live in Paris", []),
-    ("Do you live in Rome?", []),
-    ("If I moved to Oslo I would freeze", []),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "I moved to Lisbon last year and I work at Acme Robotics.",
+            [("lives_in", "Lisbon"), ("works_at", "Acme Robotics")],
+        ),
+        ("My sister Ana is visiting", [("sister", "Ana")]),
+        ("my best friend Jon said hi", [("friend", "Jon")]),
+        ("I adopted a cat named Luna", [("has_pet", "Luna")]),
+        ("I'm a software engineer now", [("job_title", "software engineer")]),
+        ("I was born in Sweden", [("born_in", "Sweden")]),
+        ("I hate mornings.", [("dislikes", "mornings")]),
+        ("I don't live in Paris", []),
+        ("Do you live in Rome?", []),
+        ("If I moved to Oslo I would freeze", []),
+    ],
+)
 def test_relation_patterns(text, expected):
     assert [(r.predicate, r.object) for r in find_relations(text)] == expected
 
 
 def _episode(g: UserGraph, i: int, ts: float, **kw) -> Episode:
-    ep = Episode(f"e{i}", ts, kw.get("channel", "c"), kw.get("message_id"), kw.get("reply_to"), 0.5,
-                 kw.get("low", False))
+    ep = Episode(
+        f"e{i}", ts, kw.get("channel", "c"), kw.get("message_id"), kw.get("reply_to"), 0.5, kw.get("low", False)
+    )
     g.episodes[ep.id] = ep
     return ep
 
@@ -245,11 +271,24 @@ def test_deep_tier_answer_validation():
     from sidecar.llm import LLMError
 
     text = "my mentor zed taught me chess in Oslo"
-    ents, rels = parse({"entities": [{"name": "Zed", "type": "person"}, {"name": "Ghost", "type": "person"},
-                                     {"name": "Oslo", "type": "organization"}, {"name": "Oslo", "type": "planet"},
-                                     "junk", {"name": 5, "type": "person"}],
-                        "relations": [{"predicate": "Mentor Of", "object": "zed"}, {"predicate": "x", "object": "Mars"},
-                                      {"predicate": "likes"}]}, text)
+    ents, rels = parse(
+        {
+            "entities": [
+                {"name": "Zed", "type": "person"},
+                {"name": "Ghost", "type": "person"},
+                {"name": "Oslo", "type": "organization"},
+                {"name": "Oslo", "type": "planet"},
+                "junk",
+                {"name": 5, "type": "person"},
+            ],
+            "relations": [
+                {"predicate": "Mentor Of", "object": "zed"},
+                {"predicate": "x", "object": "Mars"},
+                {"predicate": "likes"},
+            ],
+        },
+        text,
+    )
     assert ents == [("Zed", "person"), ("Oslo", "organisation")]  # invented names and bad types dropped
     assert rels == [("mentor_of", "zed")]
     with pytest.raises(LLMError):
@@ -272,7 +311,10 @@ def test_spreading_activation_inhibition_and_firing():
     assert all(kept[f"w{i}"] == 1.0 for i in range(p.top_m)) and "weak" not in kept and kept["seed"] == 0.2
     # potentials are capped at 1, so a hub cannot flood the rest
     hub = {"h": {f"e{i}": 1.0 for i in range(50)}} | {f"e{i}": {"h": 1.0} for i in range(50)}
-    assert max(act.spread(lambda n: hub.get(n, {}), {f"e{i}": 1.0 for i in range(50)}, p).values()) <= act.fire({"x": 1.0}, p)["x"]
+    assert (
+        max(act.spread(lambda n: hub.get(n, {}), {f"e{i}": 1.0 for i in range(50)}, p).values())
+        <= act.fire({"x": 1.0}, p)["x"]
+    )
 
 
 def test_the_memory_budget_counts_what_a_graph_really_holds():
@@ -285,21 +327,42 @@ def test_the_memory_budget_counts_what_a_graph_really_holds():
     from sidecar.graph.model import Trace
     from sidecar.graph.recall import GraphView
 
-    texts = ["I met Ana and Bruno at the Lisbon fair.", "We hiked in Sintra with Carla.", "lol ok",
-             "My sister Dora moved to Porto for work at Acme.", "Work was long today, I am tired."]
+    texts = [
+        "I met Ana and Bruno at the Lisbon fair.",
+        "We hiked in Sintra with Carla.",
+        "lol ok",
+        "My sister Dora moved to Porto for work at Acme.",
+        "Work was long today, I am tired.",
+    ]
     rng = np.random.default_rng(3)
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     g = UserGraph("u")
     for i in range(2_000):
-        row = {"id": uuid.uuid4().hex, "timestamp": 1e9 + i * 60, "content": texts[i % 5] + f" ({i})",
-               "channel_id": "c", "message_id": None, "username": "Eve"}
+        row = {
+            "id": uuid.uuid4().hex,
+            "timestamp": 1e9 + i * 60,
+            "content": texts[i % 5] + f" ({i})",
+            "channel_id": "c",
+            "message_id": None,
+            "username": "Eve",
+        }
         build_episode(g, row, np.zeros(384, np.float32), None, Changes())
     ids = list(g.episodes)
     for k in range(0, len(ids), 2):
-        t = Trace(uuid.uuid4().hex, " ".join(texts) + str(k), ids[k:k + 2], [], 0.5, 0.0, 0.0, 0.0, 0.0,
-                  rng.standard_normal(384).astype(np.float16))
+        t = Trace(
+            uuid.uuid4().hex,
+            " ".join(texts) + str(k),
+            ids[k : k + 2],
+            [],
+            0.5,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            rng.standard_normal(384).astype(np.float16),
+        )
         g.traces[t.id] = t
         for e in t.episode_ids:
             g.episodes[e].trace_id = t.id
@@ -326,8 +389,17 @@ def test_a_built_graph_keeps_none_of_the_builders_batch():
 
     g = UserGraph("u")
     b = Builder(threading.RLock(), lambda user_id: g, None, None, lambda n: None)
-    rows = [{"id": uuid.uuid4().hex, "timestamp": 1e9 + i, "content": f"We hiked in Sintra with Carla ({i}).",
-             "channel_id": "c", "message_id": None, "username": "Eve"} for i in range(4_000)]
+    rows = [
+        {
+            "id": uuid.uuid4().hex,
+            "timestamp": 1e9 + i,
+            "content": f"We hiked in Sintra with Carla ({i}).",
+            "channel_id": "c",
+            "message_id": None,
+            "username": "Eve",
+        }
+        for i in range(4_000)
+    ]
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -562,8 +634,10 @@ def test_the_builder_reads_a_groups_rows_together_and_holds_one_users_graph_at_a
     svc.builder.release = lambda u: (release(u), held.append(svc._cache.total))
     svc.builder.save = lambda built, rows: rows
     svc.builder.commit = lambda rows: None
-    rows = [{"id": f"m{i}", "user_id": f"u{i % 10}", "content": "We met Alice in Paris.", "timestamp": 1e9 + i}
-            for i in range(20)]
+    rows = [
+        {"id": f"m{i}", "user_id": f"u{i % 10}", "content": "We met Alice in Paris.", "timestamp": 1e9 + i}
+        for i in range(20)
+    ]
     svc.builder.build(rows, _unit([[1.0] * 8] * 20))
     assert read == [["u0", "u1", "u2"], ["u3", "u4", "u5"], ["u6", "u7", "u8"], ["u9"]]
     assert len(held) == 10 and max(held) <= budget // BACKGROUND_SHARE  # each user's graph trimmed once built
@@ -595,8 +669,10 @@ def test_consolidation_reads_a_users_messages_twice_per_pass_not_once_per_trace(
     for t in g.traces.values():  # each trace made from its own messages only
         assert t.summary.startswith("message e") and t.vector is not None
         assert len({int(e[1:]) // 10 for e in t.episode_ids}) == 1
-        assert (t.start, t.end) == (min(g.episodes[e].ts for e in t.episode_ids),
-                                    max(g.episodes[e].ts for e in t.episode_ids))
+        assert (t.start, t.end) == (
+            min(g.episodes[e].ts for e in t.episode_ids),
+            max(g.episodes[e].ts for e in t.episode_ids),
+        )
 
 
 def test_consolidation_leaves_episodes_the_builder_has_not_written_yet_for_its_next_pass():
@@ -637,10 +713,25 @@ def test_the_builder_marks_a_batchs_episodes_unwritten_until_its_commit_and_keep
         if fail:
             raise OSError("disk full")
 
-    b = Builder(threading.RLock(), lambda u: graphs.setdefault(u, UserGraph(u)), lambda built, rows: rows, commit,
-                lambda n: None)
-    rows = [{"id": f"m{i}", "user_id": f"u{i % 20}", "timestamp": 1e9 + i, "content": "ok", "channel_id": None,
-             "message_id": None, "username": None} for i in range(40)]  # 20 users: two groups of 16 and 4
+    b = Builder(
+        threading.RLock(),
+        lambda u: graphs.setdefault(u, UserGraph(u)),
+        lambda built, rows: rows,
+        commit,
+        lambda n: None,
+    )
+    rows = [
+        {
+            "id": f"m{i}",
+            "user_id": f"u{i % 20}",
+            "timestamp": 1e9 + i,
+            "content": "ok",
+            "channel_id": None,
+            "message_id": None,
+            "username": None,
+        }
+        for i in range(40)
+    ]  # 20 users: two groups of 16 and 4
     fail = True
     with pytest.raises(OSError):
         b.build(rows[:20], np.zeros((20, 8), np.float32))

@@ -8,8 +8,8 @@ import threading
 import time
 
 from conftest import linux_only, posix_only
-from sidecar.wire import MAX_TIMESTAMP
 
+from sidecar.wire import MAX_TIMESTAMP
 
 # ---------------------------------------------------------------- regressions found by fuzzing
 
@@ -28,12 +28,15 @@ def test_timestamp_beyond_year_9999_is_refused_and_history_renders(sidecar):
 # ---------------------------------------------------------------- privacy
 
 
-@posix_only("POSIX file modes (umask 077); Windows has no umask: a data dir inherits its folder's ACL, and the "
-            "default one, %LOCALAPPDATA%, is the user's own")
+@posix_only(
+    "POSIX file modes (umask 077); Windows has no umask: a data dir inherits its folder's ACL, and the "
+    "default one, %LOCALAPPDATA%, is the user's own"
+)
 def test_every_file_and_directory_under_the_data_dir_is_user_only(spawn, tmp_path):
     data_dir = tmp_path / "data"
-    sc = spawn("--compact-every-writes", "1", "--compact-interval-seconds", "0", "--compact-max-duty", "1",
-               data_dir=data_dir)
+    sc = spawn(
+        "--compact-every-writes", "1", "--compact-interval-seconds", "0", "--compact-max-duty", "1", data_dir=data_dir
+    )
     sc.store("u", "a private memory")
     sc.request({"type": "remember", "user_id": "u", "text": "Likes privacy", "category": "preference"})
     sc.request({"type": "forget_user", "user_id": "nobody"})  # a compaction, new index files
@@ -52,15 +55,23 @@ def test_no_memory_content_in_logs_at_the_default_level(spawn):
     sc.store("u", f"{secret} one", username="Private Name", channel_id="c", message_id="1")
     sc.request({"type": "query", "user_id": "u", "text": secret})
     sc.request({"type": "remember", "user_id": "u", "text": f"Fact: {secret}", "category": "preference"})
-    sc.request({"type": "extract_inline", "user_id": "u",
-                "reply": f"ok <memory category=\"preference\">{secret} tag</memory><memory category=\"nope\">{secret}</memory>"})
-    sc.request({"type": "context", "user_id": "u", "text": secret, "history": {"user_id": "u"},
-                "channel": {"channel_id": "c"}})
+    sc.request(
+        {
+            "type": "extract_inline",
+            "user_id": "u",
+            "reply": f'ok <memory category="preference">{secret} tag</memory><memory category="nope">{secret}</memory>',
+        }
+    )
+    sc.request(
+        {"type": "context", "user_id": "u", "text": secret, "history": {"user_id": "u"}, "channel": {"channel_id": "c"}}
+    )
     # errors around content: too long, wrong types, broken JSON, an oversized line
-    for bad in ({"type": "store", "user_id": "u", "content": secret * 20},
-                {"type": "store", "user_id": ["u"], "content": secret},
-                {"type": "store", "user_id": "u", "content": secret, "timestamp": "yesterday"},
-                {"type": "query", "user_id": "u", "text": secret, "limit": 10_000}):
+    for bad in (
+        {"type": "store", "user_id": "u", "content": secret * 20},
+        {"type": "store", "user_id": ["u"], "content": secret},
+        {"type": "store", "user_id": "u", "content": secret, "timestamp": "yesterday"},
+        {"type": "query", "user_id": "u", "text": secret, "limit": 10_000},
+    ):
         assert sc.request(bad)["type"] == "error"
     sc.send_raw(b'{"type":"store","user_id":"u","content":"' + secret.encode() + b'"\n')
     assert sc.recv()["code"] == "invalid_json"
@@ -111,30 +122,51 @@ SMALL = {"limit": 1, "preferences_limit": 1, "relevant_limit": 1}
 LIMIT_CASES = [
     ({"type": "store", "user_id": "u", "content": "x" * 51}, "too_large", "50"),
     ({"type": "store", "messages": [{"user_id": "u", "content": "x"}] * 4}, "too_large", "3"),
-    ({"type": "store", "messages": [{"user_id": "u", "content": "x"}, {"user_id": "u", "content": "y" * 51}]},
-     "too_large", "messages[1]"),
+    (
+        {"type": "store", "messages": [{"user_id": "u", "content": "x"}, {"user_id": "u", "content": "y" * 51}]},
+        "too_large",
+        "messages[1]",
+    ),
     ({"type": "query", "user_id": "u", "text": "x", "limit": 5}, "too_large", "4"),
     ({"type": "query", "user_id": "u", "text": "x", "limit": 0}, "invalid_request", "limit"),
     ({"type": "facts", "user_id": "u", "limit": 5}, "too_large", "4"),
     ({"type": "recall", "users": {"a": None}, "limit": 5}, "too_large", "4"),
-    ({"type": "recall", "users": {"a": None, "b": None, "c": None, "d": None}, "limit": 1}, "too_large",
-     "--max-batch"),
+    ({"type": "recall", "users": {"a": None, "b": None, "c": None, "d": None}, "limit": 1}, "too_large", "--max-batch"),
     ({"type": "context", "users": {"a": None, "b": None, "c": None, "d": None}, **SMALL}, "too_large", "--max-batch"),
     ({"type": "context", "user_id": "u", "limit": 5}, "too_large", "4"),
     ({"type": "channel_context", "channel_id": "c", "limit": 6}, "too_large", "--max-window"),
-    ({"type": "channel_context", "messages": [{"user_id": "u", "content": "x"}] * 6, "limit": 1}, "too_large",
-     "6 inline messages"),
+    (
+        {"type": "channel_context", "messages": [{"user_id": "u", "content": "x"}] * 6, "limit": 1},
+        "too_large",
+        "6 inline messages",
+    ),
     ({"type": "channel_context", "messages": [{"user_id": "u", "content": "x" * 51}], "limit": 1}, "too_large", "50"),
-    ({"type": "history", "user_id": "u", "full_count": 3, "mid_count": 3, "short_count": 0}, "too_large",
-     "--max-window"),
-    ({"type": "context", "user_id": "u", "history": {"user_id": "u", "full_count": 6}, **SMALL}, "too_large",
-     "--max-window"),
+    (
+        {"type": "history", "user_id": "u", "full_count": 3, "mid_count": 3, "short_count": 0},
+        "too_large",
+        "--max-window",
+    ),
+    (
+        {"type": "context", "user_id": "u", "history": {"user_id": "u", "full_count": 6}, **SMALL},
+        "too_large",
+        "--max-window",
+    ),
 ]
 
 
 def test_every_limit_is_an_error_and_the_process_goes_on(spawn):
-    sc = spawn("--max-content-chars", "50", "--max-batch", "3", "--max-limit", "4", "--max-window", "5",
-               "--max-line-bytes", "4096")
+    sc = spawn(
+        "--max-content-chars",
+        "50",
+        "--max-batch",
+        "3",
+        "--max-limit",
+        "4",
+        "--max-window",
+        "5",
+        "--max-line-bytes",
+        "4096",
+    )
     kept = sc.store("u", "x" * 50)  # exactly at the limit is fine
     for i, (req, code, needle) in enumerate(LIMIT_CASES):
         r = sc.request({**req, "request_id": i})

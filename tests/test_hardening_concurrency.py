@@ -14,8 +14,13 @@ DAY = 86_400
 
 
 def test_ten_thousand_pipelined_requests_answered_in_order(sidecar):
-    cheap = [{"type": "ping"}, {"type": "memory_instructions"}, {"type": "sync", "timeout": 1},
-             {"type": "no_such_command"}, {"type": "query", "user_id": "p", "text": ""}]
+    cheap = [
+        {"type": "ping"},
+        {"type": "memory_instructions"},
+        {"type": "sync", "timeout": 1},
+        {"type": "no_such_command"},
+        {"type": "query", "user_id": "p", "text": ""},
+    ]
     requests = []
     for i in range(10_000):
         if i % 50 == 0:
@@ -34,8 +39,14 @@ def test_ten_thousand_pipelined_requests_answered_in_order(sidecar):
     elapsed = time.perf_counter() - t0
     writer.join()
     assert [a.get("request_id") for a in answers] == list(range(10_000))
-    expected = {"store": "ok", "query": "results", "ping": "pong", "memory_instructions": "instructions",
-                "sync": "synced", "no_such_command": "error"}
+    expected = {
+        "store": "ok",
+        "query": "results",
+        "ping": "pong",
+        "memory_instructions": "instructions",
+        "sync": "synced",
+        "no_such_command": "error",
+    }
     for req, ans in zip(requests, answers):
         if req["type"] == "query" and req["text"] == "":
             assert ans["code"] == "invalid_request", ans
@@ -49,8 +60,10 @@ def test_ten_thousand_pipelined_requests_answered_in_order(sidecar):
 
 
 def test_second_sidecar_refused_while_the_first_is_busy(sidecar, spawn):
-    stream = b"".join(orjson.dumps({"type": "store", "user_id": "b", "content": f"busy {i}", "request_id": i}) + b"\n"
-                      for i in range(300))
+    stream = b"".join(
+        orjson.dumps({"type": "store", "user_id": "b", "content": f"busy {i}", "request_id": i}) + b"\n"
+        for i in range(300)
+    )
     writer = threading.Thread(target=sidecar.send_raw, args=(stream,))
     writer.start()
     second = spawn(data_dir=sidecar.data_dir, wait_ready=False)
@@ -66,8 +79,20 @@ def test_second_sidecar_refused_while_the_first_is_busy(sidecar, spawn):
 def test_background_expiry_and_compaction_under_a_request_stream(spawn):
     # expiry every ~1.8 s (with old rows to delete each time) and a compaction after every write,
     # while a host sends requests one at a time and times each of them
-    sc = spawn("--ttl-days", "1", "--cleanup-interval-hours", "0.0005", "--compact-every-writes", "1",
-               "--compact-interval-seconds", "0", "--compact-max-duty", "1", "--max-window", "100000")
+    sc = spawn(
+        "--ttl-days",
+        "1",
+        "--cleanup-interval-hours",
+        "0.0005",
+        "--compact-every-writes",
+        "1",
+        "--compact-interval-seconds",
+        "0",
+        "--compact-max-duty",
+        "1",
+        "--max-window",
+        "100000",
+    )
     old_ts = time.time() - 10 * DAY
     kept: list[str] = []
     lat: dict[str, list[float]] = {"store": [], "query": []}
@@ -75,8 +100,12 @@ def test_background_expiry_and_compaction_under_a_request_stream(spawn):
     i = 0
     while time.monotonic() < end:
         if i % 40 == 0:  # rows for the next expiry round to delete
-            r = sc.request({"type": "store", "messages": [{"user_id": "old", "content": f"old {i} {k}",
-                                                           "timestamp": old_ts} for k in range(20)]})
+            r = sc.request(
+                {
+                    "type": "store",
+                    "messages": [{"user_id": "old", "content": f"old {i} {k}", "timestamp": old_ts} for k in range(20)],
+                }
+            )
             assert r["type"] == "ok", r
         kind = ("store", "query")[i % 2]
         if kind == "store":
@@ -92,16 +121,23 @@ def test_background_expiry_and_compaction_under_a_request_stream(spawn):
         i += 1
     stats = sc.request({"type": "stats"})
     assert stats["memories"] >= len(kept)
-    hist = sc.request({"type": "history", "user_id": "live", "full_count": 100000, "mid_count": 0,
-                       "short_count": 0})
+    hist = sc.request({"type": "history", "user_id": "live", "full_count": 100000, "mid_count": 0, "short_count": 0})
     on_disk = {line.split(": ", 1)[1] for line in hist["block"].splitlines()[1:]}
     assert set(kept) <= on_disk, set(kept) - on_disk
-    old_left = sc.request({"type": "history", "user_id": "old", "full_count": 100000, "mid_count": 0,
-                           "short_count": 0})["messages"]
+    old_left = sc.request(
+        {"type": "history", "user_id": "old", "full_count": 100000, "mid_count": 0, "short_count": 0}
+    )["messages"]
     # expiry did run, several times, during the stream
     assert old_left < 20 * (i // 40 + 1) // 2, (old_left, i, sc.stderr()[-4000:])
-    report = {k: (round(statistics.median(v) * 1000, 1), round(sorted(v)[int(0.99 * len(v))] * 1000, 1),
-                  round(max(v) * 1000, 1), len(v)) for k, v in lat.items()}
+    report = {
+        k: (
+            round(statistics.median(v) * 1000, 1),
+            round(sorted(v)[int(0.99 * len(v))] * 1000, 1),
+            round(max(v) * 1000, 1),
+            len(v),
+        )
+        for k, v in lat.items()
+    }
     print(f"latency under expiry + compaction (median, p99, max ms; n): {report}")
     # The target is 100 ms. Expiry used to compact exclusively and every background compaction held
     # the lock over the three fact tables: stores then waited up to 1.3 s here. The bound is

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import Sidecar
 
 DAY = 86_400
@@ -37,8 +36,11 @@ def stream_until_killed(sc: Sidecar, run: int, kill_after: float, extra: list[di
                 contents[rid] = []
             elif i % 4 == 3:
                 batch = [f"crash run {run} req {i} item {k}" for k in range(3)]
-                req = {"type": "store", "request_id": rid, "messages": [{"user_id": "crash", "content": c}
-                                                                        for c in batch]}
+                req = {
+                    "type": "store",
+                    "request_id": rid,
+                    "messages": [{"user_id": "crash", "content": c} for c in batch],
+                }
                 contents[rid] = batch
             else:
                 req = {"type": "store", "user_id": "crash", "content": f"crash run {run} req {i}", "request_id": rid}
@@ -83,8 +85,9 @@ def verify(data_dir: Path, acked: set[str], *args: str) -> Sidecar:
 
 
 def stored_contents(sc: Sidecar, user: str) -> list[str]:
-    h = sc.request({"type": "history", "user_id": user, "full_count": int(VERIFY_WINDOW), "mid_count": 0,
-                    "short_count": 0})
+    h = sc.request(
+        {"type": "history", "user_id": user, "full_count": int(VERIFY_WINDOW), "mid_count": 0, "short_count": 0}
+    )
     assert h["type"] == "history", h
     return [line.split(": ", 1)[1] for line in h["block"].splitlines()[1:]]
 
@@ -98,11 +101,29 @@ def test_sigkill_during_store_streams_and_compaction_loses_no_acknowledged_memor
     # many kills land inside a background compaction; some runs also forget another user (an
     # exclusive compaction on the request path)
     for run in range(36):
-        args = ("--ttl-days", "0") if run % 2 else ("--ttl-days", "0", "--compact-every-writes", "1",
-                                                     "--compact-interval-seconds", "0", "--compact-max-duty", "1")
+        args = (
+            ("--ttl-days", "0")
+            if run % 2
+            else (
+                "--ttl-days",
+                "0",
+                "--compact-every-writes",
+                "1",
+                "--compact-interval-seconds",
+                "0",
+                "--compact-max-duty",
+                "1",
+            )
+        )
         sc = verify(data_dir, acked, *args)
-        extra = [{"type": "store", "user_id": "other", "content": f"other {run}"},
-                 {"type": "forget_user", "user_id": "other"}] if run % 3 == 0 else None
+        extra = (
+            [
+                {"type": "store", "user_id": "other", "content": f"other {run}"},
+                {"type": "forget_user", "user_id": "other"},
+            ]
+            if run % 3 == 0
+            else None
+        )
         new = stream_until_killed(sc, run, rng.uniform(0.05, 1.2), extra)
         kills += 1
         acked |= set(new.values())
@@ -124,8 +145,9 @@ def test_sigkill_during_cleanup_is_all_or_nothing(tmp_path):
     for run in range(10):
         sc = Sidecar(data_dir, "--ttl-days", "0")
         old = [f"old run {run} item {k}" for k in range(40)]
-        r = sc.request({"type": "store", "messages": [{"user_id": "old", "content": c, "timestamp": old_ts}
-                                                      for c in old]})
+        r = sc.request(
+            {"type": "store", "messages": [{"user_id": "old", "content": c, "timestamp": old_ts} for c in old]}
+        )
         assert r["type"] == "ok", r
         fresh = f"fresh run {run}"
         sc.store("fresh", fresh)

@@ -12,14 +12,12 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import orjson
 import pytest
+from conftest import ROOT, Sidecar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import ROOT, Sidecar
 
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs, UNIX sockets and /dev/zero are POSIX only")
 BOUND_SECONDS = 10.0  # issue 60: a file of at most 100 KB compressed is imported or refused within 10 s
@@ -61,9 +59,19 @@ def _ping_behind(sc: Sidecar, request: dict) -> tuple[dict, float]:
 
 
 def _header(**extra) -> dict:
-    return {"kind": "header", "format": "memory-sidecar-export", "format_version": 1, "product_version": "0.1.0",
-            "created_at": 1.0, "user_id": None, "vectors": False, "model": {"name": "m", "dim": 4, "digest": "d"},
-            "schema_version": 4, "graph": False, **extra}
+    return {
+        "kind": "header",
+        "format": "memory-sidecar-export",
+        "format_version": 1,
+        "product_version": "0.1.0",
+        "created_at": 1.0,
+        "user_id": None,
+        "vectors": False,
+        "model": {"name": "m", "dim": 4, "digest": "d"},
+        "schema_version": 4,
+        "graph": False,
+        **extra,
+    }
 
 
 def _lines(*objs) -> bytes:
@@ -87,8 +95,12 @@ def test_import_refuses_devices_fifos_sockets_and_directories_at_once(env):
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(sock_path))
     try:
-        for path, what in (("/dev/zero", "character device"), (str(fifo), "FIFO"), (str(sock_path), "socket"),
-                           (str(root), "directory")):
+        for path, what in (
+            ("/dev/zero", "character device"),
+            (str(fifo), "FIFO"),
+            (str(sock_path), "socket"),
+            (str(root), "directory"),
+        ):
             r, seconds = _ping_behind(sc, {"type": "import", "path": path})
             assert r["type"] == "error" and r["code"] == "bad_file" and what in r["message"], r
             assert seconds < PROMPT_SECONDS, (path, seconds)
@@ -108,8 +120,10 @@ def test_gzip_bombs_and_bad_records_are_bounded_by_the_file(env):
     bombs = {  # each made here, at most 100 KB compressed (scripts/bench.py hostile-files: the full 100 KB)
         "newlines": (b"\n" * (32 << 20), "expands past 100 times its size"),
         "empty-objects": (b"{}\n" * (8 << 20), "more than 1000 invalid records"),
-        "one-line-repeated": (b'{"user_id":"bomb","content":"hello there","timestamp":1700000000}\n' * 200_000,
-                              "expands past 100 times its size"),
+        "one-line-repeated": (
+            b'{"user_id":"bomb","content":"hello there","timestamp":1700000000}\n' * 200_000,
+            "expands past 100 times its size",
+        ),
         "long-line": (b"x" * (24 << 20), "expands past 100 times its size"),
     }
     for name, (data, words) in bombs.items():
@@ -184,8 +198,12 @@ def test_export_never_writes_through_a_link_or_to_anything_but_a_regular_file(en
     into_data.symlink_to(root / "data")
     fifo = root / "out.fifo"
     os.mkfifo(fifo)
-    for out, words in ((link, "symbolic link"), (into_data / "x.jsonl", "inside the data dir"),
-                       (fifo, "FIFO"), (root, "directory")):
+    for out, words in (
+        (link, "symbolic link"),
+        (into_data / "x.jsonl", "inside the data dir"),
+        (fifo, "FIFO"),
+        (root, "directory"),
+    ):
         r, seconds = _ping_behind(sc, {"type": "export", "out": str(out), "overwrite": True})
         assert r["type"] == "error" and r["code"] == "invalid_request" and words in r["message"], (out, r)
         assert seconds < PROMPT_SECONDS, (out, seconds)
@@ -197,8 +215,9 @@ def test_a_write_failure_is_io_error_and_leaves_nothing(env):
     import resource
 
     sc, root = env
-    sc.request({"type": "store", "messages": [{"user_id": "big", "content": f"memory number {i} of many"}
-                                              for i in range(60)]})
+    sc.request(
+        {"type": "store", "messages": [{"user_id": "big", "content": f"memory number {i} of many"} for i in range(60)]}
+    )
     out = root / "full-disk.jsonl"
     # a first export commits the logged rows to LanceDB: under the limit below, only the export writes
     assert sc.request({"type": "export", "out": str(out), "user_id": "big"})["messages"] == 60
@@ -228,8 +247,13 @@ def test_format_version_must_be_a_positive_integer(env, version):
     if version == "missing":
         del header["format_version"]
     path = root / "header.jsonl"
-    path.write_bytes(_lines(header, {"kind": "message", "id": "hv", "user_id": "hv", "content": "x",
-                                     "timestamp": 5}, {"kind": "end", "counts": {}}))
+    path.write_bytes(
+        _lines(
+            header,
+            {"kind": "message", "id": "hv", "user_id": "hv", "content": "x", "timestamp": 5},
+            {"kind": "end", "counts": {}},
+        )
+    )
     r = sc.request({"type": "import", "path": str(path)})
     assert r["type"] == "error" and r["code"] == "bad_file" and "`format_version`" in r["message"], r
 
@@ -237,9 +261,14 @@ def test_format_version_must_be_a_positive_integer(env, version):
 def test_a_byte_order_mark_is_skipped(env):
     sc, root = env
     path = root / "bom.jsonl"
-    path.write_bytes(b"\xef\xbb\xbf" + _lines(_header(), {"kind": "message", "id": "bom-1", "user_id": "bom",
-                                                          "content": "after a BOM", "timestamp": 5},
-                                              {"kind": "end", "counts": {}}))
+    path.write_bytes(
+        b"\xef\xbb\xbf"
+        + _lines(
+            _header(),
+            {"kind": "message", "id": "bom-1", "user_id": "bom", "content": "after a BOM", "timestamp": 5},
+            {"kind": "end", "counts": {}},
+        )
+    )
     r = sc.request({"type": "import", "path": str(path)})
     assert (r["format"], r["messages"], r["invalid"], r["errors"]) == ("export", 1, 0, []), r
 
@@ -260,10 +289,12 @@ def _entity_ids(sc: Sidecar, user: str, want: int = 2) -> list[str]:
 def test_an_id_of_another_user_is_not_found_like_an_unknown_id(env):
     sc, _ = env
     msg = sc.store("alice", "My sister Anna lives in Lisbon and works at Acme Robotics")
-    fact = sc.request({"type": "remember", "user_id": "alice", "text": "Likes green tea",
-                       "category": "preference"})["fact"]["id"]
-    other = sc.request({"type": "remember", "user_id": "alice", "text": "Works at Acme",
-                        "category": "company"})["fact"]["id"]
+    fact = sc.request({"type": "remember", "user_id": "alice", "text": "Likes green tea", "category": "preference"})[
+        "fact"
+    ]["id"]
+    other = sc.request({"type": "remember", "user_id": "alice", "text": "Works at Acme", "category": "company"})[
+        "fact"
+    ]["id"]
     sc.store("bob", "I grow tomatoes on my balcony in Porto")
     ents = _entity_ids(sc, "alice")
     unknown = "no-such-id"
@@ -283,7 +314,9 @@ def test_an_id_of_another_user_is_not_found_like_an_unknown_id(env):
         # no oracle: the same answer as for an id nobody has
         assert theirs["message"].replace(str(request[key]), unknown) == nobody["message"], (theirs, nobody)
     # alice's memory is untouched, and her own user_id (or none, as before) reaches it
-    assert sc.request({"type": "fact_history", "fact_id": fact, "user_id": "alice"})["fact"]["text"] == "Likes green tea"
+    assert (
+        sc.request({"type": "fact_history", "fact_id": fact, "user_id": "alice"})["fact"]["text"] == "Likes green tea"
+    )
     assert sc.request({"type": "fact_history", "fact_id": fact})["type"] == "fact_history"
     assert sc.request({"type": "entity", "user_id": "alice", "id": ents[0]})["type"] == "entity"
     assert sc.request({"type": "delete", "id": msg, "user_id": "alice"}) == {"type": "ok", "deleted": 1}
@@ -312,8 +345,14 @@ def test_error_messages_quote_at_most_200_characters(env):
         assert r["type"] == "error", r
         _bounded(r["message"], "q")
     bad = root / "quoting.jsonl"
-    bad.write_bytes(_lines(_header(), {"kind": "message", "id": "i", "user_id": "u", "content": "x", "timestamp": 1,
-                                       big: 1}, {"kind": big}, {"kind": "end", "counts": {}}))
+    bad.write_bytes(
+        _lines(
+            _header(),
+            {"kind": "message", "id": "i", "user_id": "u", "content": "x", "timestamp": 1, big: 1},
+            {"kind": big},
+            {"kind": "end", "counts": {}},
+        )
+    )
     r = sc.request({"type": "import", "path": str(bad)})
     assert r["invalid"] == 2, r
     for e in r["errors"]:
@@ -327,14 +366,23 @@ def test_command_line_errors_quote_at_most_200_characters(tmp_path):
     """An option's error on the command line (or from its environment variable) names the option and quotes
     a bounded part of the value: ConfigError's messages had quoted a 20,000-character --data-dir whole."""
     big = "q" * 20_000  # under Windows' 32,767-character command line
-    for args, extra_env in ((["--data-dir", f"ftp://{big}"], {}), (["--data-dir", f"s3://{big}"], {}),
-                            (["--languages", big], {}), (["--llm-base-url", big], {}),
-                            ([], {"MEMORY_SIDECAR_THREADS": big})):
+    for args, extra_env in (
+        (["--data-dir", f"ftp://{big}"], {}),
+        (["--data-dir", f"s3://{big}"], {}),
+        (["--languages", big], {}),
+        (["--llm-base-url", big], {}),
+        ([], {"MEMORY_SIDECAR_THREADS": big}),
+    ):
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_SIDECAR_")}
         if not args:
             args = ["--data-dir", str(tmp_path / "data")]
-        proc = subprocess.run([sys.executable, "-m", "sidecar", *args], env={**full_env, **extra_env},
-                              capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sidecar", *args],
+            env={**full_env, **extra_env},
+            capture_output=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         err = proc.stderr.decode()
         assert proc.returncode == 2 and proc.stdout == b"", proc  # a configuration error: nothing on stdout
         assert "configuration error" in err, err[:300]
@@ -354,8 +402,9 @@ def test_an_inverted_window_is_invalid(env):
 
 
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sidecar", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "sidecar", *args], capture_output=True, text=True, timeout=timeout, cwd=str(ROOT)
+    )
 
 
 def test_cli_refuses_an_existing_out_and_a_broken_header(tmp_path):
@@ -376,9 +425,16 @@ def test_cli_refuses_an_existing_out_and_a_broken_header(tmp_path):
 
 NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00/\\"), min_size=1, max_size=40)
 INTS = st.integers(-(2**63), 2**63 - 1)  # what JSON numbers orjson writes
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), INTS, st.floats(allow_nan=False, allow_infinity=False),
-                   st.text(max_size=20), st.lists(INTS, max_size=3), st.dictionaries(st.text(max_size=5), INTS,
-                                                                                     max_size=2))
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    INTS,
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.lists(INTS, max_size=3),
+    st.dictionaries(st.text(max_size=5), INTS, max_size=2),
+)
 
 
 @POSIX
@@ -391,10 +447,27 @@ def test_random_paths_headers_and_ids_never_fail_hang_or_cross_users(env, data):
     fifo = play / "a.fifo"  # never a system device: export, should it regress, would replace it
     if not fifo.exists():
         os.mkfifo(fifo)
-    specials = [str(root / "data"), str(root / "data" / "meta.json"), str(fifo), str(root), "meta.json",
-                "~nosuchuser/x", ".", "..", "./", str(play / ("n" * 300)), " ", "\n"]
-    path = data.draw(st.one_of(st.sampled_from(specials), NAMES.map(lambda n: str(play / n)),
-                               st.lists(NAMES, min_size=1, max_size=3).map(lambda p: "play/" + "/".join(p))))
+    specials = [
+        str(root / "data"),
+        str(root / "data" / "meta.json"),
+        str(fifo),
+        str(root),
+        "meta.json",
+        "~nosuchuser/x",
+        ".",
+        "..",
+        "./",
+        str(play / ("n" * 300)),
+        " ",
+        "\n",
+    ]
+    path = data.draw(
+        st.one_of(
+            st.sampled_from(specials),
+            NAMES.map(lambda n: str(play / n)),
+            st.lists(NAMES, min_size=1, max_size=3).map(lambda p: "play/" + "/".join(p)),
+        )
+    )
     header = data.draw(st.dictionaries(st.sampled_from(sorted(_header())), VALUES, max_size=4))
     header = {**_header(), **header} if data.draw(st.booleans()) else {"kind": "header", **header}
     owner = data.draw(st.sampled_from(["alice", "bob", "carol"]))
@@ -403,13 +476,17 @@ def test_random_paths_headers_and_ids_never_fail_hang_or_cross_users(env, data):
     before = {u: _ids(sc, u) for u in ("alice", "bob", "carol")}
 
     requests = [
-        {"type": "export", "out": path, "user_id": asker, "vectors": False,
-         "overwrite": data.draw(st.booleans())},
+        {"type": "export", "out": path, "user_id": asker, "vectors": False, "overwrite": data.draw(st.booleans())},
         {"type": "import", "path": path},
     ]
     file = play / "random-header.jsonl"
-    file.write_bytes(_lines(header, {"kind": "message", "id": "rh", "user_id": "rh", "content": "x",
-                                     "timestamp": 5}, {"kind": "end", "counts": {}}))
+    file.write_bytes(
+        _lines(
+            header,
+            {"kind": "message", "id": "rh", "user_id": "rh", "content": "x", "timestamp": 5},
+            {"kind": "end", "counts": {}},
+        )
+    )
     requests.append({"type": "import", "path": str(file)})
     for kind, key in (("delete", "id"), ("fact_history", "fact_id"), ("forget_fact", "fact_id")):
         requests.append({"type": kind, key: data.draw(st.sampled_from([mine, "x"]) | NAMES), "user_id": asker})
@@ -417,8 +494,13 @@ def test_random_paths_headers_and_ids_never_fail_hang_or_cross_users(env, data):
         t0 = time.monotonic()
         r = sc.request(request, timeout=BOUND_SECONDS * 3)
         assert time.monotonic() - t0 < BOUND_SECONDS, (request, r)
-        assert r["type"] != "error" or r["code"] in {"invalid_request", "bad_file", "conflict", "not_found",
-                                                      "io_error"}, (request, r)
+        assert r["type"] != "error" or r["code"] in {
+            "invalid_request",
+            "bad_file",
+            "conflict",
+            "not_found",
+            "io_error",
+        }, (request, r)
         if r["type"] == "error":
             assert len(r["message"]) <= 1000
     for user, ids in before.items():  # only the asker's own memory can have gone

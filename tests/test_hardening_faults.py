@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import LINUX, Sidecar
 
 # a tmpfs in a private mount namespace: Linux, as root (.ci/run is; GitHub's runners are not)
-needs_namespace = pytest.mark.skipif(not (LINUX and os.geteuid() == 0),
-                                     reason="Linux as root only: a tmpfs in a private mount namespace (unshare -m, "
-                                            "mount, nsenter)")
+needs_namespace = pytest.mark.skipif(
+    not (LINUX and os.geteuid() == 0),
+    reason="Linux as root only: a tmpfs in a private mount namespace (unshare -m, mount, nsenter)",
+)
 
 
 class Namespace:
@@ -34,9 +34,17 @@ class Namespace:
         mountpoint.mkdir(parents=True, exist_ok=True)
         self.mountpoint = mountpoint
         self.holder = subprocess.Popen(
-            ["unshare", "-m", "--propagation", "private", "sh", "-c",
-             f"mount -t tmpfs -o size={size},mode=0700 tmpfs '{mountpoint}' && echo mounted && exec sleep 600"],
-            stdout=subprocess.PIPE)
+            [
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                f"mount -t tmpfs -o size={size},mode=0700 tmpfs '{mountpoint}' && echo mounted && exec sleep 600",
+            ],
+            stdout=subprocess.PIPE,
+        )
         assert self.holder.stdout is not None and self.holder.stdout.readline() == b"mounted\n"
 
     def run(self, *cmd: str) -> None:
@@ -135,8 +143,9 @@ def test_full_disk(namespace, spawn):
         break
     assert failed is not None, "the 2 MiB disk never filled up"
     print(f"full disk after {len(acked)} memories: {failed['message'][:300]}")
-    assert failed["code"] == "internal" and ("No space left on device" in failed["message"]
-                                             or "os error 28" in failed["message"]), failed
+    assert failed["code"] == "internal" and (
+        "No space left on device" in failed["message"] or "os error 28" in failed["message"]
+    ), failed
     assert acked, "nothing fitted before the disk was full"
     # still serving: reads answer, small requests answer, the failed batch is not there
     assert sc.request({"type": "ping"})["type"] == "pong"
@@ -183,8 +192,7 @@ def _never_silent(first: dict, sc: Sidecar) -> str:
         assert "start-up failed" in sc.stderr()
         return "startup_failed"
     assert first["type"] == "ready"
-    for req in ({"type": "query", "user_id": "u", "text": "memory", "limit": 50},
-                {"type": "history", "user_id": "u"}):
+    for req in ({"type": "query", "user_id": "u", "text": "memory", "limit": 50}, {"type": "history", "user_id": "u"}):
         r = sc.request(req)
         if r["type"] == "error":
             assert r["code"] == "internal" and len(r["message"]) > 20, r
@@ -195,8 +203,10 @@ def _never_silent(first: dict, sc: Sidecar) -> str:
     return "error lines"
 
 
-@pytest.mark.parametrize("damage", ["delete_data_file", "corrupt_data_file", "delete_versions", "corrupt_manifest",
-                                    "delete_table", "truncate_meta"])
+@pytest.mark.parametrize(
+    "damage",
+    ["delete_data_file", "corrupt_data_file", "delete_versions", "corrupt_manifest", "delete_table", "truncate_meta"],
+)
 def test_damaged_table_files_never_give_a_silent_wrong_answer(spawn, tmp_path, pristine, damage):
     data_dir = tmp_path / "data"
     _made_dir(pristine, data_dir)

@@ -19,15 +19,17 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import Sidecar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Sidecar
 from sidecar.wire import REQUEST_MODELS
 
 FAR_FUTURE = time.time() + 20 * 365 * 86_400  # keepers never expire, whatever `cleanup` the fuzzer sends
-KEEPERS = [(f"keeper-{uuid.uuid4().hex}", f"keeper memory {i}: the lighthouse keeper paints boats {uuid.uuid4().hex}")
-           for i in range(5)]
+KEEPERS = [
+    (f"keeper-{uuid.uuid4().hex}", f"keeper memory {i}: the lighthouse keeper paints boats {uuid.uuid4().hex}")
+    for i in range(5)
+]
 FUZZ_USERS = ["1", "u", "alice", "x' OR '1'='1", "bob\\", 'q"uote', "ünï🚀", "user_id = 'a'", "%", "*", 42]
 # export and import write and read the file a request names: random paths would write wherever the test's user
 # may (as root: anywhere). Their hostile input is tested in test_portable.py (bad requests, bad files).
@@ -35,8 +37,24 @@ FILE_TYPES = ("export", "import")
 TYPES = sorted(t for t in REQUEST_MODELS if t != "shutdown" and t not in FILE_TYPES)
 # Commands that cost an embedding or a compaction when valid (5-80 ms each on this 2-core VM) are
 # generated less often, so the stream stays mostly cheap; every type is still generated many times.
-WEIGHTS = {t: 1 for t in ("cleanup", "forget_user", "remember", "extract_inline", "context", "recall", "query",
-                          "facts", "history", "stats", "consolidate", "graph_recall", "health")}
+WEIGHTS = {
+    t: 1
+    for t in (
+        "cleanup",
+        "forget_user",
+        "remember",
+        "extract_inline",
+        "context",
+        "recall",
+        "query",
+        "facts",
+        "history",
+        "stats",
+        "consolidate",
+        "graph_recall",
+        "health",
+    )
+}
 
 
 def segments(stream: bytes) -> list[bytes]:
@@ -86,14 +104,17 @@ def exchange(sc: Sidecar, stream: bytes, timeout: float = 120.0) -> list[tuple[b
         pairs.append((line, r))
     last = sc.recv(max(1.0, deadline - time.monotonic()))
     assert last == {"type": "pong", "request_id": sentinel}, (
-        f"response count mismatch: {len(lines)} lines sent, got an extra or missing response; last: {last}")
+        f"response count mismatch: {len(lines)} lines sent, got an extra or missing response; last: {last}"
+    )
     for line, r in pairs:
         rid = readable_request_id(line)
         if rid is not None:
             assert r.get("request_id") == rid, (line[:300], r)
         if r["type"] == "error":
             assert r["code"] in ("invalid_json", "invalid_request", "unknown_type", "not_found", "too_large"), (
-                line[:300], r)  # never `internal`: a hostile line is the client's error, not a crash
+                line[:300],
+                r,
+            )  # never `internal`: a hostile line is the client's error, not a crash
             assert isinstance(r["message"], str) and r["message"]
     assert sc.alive()
     return pairs
@@ -158,23 +179,62 @@ def dump(value) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
-raw_tokens = st.sampled_from([
-    b"NaN", b"-Infinity", b"Infinity", b"1e999", b"-1e999", b"-0", b"1E+2", b"0.0000000000000000001",
-    b"99999999999999999999999999999", b"-9223372036854775809", b"18446744073709551616", b"9223372036854775807",
-    b"\"\xff\xfe\"", b"\"\xc3\x28\"", b"\"\xed\xa0\x80\"", b"\"\\ud800\"", b"\"\\udfff\\ud800\"", b"\"a\x00b\"",
-    b"\"\\u0000\"", b"\"tab\there\"", b"\"\x1b[31mred\"", b"\"\x7f\x01\x02\"", b"[" * 2000 + b"]" * 2000,
-    b"{\"a\":" * 600 + b"1" + b"}" * 600, b"tru", b"nul", b"'single'", b"\"unterminated",
-    b"0x10", b"+1", b".5", b"01", b"1.", b"\"\\x41\"", b"\"\\u12\"", b"/* c */1",
-]) | st.integers(1, 3).map(lambda n: b"[" * (n * 40_000))  # nesting far past any parser's depth limit
+raw_tokens = st.sampled_from(
+    [
+        b"NaN",
+        b"-Infinity",
+        b"Infinity",
+        b"1e999",
+        b"-1e999",
+        b"-0",
+        b"1E+2",
+        b"0.0000000000000000001",
+        b"99999999999999999999999999999",
+        b"-9223372036854775809",
+        b"18446744073709551616",
+        b"9223372036854775807",
+        b'"\xff\xfe"',
+        b'"\xc3\x28"',
+        b'"\xed\xa0\x80"',
+        b'"\\ud800"',
+        b'"\\udfff\\ud800"',
+        b'"a\x00b"',
+        b'"\\u0000"',
+        b'"tab\there"',
+        b'"\x1b[31mred"',
+        b'"\x7f\x01\x02"',
+        b"[" * 2000 + b"]" * 2000,
+        b'{"a":' * 600 + b"1" + b"}" * 600,
+        b"tru",
+        b"nul",
+        b"'single'",
+        b'"unterminated',
+        b"0x10",
+        b"+1",
+        b".5",
+        b"01",
+        b"1.",
+        b'"\\x41"',
+        b'"\\u12"',
+        b"/* c */1",
+    ]
+) | st.integers(1, 3).map(lambda n: b"[" * (n * 40_000))  # nesting far past any parser's depth limit
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.integers(-2, 1002),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30), st.text(
-        st.characters(codec="utf-8", categories=["Cc", "Cs", "Zs", "So", "Lo"]), max_size=20),
-    st.sampled_from(FUZZ_USERS), st.builds(Raw, raw_tokens),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.integers(-2, 1002),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.text(st.characters(codec="utf-8", categories=["Cc", "Cs", "Zs", "So", "Lo"]), max_size=20),
+    st.sampled_from(FUZZ_USERS),
+    st.builds(Raw, raw_tokens),
 )
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                        st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                      max_leaves=12)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def plausible(name: str):
@@ -183,8 +243,17 @@ def plausible(name: str):
         return st.sampled_from(FUZZ_USERS)
     if name in ("content", "text", "reply", "merged_text", "reason", "username", "bot_name"):
         return st.text(min_size=1, max_size=40)
-    if name in ("limit", "full_count", "mid_count", "short_count", "mid_words", "short_words", "max_threads",
-                "preferences_limit", "relevant_limit"):
+    if name in (
+        "limit",
+        "full_count",
+        "mid_count",
+        "short_count",
+        "mid_words",
+        "short_words",
+        "max_threads",
+        "preferences_limit",
+        "relevant_limit",
+    ):
         return st.integers(-1, 1200)
     if name in ("timestamp", "since", "until", "before", "ttl_days", "timeout", "confidence", "min_similarity"):
         return st.one_of(st.floats(-2, 2e9), st.integers(-1, 2_000_000_000))
@@ -197,12 +266,19 @@ def plausible(name: str):
     if name == "source":
         return st.sampled_from(["manual", "chat", "extraction", "x"])
     if name in ("users",):
-        return st.dictionaries(st.sampled_from([str(u) for u in FUZZ_USERS]), st.one_of(st.none(), st.text(max_size=8)),
-                               max_size=3)
+        return st.dictionaries(
+            st.sampled_from([str(u) for u in FUZZ_USERS]), st.one_of(st.none(), st.text(max_size=8)), max_size=3
+        )
     if name in ("messages",):
-        msg = st.fixed_dictionaries({"user_id": st.sampled_from(FUZZ_USERS), "content": st.text(max_size=20)},
-                                    optional={"timestamp": st.floats(0, 2e9), "message_id": st.integers(0, 9),
-                                              "reply_to": st.integers(0, 9), "is_bot": st.booleans()})
+        msg = st.fixed_dictionaries(
+            {"user_id": st.sampled_from(FUZZ_USERS), "content": st.text(max_size=20)},
+            optional={
+                "timestamp": st.floats(0, 2e9),
+                "message_id": st.integers(0, 9),
+                "reply_to": st.integers(0, 9),
+                "is_bot": st.booleans(),
+            },
+        )
         return st.lists(msg, max_size=4)
     if name in ("is_bot", "include_bot", "include_inactive", "extract"):
         return st.booleans()
@@ -235,10 +311,17 @@ def request_line(draw, rid: list[int]) -> bytes:
 REQUEST_IDS = [0]
 
 
-@settings(max_examples=400, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
-@given(batch=st.lists(request_line(REQUEST_IDS), min_size=1, max_size=60),
-       eol=st.sampled_from([b"\n", b"\r\n"]), blank=st.booleans())
+@settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+@given(
+    batch=st.lists(request_line(REQUEST_IDS), min_size=1, max_size=60),
+    eol=st.sampled_from([b"\n", b"\r\n"]),
+    blank=st.booleans(),
+)
 def test_generated_requests_of_every_type(fuzz_sidecar, batch, eol, blank):
     stream = eol.join(batch) + eol + (b"\n  \r\n" if blank else b"")
     exchange(fuzz_sidecar, stream)
@@ -248,23 +331,60 @@ def test_generated_requests_of_every_type(fuzz_sidecar, batch, eol, blank):
 
 TEMPLATES: list[dict] = [
     {"type": "store", "user_id": "1", "content": "hey what's up", "is_bot": False, "timestamp": 1_700_000_000},
-    {"type": "store", "messages": [{"user_id": "1", "content": "a", "channel_id": "c", "message_id": "7"},
-                                   {"user_id": 2, "content": "b", "reply_to": "7", "username": "bo"}]},
-    {"type": "query", "user_id": "1", "text": "what did we talk about?", "limit": 5, "min_similarity": 0.1,
-     "include_bot": True, "since": 0, "until": 2_000_000_000},
+    {
+        "type": "store",
+        "messages": [
+            {"user_id": "1", "content": "a", "channel_id": "c", "message_id": "7"},
+            {"user_id": 2, "content": "b", "reply_to": "7", "username": "bo"},
+        ],
+    },
+    {
+        "type": "query",
+        "user_id": "1",
+        "text": "what did we talk about?",
+        "limit": 5,
+        "min_similarity": 0.1,
+        "include_bot": True,
+        "since": 0,
+        "until": 2_000_000_000,
+    },
     {"type": "cleanup", "ttl_days": 3650, "user_id": "1"},
     {"type": "delete", "id": "00000000-0000-0000-0000-000000000000"},
     {"type": "forget_user", "user_id": "nobody-here"},
     {"type": "stats"},
     {"type": "ping"},
-    {"type": "channel_context", "channel_id": "c", "bot_user_id": "BOT", "bot_name": "Mika", "limit": 50,
-     "max_threads": 3, "exclude_ids": ["1"], "exclude_reply_chain_of": "7", "text": "hi", "before": 2e9},
-    {"type": "channel_context", "messages": [{"user_id": "1", "content": "x", "message_id": 1},
-                                             {"user_id": "2", "content": "y", "reply_to": 1}]},
-    {"type": "history", "channel_id": "c", "user_id": "1", "full_count": 2, "mid_count": 2, "mid_words": 3,
-     "short_count": 1, "short_words": 2, "before_message_id": "7"},
+    {
+        "type": "channel_context",
+        "channel_id": "c",
+        "bot_user_id": "BOT",
+        "bot_name": "Mika",
+        "limit": 50,
+        "max_threads": 3,
+        "exclude_ids": ["1"],
+        "exclude_reply_chain_of": "7",
+        "text": "hi",
+        "before": 2e9,
+    },
+    {
+        "type": "channel_context",
+        "messages": [
+            {"user_id": "1", "content": "x", "message_id": 1},
+            {"user_id": "2", "content": "y", "reply_to": 1},
+        ],
+    },
+    {
+        "type": "history",
+        "channel_id": "c",
+        "user_id": "1",
+        "full_count": 2,
+        "mid_count": 2,
+        "mid_words": 3,
+        "short_count": 1,
+        "short_words": 2,
+        "before_message_id": "7",
+    },
     {"type": "remember", "user_id": "1", "text": "Lives in New York", "category": "answer", "confidence": 0.5},
-    {"type": "extract_inline", "user_id": "1", "reply": "Sure! <memory category=\"preference\">Likes tea</memory> ok"},
+    {"type": "extract_inline", "user_id": "1", "reply": 'Sure! <memory category="preference">Likes tea</memory> ok'},
     {"type": "memory_instructions"},
     {"type": "resolve", "fact_id": "f1", "candidate_id": "f2", "action": "MERGE", "merged_text": "both"},
     {"type": "facts", "user_id": "1", "text": "laptops", "category": ["answer", "preference"], "limit": 20},
@@ -272,22 +392,76 @@ TEMPLATES: list[dict] = [
     {"type": "fact_history", "fact_id": "f1"},
     {"type": "update_fact", "fact_id": "f1", "text": "Works at Acme"},
     {"type": "forget_fact", "fact_id": "f1"},
-    {"type": "context", "format": "markdown", "users": {"1": "alice"}, "text": "hello",
-     "channel": {"channel_id": "c"}, "history": {"user_id": "1"}},
+    {
+        "type": "context",
+        "format": "markdown",
+        "users": {"1": "alice"},
+        "text": "hello",
+        "channel": {"channel_id": "c"},
+        "history": {"user_id": "1"},
+    },
     {"type": "sync", "timeout": 0.01},
     {"type": "entities", "user_id": "1", "entity_type": "person", "prefix": "a", "limit": 10},
     {"type": "entity", "user_id": "1", "name": "Alice"},
     {"type": "merge_entities", "user_id": "1", "source": "a", "target": "b"},
     {"type": "consolidate", "user_id": "1"},
     {"type": "health"},
-    {"type": "graph_recall", "user_id": "1", "text": "what did Alice say?", "limit": 3, "episodes": 2,
-     "since": 0, "strengthen": False, "params": {"spread": 0.8, "gate": 0.2}},
+    {
+        "type": "graph_recall",
+        "user_id": "1",
+        "text": "what did Alice say?",
+        "limit": 3,
+        "episodes": 2,
+        "since": 0,
+        "strengthen": False,
+        "params": {"spread": 0.8, "gate": 0.2},
+    },
 ]
 assert {t["type"] for t in TEMPLATES} == set(TYPES)
-INSERTS = [b"\x00", b"\xff", b"\xc3", b"\r", b"\n", b"\r\n", b"\x1b", b"\"", b"\\", b"{", b"}", b"[", b"]", b",",
-           b":", b"NaN", b"1e999", b"-", b"\xed\xa0\x80", b"\\u0000", b"\\ud800", b" ", b"\t", b"null", b"\"type\""]
-HOSTILE_VALUES = [b"NaN", b"Infinity", b"1e999", b"-1", b"0", b"99999999999999999999999", b"null", b"true", b"[]",
-                  b"{}", b"\"\"", b"\"\xff\"", b"\"\\u0000\"", b"[" * 300 + b"]" * 300, b"\"" + b"x" * 5000 + b"\""]
+INSERTS = [
+    b"\x00",
+    b"\xff",
+    b"\xc3",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\x1b",
+    b'"',
+    b"\\",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"NaN",
+    b"1e999",
+    b"-",
+    b"\xed\xa0\x80",
+    b"\\u0000",
+    b"\\ud800",
+    b" ",
+    b"\t",
+    b"null",
+    b'"type"',
+]
+HOSTILE_VALUES = [
+    b"NaN",
+    b"Infinity",
+    b"1e999",
+    b"-1",
+    b"0",
+    b"99999999999999999999999",
+    b"null",
+    b"true",
+    b"[]",
+    b"{}",
+    b'""',
+    b'"\xff"',
+    b'"\\u0000"',
+    b"[" * 300 + b"]" * 300,
+    b'"' + b"x" * 5000 + b'"',
+]
 
 
 def mutate(rng: random.Random, base: bytes, other: bytes, costly: bool) -> bytes:
@@ -303,9 +477,9 @@ def mutate(rng: random.Random, base: bytes, other: bytes, costly: bool) -> bytes
         elif op == 1:
             data[pos:pos] = rng.choice(INSERTS)
         elif op == 2 and data:
-            del data[pos:pos + rng.randint(1, 12)]
+            del data[pos : pos + rng.randint(1, 12)]
         elif op == 3:
-            data[pos:pos] = data[pos:pos + rng.randint(1, 20)]
+            data[pos:pos] = data[pos : pos + rng.randint(1, 20)]
         elif op == 4:
             del data[pos:]
         elif op == 5:  # splice with another request
@@ -325,7 +499,7 @@ def mutate(rng: random.Random, base: bytes, other: bytes, costly: bool) -> bytes
                 a, b = sorted(rng.sample(commas, 2))
                 data[a:b] = b"" if rng.random() < 0.5 else data[a:b] * 2
         else:
-            data[pos:pos] = b"\"" + bytes(rng.randrange(1, 32) for _ in range(rng.randint(1, 4))) + b"\""
+            data[pos:pos] = b'"' + bytes(rng.randrange(1, 32) for _ in range(rng.randint(1, 4))) + b'"'
     return bytes(data)
 
 

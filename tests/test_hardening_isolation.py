@@ -9,14 +9,39 @@ import uuid
 
 import orjson
 import pytest
+from conftest import Sidecar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Sidecar
-
-NASTY = ["x' OR '1'='1", "' OR user_id IS NOT NULL OR 'a'='a", "a'; DROP TABLE messages; --", "\\", "\\'", "''",
-         "%", "_", "a%", "*", "user_id", "NULL", "1 OR 1=1", "\"", "`x`", "a\\' OR 1=1 --", "🚀", "ünï", "\u200b",
-         "Ω≈ç√", "a\nb", "a\tb", "' AND false UNION SELECT * FROM messages --", "id = 'x'", "${x}", "{}", "[]"]
+NASTY = [
+    "x' OR '1'='1",
+    "' OR user_id IS NOT NULL OR 'a'='a",
+    "a'; DROP TABLE messages; --",
+    "\\",
+    "\\'",
+    "''",
+    "%",
+    "_",
+    "a%",
+    "*",
+    "user_id",
+    "NULL",
+    "1 OR 1=1",
+    '"',
+    "`x`",
+    "a\\' OR 1=1 --",
+    "🚀",
+    "ünï",
+    "\u200b",
+    "Ω≈ç√",
+    "a\nb",
+    "a\tb",
+    "' AND false UNION SELECT * FROM messages --",
+    "id = 'x'",
+    "${x}",
+    "{}",
+    "[]",
+]
 MARK = re.compile(r"mk[0-9a-f]{32}")
 
 ids = st.one_of(
@@ -39,8 +64,12 @@ def marks(obj) -> set[str]:
     return set(MARK.findall(orjson.dumps(obj).decode()))
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(a=ids, b=ids, noise=ids)
 def test_no_read_returns_another_users_data(iso, a, b, noise):
     if len({str(a), str(b), str(noise)}) < 3:
@@ -49,7 +78,9 @@ def test_no_read_returns_another_users_data(iso, a, b, noise):
     for uid, raw in ((str(a), a), (str(b), b), (str(noise), noise)):
         for k in range(2):
             iso.store(raw, f"{mine[uid]} memory {k} about coffee and hiking")
-        r = iso.request({"type": "remember", "user_id": raw, "text": f"{mine[uid]} likes coffee", "category": "preference"})
+        r = iso.request(
+            {"type": "remember", "user_id": raw, "text": f"{mine[uid]} likes coffee", "category": "preference"}
+        )
         assert r["type"] == "remembered", r
     ua = str(a)
     reads = [

@@ -48,15 +48,23 @@ def test_layout_is_deterministic_and_inside_the_drawing():
 
 
 def test_pages_escape_stored_text():
-    users = [{"user_id": '"><img src=x>', "username": HOSTILE, "messages": 1, "facts": 0, "entities": 0,
-              "last": 0.0}]
+    users = [{"user_id": '"><img src=x>', "username": HOSTILE, "messages": 1, "facts": 0, "entities": 0, "last": 0.0}]
     html = pages.users_page(users)
     assert "<script>" not in html and "<img" not in html
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html
     assert "user=%22%3E%3Cimg+src%3Dx%3E" in html  # the id in a link is URL-encoded, then escaped
-    row = {"id": "1", "content": HOSTILE, "is_bot": False, "username": "O'Neil \"B\"", "channel_id": None,
-           "timestamp": 0.0, "similarity": 0.5, "ranks": {"semantic": 1}, "score": 0.1}
-    html = pages.messages_page("u'\"", "q\"><script>", "hybrid", 5, [row], None, [row], 1, 0)
+    row = {
+        "id": "1",
+        "content": HOSTILE,
+        "is_bot": False,
+        "username": 'O\'Neil "B"',
+        "channel_id": None,
+        "timestamp": 0.0,
+        "similarity": 0.5,
+        "ranks": {"semantic": 1},
+        "score": 0.1,
+    }
+    html = pages.messages_page("u'\"", 'q"><script>', "hybrid", 5, [row], None, [row], 1, 0)
     assert "<script>" not in html
     assert "O&#x27;Neil &quot;B&quot;" in html and 'value="q&quot;&gt;&lt;script&gt;"' in html
 
@@ -101,8 +109,9 @@ def ensure_browser() -> tuple[str, str]:
     for cmd in ([apt, "update"], [apt, "install", "-y", "--no-install-recommends", *BROWSER_PACKAGES]):
         sys.stderr.write(f"installing the test browser: {' '.join(cmd)}\n")
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, (f"{' '.join(cmd)} failed with code {done.returncode}:\n"
-                                      f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        assert done.returncode == 0, (
+            f"{' '.join(cmd)} failed with code {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     chrome, driver = _browser_paths()
     assert chrome and driver, f"apt-get installed {BROWSER_PACKAGES}, yet chromium={chrome} chromedriver={driver}"
     return chrome, driver
@@ -116,8 +125,14 @@ def browser():
     chrome, driver_path = ensure_browser()
     options = webdriver.ChromeOptions()
     options.binary_location = chrome
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1280,1000", "--lang=en-US"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1000",
+        "--lang=en-US",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     driver.set_page_load_timeout(60)
@@ -133,10 +148,15 @@ class Inspector:
     """`memory-sidecar inspect` as a child process; its URL read from its stderr."""
 
     def __init__(self, data_dir: Path, *args: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "sidecar", "inspect", "--data-dir", str(data_dir), *args],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     cwd=str(ROOT), text=True,
-                                     creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sidecar", "inspect", "--data-dir", str(data_dir), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(ROOT),
+            text=True,
+            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
+        )
         self.lines: list[str] = []
         found = threading.Event()
 
@@ -154,8 +174,9 @@ class Inspector:
         self.token = self.url.partition("?token=")[2]
         self.cookie = f"memory_inspector_{self.base.rsplit(':', 1)[1]}={self.token}"
 
-    def get(self, path: str, headers: dict[str, str] | None = None, method: str = "GET",
-            cookie: bool = True) -> tuple[int, str]:
+    def get(
+        self, path: str, headers: dict[str, str] | None = None, method: str = "GET", cookie: bool = True
+    ) -> tuple[int, str]:
         all_headers = {**({"Cookie": self.cookie} if cookie else {}), **(headers or {})}
         request = urllib.request.Request(self.base + path, headers=all_headers, method=method)
         try:
@@ -172,14 +193,22 @@ class Inspector:
 
 def _fill(sc: Sidecar) -> dict[str, str]:
     """A user with messages (two hostile), facts with history, and a graph with traces."""
-    for text in ["I live in Berlin with my sister Anna.", "My cat Miso hates the vacuum.", "I work at Acme Robotics.",
-                 "Anna and I went hiking in the Alps last weekend.", "I moved to Munich in March.", HOSTILE, QUOTED]:
+    for text in [
+        "I live in Berlin with my sister Anna.",
+        "My cat Miso hates the vacuum.",
+        "I work at Acme Robotics.",
+        "Anna and I went hiking in the Alps last weekend.",
+        "I moved to Munich in March.",
+        HOSTILE,
+        QUOTED,
+    ]:
         sc.store(USER, text, username="Alice")
     sc.store("bob", "Bob here: I grow tomatoes on my balcony.", username="Bob")
     old = sc.request({"type": "remember", "user_id": USER, "text": "Lives in Berlin", "category": "answer"})
     new = sc.request({"type": "remember", "user_id": USER, "text": "Lives in Munich", "category": "answer"})
-    r = sc.request({"type": "resolve", "fact_id": new["fact"]["id"], "candidate_id": old["fact"]["id"],
-                    "action": "INVALIDATE"})
+    r = sc.request(
+        {"type": "resolve", "fact_id": new["fact"]["id"], "candidate_id": old["fact"]["id"], "action": "INVALIDATE"}
+    )
     assert r["type"] == "resolved", r
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the graph is built in the background
@@ -373,7 +402,7 @@ def test_sees_new_writes_of_the_running_sidecar(live):
         assert time.monotonic() < deadline, "a stored message never showed up in the inspector"
         time.sleep(0.2)
     status, html = inspector.get(f"/messages?user={USER}&q=cello&mode=keyword")
-    assert status == 200 and "<code id=\"mode\">keyword</code>" in html and "learning the cello" in html
+    assert status == 200 and '<code id="mode">keyword</code>' in html and "learning the cello" in html
 
 
 # ---------------------------------------------------------------- read-only: no lock, no write
@@ -392,8 +421,15 @@ def test_takes_no_lock_and_writes_nothing(spawn, tmp_path):
     before = _snapshot(data_dir)
     inspector = Inspector(data_dir)
     try:
-        for path in ("/", f"/messages?user={USER}&q=cat", f"/messages?user={USER}&q=cat&mode=semantic",
-                     f"/facts?user={USER}", f"/graph?user={USER}", "/stats", "/style.css"):
+        for path in (
+            "/",
+            f"/messages?user={USER}&q=cat",
+            f"/messages?user={USER}&q=cat&mode=semantic",
+            f"/facts?user={USER}",
+            f"/graph?user={USER}",
+            "/stats",
+            "/style.css",
+        ):
             status, _ = inspector.get(path)
             assert status == 200, path
         assert _snapshot(data_dir) == before  # not a byte, not a file, not a timestamp
@@ -405,7 +441,12 @@ def test_takes_no_lock_and_writes_nothing(spawn, tmp_path):
 
 
 def test_not_a_data_dir_is_a_clear_error(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "sidecar", "inspect", "--data-dir", str(tmp_path / "nothing")],
-                          capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar", "inspect", "--data-dir", str(tmp_path / "nothing")],
+        capture_output=True,
+        text=True,
+        cwd=str(ROOT),
+        timeout=120,
+    )
     assert done.returncode == 1 and "is not a memory-sidecar data dir" in done.stderr, done.stderr
     assert not (tmp_path / "nothing").exists()  # not even created

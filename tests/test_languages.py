@@ -12,9 +12,9 @@ import lancedb
 import orjson
 import pyarrow as pa
 import pytest
+from conftest import ROOT, Sidecar
 from lancedb.index import FTS
 
-from conftest import ROOT, Sidecar
 from sidecar.messages.keywords import MAX_QUERY_GRAMS, MAX_QUERY_TERMS, KeywordIndex
 from sidecar.storage import SCHEMA_VERSION
 from sidecar.text import analyse_fields, configure, language_of, query_terms, terms
@@ -44,25 +44,57 @@ def test_spaceless_scripts_are_bigrams_and_words_keep_their_marks():
 
 
 def test_a_word_is_found_in_every_script_and_form():
-    memories = ["我最喜欢的食物是饺子", "一番好きな食べ物はラーメンです", "제일 좋아하는 음식은 김치찌개예요", "차를 샀어요",
-                "ฉันชอบชาเขียวมากกว่ากาแฟ", "أخيرًا اشتريت جيتارًا جديدًا", "मेरी पसंदीदा मिठाई गुलाब जामुन है",
-                "Ich habe mir eine neue Gitarre gekauft", "Я очень люблю пельмени со сметаной",
-                "Prefiro chá verde a café", "I finally bought a new guitar"]
-    for query, want in [("饺子", 0), ("ラーメン", 1), ("김치찌개", 2), ("찌개", 2), ("차", 3), ("ชาเขียว", 4), ("الجيتار", 5),
-                        ("मिठाई", 6), ("Gitarren", 7), ("пельменях", 8), ("chás", 9), ("guitars", 10)]:
+    memories = [
+        "我最喜欢的食物是饺子",
+        "一番好きな食べ物はラーメンです",
+        "제일 좋아하는 음식은 김치찌개예요",
+        "차를 샀어요",
+        "ฉันชอบชาเขียวมากกว่ากาแฟ",
+        "أخيرًا اشتريت جيتارًا جديدًا",
+        "मेरी पसंदीदा मिठाई गुलाब जामुन है",
+        "Ich habe mir eine neue Gitarre gekauft",
+        "Я очень люблю пельмени со сметаной",
+        "Prefiro chá verde a café",
+        "I finally bought a new guitar",
+    ]
+    for query, want in [
+        ("饺子", 0),
+        ("ラーメン", 1),
+        ("김치찌개", 2),
+        ("찌개", 2),
+        ("차", 3),
+        ("ชาเขียว", 4),
+        ("الجيتار", 5),
+        ("मिठाई", 6),
+        ("Gitarren", 7),
+        ("пельменях", 8),
+        ("chás", 9),
+        ("guitars", 10),
+    ]:
         assert _finds(memories, query) == [memories[want]], query
 
 
 _FORMS = {  # memory, another form of one of its words; none of them in the bench's sample
-    "ar": [("سأذهب إلى مدرستي غدا", "المدرسة"), ("زرت مكتبة المدينة أمس", "مكتبتي"),
-           ("يكتب أخي رسالة طويلة", "الرسائل")],
-    "id": [("Saya suka menulis puisi di malam hari", "tulisan"), ("Kami berenang di pantai kemarin", "renang"),
-           ("Ibu memasak rendang untuk lebaran", "masakan")],
+    "ar": [
+        ("سأذهب إلى مدرستي غدا", "المدرسة"),
+        ("زرت مكتبة المدينة أمس", "مكتبتي"),
+        ("يكتب أخي رسالة طويلة", "الرسائل"),
+    ],
+    "id": [
+        ("Saya suka menulis puisi di malam hari", "tulisan"),
+        ("Kami berenang di pantai kemarin", "renang"),
+        ("Ibu memasak rendang untuk lebaran", "masakan"),
+    ],
     "ru": [("Мы купили новый ковёр в гостиную", "ковра"), ("Я получил подарок от бабушки", "подарка")],
     "fi": [("Ostin eilen leipää kaupasta", "kauppa")],  # Finnish: not in the sample at all
 }
-_OTHERS = ["The weather is nice today", "Мы гуляли в парке у реки", "Kami makan nasi goreng bersama",
-           "ذهبنا إلى البحر في الصيف", "Kävimme eilen elokuvissa"]
+_OTHERS = [
+    "The weather is nice today",
+    "Мы гуляли в парке у реки",
+    "Kami makan nasi goreng bersama",
+    "ذهبنا إلى البحر في الصيف",
+    "Kävimme eilen elokuvissa",
+]
 
 
 @pytest.mark.parametrize("lang", sorted(_FORMS))
@@ -96,9 +128,17 @@ def test_the_language_decision():
 
 
 def test_bad_input_gets_terms_and_never_raises():
-    for text in ["👩\u200d👩\u200d👧 family trip 🇯🇵", "\u202eevil\u202c \u2067مرحبا\u2069 hello", "\u0301\u0301 \u0903 ok",
-                 "\ufeff\u200d", "", "a" * 50, "😀" * 1000, "我喜欢iPhone和Gitarre", "\ud800".encode("utf-8", "surrogatepass")
-                 .decode("utf-8", "replace")]:
+    for text in [
+        "👩\u200d👩\u200d👧 family trip 🇯🇵",
+        "\u202eevil\u202c \u2067مرحبا\u2069 hello",
+        "\u0301\u0301 \u0903 ok",
+        "\ufeff\u200d",
+        "",
+        "a" * 50,
+        "😀" * 1000,
+        "我喜欢iPhone和Gitarre",
+        "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
+    ]:
         terms(text)
         query_terms(text, ["en", "de"])
     assert terms("👩\u200d👩\u200d👧 family trip") == ["famili", "trip"]
@@ -141,7 +181,9 @@ def test_keyword_and_hybrid_search_find_words_in_every_script(sc):
     rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
     langs = ("zh", "ja", "ko", "th", "ar", "hi", "de", "ru")
     chosen = [r for r in rows if r["lang"] in langs]
-    r = sc.request({"type": "store", "messages": [{"user_id": f"w-{x['lang']}", "content": x["memory"]} for x in chosen]})
+    r = sc.request(
+        {"type": "store", "messages": [{"user_id": f"w-{x['lang']}", "content": x["memory"]} for x in chosen]}
+    )
     assert r["type"] == "ok", r
     ids = dict(zip((x["memory"] for x in chosen), r["ids"]))
     for x in chosen[::4]:
@@ -158,16 +200,32 @@ def test_another_form_of_a_word_finds_memories_and_facts_over_the_pipe(sc):
         for memory, form in cases:
             assert [m["id"] for m in _query(sc, f"i-{lang}", form, "keyword", limit=1)] == [ids[memory]], form
         for memory, form in cases[:1]:  # facts: the same analysis in LanceDB's full-text index
-            assert sc.request({"type": "remember", "user_id": f"i-{lang}", "text": memory,
-                               "category": "preference"})["type"] == "remembered"
+            assert (
+                sc.request({"type": "remember", "user_id": f"i-{lang}", "text": memory, "category": "preference"})[
+                    "type"
+                ]
+                == "remembered"
+            )
             got = sc.request({"type": "facts", "user_id": f"i-{lang}", "text": form, "mode": "keyword"})
             assert [f["text"] for f in got["facts"]] == [memory], (form, got)
 
 
 def test_every_result_carries_the_score_it_was_ranked_by(sc):
-    sc.request({"type": "store", "messages": [{"user_id": "s", "content": c} for c in (
-        "I adopted a grey cat called Miso", "We hiked the ridge trail last weekend", "My cat hates the vacuum",
-        "The cat and the dog play in the garden", "Dinner was a spicy ramen")]})
+    sc.request(
+        {
+            "type": "store",
+            "messages": [
+                {"user_id": "s", "content": c}
+                for c in (
+                    "I adopted a grey cat called Miso",
+                    "We hiked the ridge trail last weekend",
+                    "My cat hates the vacuum",
+                    "The cat and the dog play in the garden",
+                    "Dinner was a spicy ramen",
+                )
+            ],
+        }
+    )
     for mode in ("semantic", "keyword", "hybrid"):
         found = _query(sc, "s", "my cat", mode, limit=5)
         assert len(found) >= 2, mode
@@ -180,9 +238,15 @@ def test_every_result_carries_the_score_it_was_ranked_by(sc):
 
 
 def test_bad_input_is_stored_as_written_and_found(sc):
-    memories = {"👩\u200d👩\u200d👧 our family trip to Kyoto 🇯🇵": "kyoto", "\u202eevil\u202c \u2067مرحبا\u2069 greeting": "evil",
-                "cafe\u0301 in NFD": "café", "ＦＵＬＬ ｗｉｄｔｈ keyboard": "full", "\u0301\u0301 lone marks \u0903": "lone",
-                "我喜欢iPhone和Gitarre": "iphone", "Zürich und 東京 und Москва": "москва"}
+    memories = {
+        "👩\u200d👩\u200d👧 our family trip to Kyoto 🇯🇵": "kyoto",
+        "\u202eevil\u202c \u2067مرحبا\u2069 greeting": "evil",
+        "cafe\u0301 in NFD": "café",
+        "ＦＵＬＬ ｗｉｄｔｈ keyboard": "full",
+        "\u0301\u0301 lone marks \u0903": "lone",
+        "我喜欢iPhone和Gitarre": "iphone",
+        "Zürich und 東京 und Москва": "москва",
+    }
     r = sc.request({"type": "store", "messages": [{"user_id": "bad", "content": c} for c in memories]})
     assert r["type"] == "ok", r
     for (content, word), mid in zip(memories.items(), r["ids"]):
@@ -196,15 +260,28 @@ def test_bad_input_is_stored_as_written_and_found(sc):
 
 
 def test_tags_facts_and_context_in_four_scripts(sc):
-    facts = {"zh": "最喜欢的食物是饺子", "ar": "يحب القهوة العربية", "hi": "मुझे गुलाब जामुन पसंद है", "ru": "Живёт в Казани с двумя кошками"}
+    facts = {
+        "zh": "最喜欢的食物是饺子",
+        "ar": "يحب القهوة العربية",
+        "hi": "मुझे गुलाब जामुन पसंद है",
+        "ru": "Живёт в Казани с двумя кошками",
+    }
     for lang, fact in facts.items():
-        reply = {"zh": f"好的<memory category=\"preference\">{fact}</memory>。我记住了", "ar": f"حسنًا <memory category=\"preference\">{fact}</memory>؟",
-                 "hi": f"ठीक है <memory category=\"preference\">{fact}</memory> याद रहेगा", "ru": f"Понял <memory category=\"preference\">{fact}</memory>."}[lang]
+        reply = {
+            "zh": f'好的<memory category="preference">{fact}</memory>。我记住了',
+            "ar": f'حسنًا <memory category="preference">{fact}</memory>؟',
+            "hi": f'ठीक है <memory category="preference">{fact}</memory> याद रहेगा',
+            "ru": f'Понял <memory category="preference">{fact}</memory>.',
+        }[lang]
         r = sc.request({"type": "extract_inline", "user_id": f"f-{lang}", "reply": reply})
         assert r["type"] == "extracted" and [f["fact"]["text"] for f in r["facts"]] == [fact], r
         assert "<memory" not in r["reply"] and fact not in r["reply"]
-    assert sc.request({"type": "extract_inline", "user_id": "f-zh", "reply": "好的<memory category=\"preference\">x</memory>。"})[
-        "reply"] == "好的。"
+    assert (
+        sc.request(
+            {"type": "extract_inline", "user_id": "f-zh", "reply": '好的<memory category="preference">x</memory>。'}
+        )["reply"]
+        == "好的。"
+    )
     for lang, word in (("zh", "饺子"), ("ar", "القهوة"), ("hi", "जामुन"), ("ru", "Казань")):
         r = sc.request({"type": "facts", "user_id": f"f-{lang}", "text": word, "mode": "keyword"})
         assert [f["text"] for f in r["facts"]] == [facts[lang]], (lang, r)
@@ -214,9 +291,15 @@ def test_tags_facts_and_context_in_four_scripts(sc):
 
 def test_numeric_dates_in_any_language_rank_that_day_first(sc):
     day = 1709596800  # 2024-03-05
-    r = sc.request({"type": "store", "messages": [
-        {"user_id": "d", "content": "我们去了海边", "timestamp": day - 40 * 86400},
-        {"user_id": "d", "content": "我们去了山里", "timestamp": day + 3600}]})
+    r = sc.request(
+        {
+            "type": "store",
+            "messages": [
+                {"user_id": "d", "content": "我们去了海边", "timestamp": day - 40 * 86400},
+                {"user_id": "d", "content": "我们去了山里", "timestamp": day + 3600},
+            ],
+        }
+    )
     assert _query(sc, "d", "2024年3月5日我们去了哪里？", limit=1)[0]["id"] == r["ids"][1]
 
 

@@ -34,11 +34,21 @@ class ScriptedLLM:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 kind = "decide" if "EXISTING" in body["messages"][1]["content"] else "extract"
                 with outer.lock:
-                    outer.calls.append({"kind": kind, "path": self.path, "body": body,
-                                        "auth": self.headers.get("Authorization"), "at": time.monotonic()})
+                    outer.calls.append(
+                        {
+                            "kind": kind,
+                            "path": self.path,
+                            "body": body,
+                            "auth": self.headers.get("Authorization"),
+                            "at": time.monotonic(),
+                        }
+                    )
                     queue = outer.decide if kind == "decide" else outer.extract
-                    step = queue.popleft() if queue else (
-                        {"json": {"action": "KEEP"}} if kind == "decide" else {"json": {"facts": []}})
+                    step = (
+                        queue.popleft()
+                        if queue
+                        else ({"json": {"action": "KEEP"}} if kind == "decide" else {"json": {"facts": []}})
+                    )
                 time.sleep(step.get("sleep", 0))
                 if "status" in step:
                     data, status = b'{"error": {"message": "scripted failure"}}', step["status"]
@@ -46,9 +56,20 @@ class ScriptedLLM:
                     data, status = step["raw"], 200
                 else:
                     content = step["content"] if "content" in step else json.dumps(step["json"])
-                    data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                                       "choices": [{"index": 0, "finish_reason": "stop",
-                                                    "message": {"role": "assistant", "content": content}}]}).encode()
+                    data = json.dumps(
+                        {
+                            "id": "x",
+                            "object": "chat.completion",
+                            "model": body["model"],
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content},
+                                }
+                            ],
+                        }
+                    ).encode()
                     status = 200
                 try:
                     self.send_response(status)
@@ -102,8 +123,10 @@ def test_llm_decides_invalidate_and_merge(spawn, llm):
     call = llm.calls[-1]
     assert call["path"] == "/v1/chat/completions" and call["auth"] == "Bearer sekret"
     assert call["body"]["model"] == "scripted-model" and call["body"]["temperature"] == 0
-    assert json.loads(call["body"]["messages"][1]["content"]) == {"EXISTING": "Lives in New York",
-                                                                 "NEW": "Moved to Los Angeles"}
+    assert json.loads(call["body"]["messages"][1]["content"]) == {
+        "EXISTING": "Lives in New York",
+        "NEW": "Moved to Los Angeles",
+    }
     hist = sc.request({"type": "fact_history", "fact_id": ny["id"]})
     assert hist["fact"]["active"] is False and hist["events"][-1]["action"] == "invalidated"
     assert hist["events"][-1]["decided_by"] == "llm" and hist["events"][-1]["other_fact_id"] == la["fact"]["id"]
@@ -113,7 +136,9 @@ def test_llm_decides_invalidate_and_merge(spawn, llm):
     m = remember(sc, "g", "Bought a PS5")
     assert m["action"] == "merged" and m["fact"]["id"] == xbox["id"]
     assert m["fact"]["text"] == "Owns both an Xbox and a PS5"
-    assert [f["text"] for f in sc.request({"type": "facts", "user_id": "g"})["facts"]] == ["Owns both an Xbox and a PS5"]
+    assert [f["text"] for f in sc.request({"type": "facts", "user_id": "g"})["facts"]] == [
+        "Owns both an Xbox and a PS5"
+    ]
 
     # a duplicate never reaches the LLM
     before = llm.count("decide")
@@ -128,13 +153,17 @@ def test_llm_decides_invalidate_and_merge(spawn, llm):
     assert sc.shutdown() == 0
 
 
-@pytest.mark.parametrize("step", [
-    {"status": 500},
-    {"content": "I think you should keep both!"},
-    {"json": {"action": "DELETE"}},
-    {"raw": b"<html>bad gateway</html>"},
-    {"sleep": 3, "json": {"action": "INVALIDATE"}},
-], ids=["http500", "prose", "bad-action", "not-chat-json", "slow"])
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"status": 500},
+        {"content": "I think you should keep both!"},
+        {"json": {"action": "DELETE"}},
+        {"raw": b"<html>bad gateway</html>"},
+        {"sleep": 3, "json": {"action": "INVALIDATE"}},
+    ],
+    ids=["http500", "prose", "bad-action", "not-chat-json", "slow"],
+)
 def test_llm_failure_on_request_path_falls_back_to_the_host(spawn, llm, step):
     sc = spawn_with(spawn, llm, "--llm-extract", "0", "--llm-timeout", "1")
     old = remember(sc, "u", "Lives in New York", "answer")["fact"]
@@ -147,8 +176,7 @@ def test_llm_failure_on_request_path_falls_back_to_the_host(spawn, llm, step):
     assert llm.count("decide") == 1  # requests try once
     assert elapsed < 2.8, elapsed  # bounded by --llm-timeout, not by the slow server
     # the host can still decide
-    res = sc.request({"type": "resolve", "fact_id": r["fact"]["id"], "candidate_id": old["id"],
-                      "action": "INVALIDATE"})
+    res = sc.request({"type": "resolve", "fact_id": r["fact"]["id"], "candidate_id": old["id"], "action": "INVALIDATE"})
     assert res["type"] == "resolved"
     assert sc.request({"type": "ping"})["type"] == "pong"
     assert "LLM could not decide" in sc.stderr()
@@ -157,16 +185,32 @@ def test_llm_failure_on_request_path_falls_back_to_the_host(spawn, llm, step):
 
 def test_background_extraction_retries_and_sync_waits(spawn, llm):
     sc = spawn_with(spawn, llm, "--llm-timeout", "5", "--llm-retries", "3")
-    llm.extract.extend([
-        {"status": 503},
-        {"content": "Sure! Here are the facts: none"},
-        {"sleep": 1.5, "json": {"facts": [{"text": "Works at Globex as a designer", "category": "company"},
-                                          {"text": "Likes hiking", "category": "Preference"},
-                                          {"text": "Is in a good mood", "category": "mood"}]}},
-    ])
+    llm.extract.extend(
+        [
+            {"status": 503},
+            {"content": "Sure! Here are the facts: none"},
+            {
+                "sleep": 1.5,
+                "json": {
+                    "facts": [
+                        {"text": "Works at Globex as a designer", "category": "company"},
+                        {"text": "Likes hiking", "category": "Preference"},
+                        {"text": "Is in a good mood", "category": "mood"},
+                    ]
+                },
+            },
+        ]
+    )
     t0 = time.monotonic()
-    r = sc.request({"type": "store", "user_id": "u", "username": "Uli", "message_id": "m1",
-                    "content": "Started a new job at Globex as a designer! Also I love hiking."})
+    r = sc.request(
+        {
+            "type": "store",
+            "user_id": "u",
+            "username": "Uli",
+            "message_id": "m1",
+            "content": "Started a new job at Globex as a designer! Also I love hiking.",
+        }
+    )
     assert r["type"] == "ok" and time.monotonic() - t0 < 1.0  # the answer never waits for the LLM
     # skipped: short, bot, and extract=false messages
     sc.store("u", "ok thx")
@@ -180,7 +224,8 @@ def test_background_extraction_retries_and_sync_waits(spawn, llm):
     got = sc.request({"type": "facts", "user_id": "u"})["facts"]
     assert sorted((f["text"], f["category"], f["source"], f["message_id"], f["confidence"]) for f in got) == [
         ("Likes hiking", "preference", "extraction", "m1", 0.7),
-        ("Works at Globex as a designer", "company", "extraction", "m1", 0.7)]
+        ("Works at Globex as a designer", "company", "extraction", "m1", 0.7),
+    ]
     assert got[0]["username"] == "Uli"
     err = sc.stderr()
     assert "retrying" in err and "HTTP 503" in err
@@ -212,8 +257,15 @@ def test_unreachable_llm_and_prompt_shutdown_with_slow_job(spawn, llm, tmp_path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    sc = spawn("--llm-base-url", f"http://127.0.0.1:{port}/v1", "--llm-model", "m", "--llm-retries", "0",
-               data_dir=tmp_path / "a")
+    sc = spawn(
+        "--llm-base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--llm-model",
+        "m",
+        "--llm-retries",
+        "0",
+        data_dir=tmp_path / "a",
+    )
     sc.store("u", "I moved to Lisbon last spring")
     assert sc.request({"type": "sync"})["failed"] == 1
     assert "cannot reach" in sc.stderr()
@@ -239,14 +291,20 @@ def test_several_candidates_one_merge_at_most_and_partial_failure(spawn, llm):
         remember(sc, user, "Owns a Nintendo Switch console")
     xbox_a = [f for f in sc.request({"type": "facts", "user_id": "a"})["facts"] if "Xbox" in f["text"]][0]
     # both candidates answered MERGE: the most similar one wins, the other counts as KEEP
-    llm.decide.extend([{"json": {"action": "MERGE", "merged_text": "Owns an Xbox and a PS5"}},
-                       {"json": {"action": "MERGE", "merged_text": "Owns a Switch and a PS5"}}])
+    llm.decide.extend(
+        [
+            {"json": {"action": "MERGE", "merged_text": "Owns an Xbox and a PS5"}},
+            {"json": {"action": "MERGE", "merged_text": "Owns a Switch and a PS5"}},
+        ]
+    )
     r = remember(sc, "a", "Bought a PS5 game console")
     assert r["action"] == "merged" and r["fact"]["id"] == xbox_a["id"] and r["fact"]["text"] == "Owns an Xbox and a PS5"
     assert [(d["action"], d["decided_by"]) for d in r["decisions"]] == [("MERGE", "llm"), ("KEEP", "llm")]
     assert "second MERGE" in r["decisions"][1]["reason"]
     assert sorted(f["text"] for f in sc.request({"type": "facts", "user_id": "a"})["facts"]) == [
-        "Owns a Nintendo Switch console", "Owns an Xbox and a PS5"]
+        "Owns a Nintendo Switch console",
+        "Owns an Xbox and a PS5",
+    ]
     # the first candidate decided, the second failed: that one is left to the host
     llm.decide.extend([{"json": {"action": "KEEP"}}, {"status": 500}])
     r = remember(sc, "b", "Bought a PS5 game console")
@@ -286,8 +344,12 @@ def test_request_path_llm_budget_is_shared_by_the_candidates(spawn, llm):
 
 def test_forget_user_cancels_background_extraction(spawn, llm):
     sc = spawn_with(spawn, llm, "--llm-timeout", "10")
-    llm.extract.extend([{"sleep": 2, "json": {"facts": [{"text": "Lives in Porto", "category": "answer"}]}},
-                        {"json": {"facts": [{"text": "Has a boat", "category": "preference"}]}}])
+    llm.extract.extend(
+        [
+            {"sleep": 2, "json": {"facts": [{"text": "Lives in Porto", "category": "answer"}]}},
+            {"json": {"facts": [{"text": "Has a boat", "category": "preference"}]}},
+        ]
+    )
     sc.store("u", "I live in Porto and sail a lot")
     sc.store("u", "I have a small sailing boat")
     deadline = time.monotonic() + 10

@@ -18,8 +18,10 @@ from sidecar.storage import SCHEMA_VERSION
 DAY = 86_400
 FACT = "My grandmother's secret lasagna recipe uses freshly grated nutmeg in the bechamel sauce."
 QUESTION = "What spice goes into grandmother's lasagna sauce?"
-FILLER_WORDS = ("the train was late again so we talked about the weather the garden the river the "
-                "old bridge the library and the long walk home through the quiet streets").split()
+FILLER_WORDS = (
+    "the train was late again so we talked about the weather the garden the river the "
+    "old bridge the library and the long walk home through the quiet streets"
+).split()
 
 
 def filler(chars: int, seed: int = 0) -> str:
@@ -53,9 +55,13 @@ def wait_chunked(sc, timeout: float = 120.0) -> dict[str, int]:
 
 
 def store_distractors(sc, user: str) -> None:
-    for text in ("I like cooking pasta on Sundays", "My dog barks at the mail carrier",
-                 "We visited Rome last year and loved the food", "The museum in Istanbul was closed on Monday",
-                 "Grandma always knitted scarves for the whole family"):
+    for text in (
+        "I like cooking pasta on Sundays",
+        "My dog barks at the mail carrier",
+        "We visited Rome last year and loved the food",
+        "The museum in Istanbul was closed on Monday",
+        "Grandma always knitted scarves for the whole family",
+    ):
         sc.store(user, text)
 
 
@@ -85,8 +91,9 @@ def test_a_fact_at_the_end_of_a_long_memory_is_found_at_rank_1_with_its_span(spa
 def test_delete_forget_and_expiry_remove_every_chunk(sidecar):
     old = time.time() - 40 * DAY
     a = sidecar.store("a", long_memory(seed=1))
-    sidecar.store("a", long_memory(8_000, "I keep my bicycle in the blue shed behind the house.", seed=2),
-                  timestamp=old)
+    sidecar.store(
+        "a", long_memory(8_000, "I keep my bicycle in the blue shed behind the house.", seed=2), timestamp=old
+    )
     sidecar.store("b", long_memory(6_000, "My sister Mira lives in Porto near the river.", seed=3))
     sidecar.store("b", "a short memory has no chunks")
     total = wait_chunked(sidecar)["vectors"]
@@ -121,8 +128,9 @@ def test_content_limit_is_one_megabyte_of_utf8(sidecar):
     assert "1000000" in r["message"] and "--max-content-bytes" in r["message"], r
     r = sidecar.request({"type": "store", "user_id": "u", "content": "é" * 500_001})  # 500k characters, 1 MB+
     assert r["code"] == "too_large" and "1000002 bytes" in r["message"], r
-    r = sidecar.request({"type": "store", "messages": [{"user_id": "u", "content": "ok"},
-                                                       {"user_id": "u", "content": "y" * 1_000_001}]})
+    r = sidecar.request(
+        {"type": "store", "messages": [{"user_id": "u", "content": "ok"}, {"user_id": "u", "content": "y" * 1_000_001}]}
+    )
     assert r["code"] == "too_large" and r["message"].startswith("messages[1]"), r
     assert sidecar.request({"type": "stats"})["memories"] == 0
 
@@ -136,8 +144,11 @@ def test_a_one_megabyte_memory_does_not_hold_up_other_users(spawn):
     sc.send({"type": "store", "user_id": "big", "content": big, "request_id": "big"})
     latencies, overlapped = [], 0
     for i in range(40):
-        kind = ({"type": "query", "user_id": "other", "text": "what did I cook?", "limit": 3} if i % 2 else
-                {"type": "store", "user_id": "other", "content": f"small note number {i}"})
+        kind = (
+            {"type": "query", "user_id": "other", "text": "what did I cook?", "limit": 3}
+            if i % 2
+            else {"type": "store", "user_id": "other", "content": f"small note number {i}"}
+        )
         t0 = time.perf_counter()
         r = sc.request({**kind, "request_id": i})
         if i == 0:  # the big store was ahead of it, in order
@@ -148,8 +159,10 @@ def test_a_one_megabyte_memory_does_not_hold_up_other_users(spawn):
         if i % 8 == 7:
             overlapped += chunk_stats(sc)["pending"]
         time.sleep(0.05)
-    print(f"other user's requests during a 1 MB store: first (behind the store) {latencies[0] * 1000:.0f} ms, "
-          f"median {statistics.median(latencies) * 1000:.0f} ms, max of the rest {max(latencies[1:]) * 1000:.0f} ms")
+    print(
+        f"other user's requests during a 1 MB store: first (behind the store) {latencies[0] * 1000:.0f} ms, "
+        f"median {statistics.median(latencies) * 1000:.0f} ms, max of the rest {max(latencies[1:]) * 1000:.0f} ms"
+    )
     assert overlapped == 5, "the 1 MB memory was still being chunked during these requests"
     # Embedding 1 MB (about 1,700 windows of 200 tokens) takes a minute here; a store that did it on the request
     # path would hold the next request that long, and one that embedded in slices between requests would add
@@ -201,7 +214,10 @@ def test_a_schema_4_store_migrates_and_chunks_its_long_memories(spawn, tmp_path)
     assert stats["vectors"] >= 20
     assert sc.request({"type": "stats"})["schema_version"] == SCHEMA_VERSION
     res = sc.request({"type": "query", "user_id": "u", "text": QUESTION, "mode": "semantic"})
-    assert res["messages"][0]["id"] == rid and "nutmeg" in res["messages"][0]["content"][slice(*res["messages"][0]["span"])]
+    assert (
+        res["messages"][0]["id"] == rid
+        and "nutmeg" in res["messages"][0]["content"][slice(*res["messages"][0]["span"])]
+    )
     assert sc.shutdown() == 0
 
 

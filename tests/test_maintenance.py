@@ -59,8 +59,7 @@ class Graph:
         return False
 
 
-def run(monkeypatch, clock: Clock, store: Store, graph: Graph | None, ttl_days: float = 0.0,
-        on_tick=None) -> None:
+def run(monkeypatch, clock: Clock, store: Store, graph: Graph | None, ttl_days: float = 0.0, on_tick=None) -> None:
     monkeypatch.setattr(maintenance, "time", clock)
     monkeypatch.setattr(maintenance.native_memory, "trim", lambda: None)
     monkeypatch.setattr(maintenance.native_memory, "release_code_pages", lambda: 0)

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import ROOT
 
 pytest.importorskip("mcp", reason="the MCP extra is not installed (pip install -e '.[test]')")
 
-import anyio  # noqa: E402
-from mcp import ClientSession, MCPError, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+import anyio
+from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 TOOLS = {"remember", "search", "facts", "remember_fact", "forget", "context", "graph_recall", "entities"}
 TIMEOUT = 120
@@ -36,8 +35,12 @@ def _env() -> dict[str, str]:
 
 @asynccontextmanager
 async def client(data_dir: Path, *args: str):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "sidecar", "mcp", "--data-dir",
-                                                                 str(data_dir), *args], env=_env(), cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "sidecar", "mcp", "--data-dir", str(data_dir), *args],
+        env=_env(),
+        cwd=str(ROOT),
+    )
     with open(data_dir.parent / f"{data_dir.name}-stderr.log", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
@@ -59,8 +62,6 @@ async def fails(session: ClientSession, tool: str, **arguments: Any) -> str:
     text = "\n".join(c.text for c in result.content)
     assert result.is_error, f"{tool}({arguments}) should fail, got: {text}"
     return text
-
-
 
 
 # ---------------------------------------------------------------- through the SDK's client
@@ -151,10 +152,14 @@ def test_user_id_scopes_each_call(tmp_path):
             _, fact = await call(session, "remember_fact", text="Plays the cello", category="pattern", user_id="alice")
             # forget scopes too: alice's ids, asked for by the default user (or bob), are not found
             for who in ({}, {"user_id": "bob"}):
-                assert await fails(session, "forget", message_id=cello["id"], **who) == \
-                    f"not_found: no memory with id '{cello['id']}'"
-                assert await fails(session, "forget", fact_id=fact["fact"]["id"], **who) == \
-                    f"not_found: no fact with id '{fact['fact']['id']}'"
+                assert (
+                    await fails(session, "forget", message_id=cello["id"], **who)
+                    == f"not_found: no memory with id '{cello['id']}'"
+                )
+                assert (
+                    await fails(session, "forget", fact_id=fact["fact"]["id"], **who)
+                    == f"not_found: no fact with id '{fact['fact']['id']}'"
+                )
             _, mine = await call(session, "search", query="music instrument")
             assert [m["content"] for m in mine["messages"]] == ["I play the drums"]
             assert mine["messages"][0]["user_id"] == "default"
@@ -180,7 +185,9 @@ def test_errors_are_mcp_errors_and_the_server_lives_on(tmp_path):
             assert "content must not be empty" in await fails(session, "remember", content="   ")
             assert "exactly one" in await fails(session, "forget")
             assert "exactly one" in await fails(session, "forget", message_id="a", fact_id="b")
-            assert await fails(session, "forget", message_id="no-such-id") == "not_found: no memory with id 'no-such-id'"
+            assert (
+                await fails(session, "forget", message_id="no-such-id") == "not_found: no memory with id 'no-such-id'"
+            )
             assert (await fails(session, "forget", fact_id="no-such-fact")).startswith("not_found:")
             assert (await fails(session, "search", query="x", limit=101)).startswith("invalid arguments")
             huge = await fails(session, "search", query="x", user_id="u" * (5 << 20))  # 5 MiB: a short answer
@@ -198,9 +205,14 @@ def test_errors_are_mcp_errors_and_the_server_lives_on(tmp_path):
 
 
 def _spawn(data_dir: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sidecar", "mcp", "--data-dir", str(data_dir), *args],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=_env(), cwd=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "mcp", "--data-dir", str(data_dir), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        cwd=str(ROOT),
+    )
 
 
 def _rpc(id_: int, method: str, params: dict[str, Any] | None = None) -> bytes:
@@ -210,8 +222,11 @@ def _rpc(id_: int, method: str, params: dict[str, Any] | None = None) -> bytes:
     return (json.dumps(msg) + "\n").encode()
 
 
-INITIALIZE = _rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                    "clientInfo": {"name": "raw", "version": "0"}})
+INITIALIZE = _rpc(
+    1,
+    "initialize",
+    {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+)
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
 
 
@@ -221,9 +236,14 @@ def _call(id_: int, tool: str, **arguments: Any) -> bytes:
 
 def test_stdout_carries_only_json_rpc_and_end_of_input_answers_everything(tmp_path):
     data = tmp_path / "data"
-    requests = [INITIALIZE, INITIALIZED, _rpc(2, "tools/list"),
-                *(_call(10 + i, "remember", content=f"note number {i} about the garden") for i in range(5)),
-                _call(20, "search", query="garden", limit=10), b"this is not json\n"]
+    requests = [
+        INITIALIZE,
+        INITIALIZED,
+        _rpc(2, "tools/list"),
+        *(_call(10 + i, "remember", content=f"note number {i} about the garden") for i in range(5)),
+        _call(20, "search", query="garden", limit=10),
+        b"this is not json\n",
+    ]
     proc = _spawn(data, "--log-level", "debug")  # debug: plenty of logging, none of it on stdout
     out, err = proc.communicate(b"".join(requests), timeout=TIMEOUT)  # stdin closes after the last line
     assert proc.returncode == 0, err.decode(errors="replace")
@@ -236,8 +256,9 @@ def test_stdout_carries_only_json_rpc_and_end_of_input_answers_everything(tmp_pa
     assert b"sidecar" in err  # the logs went to stderr
     # the store was closed cleanly: a new server opens the same data dir and finds every write
     proc = _spawn(data)
-    out, err = proc.communicate(INITIALIZE + INITIALIZED + _call(2, "search", query="garden", limit=10),
-                                timeout=TIMEOUT)
+    out, err = proc.communicate(
+        INITIALIZE + INITIALIZED + _call(2, "search", query="garden", limit=10), timeout=TIMEOUT
+    )
     found = {json.loads(line)["id"]: json.loads(line) for line in out.decode().splitlines()}
     assert len(found[2]["result"]["structuredContent"]["messages"]) == 5, err.decode(errors="replace")
 
@@ -256,21 +277,28 @@ def test_sigterm_closes_the_store_and_exits_0(tmp_path):
     assert proc.wait(30) == 0, proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     assert time.monotonic() - t0 < 10
     proc = _spawn(data)
-    out, _ = proc.communicate(INITIALIZE + INITIALIZED + _call(2, "search", query="where is the key?"),
-                              timeout=TIMEOUT)
+    out, _ = proc.communicate(INITIALIZE + INITIALIZED + _call(2, "search", query="where is the key?"), timeout=TIMEOUT)
     assert "spare key" in out.decode()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process state from /proc")
 def test_exits_when_the_parent_dies_even_if_stdin_stays_open(tmp_path):
     pid_file = tmp_path / "server.pid"
-    wrapper = ("import subprocess, sys, time\n"
-               f"p = subprocess.Popen([sys.executable, '-m', 'sidecar', 'mcp', '--data-dir', {str(tmp_path / 'd')!r}])\n"
-               f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
-               "time.sleep(600)\n")
+    wrapper = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-m', 'sidecar', 'mcp', '--data-dir', {str(tmp_path / 'd')!r}])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(600)\n"
+    )
     # the wrapper's child inherits our stdin pipe, which we keep open: no EOF will come
-    parent = subprocess.Popen([sys.executable, "-c", wrapper], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, env=_env(), cwd=str(ROOT))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", wrapper],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+        cwd=str(ROOT),
+    )
     assert parent.stdin is not None and parent.stdout is not None
     parent.stdin.write(INITIALIZE)
     parent.stdin.flush()
@@ -298,12 +326,19 @@ def test_exits_when_the_parent_dies_even_if_stdin_stays_open(tmp_path):
 
 
 def test_help_and_bad_flags():
-    out = subprocess.run([sys.executable, "-m", "sidecar", "mcp", "--help"], capture_output=True, text=True,
-                         timeout=60, cwd=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", "sidecar", "mcp", "--help"], capture_output=True, text=True, timeout=60, cwd=str(ROOT)
+    )
     assert out.returncode == 0 and "--user" in out.stdout and "MEMORY_SIDECAR_USER" in out.stdout
     assert "--data-dir" in out.stdout and "--graph" in out.stdout  # the sidecar's options apply here too
-    bad = subprocess.run([sys.executable, "-m", "sidecar", "mcp", "--user", " "], capture_output=True, text=True,
-                         timeout=60, cwd=str(ROOT), stdin=subprocess.DEVNULL)
+    bad = subprocess.run(
+        [sys.executable, "-m", "sidecar", "mcp", "--user", " "],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(ROOT),
+        stdin=subprocess.DEVNULL,
+    )
     assert bad.returncode == 2 and "--user" in bad.stderr and bad.stdout == ""
 
 

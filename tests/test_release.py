@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, load_script
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -37,11 +36,19 @@ def _tool(name: str) -> str:
 
 
 def _lint(paths: list[Path]) -> list[subprocess.CompletedProcess]:
-    schema = subprocess.run([_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, paths)],
-                            capture_output=True, text=True, timeout=120)
-    zizmor = subprocess.run([_tool("zizmor"), "--offline", "--min-severity", "medium", "--no-progress",
-                             *map(str, paths)], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "NO_COLOR": "1"})
+    schema = subprocess.run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    zizmor = subprocess.run(
+        [_tool("zizmor"), "--offline", "--min-severity", "medium", "--no-progress", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     return [schema, zizmor]
 
 
@@ -60,8 +67,12 @@ def test_one_version_everywhere_and_the_typescript_client_follows_it():
 
 
 def test_a_tag_or_a_client_version_that_differs_fails_naming_the_file(tmp_path):
-    for rel in ("sidecar/__init__.py", "clients/typescript/package.json", "clients/typescript/package-lock.json",
-                "CHANGELOG.md"):
+    for rel in (
+        "sidecar/__init__.py",
+        "clients/typescript/package.json",
+        "clients/typescript/package-lock.json",
+        "CHANGELOG.md",
+    ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     version = check_version.package_version(tmp_path)
@@ -70,14 +81,20 @@ def test_a_tag_or_a_client_version_that_differs_fails_naming_the_file(tmp_path):
     [name] = check_version.problems("release-1", tmp_path)
     assert "not a release tag" in name
     package = tmp_path / "clients/typescript/package.json"
-    package.write_text(package.read_text(encoding="utf-8").replace(f'"version": "{version}"', '"version": "9.9.9"', 1),
-                       encoding="utf-8")
+    package.write_text(
+        package.read_text(encoding="utf-8").replace(f'"version": "{version}"', '"version": "9.9.9"', 1),
+        encoding="utf-8",
+    )
     [client] = check_version.problems(f"v{version}", tmp_path)
     assert "clients/typescript/package.json" in client and "9.9.9" in client
     (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## [Unreleased]\n", encoding="utf-8")
     assert any("CHANGELOG.md has no" in p for p in check_version.problems(None, tmp_path))
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_version.py"), "v99.0.0"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_version.py"), "v99.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1 and "v99.0.0" in out.stderr and "sidecar/__init__.py" in out.stderr
 
 
@@ -93,8 +110,11 @@ def test_workflows_pass_the_schema_and_zizmor():
 def test_the_linters_refuse_an_unsafe_workflow(tmp_path):
     """What the two linters are for: an action by tag, a tag name pasted into a script, a missing key."""
     bad = tmp_path / "bad.yml"
-    bad.write_text("on:\n  push:\n    tags: ['v*']\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
-                   "      - uses: actions/checkout@v4\n      - run: echo ${{ github.ref_name }}\n", encoding="utf-8")
+    bad.write_text(
+        "on:\n  push:\n    tags: ['v*']\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - uses: actions/checkout@v4\n      - run: echo ${{ github.ref_name }}\n",
+        encoding="utf-8",
+    )
     schema, zizmor = _lint([bad])
     assert schema.returncode == 0, schema.stdout  # valid for GitHub, unsafe
     assert zizmor.returncode != 0 and "unpinned" in zizmor.stdout and "artipacked" in zizmor.stdout, zizmor.stdout
@@ -106,12 +126,17 @@ def test_ci_runs_the_readme_command_on_three_systems_and_two_pythons():
     ci = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text(encoding="utf-8"))
     matrix = ci["jobs"]["tests"]["strategy"]["matrix"]
     assert {os_[:5] for os_ in matrix["os"]} == {"ubunt", "macos", "windo"}
-    assert {"3.10", "3.13"} <= set(matrix["python"])
+    assert {"3.11", "3.13"} <= set(matrix["python"])
     runs = [s.get("run", "") for s in ci["jobs"]["tests"]["steps"]]
-    assert 'python -m pip install -e ".[test]"' in runs and "python -m pytest" in runs
+    assert any("uv sync --locked --extra test" in r for r in runs), runs  # the lock, as the README installs it
+    assert "uv run --no-sync python -m pytest" in runs
     assert "python -m pytest" in (ROOT / "README.md").read_text(encoding="utf-8")
-    node = [s["with"]["node-version"] for job in ci["jobs"].values() for s in job["steps"]
-            if "setup-node" in s.get("uses", "")]
+    node = [
+        s["with"]["node-version"]
+        for job in ci["jobs"].values()
+        for s in job["steps"]
+        if "setup-node" in s.get("uses", "")
+    ]
     assert node and set(node) == {20}
 
 
@@ -131,8 +156,11 @@ def test_every_script_the_workflows_run_is_in_scripts():
 def _steps(job: str) -> list[str]:
     """The `run:` scripts of a release job, in order (pip installs left out: the test extras have the tools)."""
     release = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8"))
-    return [s["run"] for s in release["jobs"][job]["steps"]
-            if "run" in s and not s["run"].startswith("python -m pip install")]
+    return [
+        s["run"]
+        for s in release["jobs"][job]["steps"]
+        if "run" in s and not s["run"].startswith("python -m pip install")
+    ]
 
 
 def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -140,8 +168,11 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the release workflow's Linux leg (its jobs run on "
-                    "ubuntu runners); on Windows `bash` may be WSL's, outside this Python")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="the release workflow's Linux leg (its jobs run on "
+    "ubuntu runners); on Windows `bash` may be WSL's, outside this Python",
+)
 def test_the_linux_release_leg_runs_here(tmp_path):
     """The version, python-package and draft-release jobs' steps (all but `gh release create`), verbatim, in a
     copy of the checkout: a wheel and an sdist that pass `twine check --strict`, checksums verified, notes
@@ -149,9 +180,22 @@ def test_the_linux_release_leg_runs_here(tmp_path):
     import sidecar
 
     tree = tmp_path / "checkout"
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".venv", ".git", "node_modules", "dist", "build",
-                                                               "*.egg-info", "__pycache__", ".pytest_cache",
-                                                               ".hypothesis", "bench-results"))
+    shutil.copytree(
+        ROOT,
+        tree,
+        ignore=shutil.ignore_patterns(
+            ".venv",
+            ".git",
+            "node_modules",
+            "dist",
+            "build",
+            "*.egg-info",
+            "__pycache__",
+            ".pytest_cache",
+            ".hypothesis",
+            "bench-results",
+        ),
+    )
     bindir = Path(sys.executable).parent  # `python` in the steps is this interpreter, as setup-python makes it there
     tag = f"v{sidecar.__version__}"
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "TAG": tag}
@@ -160,8 +204,10 @@ def test_the_linux_release_leg_runs_here(tmp_path):
             proc = _bash(script, tree, env)
             assert proc.returncode == 0, f"{job}: {script}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     built = sorted(p.name for p in (tree / "out" / "assets").iterdir())
-    assert built == [f"memory_sidecar-{sidecar.__version__}-py3-none-any.whl",
-                     f"memory_sidecar-{sidecar.__version__}.tar.gz"]
+    assert built == [
+        f"memory_sidecar-{sidecar.__version__}-py3-none-any.whl",
+        f"memory_sidecar-{sidecar.__version__}.tar.gz",
+    ]
     with zipfile.ZipFile(tree / "out" / "assets" / built[0]) as wheel:
         assert "sidecar/assets/all-MiniLM-L6-v2/model.onnx" in wheel.namelist()
 
@@ -195,12 +241,24 @@ def test_a_binary_build_is_packed_checksummed_and_described(tmp_path):
     exe.chmod(0o755)
     (onedir / "_internal" / "lib.so").write_bytes(b"library")
     infos = {}
-    for target, mode, path in (("x86_64-unknown-linux-gnu", "onedir", exe),
-                               ("x86_64-pc-windows-msvc", "onedir", exe),
-                               ("x86_64-unknown-linux-gnu", "onefile", exe)):
+    for target, mode, path in (
+        ("x86_64-unknown-linux-gnu", "onedir", exe),
+        ("x86_64-pc-windows-msvc", "onedir", exe),
+        ("x86_64-unknown-linux-gnu", "onefile", exe),
+    ):
         info = tmp_path / f"{target}-{mode}.json"
-        info.write_text(json.dumps({"executable": str(path), "mode": mode, "target": target,
-                                    "size_bytes": 123_000_000, "ready_seconds": 0.84}), encoding="utf-8")
+        info.write_text(
+            json.dumps(
+                {
+                    "executable": str(path),
+                    "mode": mode,
+                    "target": target,
+                    "size_bytes": 123_000_000,
+                    "ready_seconds": 0.84,
+                }
+            ),
+            encoding="utf-8",
+        )
         infos[target, mode] = info
     out = tmp_path / "collected" / "binary"
     tgz = release_assets.pack(infos["x86_64-unknown-linux-gnu", "onedir"], out)

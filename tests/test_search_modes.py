@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 import orjson
-
 from conftest import files_containing
+
 from sidecar.storage import SCHEMA_VERSION
 
 MODES = ("semantic", "keyword", "hybrid")
@@ -29,8 +29,6 @@ def query(sc, user, text, mode=None, limit=5, **extra):
 
 def contents(messages):
     return [m["content"] for m in messages]
-
-
 
 
 def test_each_mode_finds_what_it_should(sidecar):
@@ -131,8 +129,15 @@ def test_one_batch_over_many_users_links_each_to_its_own_stored_messages(spawn, 
             sc.store(f"u{i}", newer, channel_id="other")
     assert sc.shutdown() == 0
     sc = spawn(data_dir=tmp_path / "data")
-    r = sc.request({"type": "store", "messages": [{"user_id": f"u{i}", "content": "yes, last Tuesday, it was wonderful",
-                                                   "channel_id": "c"} for i in range(len(topics))]})
+    r = sc.request(
+        {
+            "type": "store",
+            "messages": [
+                {"user_id": f"u{i}", "content": "yes, last Tuesday, it was wonderful", "channel_id": "c"}
+                for i in range(len(topics))
+            ],
+        }
+    )
     assert r["type"] == "ok", r
     for i, topic in enumerate(topics):  # each reply is found by the words of the question it answers
         assert {m["id"] for m in query(sc, f"u{i}", topic, "hybrid", limit=2)} == {asked[i], r["ids"][i]}, topic

@@ -8,11 +8,10 @@ import subprocess
 import sys
 
 import orjson
-
 from conftest import ROOT, linux_only
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from benchkit import procfs, soak, workload  # noqa: E402
+from benchkit import procfs, soak, workload
 
 BENCH = str(ROOT / "scripts" / "bench.py")
 
@@ -22,14 +21,16 @@ def _samples(levels: list[float], steady: list[float], peaks: list[float]) -> li
 
 
 def test_plateau_judges_the_level_between_compactions_and_reports_the_rest():
-    flat = soak.plateau(_samples([500, 502, 501, 503, 502, 504], [510, 560, 540, 600, 590, 640],
-                                 [600, 700, 650, 900, 640, 950]), 0.10)
+    flat = soak.plateau(
+        _samples([500, 502, 501, 503, 502, 504], [510, 560, 540, 600, 590, 640], [600, 700, 650, 900, 640, 950]), 0.10
+    )
     # compactions that take longer lift the medians (560 -> 640) but not the level RSS falls back to
     assert flat["plateaued"] is True
     assert flat["middle_level_mib"] == 502 and flat["last_level_mib"] == 503  # medians of the thirds
     assert flat["last_peak_mib"] == 950 and flat["middle_peak_mib"] == 900
-    leaking = soak.plateau(_samples([400, 450, 500, 550, 600, 650], [410, 460, 510, 560, 610, 660],
-                                    [420, 470, 520, 570, 620, 670]), 0.10)
+    leaking = soak.plateau(
+        _samples([400, 450, 500, 550, 600, 650], [410, 460, 510, 560, 610, 660], [420, 470, 520, 570, 620, 670]), 0.10
+    )
     assert leaking["plateaued"] is False
     assert soak.plateau(_samples([500] * 5, [500] * 5, [500] * 5), 0.10)["plateaued"] is None  # too few to judge
 
@@ -56,8 +57,9 @@ def test_deciles_compare_the_first_and_last_tenth_of_the_requests():
 def test_judge_prints_the_verdict_for_an_earlier_run(tmp_path):
     path = tmp_path / "soak.json"
     path.write_bytes(orjson.dumps({"samples": _samples([500, 502, 501, 503, 502, 504], [510] * 6, [600] * 6)}))
-    proc = subprocess.run([sys.executable, BENCH, "soak", "--judge", str(path)],
-                          capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, BENCH, "soak", "--judge", str(path)], capture_output=True, text=True, timeout=60, cwd=str(ROOT)
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("RSS plateaued: the level between compactions")
 
@@ -87,10 +89,31 @@ def test_conversation_lengths_have_the_mean_asked_for():
 @linux_only("the soak samples RSS by kind from /proc/<pid>/smaps")
 def test_a_short_soak_runs_end_to_end(tmp_path):
     out = tmp_path / "soak.json"
-    proc = subprocess.run([sys.executable, BENCH, "soak", "--requests", "600", "--interval", "0.5",
-                           "--users", "20", "--conversations", "4", "--exchanges", "5",
-                           "--query-mix", "semantic=0.5,hybrid=0.5", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            BENCH,
+            "soak",
+            "--requests",
+            "600",
+            "--interval",
+            "0.5",
+            "--users",
+            "20",
+            "--conversations",
+            "4",
+            "--exchanges",
+            "5",
+            "--query-mix",
+            "semantic=0.5,hybrid=0.5",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(ROOT),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = orjson.loads(out.read_bytes())
     assert result["failure"] is None and result["exit_code"] == 0

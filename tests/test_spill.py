@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import files_containing
+from test_vector_cache import _rows
+
 from sidecar.messages.spill import Spill
 from sidecar.messages.vector_cache import VectorCache
-
-from test_vector_cache import _rows
 
 
 def _cache(tmp_path, users_fit: int = 1, spill_bytes: int = 1 << 20) -> VectorCache:
@@ -126,6 +125,7 @@ def test_whatever_happens_a_user_back_from_the_spill_has_exactly_the_tables_rows
 
 class _Unextendable:
     """An entry whose `extend` fails (as on a MemoryError): the spill's own logic, no cache around it."""
+
     nbytes = 1
 
     def extend(self, rows, vectors):
@@ -207,9 +207,20 @@ def test_a_small_cache_spills_and_answers_stay_right_end_to_end(spawn, tmp_path)
     sc = spawn("--cache-mb", "1")
     marker = {u: f"zebracorn{u}" for u in range(4)}
     for u in range(4):
-        r = sc.request({"type": "store", "messages": [
-            {"user_id": f"s{u}", "content": f"note {i} about the garden of user {u}" if i != 150 else
-             f"my secret word is {marker[u]}"} for i in range(1000)]})
+        r = sc.request(
+            {
+                "type": "store",
+                "messages": [
+                    {
+                        "user_id": f"s{u}",
+                        "content": f"note {i} about the garden of user {u}"
+                        if i != 150
+                        else f"my secret word is {marker[u]}",
+                    }
+                    for i in range(1000)
+                ],
+            }
+        )
         assert r["type"] == "ok", r
 
     def top(user, text, mode="hybrid"):

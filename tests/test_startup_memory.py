@@ -14,8 +14,14 @@ from conftest import bare_env, glibc_only, linux_only
 
 
 def _run(code: str, path: Path) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=str(Path(__file__).parent.parent),
-                         env=bare_env(PYTHONPATH=str(path)), capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=str(Path(__file__).parent.parent),
+        env=bare_env(PYTHONPATH=str(path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -25,7 +31,8 @@ def test_deferred_package_runs_init_on_first_attribute_and_submodules_import_wit
     pkg.mkdir()
     (pkg / "__init__.py").write_text("print('init ran')\nfrom heavy.part import VALUE\nEXPORTED = VALUE * 2\n")
     (pkg / "part.py").write_text("VALUE = 21\n")
-    out = _run("""
+    out = _run(
+        """
         import sys
         from sidecar.storage.lazy_import import defer_package_init
         assert defer_package_init("heavy")
@@ -38,7 +45,9 @@ def test_deferred_package_runs_init_on_first_attribute_and_submodules_import_wit
             heavy.MISSING
         except AttributeError as exc:
             print("missing", exc)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     lines = out.splitlines()
     assert lines[0] == "part 21"  # the submodule imported without the package __init__
     assert lines[1:3] == ["init ran", "exported 42"]  # first attribute read ran __init__ in full
@@ -46,7 +55,8 @@ def test_deferred_package_runs_init_on_first_attribute_and_submodules_import_wit
 
 
 def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
-    out = _run("""
+    out = _run(
+        """
         import sys
         from sidecar.storage.lancedb_import import import_lancedb
         lancedb = import_lancedb()
@@ -60,33 +70,40 @@ def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
         listed = table_names(db)  # what the sidecar lists tables with: every one
         print(len(listed), "t" in listed, "more10" in listed)
         print("LanceNamespace" in sys.modules["lance_namespace"].__dict__)  # its __init__ has not run
-        response = lancedb.db.ListNamespacesResponse(namespaces=["a"], page_token=None)  # a name LanceDB bound
-        print(response.namespaces, isinstance(response, lancedb.db.ListNamespacesResponse))
         print(db.list_namespaces().namespaces)  # a LanceDB call that builds one of those models
         print(listed == set(db.list_tables().tables))
         import lance_namespace_urllib3_client as c
         print(c.ApiClient.__name__)
-    """ % str(tmp_path / "db"), tmp_path)
-    assert out.split() == ["1", "False", "12", "True", "True", "False", "['a']", "True", "[]", "True", "ApiClient"]
+    """
+        % str(tmp_path / "db"),
+        tmp_path,
+    )
+    assert out.split() == ["1", "False", "12", "True", "True", "False", "[]", "True", "ApiClient"]
 
 
 def _packages(tmp_path: Path, user_body: str) -> None:
     """`heavy`: a package whose __init__ announces itself and exports a class; `user`: imports it."""
     (tmp_path / "heavy").mkdir()
-    (tmp_path / "heavy" / "__init__.py").write_text("print('init ran')\nclass Thing:\n    def __init__(self, n):\n"
-                                                   "        self.n = n\n")
+    (tmp_path / "heavy" / "__init__.py").write_text(
+        "print('init ran')\nclass Thing:\n    def __init__(self, n):\n        self.n = n\n"
+    )
     (tmp_path / "heavy" / "errors.py").write_text("class HeavyError(Exception):\n    pass\n")
     (tmp_path / "user").mkdir()
-    (tmp_path / "user" / "__init__.py").write_text("from heavy import Thing\nfrom heavy.errors import HeavyError\n"
-                                                  + textwrap.dedent(user_body))
+    (tmp_path / "user" / "__init__.py").write_text(
+        "from heavy import Thing\nfrom heavy.errors import HeavyError\n" + textwrap.dedent(user_body)
+    )
 
 
 def test_stood_in_names_become_the_real_objects_at_first_use(tmp_path):
-    _packages(tmp_path, """
+    _packages(
+        tmp_path,
+        """
         def make(n):
             return Thing(n)
-    """)
-    out = _run("""
+    """,
+    )
+    out = _run(
+        """
         import sys
         from sidecar.storage.lazy_import import import_with_stand_ins
         user = import_with_stand_ins("user", ("heavy",))
@@ -95,15 +112,19 @@ def test_stood_in_names_become_the_real_objects_at_first_use(tmp_path):
         print("made", thing.n, isinstance(thing, user.Thing), type(thing).__module__)
         import heavy
         print("real", heavy.Thing is type(thing), user.HeavyError.__module__)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out.splitlines() == ["imported False", "init ran", "made 7 True heavy", "real True heavy.errors"]
 
 
 def test_threads_reading_a_deferred_package_at_once_all_get_the_attribute_and_init_runs_once(tmp_path):
     (tmp_path / "slow").mkdir()
-    (tmp_path / "slow" / "__init__.py").write_text("import time\nprint('init ran', flush=True)\ntime.sleep(0.3)\n"
-                                                  "VALUE = 42\n")
-    out = _run("""
+    (tmp_path / "slow" / "__init__.py").write_text(
+        "import time\nprint('init ran', flush=True)\ntime.sleep(0.3)\nVALUE = 42\n"
+    )
+    out = _run(
+        """
         import threading
         from sidecar.storage.lazy_import import defer_package_init
         assert defer_package_init("slow")
@@ -120,26 +141,35 @@ def test_threads_reading_a_deferred_package_at_once_all_get_the_attribute_and_in
         for t in threads:
             t.join()
         print(got, errors)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out.splitlines() == ["init ran", "[42, 42, 42, 42] []"]
 
 
 def test_a_package_that_needs_the_real_name_at_import_is_imported_again_in_full(tmp_path):
-    _packages(tmp_path, """
+    _packages(
+        tmp_path,
+        """
         class Special(Thing):  # a base class must be the real one: the stand-in fails here
             pass
-    """)
-    out = _run("""
+    """,
+    )
+    out = _run(
+        """
         from sidecar.storage.lazy_import import import_with_stand_ins
         user = import_with_stand_ins("user", ("heavy",))
         import heavy
         print(user.Special(3).n, issubclass(user.Special, heavy.Thing))
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out.splitlines() == ["init ran", "3 True"]
 
 
 def test_lancedb_imports_with_marking_overrides_and_leaves_the_real_package_importable(tmp_path):
-    out = _run("""
+    out = _run(
+        """
         import sys
         from sidecar.storage.lancedb_import import import_lancedb
         lancedb = import_lancedb()
@@ -147,7 +177,9 @@ def test_lancedb_imports_with_marking_overrides_and_leaves_the_real_package_impo
         print(lancedb.db.LanceDBConnection.open_table.__override__)  # marked, as typing.override does
         import overrides
         print(hasattr(overrides, "final"), overrides.override.__module__)  # the real package
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     if sys.version_info >= (3, 12):
         assert out.split()[:2] == ["False", "True"]
     else:
@@ -158,7 +190,8 @@ def test_keyword_search_imports_the_stemmers_it_uses_alone_and_stems_as_snowball
     """messages/keywords.py defers snowballstemmer's __init__ (it imports all 30-odd languages) and sidecar/text
     imports a language's stemmer when a memory first needs it; the package still works in full for anyone who
     reads it later, and stems exactly as `stemmer("english")`."""
-    out = _run("""
+    out = _run(
+        """
         import sys
         from sidecar.messages import keywords
         print("at import", sorted(m for m in sys.modules if m.startswith("snowballstemmer.")))
@@ -169,9 +202,13 @@ def test_keyword_search_imports_the_stemmers_it_uses_alone_and_stems_as_snowball
         words = ["running", "generously", "ponies", "happiness", "during", "being", "relational", "caresses"]
         print("same", snowballstemmer.stemmer("english").stemWords(words) == [stemmer("en")(w) for w in words])
         print("others", "snowballstemmer.french_stemmer" in sys.modules)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert "at import []" in out
-    assert "languages ['snowballstemmer.among', 'snowballstemmer.basestemmer', 'snowballstemmer.english_stemmer']" in out
+    assert (
+        "languages ['snowballstemmer.among', 'snowballstemmer.basestemmer', 'snowballstemmer.english_stemmer']" in out
+    )
     assert "same True" in out and "others True" in out
 
 
@@ -179,8 +216,14 @@ def test_keyword_search_imports_the_stemmers_it_uses_alone_and_stems_as_snowball
 def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path):
     code = "from sidecar.runtime import native_memory; print(native_memory.configure())"
     assert _run(code, tmp_path).strip() == "True"  # glibc (the CI machine): capped
-    out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent),
-                         env={"MALLOC_ARENA_MAX": "4"}, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=str(Path(__file__).parent.parent),
+        env={"MALLOC_ARENA_MAX": "4"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.stdout.strip() == "False", out.stderr
 
 
@@ -188,12 +231,20 @@ def test_malloc_arena_cap_leaves_an_explicit_environment_setting_alone(tmp_path)
 def test_numpy_runs_one_blas_thread_unless_the_environment_says_otherwise():
     """The entry module sets OPENBLAS_NUM_THREADS before numpy loads OpenBLAS (native_memory): OpenBLAS
     starts one OS thread fewer than with an explicit 2, which is left alone."""
-    code = ("import os, sidecar.runtime.cli, numpy; "
-            "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))")
+    code = (
+        "import os, sidecar.runtime.cli, numpy; "
+        "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))"
+    )
 
     def run(env: dict[str, str]) -> list[str]:
-        out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent), env=env,
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=str(Path(__file__).parent.parent),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         return out.stdout.split()
 
@@ -209,8 +260,14 @@ def test_pyarrow_allocates_from_the_c_heap_unless_the_environment_says_otherwise
     code = "import sidecar.runtime.cli, pyarrow; print(pyarrow.default_memory_pool().backend_name)"
 
     def run(env: dict[str, str]) -> str:
-        out = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent), env=env,
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=str(Path(__file__).parent.parent),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         return out.stdout.strip()
 
@@ -247,7 +304,8 @@ def test_released_code_pages_leave_private_changes_alone_and_the_libraries_worki
     what a mapping changed privately (as relocated library data is) and leaves every library callable."""
     data = tmp_path / "libdata.so"
     data.write_bytes(b"\0" * 8192)
-    out = _run("""
+    out = _run(
+        """
         import ctypes, mmap, os
         from sidecar.runtime import native_memory
         native_memory.configure()
@@ -275,7 +333,10 @@ def test_released_code_pages_leave_private_changes_alone_and_the_libraries_worki
         db.create_table("t", data=[{"x": 1}, {"x": 2}])
         print(int(numpy.arange(10).sum()), pc.sum(pyarrow.array([1, 2, 3])).as_py(),
               db.open_table("t").count_rows(), len(onnxruntime.get_available_providers()) > 0)
-    """ % (str(data), str(tmp_path / "db")), tmp_path)
+    """
+        % (str(data), str(tmp_path / "db")),
+        tmp_path,
+    )
     assert out.split() == ["True", "True", "moved", "45", "6", "2", "True"]
 
 
@@ -341,7 +402,7 @@ def test_only_clean_resident_read_only_library_mappings_are_chosen():
     from sidecar.runtime.native_memory import clean_library_mappings
 
     chosen = list(clean_library_mappings(_SMAPS.splitlines(keepends=True)))
-    assert chosen == [(0x7f0000000000, 0x7f0000004000, 16), (0x7f0000012000, 0x7f0000014000, 8)]
+    assert chosen == [(0x7F0000000000, 0x7F0000004000, 16), (0x7F0000012000, 0x7F0000014000, 8)]
 
 
 def test_lancedb_scans_queue_at_most_the_sidecars_buffer_unless_the_host_sets_one(tmp_path):
@@ -363,9 +424,14 @@ def test_lancedb_scans_queue_at_most_the_sidecars_buffer_unless_the_host_sets_on
     """
     out = _run(code % str(tmp_path / "db"), tmp_path)
     assert out.split() == [str(32 << 20), "6", str(1_500_000 - 5)]
-    preset = subprocess.run([sys.executable, "-c", textwrap.dedent(code % str(tmp_path / "db2"))],
-                            cwd=str(Path(__file__).parent.parent), capture_output=True, text=True, timeout=120,
-                            env=bare_env(PYTHONPATH=str(tmp_path), LANCE_DEFAULT_IO_BUFFER_SIZE=str(1 << 20)))
+    preset = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code % str(tmp_path / "db2"))],
+        cwd=str(Path(__file__).parent.parent),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=bare_env(PYTHONPATH=str(tmp_path), LANCE_DEFAULT_IO_BUFFER_SIZE=str(1 << 20)),
+    )
     assert preset.returncode == 0, preset.stderr
     assert preset.stdout.split() == [str(1 << 20), "6", str(1_500_000 - 5)]
 
@@ -384,14 +450,20 @@ def test_the_collector_is_off_through_start_up_and_back_on_once_ready_with_start
         code = Server(resolve(["--data-dir", {str(data)!r}]), parent=cli.PARENT).run()
         open({str(out)!r}, "w").write(f"{{paused}} {{code}} {{gc.isenabled()}} {{gc.get_freeze_count()}}")
     """)
-    run = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).parent.parent), input=b'{"type":"shutdown"}\n',
-                         capture_output=True, timeout=180)
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=str(Path(__file__).parent.parent),
+        input=b'{"type":"shutdown"}\n',
+        capture_output=True,
+        timeout=180,
+    )
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     assert b'"type":"ready"' in run.stdout
     paused, exit_code, enabled, frozen = out.read_text().split()
     assert (paused, exit_code, enabled) == ("True", "0", "True")
     assert int(frozen) > 50_000  # start-up's objects (about 120,000 on 2026-11-27)
-    face = _run("""
+    face = _run(
+        """
         import gc
         from sidecar.runtime import cli
         paused = not gc.isenabled()
@@ -402,7 +474,9 @@ def test_the_collector_is_off_through_start_up_and_back_on_once_ready_with_start
         print("face", paused, gc.isenabled())
         gc.disable()
         print("refused", cli.main(["--cache-mb", "-1"]), gc.isenabled())  # a configuration error, in process
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert "face True True" in face and "refused 2 True" in face
 
 

@@ -28,9 +28,20 @@ MODEL = {"name": "test-model", "dim": DIM, "digest": "0" * 64}
 
 
 def _rows(n: int, user: str) -> tuple[list[dict], np.ndarray]:
-    rows = [{"id": str(uuid.uuid4()), "user_id": user, "content": f"note {i} of {user}", "is_bot": False,
-             "timestamp": time.time(), "message_id": None, "channel_id": None, "reply_to": None, "username": None}
-            for i in range(n)]
+    rows = [
+        {
+            "id": str(uuid.uuid4()),
+            "user_id": user,
+            "content": f"note {i} of {user}",
+            "is_bot": False,
+            "timestamp": time.time(),
+            "message_id": None,
+            "channel_id": None,
+            "reply_to": None,
+            "username": None,
+        }
+        for i in range(n)
+    ]
     v = np.random.default_rng().standard_normal((n, DIM)).astype(np.float32)
     return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
 
@@ -116,7 +127,6 @@ def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compactio
         store.close()
 
 
-
 def test_close_waits_for_a_read_by_id_to_end(tmp_path, monkeypatch):
     store = MessageStore(tmp_path, MODEL)
     mine, mine_v = _rows(5, "graph-user")
@@ -163,7 +173,8 @@ def test_a_cached_users_rows_by_id_come_from_memory_with_the_tables_vectors_at_i
 
 @pytest.mark.parametrize("batch_rows", [search.SCAN_BATCH_ROWS, 2])
 def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_first_in_arrow_memory(
-        tmp_path, monkeypatch, batch_rows):
+    tmp_path, monkeypatch, batch_rows
+):
     """After a crash or an import the graph's catch-up names every stored message without an episode: user by
     user (so that the builder loads each user's graph once, not once per batch of a 100-user import), each
     user's oldest first (ties by id, so the order does not depend on the fragment layout), held as Arrow arrays
@@ -182,6 +193,7 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_firs
         def done(users: list[str]) -> pa.Array:
             asked.append(users)
             return pa.array(ids, pa.string())
+
         return done
 
     try:
@@ -190,12 +202,22 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_firs
         others, w = _rows(2, "t")  # another user, whose messages fall between u's in time
         for r, ts in zip(rows + others, (5.0, 1.0, 3.0, 3.0, 2.0, 4.0, 2.5, 0.5)):
             r["timestamp"] = ts
-        rows[2]["id"], rows[3]["id"] = "z" + rows[2]["id"], "a" + rows[3]["id"]  # a tie the ids order against the table's
+        rows[2]["id"], rows[3]["id"] = (
+            "z" + rows[2]["id"],
+            "a" + rows[3]["id"],
+        )  # a tie the ids order against the table's
         store.add(rows[:3] + others[:1], np.vstack([v[:3], w[:1]]))
         store.add(rows[3:] + others[1:], np.vstack([v[3:], w[1:]]))  # two fragments
         done = done_of([rows[5]["id"]])  # the one the graph already holds
-        expected = [others[1]["id"], others[0]["id"],  # user t, then user u
-                    rows[1]["id"], rows[4]["id"], rows[3]["id"], rows[2]["id"], rows[0]["id"]]
+        expected = [
+            others[1]["id"],
+            others[0]["id"],  # user t, then user u
+            rows[1]["id"],
+            rows[4]["id"],
+            rows[3]["id"],
+            rows[2]["id"],
+            rows[0]["id"],
+        ]
         groups = list(store.missing_by_users(done))
         assert [(first, last, users) for _, first, last, users in groups] == [(1, 2, 2)]  # both users in one group
         assert isinstance(groups[0][0], pa.Array) and groups[0][0].to_pylist() == expected
@@ -207,7 +229,9 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_firs
         asked.clear()
         groups = list(store.missing_by_users(done))
         assert [(ids.to_pylist(), first, last, users) for ids, first, last, users in groups] == [
-            (expected[:2], 1, 1, 2), (expected[2:], 2, 2, 2)]
+            (expected[:2], 1, 1, 2),
+            (expected[2:], 2, 2, 2),
+        ]
         assert asked == [[others[0]["user_id"]], [rows[0]["user_id"]]]
         everything = done_of([r["id"] for r in rows + others])
         assert [ids.to_pylist() for ids, *_ in store.missing_by_users(everything)] == [[], []]
@@ -237,13 +261,28 @@ def test_the_graphs_done_ids_are_read_for_the_group_of_users_the_catch_up_asks_a
         for rows, v in by_user.values():
             store.add(rows, v)
         built = {"a": by_user["a"][0][:2], "c": by_user["c"][0]}  # a: two of three built; c: all; b: none
-        gs.commit(gs.rows([(UserGraph(u), [Episode(r["id"], r["timestamp"], None, None, None, 0.5, False)
-                                           for r in rows], [], [], [], []) for u, rows in built.items()]),
-                  new_episodes=True)
+        gs.commit(
+            gs.rows(
+                [
+                    (
+                        UserGraph(u),
+                        [Episode(r["id"], r["timestamp"], None, None, None, 0.5, False) for r in rows],
+                        [],
+                        [],
+                        [],
+                        [],
+                    )
+                    for u, rows in built.items()
+                ]
+            ),
+            new_episodes=True,
+        )
         assert sorted(gs.done_ids(["a"]).to_pylist()) == sorted(r["id"] for r in built["a"])
         assert gs.done_ids([]) == pa.array([], pa.string()) and len(gs.done_ids()) == 5
-        groups = [(set(ids.to_pylist()), first, last, users)
-                  for ids, first, last, users in store.missing_by_users(gs.done_ids)]
+        groups = [
+            (set(ids.to_pylist()), first, last, users)
+            for ids, first, last, users in store.missing_by_users(gs.done_ids)
+        ]
         assert groups == [({by_user["a"][0][2]["id"], *(r["id"] for r in by_user["b"][0])}, 1, 2, 3), (set(), 3, 3, 3)]
     finally:
         store.close()
@@ -261,9 +300,21 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
     closing = None
     try:
         now = time.time()
-        fact = {"id": "f1", "user_id": "graph-user", "text": "likes hiking", "category": "preference",
-                "source": "rules", "confidence": 0.9, "message_id": None, "created_at": now, "updated_at": now,
-                "active": True, "superseded_by": None, "superseded_at": None, "superseded_reason": None}
+        fact = {
+            "id": "f1",
+            "user_id": "graph-user",
+            "text": "likes hiking",
+            "category": "preference",
+            "source": "rules",
+            "confidence": 0.9,
+            "message_id": None,
+            "created_at": now,
+            "updated_at": now,
+            "active": True,
+            "superseded_by": None,
+            "superseded_at": None,
+            "superseded_reason": None,
+        }
         vector = _rows(1, "x")[1]
         facts.add([fact], vector)
         real = fact_store.cosine_search
@@ -274,7 +325,9 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
             return real(*args, **kwargs)
 
         monkeypatch.setattr(fact_store, "cosine_search", slow_search)
-        reader, got = _in_thread(lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1))
+        reader, got = _in_thread(
+            lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1)
+        )
         assert entered.wait(30)
         other, other_v = _rows(3, "chat-user")
         store.add(other, other_v)  # the store's lock is free while the read runs
@@ -282,8 +335,9 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
 
         began: list[bool] = []  # whether the read had been let go when the compaction itself began
         real_compact = fact_store.compact_tables
-        monkeypatch.setattr(fact_store, "compact_tables", lambda *a, **k: (began.append(release.is_set()),
-                                                                            real_compact(*a, **k)))
+        monkeypatch.setattr(
+            fact_store, "compact_tables", lambda *a, **k: (began.append(release.is_set()), real_compact(*a, **k))
+        )
         _assert_compaction_waits_for_the_read(facts.compact, release, reader)
         assert began == [True]
         assert got[0][0]["id"] == "f1" and got[0][0]["similarity"] > 0.999
@@ -292,7 +346,9 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
         store.also_close.append(facts.wait_reads)
         entered.clear()
         release.clear()
-        reader, got = _in_thread(lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1))
+        reader, got = _in_thread(
+            lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1)
+        )
         assert entered.wait(30)
         closing, _ = _in_thread(store.close)
         closing.join(0.5)

@@ -24,8 +24,10 @@ def test_valid_tag_saved_and_stripped():
 
 
 def test_several_tags_in_order_and_tag_alone_on_a_line():
-    e, facts, rej = run('Noted.\n<memory category="company">Works at Acme</memory>\n'
-                        '<memory category="pattern">Runs every morning</memory>\nAnything else?')
+    e, facts, rej = run(
+        'Noted.\n<memory category="company">Works at Acme</memory>\n'
+        '<memory category="pattern">Runs every morning</memory>\nAnything else?'
+    )
     assert e.reply == "Noted.\nAnything else?"
     assert facts == [("Works at Acme", "company"), ("Runs every morning", "pattern")]
 
@@ -37,8 +39,10 @@ def test_no_tags_reply_untouched():
 
 
 def test_upper_case_and_mixed_case_tags_and_category():
-    e, facts, rej = run('<MEMORY CATEGORY="Preference">Likes jazz</MEMORY>Great choice. '
-                        '<Memory Category="ANSWER">Budget is 500 euros</mEmOrY>')
+    e, facts, rej = run(
+        '<MEMORY CATEGORY="Preference">Likes jazz</MEMORY>Great choice. '
+        '<Memory Category="ANSWER">Budget is 500 euros</mEmOrY>'
+    )
     assert e.reply == "Great choice."
     assert facts == [("Likes jazz", "preference"), ("Budget is 500 euros", "answer")]
 
@@ -50,9 +54,11 @@ def test_multi_line_content_becomes_one_line():
 
 
 def test_attribute_quoting_and_spacing_variants():
-    e, facts, rej = run("a < memory category = 'pattern' >runs daily</ memory > b "
-                        "<memory category=answer>bare value</memory>. "
-                        '<memory id="7" category="company" confidence="0.9">Works at Initech</memory>')
+    e, facts, rej = run(
+        "a < memory category = 'pattern' >runs daily</ memory > b "
+        "<memory category=answer>bare value</memory>. "
+        '<memory id="7" category="company" confidence="0.9">Works at Initech</memory>'
+    )
     assert facts == [("runs daily", "pattern"), ("bare value", "answer"), ("Works at Initech", "company")]
     assert e.reply == "a b."
 
@@ -64,15 +70,17 @@ def test_invalid_category_rejected_but_stripped():
 
 
 def test_missing_category_and_empty_content():
-    e, facts, rej = run('a <memory>no category</memory>, b <memory category="preference">   </memory> c '
-                        '<memory category="">x</memory>')
+    e, facts, rej = run(
+        'a <memory>no category</memory>, b <memory category="preference">   </memory> c <memory category="">x</memory>'
+    )
     assert e.reply == "a, b c"
     assert facts == [] and rej == ["missing_category", "empty", "missing_category"]
 
 
 def test_nested_tags_inner_judged_outer_rejected():
-    e, facts, rej = run('a <memory category="preference">outer <memory category="answer">Budget is 500</memory> '
-                        'rest</memory> b')
+    e, facts, rej = run(
+        'a <memory category="preference">outer <memory category="answer">Budget is 500</memory> rest</memory> b'
+    )
     assert e.reply == "a b"
     assert facts == [("Budget is 500", "answer")]
     assert rej == ["nested"]
@@ -107,10 +115,13 @@ def test_too_long_fact_rejected():
     assert len(e.rejected[0].tag) <= 200
 
 
-@pytest.mark.parametrize("reply", [
-    "<memory category='preference'>only a tag</memory>",
-    "\n\n<memory category='preference'>x</memory>\n\n",
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<memory category='preference'>only a tag</memory>",
+        "\n\n<memory category='preference'>x</memory>\n\n",
+    ],
+)
 def test_reply_that_was_only_tags_is_empty(reply):
     e, facts, rej = run(reply)
     assert e.reply == ""

@@ -32,14 +32,19 @@ OUTPUT_TAIL = 15_000
 def tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        pytest.fail(f"`{name}` is not on PATH: the TypeScript client's tests need Node.js (>= 18) and npm "
-                    f"(install them, e.g. `apt-get install nodejs npm`); PATH={os.environ.get('PATH', '')}")
+        pytest.fail(
+            f"`{name}` is not on PATH: the TypeScript client's tests need Node.js (>= 18) and npm "
+            f"(install them, e.g. `apt-get install nodejs npm`); PATH={os.environ.get('PATH', '')}"
+        )
     return path
 
 
 # npm works in clients/typescript (node_modules, dist/): one test worker at a time there (pytest -n)
-NPM_LOCK = FileLock(os.path.join(tempfile.gettempdir(),
-                                 f"memory-sidecar-npm-{hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:12]}.lock"))
+NPM_LOCK = FileLock(
+    os.path.join(
+        tempfile.gettempdir(), f"memory-sidecar-npm-{hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:12]}.lock"
+    )
+)
 
 
 def run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -48,15 +53,23 @@ def run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> s
 
 
 def _run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
-                "npm_config_audit": "false", **(env or {})}
+    full_env = {
+        **os.environ,
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+        **(env or {}),
+    }
     try:
         proc = subprocess.run(args, cwd=PACKAGE, env=full_env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        pytest.fail(f"`{' '.join(args)}` did not finish within {timeout} s\n--- stdout\n{e.stdout}\n--- stderr\n{e.stderr}")
+        pytest.fail(
+            f"`{' '.join(args)}` did not finish within {timeout} s\n--- stdout\n{e.stdout}\n--- stderr\n{e.stderr}"
+        )
     assert proc.returncode == 0, (
         f"`{' '.join(args)}` (in {PACKAGE}) exited with {proc.returncode}\n"
-        f"--- stdout (tail)\n{proc.stdout[-OUTPUT_TAIL:]}\n--- stderr (tail)\n{proc.stderr[-OUTPUT_TAIL:]}")
+        f"--- stdout (tail)\n{proc.stdout[-OUTPUT_TAIL:]}\n--- stderr (tail)\n{proc.stderr[-OUTPUT_TAIL:]}"
+    )
     return proc
 
 
@@ -89,13 +102,18 @@ def test_typescript_typechecks_including_the_docs_examples(npm: str):
     run([npm, "run", "--silent", "typecheck"], timeout=180)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="`npm test` hands node the glob dist/test/*.test.js, which cmd.exe "
-                    "does not expand and Node 20's --test does not either (Node 21 does); the client's tests run on "
-                    "Linux and macOS, and in CI's Node 20 job")
+@pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="`npm test` hands node the glob dist/test/*.test.js, which cmd.exe "
+    "does not expand and Node 20's --test does not either (Node 21 does); the client's tests run on "
+    "Linux and macOS, and in CI's Node 20 job",
+)
 def test_npm_test_against_the_real_sidecar(npm: str):
     proc = run([npm, "test"], timeout=300, env={"SIDECAR_PYTHON": sys.executable})
     summary = dict(re.findall(r"^(?:#|\u2139) (tests|pass|fail) (\d+)\s*$", proc.stdout, re.M))  # tap or spec reporter
-    assert int(summary.get("tests", 0)) >= 40 and summary.get("fail") == "0", f"unexpected summary {summary}:\n{proc.stdout[-OUTPUT_TAIL:]}"
+    assert int(summary.get("tests", 0)) >= 40 and summary.get("fail") == "0", (
+        f"unexpected summary {summary}:\n{proc.stdout[-OUTPUT_TAIL:]}"
+    )
 
 
 # ---------------------------------------------------------------- docs/hosts.md shows the checked examples
@@ -113,8 +131,10 @@ def test_hosts_md_shows_the_examples_that_tsc_checks():
     for body in ts_blocks(HOSTS.read_text(encoding="utf-8")):
         first = body.split("\n", 1)[0]
         m = EXAMPLE_HEADER.match(first)
-        assert m, f"a ```ts block in docs/hosts.md must start with `// clients/typescript/examples/<name>.ts` (the " \
-                  f"file it shows, which tsc checks); this one starts with {first!r}"
+        assert m, (
+            f"a ```ts block in docs/hosts.md must start with `// clients/typescript/examples/<name>.ts` (the "
+            f"file it shows, which tsc checks); this one starts with {first!r}"
+        )
         blocks[m.group(1)] = body
     files = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.glob("*.ts"))}
     assert files, f"no examples in {EXAMPLES}"

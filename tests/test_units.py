@@ -12,12 +12,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from sidecar.runtime import config as cfgmod
 from sidecar.embedding import model as modelmod
-from sidecar.wire.errors import ERROR_CODES, InvalidJson, InvalidRequest, UnknownType
-from sidecar.wire import OkResponse, StoreRequest, decode, encode
-from sidecar.wire.schema import DEFAULT_PATH, render
+from sidecar.runtime import config as cfgmod
 from sidecar.storage import sql_str
+from sidecar.wire import OkResponse, StoreRequest, decode, encode
+from sidecar.wire.errors import ERROR_CODES, InvalidJson, InvalidRequest, UnknownType
+from sidecar.wire.schema import DEFAULT_PATH, render
 from sidecar.wire.transport import Eof, Line, Oversized, read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,18 +36,24 @@ def test_decode_store_single_and_batch():
     assert [m.timestamp for m in b.items()] == [1.5]
 
 
-@pytest.mark.parametrize("line,exc,needle", [
-    (b"nope", InvalidJson, "not valid JSON"),
-    (b"\xff", InvalidJson, "JSON"),
-    (b"[]", InvalidRequest, "JSON object"),
-    (b'{"type":"x"}', UnknownType, "'x'"),
-    (b'{"type":"query","user_id":"1","text":"q","limit":"5"}', InvalidRequest, "limit"),
-    (b'{"type":"query","user_id":"1","text":"q","limit":true}', InvalidRequest, "limit"),
-    (b'{"type":"store","user_id":"1","content":"x","timestamp":true}', InvalidRequest, "timestamp"),
-    (b'{"type":"store","user_id":"","content":"x"}', InvalidRequest, "empty"),
-    (b'{"type":"store","user_id":"1","content":"x","messages":[{"user_id":"1","content":"y"}]}', InvalidRequest,
-     "not both"),
-])
+@pytest.mark.parametrize(
+    "line,exc,needle",
+    [
+        (b"nope", InvalidJson, "not valid JSON"),
+        (b"\xff", InvalidJson, "JSON"),
+        (b"[]", InvalidRequest, "JSON object"),
+        (b'{"type":"x"}', UnknownType, "'x'"),
+        (b'{"type":"query","user_id":"1","text":"q","limit":"5"}', InvalidRequest, "limit"),
+        (b'{"type":"query","user_id":"1","text":"q","limit":true}', InvalidRequest, "limit"),
+        (b'{"type":"store","user_id":"1","content":"x","timestamp":true}', InvalidRequest, "timestamp"),
+        (b'{"type":"store","user_id":"","content":"x"}', InvalidRequest, "empty"),
+        (
+            b'{"type":"store","user_id":"1","content":"x","messages":[{"user_id":"1","content":"y"}]}',
+            InvalidRequest,
+            "not both",
+        ),
+    ],
+)
 def test_decode_errors(line, exc, needle):
     with pytest.raises(exc) as info:
         decode(line)
@@ -57,8 +63,12 @@ def test_decode_errors(line, exc, needle):
 def test_decode_keeps_request_id_on_errors():
     with pytest.raises(InvalidRequest) as info:
         decode(b'{"type":"query","request_id":"r1"}')
-    assert info.value.to_response() == {"type": "error", "code": "invalid_request", "request_id": "r1",
-                                        "message": info.value.message}
+    assert info.value.to_response() == {
+        "type": "error",
+        "code": "invalid_request",
+        "request_id": "r1",
+        "message": info.value.message,
+    }
 
 
 def test_encode_is_one_line_with_type_first():
@@ -68,8 +78,7 @@ def test_encode_is_one_line_with_type_first():
 
 
 def test_error_codes_are_stable_and_snake_case():
-    assert set(ERROR_CODES) >= {"invalid_json", "invalid_request", "unknown_type", "not_found", "too_large",
-                                "internal"}
+    assert set(ERROR_CODES) >= {"invalid_json", "invalid_request", "unknown_type", "not_found", "too_large", "internal"}
     assert all(c == c.lower() and " " not in c for c in ERROR_CODES)
 
 
@@ -100,10 +109,11 @@ def test_stdout_guard_keeps_stray_output_off_the_protocol_stream():
         "t = StdioTransport(1024)\n"
         "print('stray print')\n"
         "os.write(1, b'native write to fd 1\\n')\n"
-        "t.send(b'{\"type\":\"pong\"}\\n')\n"
+        't.send(b\'{"type":"pong"}\\n\')\n'
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, cwd=ROOT,
-                         stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == b'{"type":"pong"}\n'
     assert b"stray print" in out.stderr and b"native write to fd 1" in out.stderr
@@ -117,8 +127,11 @@ def test_sql_str_quotes_and_backslashes():
 
 
 def test_config_precedence_flag_env_default(tmp_path):
-    env = {"MEMORY_SIDECAR_TTL_DAYS": "7", "MEMORY_SIDECAR_DATA_DIR": str(tmp_path / "env"),
-           "MEMORY_SIDECAR_OFFLINE": "1"}
+    env = {
+        "MEMORY_SIDECAR_TTL_DAYS": "7",
+        "MEMORY_SIDECAR_DATA_DIR": str(tmp_path / "env"),
+        "MEMORY_SIDECAR_OFFLINE": "1",
+    }
     c = cfgmod.resolve(["--ttl-days", "3"], env)
     assert c.ttl_days == 3 and c.data_dir == tmp_path / "env" and c.offline is True
     c = cfgmod.resolve([], {})
@@ -154,15 +167,25 @@ def test_a_background_compaction_holds_the_next_one_back_by_its_duty_cycle(tmp_p
 
     def write(store, n):
         for _ in range(n):
-            row = {"id": str(uuid.uuid4()), "user_id": "u", "content": "note", "is_bot": False,
-                   "timestamp": 1.7e9, "message_id": None, "channel_id": None, "reply_to": None, "username": None}
+            row = {
+                "id": str(uuid.uuid4()),
+                "user_id": "u",
+                "content": "note",
+                "is_bot": False,
+                "timestamp": 1.7e9,
+                "message_id": None,
+                "channel_id": None,
+                "reply_to": None,
+                "username": None,
+            }
             store.add([row], np.ones((1, 8), dtype=np.float32) / np.sqrt(8))
             store.flush()  # one commit each
 
     model = {"name": "test-model", "dim": 8, "digest": "0" * 64}
     for share, due_after in ((0.0001, False), (1.0, True)):
-        store = MessageStore(tmp_path / str(share), model, compact_every_writes=3, compact_interval_seconds=0,
-                             compact_max_duty=share)
+        store = MessageStore(
+            tmp_path / str(share), model, compact_every_writes=3, compact_interval_seconds=0, compact_max_duty=share
+        )
         try:
             write(store, 3)
             assert store.compact_due()  # 3 commits: due, no compaction has run yet

@@ -12,8 +12,16 @@ from sidecar.messages.vector_cache import VectorCache
 
 
 def _rows(user: str, n: int, start: int = 0, bot_every: int = 0):
-    rows = [{"id": f"{user}-{i}", "user_id": user, "content": f"m{i}", "is_bot": bool(bot_every and i % bot_every == 0),
-             "timestamp": float(i)} for i in range(start, start + n)]
+    rows = [
+        {
+            "id": f"{user}-{i}",
+            "user_id": user,
+            "content": f"m{i}",
+            "is_bot": bool(bot_every and i % bot_every == 0),
+            "timestamp": float(i),
+        }
+        for i in range(start, start + n)
+    ]
     rng = np.random.default_rng(len(user) + start)
     v = rng.normal(size=(n, 8)).astype(np.float32)
     return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -110,14 +118,21 @@ def test_cache_and_table_agree_and_stay_consistent(spawn, tmp_path):
     data = tmp_path / "shared"
     t0 = int(time.time()) - 1000
     sc = spawn(data_dir=data)
-    topics = ["my cat sleeps all day", "we went hiking in the alps", "pizza with pineapple is fine",
-              "I am learning the violin", "the dog chased the mailman", "my sister lives in Lisbon"]
+    topics = [
+        "my cat sleeps all day",
+        "we went hiking in the alps",
+        "pizza with pineapple is fine",
+        "I am learning the violin",
+        "the dog chased the mailman",
+        "my sister lives in Lisbon",
+    ]
     for i, t in enumerate(topics * 3):
         sc.store(f"user{i % 2}", f"{t} ({i})", is_bot=(i % 5 == 0), timestamp=t0 + i)
-    queries = [{"type": "query", "user_id": "user0", "text": "pets", "limit": 4},
-               {"type": "query", "user_id": "user1", "text": "music", "limit": 3, "include_bot": False},
-               {"type": "query", "user_id": "user0", "text": "travel", "limit": 9, "since": t0 + 4,
-                "until": t0 + 12}]
+    queries = [
+        {"type": "query", "user_id": "user0", "text": "pets", "limit": 4},
+        {"type": "query", "user_id": "user1", "text": "music", "limit": 3, "include_bot": False},
+        {"type": "query", "user_id": "user0", "text": "travel", "limit": 9, "since": t0 + 4, "until": t0 + 12},
+    ]
     cached = [sc.request(q)["messages"] for q in queries]
     new = sc.store("user0", "a brand new kitten arrived today")
     exact = {**queries[0], "text": "a brand new kitten arrived today", "limit": 1}
@@ -137,8 +152,9 @@ def test_cache_is_warmed_at_start_up_and_bounded_by_its_budget(spawn, tmp_path):
     data = tmp_path / "warm"
     sc = spawn(data_dir=data)
     for u in range(3):
-        sc.request({"type": "store", "messages": [{"user_id": f"w{u}", "content": f"note {i} of user {u}"}
-                                                   for i in range(20)]})
+        sc.request(
+            {"type": "store", "messages": [{"user_id": f"w{u}", "content": f"note {i} of user {u}"} for i in range(20)]}
+        )
     assert sc.shutdown() == 0
     sc = spawn(data_dir=data)
     deadline = time.time() + 30
@@ -149,8 +165,13 @@ def test_cache_is_warmed_at_start_up_and_bounded_by_its_budget(spawn, tmp_path):
     assert sc.shutdown() == 0
     off = spawn("--cache-mb", "0", data_dir=data)
     assert off.request({"type": "query", "user_id": "w1", "text": "note 3", "limit": 1})["messages"]
-    assert off.request({"type": "stats"})["cache"] == {"users": 0, "bytes": 0, "budget_bytes": 0, "spilled_users": 0,
-                                                      "spilled_bytes": 0}
+    assert off.request({"type": "stats"})["cache"] == {
+        "users": 0,
+        "bytes": 0,
+        "budget_bytes": 0,
+        "spilled_users": 0,
+        "spilled_bytes": 0,
+    }
     assert off.shutdown() == 0
 
 
@@ -165,8 +186,12 @@ def test_users_of_an_import_are_in_memory_before_their_first_query(spawn, tmp_pa
         time.sleep(0.05)
     assert "cache: 0 users loaded" in sc.stderr()
     words = ["violin", "hiking", "pizza", "kitten", "Lisbon"]
-    sc.request({"type": "store", "messages": [{"user_id": f"imp{u}", "content": f"I love {w} ({u})"}
-                                               for u in range(12) for w in words]})
+    sc.request(
+        {
+            "type": "store",
+            "messages": [{"user_id": f"imp{u}", "content": f"I love {w} ({u})"} for u in range(12) for w in words],
+        }
+    )
     assert sc.request({"type": "stats"})["cache"]["users"] == 12
     queries = [{"type": "query", "user_id": f"imp{u}", "text": w, "limit": 3} for u, w in ((0, "music"), (7, "cats"))]
     cached = [sc.request(q)["messages"] for q in queries]
@@ -242,7 +267,9 @@ def test_chunks_added_between_two_identical_queries_count_in_the_second():
     assert entry.search(q, 1)[0]["id"] == "u-0"
     cache.add_chunks("u", ["u-4"], np.array([[10, 20]]), q[None, :] * 1.0)  # a chunk equal to the query
     first = entry.search(q, 2)
-    assert {r["id"] for r in first} == {"u-0", "u-4"} and [r.get("span") for r in first if r["id"] == "u-4"] == [[10, 20]]
+    assert {r["id"] for r in first} == {"u-0", "u-4"} and [r.get("span") for r in first if r["id"] == "u-4"] == [
+        [10, 20]
+    ]
     assert entry.by_ids(["u-4"], q)[0]["span"] == [10, 20]  # the same query's second look agrees
     more, _ = _rows("u", 2, start=6)
     cache.append(more, vecs[:2])  # rows appended after a query: the chunk scores cover them too
@@ -261,13 +288,27 @@ def test_the_warm_up_counts_a_users_rows_as_the_cache_will(tmp_path, monkeypatch
     if batch_rows is not None:
         monkeypatch.setattr(search, "SIZE_SCAN_ROWS", batch_rows)
     dim = 8
-    rows = [{"id": f"row-{i}-é", "user_id": "u" if i % 3 else "v", "content": f"café {i} ☕" * (i % 4 + 1),
-             "is_bot": False, "timestamp": float(i), "message_id": f"discord-{i:018d}" if i % 2 else None,
-             "channel_id": "c", "reply_to": "discord-000000000000000001" if i % 5 == 0 else None, "username": "Ann"}
-             for i in range(40)]
+    rows = [
+        {
+            "id": f"row-{i}-é",
+            "user_id": "u" if i % 3 else "v",
+            "content": f"café {i} ☕" * (i % 4 + 1),
+            "is_bot": False,
+            "timestamp": float(i),
+            "message_id": f"discord-{i:018d}" if i % 2 else None,
+            "channel_id": "c",
+            "reply_to": "discord-000000000000000001" if i % 5 == 0 else None,
+            "username": "Ann",
+        }
+        for i in range(40)
+    ]
     vectors = np.random.default_rng(0).normal(size=(40, dim)).astype(np.float32)
-    store = MessageStore(tmp_path, {"name": "test-model", "dim": dim, "digest": "0" * 64},
-                         compact_every_writes=10**9, compact_interval_seconds=0)
+    store = MessageStore(
+        tmp_path,
+        {"name": "test-model", "dim": dim, "digest": "0" * 64},
+        compact_every_writes=10**9,
+        compact_interval_seconds=0,
+    )
     try:
         store.add(rows, vectors)
         store.flush()
@@ -288,14 +329,30 @@ def test_the_default_budget_holds_about_twenty_thousand_short_memories(spawn):
     stored chat lines, searched by keyword (which builds the index), as `stats` counts them."""
     sc = spawn()
     subjects = ["my sister", "the dog", "our landlord", "Tom from work", "grandma", "the new intern"]
-    doings = ["moved to Lisbon", "started learning the cello", "got a promotion", "ran a half marathon",
-              "adopted a kitten", "booked a trip to Kyoto", "fixed the old bike", "baked sourdough"]
-    lines = [f"{subjects[i % 6]} {doings[(i // 6) % 8]} on day {i}, which was {'great' if i % 3 else 'odd'}"
-             for i in range(2000)]
+    doings = [
+        "moved to Lisbon",
+        "started learning the cello",
+        "got a promotion",
+        "ran a half marathon",
+        "adopted a kitten",
+        "booked a trip to Kyoto",
+        "fixed the old bike",
+        "baked sourdough",
+    ]
+    lines = [
+        f"{subjects[i % 6]} {doings[(i // 6) % 8]} on day {i}, which was {'great' if i % 3 else 'odd'}"
+        for i in range(2000)
+    ]
     for start in range(0, 2000, 500):
-        assert sc.request({"type": "store", "messages": [{"user_id": "u", "content": c}
-                                                          for c in lines[start:start + 500]]})["type"] == "ok"
-    assert sc.request({"type": "query", "user_id": "u", "text": "cello lessons", "mode": "keyword", "limit": 3})["messages"]
+        assert (
+            sc.request(
+                {"type": "store", "messages": [{"user_id": "u", "content": c} for c in lines[start : start + 500]]}
+            )["type"]
+            == "ok"
+        )
+    assert sc.request({"type": "query", "user_id": "u", "text": "cello lessons", "mode": "keyword", "limit": 3})[
+        "messages"
+    ]
     cache = sc.request({"type": "stats"})["cache"]
     per_memory = cache["bytes"] / 2000
     assert cache["users"] == 1 and cache["budget_bytes"] == 16 << 20

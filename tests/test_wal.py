@@ -22,9 +22,20 @@ MODEL = {"name": "test-model", "dim": DIM, "digest": "0" * 64}
 
 
 def _rows(n: int, user: str = "u", text: str = "note") -> tuple[list[dict], np.ndarray]:
-    rows = [{"id": str(uuid.uuid4()), "user_id": user, "content": f"{text} {i}", "is_bot": False,
-             "timestamp": time.time(), "message_id": None, "channel_id": None, "reply_to": None, "username": None}
-            for i in range(n)]
+    rows = [
+        {
+            "id": str(uuid.uuid4()),
+            "user_id": user,
+            "content": f"{text} {i}",
+            "is_bot": False,
+            "timestamp": time.time(),
+            "message_id": None,
+            "channel_id": None,
+            "reply_to": None,
+            "username": None,
+        }
+        for i in range(n)
+    ]
     v = np.random.default_rng().standard_normal((n, DIM)).astype(np.float32)
     return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
 
@@ -34,6 +45,7 @@ def _contents(store: MessageStore) -> list[str]:
 
 
 # ---------------------------------------------------------------- record format (pure)
+
 
 def test_records_round_trip_and_a_damaged_or_cut_record_ends_the_segment():
     a, va = _rows(2, text="a")
@@ -52,6 +64,7 @@ def test_records_round_trip_and_a_damaged_or_cut_record_ends_the_segment():
 
 
 # ---------------------------------------------------------------- recovery (real LanceDB)
+
 
 def test_rows_logged_by_a_process_that_died_are_committed_at_the_next_open(tmp_path):
     store = MessageStore(tmp_path, MODEL)
@@ -110,6 +123,7 @@ def test_every_read_sees_rows_the_flusher_has_not_committed_yet(tmp_path):
 
 # ---------------------------------------------------------------- the real process
 
+
 def test_sigkill_right_after_pipelined_acks_loses_and_doubles_nothing(spawn, tmp_path):
     sc = spawn()
     n = 150
@@ -146,6 +160,7 @@ def test_the_flusher_commits_logged_rows_without_any_read(tmp_path):
 
 
 # ---------------------------------------------------------------- background deletes (expiry)
+
 
 def test_background_expiry_deletes_in_slices_that_let_requests_through(tmp_path, monkeypatch):
     """Regression (2026-11-24): the automatic expiry of a month of memories held the store's lock for the

@@ -60,16 +60,25 @@ def build(data_dir: Path, rows: int, users: int, seed: int) -> None:
     from sidecar.messages.store import MessageStore
 
     files = resolve_model(None, True, None)
-    store = MessageStore(data_dir, files.identity,
-                         compact_every_writes=10**9, compact_interval_seconds=0)
+    store = MessageStore(data_dir, files.identity, compact_every_writes=10**9, compact_interval_seconds=0)
     rng, vrng = random.Random(seed), np.random.default_rng(seed)
     for start in range(0, rows, 1000):
         batch = []
         for _ in range(min(1000, rows - start)):
             bot = rng.random() < 0.5
-            batch.append({"id": str(uuid.uuid4()), "user_id": user_id(rng.randrange(users)),
-                          "content": make_message(rng, bot), "is_bot": bot, "timestamp": 1.7e9 + start,
-                          "message_id": None, "channel_id": None, "reply_to": None, "username": None})
+            batch.append(
+                {
+                    "id": str(uuid.uuid4()),
+                    "user_id": user_id(rng.randrange(users)),
+                    "content": make_message(rng, bot),
+                    "is_bot": bot,
+                    "timestamp": 1.7e9 + start,
+                    "message_id": None,
+                    "channel_id": None,
+                    "reply_to": None,
+                    "username": None,
+                }
+            )
         vectors = vrng.standard_normal((len(batch), files.dim)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         store.add(batch, vectors)
@@ -94,12 +103,28 @@ def measure(spec: str, built: Path, work: Path, rounds: int, users: int, seed: i
         out: dict[str, list[float]] = {k: [] for k in KINDS}
         for done in range(1, rounds + 1):
             for kind, req, expect in (
-                    ("store", {"type": "store", "user_id": user_id(rng.randrange(users)),
-                               "content": make_message(rng, False)}, "ok"),
-                    ("hybrid", {"type": "query", "user_id": user_id(rng.randrange(users)),
-                                "text": make_question(rng), "limit": 5}, "results"),
-                    ("semantic", {"type": "query", "user_id": user_id(rng.randrange(users)),
-                                  "text": make_question(rng), "limit": 5, "mode": "semantic"}, "results")):
+                (
+                    "store",
+                    {"type": "store", "user_id": user_id(rng.randrange(users)), "content": make_message(rng, False)},
+                    "ok",
+                ),
+                (
+                    "hybrid",
+                    {"type": "query", "user_id": user_id(rng.randrange(users)), "text": make_question(rng), "limit": 5},
+                    "results",
+                ),
+                (
+                    "semantic",
+                    {
+                        "type": "query",
+                        "user_id": user_id(rng.randrange(users)),
+                        "text": make_question(rng),
+                        "limit": 5,
+                        "mode": "semantic",
+                    },
+                    "results",
+                ),
+            ):
                 out[kind].append(sc.timed(req, expect)[1])
             if done % CLEANUP_EVERY == 0:
                 out["cleanup"].append(sc.timed({"type": "cleanup", "ttl_days": 36500}, "ok")[1])
@@ -125,12 +150,22 @@ def run(args: argparse.Namespace) -> int:
                     p50, p99 = pct(values)["p50_ms"], pct(values, "rank")["p99_ms"]
                     medians[tree][kind].append(p50)
                     row.update({f"{kind} p50 ms": p50, f"{kind} p99 ms": p99})
-                log(f"run {repeat + 1} {tree}: " + ", ".join(f"{k} p50/p99 {row[f'{k} p50 ms']:.1f}/"
-                                                             f"{row[f'{k} p99 ms']:.1f} ms" for k in KINDS
-                                                             if f"{k} p50 ms" in row))
+                log(
+                    f"run {repeat + 1} {tree}: "
+                    + ", ".join(
+                        f"{k} p50/p99 {row[f'{k} p50 ms']:.1f}/{row[f'{k} p99 ms']:.1f} ms"
+                        for k in KINDS
+                        if f"{k} p50 ms" in row
+                    )
+                )
                 runs.append(row)
     print_table(runs)
     print()
-    print_table([{"tree": tree, **{f"{k} ms": statistics.median(v) for k, v in kinds.items() if v}}
-                 for tree, kinds in medians.items()], title="median of the runs' p50s")
+    print_table(
+        [
+            {"tree": tree, **{f"{k} ms": statistics.median(v) for k, v in kinds.items() if v}}
+            for tree, kinds in medians.items()
+        ],
+        title="median of the runs' p50s",
+    )
     return 0

@@ -27,6 +27,7 @@ try:
 
     loads = orjson.loads
 except ImportError:  # pragma: no cover - orjson is a dependency of the sidecar itself
+
     def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()
 
@@ -43,8 +44,13 @@ def compile_package(python: str, cwd: str | Path | None = None) -> None:
     """Write the sidecar package's bytecode, as `pip install` does for an installed package, so that spawn
     timings leave out compiling it: an editable install compiles it at a spawn, and with
     PYTHONDONTWRITEBYTECODE set (some machines set it) at every spawn (about 65 ms here)."""
-    where = subprocess.run([python, "-c", "import os, sidecar; print(os.path.dirname(sidecar.__file__))"],
-                           capture_output=True, text=True, check=True, cwd=cwd).stdout.strip()
+    where = subprocess.run(
+        [python, "-c", "import os, sidecar; print(os.path.dirname(sidecar.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=cwd,
+    ).stdout.strip()
     subprocess.run([python, "-m", "compileall", "-q", where], check=True, stdout=subprocess.DEVNULL, cwd=cwd)
 
 
@@ -69,11 +75,26 @@ class Sidecar:
     As a context manager it kills the child on the way out unless `shutdown` or `finish` ended it.
     """
 
-    def __init__(self, data_dir: str | Path, args: Sequence[str] = (), *, python: str = sys.executable,
-                 command: Sequence[str] | None = None, expiry_off: bool = True, stderr: Path | int | None = None,
-                 timeout: float = 600.0, cwd: str | Path | None = None, clean_env: bool = False):
-        self.cmd = [*(command or [python, "-m", "sidecar"]), "--data-dir", str(data_dir),
-                    *(["--ttl-days", "0"] if expiry_off else []), *args]
+    def __init__(
+        self,
+        data_dir: str | Path,
+        args: Sequence[str] = (),
+        *,
+        python: str = sys.executable,
+        command: Sequence[str] | None = None,
+        expiry_off: bool = True,
+        stderr: Path | int | None = None,
+        timeout: float = 600.0,
+        cwd: str | Path | None = None,
+        clean_env: bool = False,
+    ):
+        self.cmd = [
+            *(command or [python, "-m", "sidecar"]),
+            "--data-dir",
+            str(data_dir),
+            *(["--ttl-days", "0"] if expiry_off else []),
+            *args,
+        ]
         self.timeout = timeout
         self.log_path = stderr if isinstance(stderr, Path) else None
         self._log = open(self.log_path, "ab") if self.log_path else None
@@ -81,8 +102,16 @@ class Sidecar:
         self._buf = bytearray()
         self._queued = bytearray()
         self.t_spawn = time.perf_counter()
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._log or stderr, bufsize=0, close_fds=True, cwd=cwd, env=env)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log or stderr,
+            bufsize=0,
+            close_fds=True,
+            cwd=cwd,
+            env=env,
+        )
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
 
@@ -142,7 +171,7 @@ class Sidecar:
             nl = self._buf.find(b"\n")
             if nl >= 0:
                 line = bytes(self._buf[:nl])
-                del self._buf[:nl + 1]
+                del self._buf[: nl + 1]
                 try:
                     obj = loads(line)
                 except ValueError:
@@ -163,8 +192,9 @@ class Sidecar:
 
     def check(self, resp: dict[str, Any], request_type: Any, expect: str) -> dict[str, Any]:
         if resp.get("type") != expect:
-            raise self.fail(f"request type {request_type!r}: expected a {expect!r} response, got "
-                            f"{json.dumps(resp)[:1000]}")
+            raise self.fail(
+                f"request type {request_type!r}: expected a {expect!r} response, got {json.dumps(resp)[:1000]}"
+            )
         return resp
 
     def request(self, obj: dict[str, Any], expect: str) -> dict[str, Any]:

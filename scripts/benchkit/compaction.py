@@ -71,9 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=int, default=100_000, help="memories in the table before the appends")
     parser.add_argument("--users", type=int, default=1_000, help="users they are spread over")
     parser.add_argument("--appends", type=int, default=300, help="one-row commits after the build")
-    parser.add_argument("--io-buffer-mb", type=int, action="append", default=None,
-                        help="Lance's scan buffer for one run (repeat for several; default: 2048 (Lance's own) and 32 "
-                             "(the sidecar's))")
+    parser.add_argument(
+        "--io-buffer-mb",
+        type=int,
+        action="append",
+        default=None,
+        help="Lance's scan buffer for one run (repeat for several; default: 2048 (Lance's own) and 32 (the sidecar's))",
+    )
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--json", default="bench-results/compaction.json", help="results file")
 
@@ -83,8 +87,13 @@ def one_run(src: Path, work: Path, appends: int, buffer_mb: int) -> dict[str, An
         shutil.rmtree(work)
     shutil.copytree(src, work)
     env = {**os.environ, "BENCH_ROOT": str(ROOT), "LANCE_DEFAULT_IO_BUFFER_SIZE": str(buffer_mb << 20)}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(work / "lancedb"), str(appends)], env=env,
-                         capture_output=True, text=True, timeout=3600)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(work / "lancedb"), str(appends)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     if out.returncode != 0:
         raise BenchError(f"the compaction run failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -100,10 +109,18 @@ def run(args: argparse.Namespace) -> int:
         for mb in buffers:
             log(f"{args.appends} appends, then optimize, with a {mb} MiB scan buffer")
             results.append({"io_buffer_mb": mb, **one_run(src, Path(tmp) / "run", args.appends, mb)})
-    rows = [{"scan buffer": f"{r['io_buffer_mb']} MiB", "pass": n + 1, "fragments": f"{p['fragments_before']} -> "
-             f"{p['fragments_after']}", "seconds": round(p["seconds"], 2), "peak RSS over start (MiB)":
-             round(p["peak_over_mib"]), "RSS before (MiB)": round(p["rss_before_mib"])}
-            for r in results for n, p in enumerate(r["passes"])]
+    rows = [
+        {
+            "scan buffer": f"{r['io_buffer_mb']} MiB",
+            "pass": n + 1,
+            "fragments": f"{p['fragments_before']} -> {p['fragments_after']}",
+            "seconds": round(p["seconds"], 2),
+            "peak RSS over start (MiB)": round(p["peak_over_mib"]),
+            "RSS before (MiB)": round(p["rss_before_mib"]),
+        }
+        for r in results
+        for n, p in enumerate(r["passes"])
+    ]
     print_table(rows)
     write_json(args.json, {"rows": args.rows, "users": args.users, "appends": args.appends, "runs": results})
     return 0

@@ -61,9 +61,14 @@ def fill_channels(sc: Sidecar, args: argparse.Namespace, rng: random.Random) -> 
     for channel, n in rows:
         ids = per_channel.setdefault(channel, [])
         uid = rng.randrange(args.users)
-        msg: dict[str, Any] = {"user_id": f"user-{uid:03d}", "username": f"user{uid}", "channel_id": channel,
-                               "message_id": str(10_000_000 + n), "timestamp": T0 + 30 * n,
-                               "content": make_message(rng, bot=False)}
+        msg: dict[str, Any] = {
+            "user_id": f"user-{uid:03d}",
+            "username": f"user{uid}",
+            "channel_id": channel,
+            "message_id": str(10_000_000 + n),
+            "timestamp": T0 + 30 * n,
+            "content": make_message(rng, bot=False),
+        }
         if ids and rng.random() < 0.33:
             msg["reply_to"] = str(10_000_000 + rng.choice(ids[-20:]))
         ids.append(n)
@@ -92,24 +97,54 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             def mid(n: int) -> str:
                 return str(10_000_000 + n)
 
-            inline = [{"user_id": f"u{i % 7}", "content": make_message(rng, bot=False), "message_id": str(i),
-                       "timestamp": T0 + i,
-                       **({"reply_to": str(i - 1 - rng.randrange(min(i, 5)))} if i and i % 3 == 0 else {})}
-                      for i in range(100)]
+            inline = [
+                {
+                    "user_id": f"u{i % 7}",
+                    "content": make_message(rng, bot=False),
+                    "message_id": str(i),
+                    "timestamp": T0 + i,
+                    **({"reply_to": str(i - 1 - rng.randrange(min(i, 5)))} if i and i % 3 == 0 else {}),
+                }
+                for i in range(100)
+            ]
             cases: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
-                (f"channel_context, channel of ~{args.rows // args.channels} msgs",
-                 lambda: {"type": "channel_context", "channel_id": rng.choice(channels)}, "channel_context"),
-                (f"channel_context, busy channel ({len(busy)} msgs)",
-                 lambda: {"type": "channel_context", "channel_id": "busy"}, "channel_context"),
-                ("channel_context, busy, before_message_id + exclude_reply_chain_of",
-                 lambda: (lambda n: {"type": "channel_context", "channel_id": "busy", "before_message_id": mid(n),
-                                     "exclude_reply_chain_of": mid(n)})(rng.choice(busy[200:])), "channel_context"),
-                ("history of a channel (30 msgs)",
-                 lambda: {"type": "history", "channel_id": rng.choice(channels)}, "history"),
-                ("history of a user (30 msgs, all channels)",
-                 lambda: {"type": "history", "user_id": f"user-{rng.randrange(args.users):03d}"}, "history"),
-                ("channel_context, 100 inline messages",
-                 lambda: {"type": "channel_context", "messages": inline}, "channel_context"),
+                (
+                    f"channel_context, channel of ~{args.rows // args.channels} msgs",
+                    lambda: {"type": "channel_context", "channel_id": rng.choice(channels)},
+                    "channel_context",
+                ),
+                (
+                    f"channel_context, busy channel ({len(busy)} msgs)",
+                    lambda: {"type": "channel_context", "channel_id": "busy"},
+                    "channel_context",
+                ),
+                (
+                    "channel_context, busy, before_message_id + exclude_reply_chain_of",
+                    lambda: (
+                        lambda n: {
+                            "type": "channel_context",
+                            "channel_id": "busy",
+                            "before_message_id": mid(n),
+                            "exclude_reply_chain_of": mid(n),
+                        }
+                    )(rng.choice(busy[200:])),
+                    "channel_context",
+                ),
+                (
+                    "history of a channel (30 msgs)",
+                    lambda: {"type": "history", "channel_id": rng.choice(channels)},
+                    "history",
+                ),
+                (
+                    "history of a user (30 msgs, all channels)",
+                    lambda: {"type": "history", "user_id": f"user-{rng.randrange(args.users):03d}"},
+                    "history",
+                ),
+                (
+                    "channel_context, 100 inline messages",
+                    lambda: {"type": "channel_context", "messages": inline},
+                    "channel_context",
+                ),
             ]
             results = {}
             for name, make, expect in cases:
@@ -122,14 +157,23 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         if not args.keep_data:
             shutil.rmtree(tmp, ignore_errors=True)
-    return {"rows": stats["memories"], "fill_seconds": filled["seconds"], "requests": args.requests,
-            "results": results, "python": platform.python_version(), "machine": platform.machine(),
-            "versions": stats["versions"], "date": time.strftime("%Y-%m-%d")}
+    return {
+        "rows": stats["memories"],
+        "fill_seconds": filled["seconds"],
+        "requests": args.requests,
+        "results": results,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "versions": stats["versions"],
+        "date": time.strftime("%Y-%m-%d"),
+    }
 
 
 def run(args: argparse.Namespace) -> int:
     r = measure(args)
     write_json(args.json, r)
-    print_table([latency_row(name, p) for name, p in r["results"].items()],
-                title=f"{r['rows']} stored messages, {r['requests']} sequential requests each")
+    print_table(
+        [latency_row(name, p) for name, p in r["results"].items()],
+        title=f"{r['rows']} stored messages, {r['requests']} sequential requests each",
+    )
     return 0

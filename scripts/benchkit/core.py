@@ -47,8 +47,10 @@ from .timing import pct
 from .workload import fill, make_message, make_question, query_every_user, user_id
 
 SUMMARY = "ready time, store/query latency vs the floor, RSS, disk"
-LONG_TEXT = ("The committee reviewed the proposal in detail and asked for revised budget figures, a clearer "
-             "timeline, and a risk assessment covering supply delays, staffing changes and regulatory review. ")
+LONG_TEXT = (
+    "The committee reviewed the proposal in detail and asked for revised budget figures, a clearer "
+    "timeline, and a risk assessment covering supply delays, staffing changes and regulatory review. "
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +95,7 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
         """Texts embedded per second, in batches of 32."""
         t0 = time.perf_counter()
         for i in range(0, len(texts), 32):
-            emb.embed_passages(texts[i:i + 32])
+            emb.embed_passages(texts[i : i + 32])
         return len(texts) / (time.perf_counter() - t0)
 
     def median_ms(times: list[float]) -> float:
@@ -107,10 +109,18 @@ def bench_floor(threads: int, rng: random.Random) -> dict[str, Any]:
     tokens = statistics.mean(len(e.ids) for e in emb._tokenizer.encode_batch(chats))
     chat_rate = per_second(chats)
     long_rate = per_second([LONG_TEXT * 12 + str(i) for i in range(64)])  # truncated at 256 tokens
-    return {"model": str(files.onnx), "digest": files.digest, "threads": threads,
-            "single_ms": median_ms(single), "single": pct(single),
-            "single_chat_ms": chat_one, "single_question_ms": question_one,
-            "chat_tokens_mean": tokens, "chat_per_s": chat_rate, "long_per_s": long_rate}
+    return {
+        "model": str(files.onnx),
+        "digest": files.digest,
+        "threads": threads,
+        "single_ms": median_ms(single),
+        "single": pct(single),
+        "single_chat_ms": chat_one,
+        "single_question_ms": question_one,
+        "chat_tokens_mean": tokens,
+        "chat_per_s": chat_rate,
+        "long_per_s": long_rate,
+    }
 
 
 # --------------------------------------------------------------------------- ready
@@ -137,13 +147,15 @@ def median_wall(cmd: list[str], runs: int, ready_line: bool, tmp: Path) -> dict[
 
 def bench_ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     compile_package(args.python)
-    out = {"python -m sidecar": median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp),
-           'python -c "import lancedb"': median_wall([args.python, "-c", "import lancedb"], args.ready_runs,
-                                                       False, tmp)}
+    out = {
+        "python -m sidecar": median_wall([args.python, "-m", "sidecar"], args.ready_runs, True, tmp),
+        'python -c "import lancedb"': median_wall([args.python, "-c", "import lancedb"], args.ready_runs, False, tmp),
+    }
     binary = args.binary
     if binary is None:
         found = sorted((ROOT / "dist").glob("memory-sidecar-*/memory-sidecar*")) + sorted(
-            p for p in (ROOT / "dist").glob("memory-sidecar-*") if p.is_file())
+            p for p in (ROOT / "dist").glob("memory-sidecar-*") if p.is_file()
+        )
         binary = found[0] if found else None
     if binary:
         out[f"frozen {Path(binary).name}"] = median_wall([str(binary)], args.ready_runs, True, tmp)
@@ -169,20 +181,39 @@ def bench_pipe(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[
             query_every_user(sc, args.users, rng)
             store_t, query_t, semantic_t = [], [], []
             for _ in range(args.requests):
-                store_t.append(sc.timed({"type": "store", "user_id": user_id(rng.randrange(args.users)),
-                                         "content": make_message(rng, False), "timestamp": round(time.time(), 3)},
-                                        "ok")[1])
-                req = {"type": "query", "user_id": user_id(rng.randrange(args.users)), "text": make_question(rng),
-                       "limit": 5}
+                store_t.append(
+                    sc.timed(
+                        {
+                            "type": "store",
+                            "user_id": user_id(rng.randrange(args.users)),
+                            "content": make_message(rng, False),
+                            "timestamp": round(time.time(), 3),
+                        },
+                        "ok",
+                    )[1]
+                )
+                req = {
+                    "type": "query",
+                    "user_id": user_id(rng.randrange(args.users)),
+                    "text": make_question(rng),
+                    "limit": 5,
+                }
                 query_t.append(sc.timed(req, "results")[1])
                 semantic_t.append(sc.timed({**req, "text": make_question(rng), "mode": "semantic"}, "results")[1])
-            results["sizes"][size] = {"store": pct(store_t), "query": pct(query_t), "query_semantic": pct(semantic_t),
-                                      "compact_ms": compact_ms,
-                                      "disk_bytes": compacted["disk_bytes"], "memories": compacted["memories"],
-                                      "disk_per_memory": compacted["disk_bytes"] / compacted["memories"],
-                                      "rss_mb": sc.vm_status().get("VmRSS", 0) / 1024}
-            log(f"  store p50 {results['sizes'][size]['store']['p50_ms']:.1f} ms, "
-                f"query p50 {results['sizes'][size]['query']['p50_ms']:.1f} ms")
+            results["sizes"][size] = {
+                "store": pct(store_t),
+                "query": pct(query_t),
+                "query_semantic": pct(semantic_t),
+                "compact_ms": compact_ms,
+                "disk_bytes": compacted["disk_bytes"],
+                "memories": compacted["memories"],
+                "disk_per_memory": compacted["disk_bytes"] / compacted["memories"],
+                "rss_mb": sc.vm_status().get("VmRSS", 0) / 1024,
+            }
+            log(
+                f"  store p50 {results['sizes'][size]['store']['p50_ms']:.1f} ms, "
+                f"query p50 {results['sizes'][size]['query']['p50_ms']:.1f} ms"
+            )
         results["ingest_per_s"] = stored / ingest_s
         # 256-token texts through the sidecar, so the peak RSS includes them
         longs = [{"user_id": user_id(i % args.users), "content": LONG_TEXT * 12} for i in range(64)]
@@ -209,12 +240,18 @@ def bench_naive(args: argparse.Namespace, tmp: Path, size: int, rng: random.Rand
     def rows(n: int) -> pa.Table:
         vec = nprng.normal(size=(n, dim)).astype(np.float32)
         vec /= np.linalg.norm(vec, axis=1, keepdims=True)
-        cols = {"id": [f"id-{time.monotonic_ns()}-{i}" for i in range(n)],
-                "user_id": [user_id(rng.randrange(args.users)) for _ in range(n)],
-                "content": [make_message(rng, False) for _ in range(n)], "is_bot": [False] * n,
-                "timestamp": [time.time()] * n, "message_id": [None] * n, "channel_id": [None] * n,
-                "reply_to": [None] * n, "username": [None] * n,
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), dim)}
+        cols = {
+            "id": [f"id-{time.monotonic_ns()}-{i}" for i in range(n)],
+            "user_id": [user_id(rng.randrange(args.users)) for _ in range(n)],
+            "content": [make_message(rng, False) for _ in range(n)],
+            "is_bot": [False] * n,
+            "timestamp": [time.time()] * n,
+            "message_id": [None] * n,
+            "channel_id": [None] * n,
+            "reply_to": [None] * n,
+            "username": [None] * n,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), dim),
+        }
         cols.update(search_text=cols["content"], prev_id=[None] * n, prev2_id=[None] * n)
         return pa.Table.from_pydict(cols, schema=schema)
 
@@ -227,8 +264,13 @@ def bench_naive(args: argparse.Namespace, tmp: Path, size: int, rng: random.Rand
         add_t.append(time.perf_counter() - t0)
         q = nprng.normal(size=dim).astype(np.float32)
         t0 = time.perf_counter()
-        (table.search(q).distance_type("cosine").where(f"user_id = '{user_id(rng.randrange(args.users))}'",
-                                                       prefilter=True).limit(5).to_arrow())
+        (
+            table.search(q)
+            .distance_type("cosine")
+            .where(f"user_id = '{user_id(rng.randrange(args.users))}'", prefilter=True)
+            .limit(5)
+            .to_arrow()
+        )
         query_t.append(time.perf_counter() - t0)
     return {"add": pct(add_t), "query": pct(query_t)}
 
@@ -241,15 +283,19 @@ def verdict(ok: bool) -> str:
 
 
 def ratios(p: dict[str, float], single: float, same: float, kind: str) -> str:
-    return (f"{p['p50_ms'] / single:.1f}x / {p['p99_ms'] / single:.1f}x the short-message floor, "
-            f"{p['p50_ms'] / same:.1f}x / {p['p99_ms'] / same:.1f}x the {kind} floor")
+    return (
+        f"{p['p50_ms'] / single:.1f}x / {p['p99_ms'] / single:.1f}x the short-message floor, "
+        f"{p['p50_ms'] / same:.1f}x / {p['p99_ms'] / same:.1f}x the {kind} floor"
+    )
 
 
 def verdicts(p: dict[str, float], single: float, same: float, p50_max: float, p99_max: float) -> str:
     """The issue's target (ratios to the one short message floor), then the like-for-like reading (same kind
     of text)."""
+
     def ok(floor: float) -> bool:
         return p["p50_ms"] <= p50_max * floor and p["p99_ms"] <= p99_max * floor
+
     return f"{verdict(ok(single))} (same text: {verdict(ok(same))})"
 
 
@@ -262,14 +308,16 @@ def report(r: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
     fl = r["floor"]
     single = fl["single_ms"]
     chat1, question1 = fl["single_chat_ms"], fl["single_question_ms"]
-    heading = (f"machine: {r['host']}; sidecar {r['version']}; model {Path(fl['model']).name} "
-               f"({fl['digest'][:12]}), {fl['threads']} threads; command: {r['command']}")
+    heading = (
+        f"machine: {r['host']}; sidecar {r['version']}; model {Path(fl['model']).name} "
+        f"({fl['digest'][:12]}), {fl['threads']} threads; command: {r['command']}"
+    )
     rows: list[dict[str, str]] = []
 
     def row(measurement: str, value: str, target: str = "", ok: str = "") -> None:
         rows.append({"measurement": measurement, "value": value, "target": target, "verdict": ok})
 
-    row("floor: one short message (\"hey what's up, how was the hiking trip last weekend?\")", f"{single:.2f} ms")
+    row('floor: one short message ("hey what\'s up, how was the hiking trip last weekend?")', f"{single:.2f} ms")
     row("floor: one chat message like the `store` requests (median of 300)", f"{chat1:.2f} ms")
     row("floor: one question like the `query` requests (median of 300)", f"{question1:.2f} ms")
     row(f"floor: chat messages, batches of 32 (~{fl['chat_tokens_mean']:.0f} tokens)", f"{fl['chat_per_s']:.0f} msg/s")
@@ -278,34 +326,62 @@ def report(r: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
         row(f"spawn to ready: {name} (median of {v['runs']})", f"{v['median_ms']:.0f} ms")
     sc = r["ready"]["python -m sidecar"]["median_ms"]
     imp = r["ready"]['python -c "import lancedb"']["median_ms"]
-    row("ready target: python -m sidecar <= 1500 ms and < import lancedb", f"{sc:.0f} vs {imp:.0f} ms",
-        f"<= 1500, < {imp:.0f}", verdict(sc <= 1500 and sc < imp))
+    row(
+        "ready target: python -m sidecar <= 1500 ms and < import lancedb",
+        f"{sc:.0f} vs {imp:.0f} ms",
+        f"<= 1500, < {imp:.0f}",
+        verdict(sc <= 1500 and sc < imp),
+    )
     pipe = r["sidecar"]
     for size, s in pipe["sizes"].items():
         st, q = s["store"], s["query"]
         at = f"sidecar {int(size):,}:"
-        row(f"{at} store p50 / p95 / p99", f"{p50_95_99(st)} ({ratios(st, single, chat1, 'chat-message')})",
-            "p50 <= 2x, p99 <= 6x", verdicts(st, single, chat1, 2, 6))
-        row(f"{at} query (default mode: hybrid) p50 / p95 / p99",
-            f"{p50_95_99(q)} ({ratios(q, single, question1, 'question')})", "p50 <= 1.5x, p99 <= 4x; p50 <= 15 ms",
-            f"{verdicts(q, single, question1, 1.5, 4)}; {verdict(q['p50_ms'] <= 15)}")
+        row(
+            f"{at} store p50 / p95 / p99",
+            f"{p50_95_99(st)} ({ratios(st, single, chat1, 'chat-message')})",
+            "p50 <= 2x, p99 <= 6x",
+            verdicts(st, single, chat1, 2, 6),
+        )
+        row(
+            f"{at} query (default mode: hybrid) p50 / p95 / p99",
+            f"{p50_95_99(q)} ({ratios(q, single, question1, 'question')})",
+            "p50 <= 1.5x, p99 <= 4x; p50 <= 15 ms",
+            f"{verdicts(q, single, question1, 1.5, 4)}; {verdict(q['p50_ms'] <= 15)}",
+        )
         qs = s.get("query_semantic")
         if qs:
-            row(f"{at} query, mode semantic, p50 / p95 / p99",
-                f"{p50_95_99(qs)} ({ratios(qs, single, question1, 'question')})", "p50 <= 1.5x, p99 <= 4x",
-                verdicts(qs, single, question1, 1.5, 4))
-        row(f"{at} disk per memory after compaction", f"{s['disk_per_memory']:.0f} B", "<= 2500 B",
-            verdict(s["disk_per_memory"] <= 2500))
+            row(
+                f"{at} query, mode semantic, p50 / p95 / p99",
+                f"{p50_95_99(qs)} ({ratios(qs, single, question1, 'question')})",
+                "p50 <= 1.5x, p99 <= 4x",
+                verdicts(qs, single, question1, 1.5, 4),
+            )
+        row(
+            f"{at} disk per memory after compaction",
+            f"{s['disk_per_memory']:.0f} B",
+            "<= 2500 B",
+            verdict(s["disk_per_memory"] <= 2500),
+        )
         naive = r["naive"].get(str(size)) or r["naive"].get(size)
         if naive:
-            row(f"naive LanceDB {int(size):,}: add p50 / p99, query p50 / p99 (no embedding)",
+            row(
+                f"naive LanceDB {int(size):,}: add p50 / p99, query p50 / p99 (no embedding)",
                 f"{naive['add']['p50_ms']:.1f} / {naive['add']['p99_ms']:.1f}, "
-                f"{naive['query']['p50_ms']:.1f} / {naive['query']['p99_ms']:.1f} ms")
+                f"{naive['query']['p50_ms']:.1f} / {naive['query']['p99_ms']:.1f} ms",
+            )
     ing = pipe["ingest_per_s"]
-    row("batch-store ingest", f"{ing:.0f} msg/s ({ing / fl['chat_per_s']:.2f}x floor)", ">= 0.85x",
-        verdict(ing >= 0.85 * fl["chat_per_s"]))
-    row("sidecar peak RSS (VmHWM, whole run, 256-token texts included)", f"{pipe['peak_rss_mb']:.0f} MB",
-        "<= 300 MB", verdict(pipe["peak_rss_mb"] <= 300))
+    row(
+        "batch-store ingest",
+        f"{ing:.0f} msg/s ({ing / fl['chat_per_s']:.2f}x floor)",
+        ">= 0.85x",
+        verdict(ing >= 0.85 * fl["chat_per_s"]),
+    )
+    row(
+        "sidecar peak RSS (VmHWM, whole run, 256-token texts included)",
+        f"{pipe['peak_rss_mb']:.0f} MB",
+        "<= 300 MB",
+        verdict(pipe["peak_rss_mb"] <= 300),
+    )
     return heading, rows
 
 
@@ -314,9 +390,12 @@ def run(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     from sidecar import __version__
 
-    r: dict[str, Any] = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) or "bench.py core",
-                         "host": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-                         "version": __version__, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    r: dict[str, Any] = {
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) or "bench.py core",
+        "host": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "version": __version__,
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     with tempfile.TemporaryDirectory(prefix="sidecar-bench-") as tmp_s:
         tmp = Path(tmp_s)
         log("floor")

@@ -31,13 +31,22 @@ RELATION_PAIRS = ROOT / "tests" / "fixtures" / "relation_fact_pairs.jsonl"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--duplicate", type=float,
-                        help="the duplicate threshold to mark (default: sidecar.facts.rules.DUPLICATE_THRESHOLD)")
-    parser.add_argument("--candidate", type=float,
-                        help="the candidate threshold to mark (default: sidecar.facts.rules.CANDIDATE_THRESHOLD)")
+    parser.add_argument(
+        "--duplicate",
+        type=float,
+        help="the duplicate threshold to mark (default: sidecar.facts.rules.DUPLICATE_THRESHOLD)",
+    )
+    parser.add_argument(
+        "--candidate",
+        type=float,
+        help="the candidate threshold to mark (default: sidecar.facts.rules.CANDIDATE_THRESHOLD)",
+    )
     parser.add_argument("--pairs", action="store_true", help="print every pair with its similarity")
-    parser.add_argument("--relations", action="store_true",
-                        help="also measure the rule that shows a fact and a relation saying the same thing once")
+    parser.add_argument(
+        "--relations",
+        action="store_true",
+        help="also measure the rule that shows a fact and a relation saying the same thing once",
+    )
 
 
 def pr(pred: np.ndarray, truth: np.ndarray) -> dict[str, float | int]:
@@ -67,10 +76,14 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for label in ("rewording", "contradiction", "mergeable", "unrelated"):
         s = sims[labels == label]
-        rows.append({"label": label, "n": len(s), "min": float(s.min()), "median": float(np.median(s)),
-                     "max": float(s.max())})
-    print_table(rows, floatfmt=".3f", title=f"model {files.name} ({files.source}), {len(pairs)} pairs from "
-                                            f"{FIXTURE.relative_to(ROOT)}")
+        rows.append(
+            {"label": label, "n": len(s), "min": float(s.min()), "median": float(np.median(s)), "max": float(s.max())}
+        )
+    print_table(
+        rows,
+        floatfmt=".3f",
+        title=f"model {files.name} ({files.source}), {len(pairs)} pairs from {FIXTURE.relative_to(ROOT)}",
+    )
     if args.pairs:
         print()
         for p, s in sorted(zip(pairs, sims), key=lambda x: -x[1]):
@@ -85,8 +98,13 @@ def run(args: argparse.Namespace) -> int:
         rule = np.array([is_duplicate(q["b"], q["a"], float(s), t) for q, s in zip(pairs, sims)])
         rows.append({"threshold": threshold, "rule": "duplicate rule (+ number guard)", **pr(rule, dup_truth)})
     for t in sorted({0.30, 0.35, 0.40, 0.45, 0.50, candidate}):
-        rows.append({"threshold": f"{t:.2f}" + (" (chosen)" if t == candidate else ""),
-                     "rule": "candidate (similarity)", **pr(sims >= t, cand_truth)})
+        rows.append(
+            {
+                "threshold": f"{t:.2f}" + (" (chosen)" if t == candidate else ""),
+                "rule": "candidate (similarity)",
+                **pr(sims >= t, cand_truth),
+            }
+        )
     print()
     print_table(rows, floatfmt=".3f")
     if args.relations:
@@ -107,17 +125,23 @@ def relations(emb, show: bool) -> None:
     truth = np.array([p["same"] for p in pairs])
     named = np.array([mentions_object(p["fact"], p["object"]) for p in pairs])
     equal = np.array([s.casefold() == p["fact"].casefold() for s, p in zip(sentences, pairs)])
-    rows = [{"rule": "sentence equal to the fact", **pr(equal, truth)},
-            {"rule": "the fact names the object", **pr(named, truth)}]
+    rows = [
+        {"rule": "sentence equal to the fact", **pr(equal, truth)},
+        {"rule": "the fact names the object", **pr(named, truth)},
+    ]
     for t in sorted({0.6, 0.7, 0.8, DUPLICATE_THRESHOLD, 0.92}):
         rows.append({"rule": f"similarity >= {t:.2f}", **pr(sims >= t, truth)})
     for t in sorted({0.6, 0.7, 0.8, DUPLICATE_THRESHOLD, 0.92}):
         chosen = " (chosen)" if t == DUPLICATE_THRESHOLD else ""
-        rule = np.array([same_as_fact(s, p["object"], p["fact"], float(x), t)
-                         for s, p, x in zip(sentences, pairs, sims)])
+        rule = np.array(
+            [same_as_fact(s, p["object"], p["fact"], float(x), t) for s, p, x in zip(sentences, pairs, sims)]
+        )
         rows.append({"rule": f"same_as_fact at {t:.2f}{chosen}", **pr(rule, truth)})
-    print_table(rows, floatfmt=".3f", title=f"{len(pairs)} relation/fact pairs ({int(truth.sum())} the same) from "
-                                            f"{RELATION_PAIRS.relative_to(ROOT)}")
+    print_table(
+        rows,
+        floatfmt=".3f",
+        title=f"{len(pairs)} relation/fact pairs ({int(truth.sum())} the same) from {RELATION_PAIRS.relative_to(ROOT)}",
+    )
     if show:
         print()
         for p, t, x in sorted(zip(pairs, sentences, sims), key=lambda z: -z[2]):

@@ -28,9 +28,12 @@ from .workload import FOODS, HOBBIES, PLACES, THINGS, make_message
 
 SUMMARY = "latency of remember, extract_inline, facts, recall, context"
 TEMPLATES = [
-    ("preference", "Likes {food}"), ("preference", "Enjoys {hobby} on weekends"),
-    ("company", "Works at {place} Labs as a {thing} designer"), ("pattern", "Goes {hobby} every {n} days"),
-    ("answer", "Their budget for a new {thing} is {n}00 euros"), ("answer", "Wants to move to {place}"),
+    ("preference", "Likes {food}"),
+    ("preference", "Enjoys {hobby} on weekends"),
+    ("company", "Works at {place} Labs as a {thing} designer"),
+    ("pattern", "Goes {hobby} every {n} days"),
+    ("answer", "Their budget for a new {thing} is {n}00 euros"),
+    ("answer", "Wants to move to {place}"),
 ]
 
 
@@ -45,14 +48,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def fact(rng: random.Random) -> tuple[str, str]:
     cat, t = rng.choice(TEMPLATES)
-    return cat, t.format(food=rng.choice(FOODS), hobby=rng.choice(HOBBIES), place=rng.choice(PLACES),
-                         thing=rng.choice(THINGS), n=rng.randint(2, 97))
+    return cat, t.format(
+        food=rng.choice(FOODS),
+        hobby=rng.choice(HOBBIES),
+        place=rng.choice(PLACES),
+        thing=rng.choice(THINGS),
+        n=rng.randint(2, 97),
+    )
 
 
 def messages(rng: random.Random, n: int) -> list[str]:
     """n chat messages: where the user lives and works (and a move), then generated chat."""
-    first = [f"I live in {rng.choice(CITIES)}.", f"I work at {rng.choice(COMPANIES)}.",
-             f"I moved to {rng.choice(CITIES)}."]
+    first = [
+        f"I live in {rng.choice(CITIES)}.",
+        f"I work at {rng.choice(COMPANIES)}.",
+        f"I moved to {rng.choice(CITIES)}.",
+    ]
     return (first + [make_message(rng, False) for _ in range(max(0, n - len(first)))])[:n]
 
 
@@ -66,19 +77,27 @@ def run(args: argparse.Namespace) -> int:
         timings.setdefault(name, []).append(seconds)
         return r
 
-    with tempfile.TemporaryDirectory(prefix="bench-facts-") as tmp, \
-            Sidecar(Path(tmp) / "data", python=sys.executable, stderr=Path(tmp) / "stderr.log", timeout=120.0,
-                    cwd=args.tree) as sc:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-facts-") as tmp,
+        Sidecar(
+            Path(tmp) / "data", python=sys.executable, stderr=Path(tmp) / "stderr.log", timeout=120.0, cwd=args.tree
+        ) as sc,
+    ):
         sc.wait_ready()
         for i in range(args.users * args.facts_per_user):
             cat, text = fact(rng)
-            r = timed("remember", {"type": "remember", "user_id": f"u{i % args.users}", "text": text,
-                                   "category": cat}, "remembered")
+            r = timed(
+                "remember",
+                {"type": "remember", "user_id": f"u{i % args.users}", "text": text, "category": cat},
+                "remembered",
+            )
             actions[r["action"]] = actions.get(r["action"], 0) + 1
         t0 = time.time() - 30 * 86_400
         for u in range(args.users):
-            msgs = [{"user_id": f"u{u}", "username": f"user{u}", "content": text, "timestamp": t0 + 3_600 * k}
-                    for k, text in enumerate(messages(rng, args.messages_per_user))]
+            msgs = [
+                {"user_id": f"u{u}", "username": f"user{u}", "content": text, "timestamp": t0 + 3_600 * k}
+                for k, text in enumerate(messages(rng, args.messages_per_user))
+            ]
             if msgs:
                 sc.request({"type": "store", "messages": msgs}, "ok")
         sc.compact()
@@ -87,24 +106,44 @@ def run(args: argparse.Namespace) -> int:
             v = f"u{rng.randrange(args.users)}"
             q = f"any tips about {rng.choice(HOBBIES)} or a {rng.choice(THINGS)}?"
             cat, text = fact(rng)
-            timed("extract_inline (1 tag)", {"type": "extract_inline", "user_id": u,
-                                             "reply": f'Sure! <memory category="{cat}">{text}</memory> Here goes.'},
-                  "extracted")
+            timed(
+                "extract_inline (1 tag)",
+                {
+                    "type": "extract_inline",
+                    "user_id": u,
+                    "reply": f'Sure! <memory category="{cat}">{text}</memory> Here goes.',
+                },
+                "extracted",
+            )
             timed("facts (by text, limit 10)", {"type": "facts", "user_id": u, "text": q, "limit": 10}, "facts")
-            timed("recall (3 users, limit 5)", {"type": "recall", "users": {u: None, v: None, "u0": None},
-                                               "text": q}, "recall")
-            timed("context xml (2 users)", {"type": "context", "format": "xml", "users": {u: "A", v: "B"},
-                                           "text": q}, "context")
-            timed("context markdown (1 user)", {"type": "context", "format": "markdown", "user_id": u, "text": q},
-                  "context")
-            timed("context xml (2 users), facts only", {"type": "context", "format": "xml", "users": {u: "A", v: "B"},
-                                                        "text": q, "include": ["facts"]}, "context")
+            timed(
+                "recall (3 users, limit 5)",
+                {"type": "recall", "users": {u: None, v: None, "u0": None}, "text": q},
+                "recall",
+            )
+            timed(
+                "context xml (2 users)",
+                {"type": "context", "format": "xml", "users": {u: "A", v: "B"}, "text": q},
+                "context",
+            )
+            timed(
+                "context markdown (1 user)",
+                {"type": "context", "format": "markdown", "user_id": u, "text": q},
+                "context",
+            )
+            timed(
+                "context xml (2 users), facts only",
+                {"type": "context", "format": "xml", "users": {u: "A", v: "B"}, "text": q, "include": ["facts"]},
+                "context",
+            )
         stats = sc.request({"type": "stats"}, "stats")
         sc.shutdown()
     rows = {name: pct(v) for name, v in timings.items()}
-    print_table([latency_row(name, p) for name, p in rows.items()],
-                title=f"{args.users} users x {args.facts_per_user} facts remembered (outcomes: {actions}); "
-                      f"{stats['facts']} active facts; {args.requests} requests of each kind, sequential")
+    print_table(
+        [latency_row(name, p) for name, p in rows.items()],
+        title=f"{args.users} users x {args.facts_per_user} facts remembered (outcomes: {actions}); "
+        f"{stats['facts']} active facts; {args.requests} requests of each kind, sequential",
+    )
     if args.json:
         write_json(args.json, {"timings": rows, "actions": actions, "facts": stats["facts"]})
     return 0

@@ -1,15 +1,15 @@
 """Graph memory, the recall side, on LoCoMo and at scale:
 
-  recall     every question of categories 1-4 asked with `query` (top 20) in the default mode and in
-             mode `graph`: recall@5 and @10 overall and per category (as `locomo` measures it)
-  gate       each conversation's questions asked with `graph_recall` (strengthen off) of its own user
-             (share that pass the feeling-of-knowing gate: target >= 95%) and of the next conversation's
-             user, whose names and events differ (share answered `known: false`: target >= 80%)
-  latency    `graph_recall` p50/p95 for one user holding --episodes generated messages, against the model
-             floor (one short message embedded in this process, same run): target p50 <= 2x the floor
+recall     every question of categories 1-4 asked with `query` (top 20) in the default mode and in
+           mode `graph`: recall@5 and @10 overall and per category (as `locomo` measures it)
+gate       each conversation's questions asked with `graph_recall` (strengthen off) of its own user
+           (share that pass the feeling-of-knowing gate: target >= 95%) and of the next conversation's
+           user, whose names and events differ (share answered `known: false`: target >= 80%)
+latency    `graph_recall` p50/p95 for one user holding --episodes generated messages, against the model
+           floor (one short message embedded in this process, same run): target p50 <= 2x the floor
 
-    python scripts/bench.py graph                   # the five shared conversations, 10k-episode user
-    python scripts/bench.py graph --episodes 2000   # quicker
+  python scripts/bench.py graph                   # the five shared conversations, 10k-episode user
+  python scripts/bench.py graph --episodes 2000   # quicker
 """
 
 from __future__ import annotations
@@ -77,8 +77,10 @@ def latency(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         sc.request({"type": "graph_recall", "user_id": "user0000", "text": make_question(rng)}, "graph_recall")
         times = []
         for _ in range(args.requests):
-            _, t = sc.timed({"type": "graph_recall", "user_id": "user0000", "text": make_question(rng),
-                             "strengthen": False}, "graph_recall")
+            _, t = sc.timed(
+                {"type": "graph_recall", "user_id": "user0000", "text": make_question(rng), "strengthen": False},
+                "graph_recall",
+            )
             times.append(t)
         st = sc.request({"type": "stats"}, "stats")
         sc.shutdown()
@@ -88,8 +90,9 @@ def latency(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     convs = load(args.paths or [DEFAULT_DIR])
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
-        with Sidecar(Path(tmp) / "data", [], python=args.python, stderr=Path(tmp) / "sidecar.log",
-                     timeout=args.timeout) as sc:
+        with Sidecar(
+            Path(tmp) / "data", [], python=args.python, stderr=Path(tmp) / "sidecar.log", timeout=args.timeout
+        ) as sc:
             sc.wait_ready()
             store_all(sc, convs, 200)
             sc.compact()
@@ -105,18 +108,42 @@ def run(args: argparse.Namespace) -> int:
     for mode, r in modes.items():
         s = summarize(r["questions"])
         rows.append({"mode": mode, "group": "all (cat 1-4)", "n": s["n"], "R@5": s["all"][5], "R@10": s["all"][10]})
-        rows += [{"mode": mode, "group": f"{c} {CATEGORIES[c]}", "n": s[f"n{c}"], "R@5": s[c][5], "R@10": s[c][10]}
-                 for c in CATEGORIES]
+        rows += [
+            {"mode": mode, "group": f"{c} {CATEGORIES[c]}", "n": s[f"n{c}"], "R@5": s[c][5], "R@10": s[c][10]}
+            for c in CATEGORIES
+        ]
     print_table(rows, "LoCoMo evidence recall, query top 20, default mode vs graph mode", floatfmt=".3f")
     print()
     r = lat["recall"]
-    print_table([
-        {"measurement": "gate: right user's questions that pass", "value": f"{gate['right_user_known']:.1%}", "target": ">= 95%"},
-        {"measurement": "gate: wrong user's questions answered known: false", "value": f"{gate['wrong_user_unknown']:.1%}", "target": ">= 80%"},
-        {"measurement": "model floor (one short message)", "value": f"{floor:.2f} ms", "target": ""},
-        {"measurement": f"graph_recall p50 / p95 at {lat['episodes']} episodes", "value": f"{r['p50_ms']:.1f} / {r['p95_ms']:.1f} ms ({r['p50_ms'] / floor:.1f}x the floor)", "target": "p50 <= 2x"},
-    ], "feeling of knowing and latency")
+    print_table(
+        [
+            {
+                "measurement": "gate: right user's questions that pass",
+                "value": f"{gate['right_user_known']:.1%}",
+                "target": ">= 95%",
+            },
+            {
+                "measurement": "gate: wrong user's questions answered known: false",
+                "value": f"{gate['wrong_user_unknown']:.1%}",
+                "target": ">= 80%",
+            },
+            {"measurement": "model floor (one short message)", "value": f"{floor:.2f} ms", "target": ""},
+            {
+                "measurement": f"graph_recall p50 / p95 at {lat['episodes']} episodes",
+                "value": f"{r['p50_ms']:.1f} / {r['p95_ms']:.1f} ms ({r['p50_ms'] / floor:.1f}x the floor)",
+                "target": "p50 <= 2x",
+            },
+        ],
+        "feeling of knowing and latency",
+    )
     if args.json:
-        write_json(args.json, {"modes": {m: summarize(x["questions"]) for m, x in modes.items()}, "gate": gate,
-                               "latency": lat, "floor_ms": floor})
+        write_json(
+            args.json,
+            {
+                "modes": {m: summarize(x["questions"]) for m, x in modes.items()},
+                "gate": gate,
+                "latency": lat,
+                "floor_ms": floor,
+            },
+        )
     return 0

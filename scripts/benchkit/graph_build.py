@@ -58,16 +58,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ingest", type=int, default=10_000, help="messages batch-stored per configuration")
     parser.add_argument("--locomo", type=Path, default=DEFAULT_DIR, help="LoCoMo conversation files or folder")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--locomo-uncached", action="store_true",
-                        help="consolidate LoCoMo with the vector cache off (every row read from the table)")
+    parser.add_argument(
+        "--locomo-uncached",
+        action="store_true",
+        help="consolidate LoCoMo with the vector cache off (every row read from the table)",
+    )
     add_sidecar_arguments(parser, timeout=600.0)
     parser.add_argument("--json", type=Path, help="write all results here")
 
 
 def _rss(sc: Sidecar) -> dict[str, Any]:
     st = sc.vm_status()
-    return {"rss_mib": st.get("VmRSS", 0) / 1024, "hwm_mib": st.get("VmHWM", 0) / 1024,
-            "rss_by_kind_mib": rss_by_kind_mib(sc.pid), "lancedb_code_mib": rss_of_file_mib(sc.pid, "_lancedb")}
+    return {
+        "rss_mib": st.get("VmRSS", 0) / 1024,
+        "hwm_mib": st.get("VmHWM", 0) / 1024,
+        "rss_by_kind_mib": rss_by_kind_mib(sc.pid),
+        "lancedb_code_mib": rss_of_file_mib(sc.pid, "_lancedb"),
+    }
 
 
 def held_rss(sc: Sidecar, seconds: int = HELD_SECONDS) -> dict[str, Any]:
@@ -100,8 +107,13 @@ def wait_graph_settled(sc: Sidecar, graph: bool, limit_s: float = 3600.0, episod
 def _sidecar(args: argparse.Namespace, tmp: Path, graph: bool) -> Sidecar:
     """The configuration's sidecar over its own data dir (the same one each time it is opened)."""
     name = "on" if graph else "off"
-    return Sidecar(tmp / f"data-{name}", [] if graph else ["--graph", "false"], python=args.python,
-                   stderr=tmp / f"{name}.log", timeout=args.timeout)
+    return Sidecar(
+        tmp / f"data-{name}",
+        [] if graph else ["--graph", "false"],
+        python=args.python,
+        stderr=tmp / f"{name}.log",
+        timeout=args.timeout,
+    )
 
 
 def store_blocks(stores: int, block: int) -> list[tuple[bool, int, int]]:
@@ -109,7 +121,7 @@ def store_blocks(stores: int, block: int) -> list[tuple[bool, int, int]]:
     of `block`, the two taking turns, and which goes first alternates from one pair of blocks to the next."""
     out = []
     for pair, first in enumerate(range(0, stores, block)):
-        for graph in ((True, False) if pair % 2 == 0 else (False, True)):
+        for graph in (True, False) if pair % 2 == 0 else (False, True):
             out.append((graph, first, min(stores, first + block)))
     return out
 
@@ -162,8 +174,13 @@ def bench_catch_up(args: argparse.Namespace, tmp: Path, messages: int) -> dict[s
         sc.wait_ready()
         t0, cpu = time.perf_counter(), cpu_seconds(sc.pid)
         wait_graph_settled(sc, True, episodes=messages)
-        out = {"seconds": time.perf_counter() - t0, "cpu_s": cpu_seconds(sc.pid) - cpu, "messages": messages,
-               "episode_rows": sc.request({"type": "health"}, "health")["graph"]["episodes"], **_rss(sc)}
+        out = {
+            "seconds": time.perf_counter() - t0,
+            "cpu_s": cpu_seconds(sc.pid) - cpu,
+            "messages": messages,
+            "episode_rows": sc.request({"type": "health"}, "health")["graph"]["episodes"],
+            **_rss(sc),
+        }
         log(f"graph off -> on: caught up {out['seconds']:.1f} s after ready")
         sc.shutdown()
     return out
@@ -173,33 +190,45 @@ def bench_locomo(args: argparse.Namespace, tmp: Path, convs: list[tuple[str, Any
     # consolidation on demand only: the pass timed below is then the whole of it, not what the background
     # schedule left over
     flags = ["--graph-consolidate-every", "0", *(["--cache-mb", "0"] if args.locomo_uncached else [])]
-    with Sidecar(tmp / "data-locomo", flags, python=args.python, stderr=tmp / "locomo.log",
-                 timeout=args.timeout) as sc:
+    with Sidecar(tmp / "data-locomo", flags, python=args.python, stderr=tmp / "locomo.log", timeout=args.timeout) as sc:
         sc.wait_ready()
         n = 0
         for conv_name, conv in convs:
             msgs = [{"user_id": conv_name, **m} for m in turns(conv)]
             for start in range(0, len(msgs), 200):
-                sc.request({"type": "store", "messages": msgs[start:start + 200]}, "ok")
+                sc.request({"type": "store", "messages": msgs[start : start + 200]}, "ok")
             n += len(msgs)
         sc.request({"type": "entities", "user_id": convs[0][0], "limit": 1}, "entities")  # built
         cpu = cpu_seconds(sc.pid)
         r, t = sc.timed({"type": "consolidate"}, "consolidated")
         cpu = cpu_seconds(sc.pid) - cpu
         again, t2 = sc.timed({"type": "consolidate"}, "consolidated")
-        out = {"conversations": len(convs), "turns": n, "uncached": args.locomo_uncached, "consolidate_s": t,
-               "consolidate_cpu_s": cpu, "result": r, "again_s": t2, "again": again, **_rss(sc)}
+        out = {
+            "conversations": len(convs),
+            "turns": n,
+            "uncached": args.locomo_uncached,
+            "consolidate_s": t,
+            "consolidate_cpu_s": cpu,
+            "result": r,
+            "again_s": t2,
+            "again": again,
+            **_rss(sc),
+        }
         sc.shutdown()
     return out
 
 
 def _arenas(on: dict[str, Any], off: dict[str, Any]) -> str:
     """Python's 1 MiB object arenas in use (high-water mark) and its live objects' MB, on / off."""
+
     def one(heap: dict[str, Any] | None) -> str:
         if not heap:
             return "?"
-        return (f"{heap['arenas_allocated_current']} ({heap['arenas_highwater_mark']}; live "
-                f"{heap['bytes_in_allocated_blocks'] / 1e6:.0f} MB)")
+        return (
+            f"{heap['arenas_allocated_current']} ({heap['arenas_highwater_mark']}; live "
+            f"{heap['bytes_in_allocated_blocks'] / 1e6:.0f} MB)"
+        )
+
     return f"{one(on.get('pyheap'))} / {one(off.get('pyheap'))}"
 
 
@@ -221,31 +250,82 @@ def run(args: argparse.Namespace) -> int:
     ratio = on["ingest"]["msgs_per_s"] / off["ingest"]["msgs_per_s"]
     per_turn = loc["consolidate_s"] / max(1, loc["turns"])
     rows = [
-        {"measurement": "single store p50 / p95 (ms), graph on", "value": f"{on['store']['p50_ms']:.2f} / {on['store']['p95_ms']:.2f}", "target": ""},
-        {"measurement": "single store p50 / p95 (ms), graph off", "value": f"{off['store']['p50_ms']:.2f} / {off['store']['p95_ms']:.2f}", "target": ""},
+        {
+            "measurement": "single store p50 / p95 (ms), graph on",
+            "value": f"{on['store']['p50_ms']:.2f} / {on['store']['p95_ms']:.2f}",
+            "target": "",
+        },
+        {
+            "measurement": "single store p50 / p95 (ms), graph off",
+            "value": f"{off['store']['p50_ms']:.2f} / {off['store']['p95_ms']:.2f}",
+            "target": "",
+        },
         {"measurement": "store p50 added by the graph", "value": f"{added:+.2f} ms", "target": "<= 1 ms"},
-        {"measurement": f"batch ingest of {args.ingest} (msg/s), on / off", "value": f"{on['ingest']['msgs_per_s']:.0f} / {off['ingest']['msgs_per_s']:.0f} = {ratio:.2f}x", "target": ">= 0.85x"},
+        {
+            "measurement": f"batch ingest of {args.ingest} (msg/s), on / off",
+            "value": f"{on['ingest']['msgs_per_s']:.0f} / {off['ingest']['msgs_per_s']:.0f} = {ratio:.2f}x",
+            "target": ">= 0.85x",
+        },
         {"measurement": "graph caught up after the ingest", "value": f"{on['settle_s']:.1f} s", "target": ""},
-        {"measurement": "RSS as the graph caught up (MiB), on / off", "value": f"{on['rss_mib']:.0f} / {off['rss_mib']:.0f} (+{on['rss_mib'] - off['rss_mib']:.0f})", "target": ""},
-        {"measurement": f"RSS held, built and consolidated (MiB, median of {HELD_SECONDS} s), on / off", "value": f"{on_held['rss_mib']:.0f} / {off_held['rss_mib']:.0f} (+{on_held['rss_mib'] - off_held['rss_mib']:.0f})", "target": "<= +50 at 100k"},
-        {"measurement": "RSS held added, by kind of mapping (MiB)", "value": ", ".join(
-            f"{k} {on_held['rss_by_kind_mib'][k] - off_held['rss_by_kind_mib'][k]:+.0f}" for k in on_held["rss_by_kind_mib"]), "target": ""},
-        {"measurement": "Python's object arenas held (MiB; high-water mark), on / off", "value": _arenas(on, off),
-         "target": ""},
-        {"measurement": "of the mapped files, LanceDB's library (MiB), on / off",
-         "value": f"{on_held['lancedb_code_mib']:.0f} / {off_held['lancedb_code_mib']:.0f}", "target": ""},
-        {"measurement": "peak RSS (MiB), on / off", "value": f"{on_held['hwm_mib']:.0f} / {off_held['hwm_mib']:.0f}", "target": ""},
-        {"measurement": "graph-off store reopened with the graph on: caught up after ready",
-         "value": f"{cu['seconds']:.1f} s, {cu['cpu_s']:.0f} s CPU, RSS {cu['rss_mib']:.0f} MiB (peak {cu['hwm_mib']:.0f})",
-         "target": ""},
-        {"measurement": "episode rows written for its messages", "value": f"{cu['episode_rows']} for {cu['messages']}",
-         "target": "one each"},
-        {"measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns; vector cache "
-                        f"{'off' if loc['uncached'] else 'on'})",
-         "value": f"{loc['consolidate_s']:.2f} s, {loc['consolidate_cpu_s']:.2f} s CPU ({per_turn * 5900:.1f} s per 5,900 turns)",
-         "target": "<= 60 s per 5,900"},
-        {"measurement": "traces / links made", "value": f"{loc['result']['traces_created']} / {loc['result']['links']}", "target": ""},
-        {"measurement": "consolidate again (idempotent)", "value": f"{loc['again_s']:.2f} s, {loc['again']['episodes']} episodes", "target": "0 episodes"},
+        {
+            "measurement": "RSS as the graph caught up (MiB), on / off",
+            "value": f"{on['rss_mib']:.0f} / {off['rss_mib']:.0f} (+{on['rss_mib'] - off['rss_mib']:.0f})",
+            "target": "",
+        },
+        {
+            "measurement": f"RSS held, built and consolidated (MiB, median of {HELD_SECONDS} s), on / off",
+            "value": f"{on_held['rss_mib']:.0f} / {off_held['rss_mib']:.0f} (+{on_held['rss_mib'] - off_held['rss_mib']:.0f})",
+            "target": "<= +50 at 100k",
+        },
+        {
+            "measurement": "RSS held added, by kind of mapping (MiB)",
+            "value": ", ".join(
+                f"{k} {on_held['rss_by_kind_mib'][k] - off_held['rss_by_kind_mib'][k]:+.0f}"
+                for k in on_held["rss_by_kind_mib"]
+            ),
+            "target": "",
+        },
+        {
+            "measurement": "Python's object arenas held (MiB; high-water mark), on / off",
+            "value": _arenas(on, off),
+            "target": "",
+        },
+        {
+            "measurement": "of the mapped files, LanceDB's library (MiB), on / off",
+            "value": f"{on_held['lancedb_code_mib']:.0f} / {off_held['lancedb_code_mib']:.0f}",
+            "target": "",
+        },
+        {
+            "measurement": "peak RSS (MiB), on / off",
+            "value": f"{on_held['hwm_mib']:.0f} / {off_held['hwm_mib']:.0f}",
+            "target": "",
+        },
+        {
+            "measurement": "graph-off store reopened with the graph on: caught up after ready",
+            "value": f"{cu['seconds']:.1f} s, {cu['cpu_s']:.0f} s CPU, RSS {cu['rss_mib']:.0f} MiB (peak {cu['hwm_mib']:.0f})",
+            "target": "",
+        },
+        {
+            "measurement": "episode rows written for its messages",
+            "value": f"{cu['episode_rows']} for {cu['messages']}",
+            "target": "one each",
+        },
+        {
+            "measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns; vector cache "
+            f"{'off' if loc['uncached'] else 'on'})",
+            "value": f"{loc['consolidate_s']:.2f} s, {loc['consolidate_cpu_s']:.2f} s CPU ({per_turn * 5900:.1f} s per 5,900 turns)",
+            "target": "<= 60 s per 5,900",
+        },
+        {
+            "measurement": "traces / links made",
+            "value": f"{loc['result']['traces_created']} / {loc['result']['links']}",
+            "target": "",
+        },
+        {
+            "measurement": "consolidate again (idempotent)",
+            "value": f"{loc['again_s']:.2f} s, {loc['again']['episodes']} episodes",
+            "target": "0 episodes",
+        },
     ]
     print_table(rows, "graph memory, building side")
     if args.json:

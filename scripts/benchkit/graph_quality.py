@@ -1,20 +1,20 @@
 """Graph memory, what the offline tier reads: measured in process on labelled samples (no sidecar, no model).
 
-  relations     tests/fixtures/relations.jsonl: statements a reader sees at once in chat (written lines and
-                LoCoMo turns; a third about other people; questions, negations, hypotheticals, wishes and
-                reported speech that must make nothing), each with the relations it states. Precision and recall
-                of `graph.relations.find_relations` per predicate, on the tuning half and the held-out half
-                (the split is fixed in the file; the tier is tuned on the tuning half only; targets on the
-                held-out half: precision >= 0.90, recall >= 0.75). A found relation counts when its subject,
-                predicate, object and "ended" all match (names case- and accent-folded, a leading
-                the/a/an/my dropped).
-  entities      tests/fixtures/entities_locomo.jsonl (the sample the fast tier was written against) and
-                entities_locomo_heldout.jsonl: span precision, recall and F1 of `graph.mentions.find_mentions`,
-                typed F1 (a span counts only with its type), ms per turn
-  backchannel   tests/fixtures/backchannel.jsonl: precision and recall of `graph.quality.is_backchannel`
+relations     tests/fixtures/relations.jsonl: statements a reader sees at once in chat (written lines and
+              LoCoMo turns; a third about other people; questions, negations, hypotheticals, wishes and
+              reported speech that must make nothing), each with the relations it states. Precision and recall
+              of `graph.relations.find_relations` per predicate, on the tuning half and the held-out half
+              (the split is fixed in the file; the tier is tuned on the tuning half only; targets on the
+              held-out half: precision >= 0.90, recall >= 0.75). A found relation counts when its subject,
+              predicate, object and "ended" all match (names case- and accent-folded, a leading
+              the/a/an/my dropped).
+entities      tests/fixtures/entities_locomo.jsonl (the sample the fast tier was written against) and
+              entities_locomo_heldout.jsonl: span precision, recall and F1 of `graph.mentions.find_mentions`,
+              typed F1 (a span counts only with its type), ms per turn
+backchannel   tests/fixtures/backchannel.jsonl: precision and recall of `graph.quality.is_backchannel`
 
-    python scripts/bench.py graph-quality
-    python scripts/bench.py graph-quality --errors tune     # what the tier misses or gets wrong, one half
+  python scripts/bench.py graph-quality
+  python scripts/bench.py graph-quality --errors tune     # what the tier misses or gets wrong, one half
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import re
 import time
 import unicodedata
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .output import print_table, write_json
 
@@ -36,9 +37,12 @@ TARGET_PRECISION, TARGET_RECALL = 0.90, 0.75
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--errors", choices=("tune", "heldout", "entities"),
-                        help="also print each wrong or missed relation of this half (or each entity error of the "
-                             "tuning entity sample; default: none)")
+    parser.add_argument(
+        "--errors",
+        choices=("tune", "heldout", "entities"),
+        help="also print each wrong or missed relation of this half (or each entity error of the "
+        "tuning entity sample; default: none)",
+    )
     parser.add_argument("--json", type=Path, help="write all results here")
 
 
@@ -64,8 +68,10 @@ def gold_relations(record: dict[str, Any]) -> set[tuple[str, str, str, bool]]:
 
 def found_relations(record: dict[str, Any], find: Callable[..., list[Any]]) -> set[tuple[str, str, str, bool]]:
     known = {_norm(k): v for k, v in record.get("known", {}).items()}
-    return {relation_key(getattr(r, "subject", None), r.predicate, r.object, getattr(r, "ended", False))
-            for r in find(record["text"], known)}
+    return {
+        relation_key(getattr(r, "subject", None), r.predicate, r.object, getattr(r, "ended", False))
+        for r in find(record["text"], known)
+    }
 
 
 def relation_scores(rows: list[dict[str, Any]], find: Callable[..., list[Any]]) -> dict[str, Any]:
@@ -86,8 +92,13 @@ def relation_scores(rows: list[dict[str, Any]], find: Callable[..., list[Any]]) 
     for pred, (tp, fp, fn) in sorted(counts.items()):
         out[pred] = _prf(tp, fp, fn)
     tp, fp, fn = (sum(c[i] for c in counts.values()) for i in range(3))
-    return {"predicates": out, "all": _prf(tp, fp, fn), "errors": errors,
-            "statements": len(rows), "empty": sum(1 for r in rows if not r["relations"])}
+    return {
+        "predicates": out,
+        "all": _prf(tp, fp, fn),
+        "errors": errors,
+        "statements": len(rows),
+        "empty": sum(1 for r in rows if not r["relations"]),
+    }
 
 
 def _prf(tp: int, fp: int, fn: int) -> dict[str, Any]:
@@ -114,11 +125,25 @@ def entity_scores(name: str) -> dict[str, Any]:
         typed += sum(1 for k in gold.keys() & got.keys() if gold[k] == got[k])
         for k in sorted(gold.keys() | got.keys()):
             if gold.get(k) != got.get(k):
-                errors.append({"gold": gold.get(k), "got": got.get(k), "span": r["text"][k[0]:k[1]],
-                               "context": r["text"][max(0, k[0] - 40):k[1] + 25]})
+                errors.append(
+                    {
+                        "gold": gold.get(k),
+                        "got": got.get(k),
+                        "span": r["text"][k[0] : k[1]],
+                        "context": r["text"][max(0, k[0] - 40) : k[1] + 25],
+                    }
+                )
     p, rc = tp / (tp + fp), tp / (tp + fn)
-    return {"turns": len(rows), "entities": tp + fn, "precision": p, "recall": rc, "f1": 2 * p * rc / (p + rc),
-            "typed_f1": 2 * typed / (2 * tp + fp + fn), "ms_per_turn": elapsed * 1000 / len(rows), "errors": errors}
+    return {
+        "turns": len(rows),
+        "entities": tp + fn,
+        "precision": p,
+        "recall": rc,
+        "f1": 2 * p * rc / (p + rc),
+        "typed_f1": 2 * typed / (2 * tp + fp + fn),
+        "ms_per_turn": elapsed * 1000 / len(rows),
+        "errors": errors,
+    }
 
 
 def backchannel_scores() -> dict[str, Any]:
@@ -144,8 +169,11 @@ def _relation_rows(scores: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             row |= {f"{half} n": v["tp"] + v["fn"], f"{half} P": v["precision"], f"{half} R": v["recall"]}
         held = scores["heldout"]["all"] if pred == "all" else scores["heldout"]["predicates"].get(pred)
-        row["held-out targets"] = "" if held is None else (
-            "met" if held["precision"] >= TARGET_PRECISION and held["recall"] >= TARGET_RECALL else "missed")
+        row["held-out targets"] = (
+            ""
+            if held is None
+            else ("met" if held["precision"] >= TARGET_PRECISION and held["recall"] >= TARGET_RECALL else "missed")
+        )
         rows.append(row)
     return rows
 
@@ -156,20 +184,46 @@ def run(args: argparse.Namespace) -> int:
     rel = records("relations.jsonl")
     halves = {half: [r for r in rel if r["split"] == half] for half in ("tune", "heldout")}
     scores = {half: relation_scores(rows, find_relations) for half, rows in halves.items()}
-    title = (f"relations (tests/fixtures/relations.jsonl: {len(rel)} statements, tune {len(halves['tune'])} / "
-             f"held-out {len(halves['heldout'])}; n = relations labelled; targets on the held-out half: "
-             f"P >= {TARGET_PRECISION:.2f}, R >= {TARGET_RECALL:.2f})")
+    title = (
+        f"relations (tests/fixtures/relations.jsonl: {len(rel)} statements, tune {len(halves['tune'])} / "
+        f"held-out {len(halves['heldout'])}; n = relations labelled; targets on the held-out half: "
+        f"P >= {TARGET_PRECISION:.2f}, R >= {TARGET_RECALL:.2f})"
+    )
     print_table(_relation_rows(scores), title, floatfmt=".3f")
     print()
     ents = {name: entity_scores(name) for name in ("entities_locomo.jsonl", "entities_locomo_heldout.jsonl")}
-    print_table([{"sample": name, "turns": e["turns"], "entities": e["entities"], "span P": e["precision"],
-                  "span R": e["recall"], "span F1": e["f1"], "typed F1": e["typed_f1"],
-                  "ms/turn": round(e["ms_per_turn"], 3)} for name, e in ents.items()],
-                "entities (fast tier alone, no gazetteer)", floatfmt=".3f")
+    print_table(
+        [
+            {
+                "sample": name,
+                "turns": e["turns"],
+                "entities": e["entities"],
+                "span P": e["precision"],
+                "span R": e["recall"],
+                "span F1": e["f1"],
+                "typed F1": e["typed_f1"],
+                "ms/turn": round(e["ms_per_turn"], 3),
+            }
+            for name, e in ents.items()
+        ],
+        "entities (fast tier alone, no gazetteer)",
+        floatfmt=".3f",
+    )
     print()
     bc = backchannel_scores()
-    print_table([{"sample": "backchannel.jsonl", "messages": bc["messages"], "backchannels": bc["backchannels"],
-                  "precision": bc["precision"], "recall": bc["recall"]}], "backchannels", floatfmt=".3f")
+    print_table(
+        [
+            {
+                "sample": "backchannel.jsonl",
+                "messages": bc["messages"],
+                "backchannels": bc["backchannels"],
+                "precision": bc["precision"],
+                "recall": bc["recall"],
+            }
+        ],
+        "backchannels",
+        floatfmt=".3f",
+    )
     if args.errors in ("tune", "heldout"):
         print(f"\nrelation errors, {args.errors} half:")
         for e in scores[args.errors]["errors"]:

@@ -63,8 +63,17 @@ def _locomo(folder: Path, budget: int) -> bytes | None:
         for session in conversation.values():
             for turn in session if isinstance(session, list) else []:
                 if isinstance(turn, dict) and turn.get("text"):
-                    lines.append(json.dumps({"user_id": "locomo", "content": turn["text"], "timestamp": 1700000000,
-                                             "username": turn.get("speaker")}).encode() + b"\n")
+                    lines.append(
+                        json.dumps(
+                            {
+                                "user_id": "locomo",
+                                "content": turn["text"],
+                                "timestamp": 1700000000,
+                                "username": turn.get("speaker"),
+                            }
+                        ).encode()
+                        + b"\n"
+                    )
     if not lines:
         return None
     lo, hi = 1, len(lines)
@@ -93,8 +102,15 @@ def _case(sc: Sidecar, log_path: Path, name: str, request: dict[str, Any], size:
     t_ping = time.perf_counter() - t0
     outcome = answer.get("code") or f"{answer['type']} ({answer.get('messages', 0)} messages)"
     log(f"{name}: {outcome} in {t_answer:.2f} s: {str(answer.get('message', ''))[:160]}")
-    return {"case": name, "gz KB": size / 1000 if size else None, "answer": outcome, "seconds": t_answer,
-            "ping s": t_ping, "CPU s": _cpu(sc.pid) - cpu0, "stderr B": log_path.stat().st_size - err0}
+    return {
+        "case": name,
+        "gz KB": size / 1000 if size else None,
+        "answer": outcome,
+        "seconds": t_answer,
+        "ping s": t_ping,
+        "CPU s": _cpu(sc.pid) - cpu0,
+        "stderr B": log_path.stat().st_size - err0,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,14 +120,20 @@ def run(args: argparse.Namespace) -> int:
         log_path = tmp / "sidecar.log"
         with Sidecar(tmp / "data", python=args.python, stderr=log_path, timeout=args.timeout, cwd=tmp) as sc:
             sc.wait_ready()
-            refusals = [("directory", {"type": "import", "path": str(tmp)}),
-                        ("path in the data dir", {"type": "import", "path": str(tmp / "data" / "meta.json")}),
-                        ("export over the data dir's meta.json",
-                         {"type": "export", "out": str(tmp / "data" / "meta.json"), "overwrite": True})]
+            refusals = [
+                ("directory", {"type": "import", "path": str(tmp)}),
+                ("path in the data dir", {"type": "import", "path": str(tmp / "data" / "meta.json")}),
+                (
+                    "export over the data dir's meta.json",
+                    {"type": "export", "out": str(tmp / "data" / "meta.json"), "overwrite": True},
+                ),
+            ]
             if sys.platform != "win32":
                 os.mkfifo(tmp / "fifo")
-                refusals[:0] = [("/dev/zero", {"type": "import", "path": "/dev/zero"}),
-                                ("FIFO, no writer", {"type": "import", "path": str(tmp / "fifo")})]
+                refusals[:0] = [
+                    ("/dev/zero", {"type": "import", "path": "/dev/zero"}),
+                    ("FIFO, no writer", {"type": "import", "path": str(tmp / "fifo")}),
+                ]
             for name, request in refusals:
                 rows.append(_case(sc, log_path, name, request, None))
             files = {name: _fill(unit, args.max_gz) for name, unit in BOMBS.items()}

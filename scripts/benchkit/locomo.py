@@ -25,7 +25,7 @@ import json
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,26 +43,35 @@ ALL_MODES = ("semantic", "keyword", "hybrid")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", type=Path, help=f"conversation files or folders (default {DEFAULT_DIR})")
-    parser.add_argument("--modes", default=",".join(ALL_MODES),
-                        help="comma-separated query modes; 'default' sends no mode (the sidecar's default)")
-    parser.add_argument("--no-compact", action="store_true",
-                        help="ask the questions right after storing, without compacting first (results then "
-                             "depend on when the background compaction runs)")
+    parser.add_argument(
+        "--modes",
+        default=",".join(ALL_MODES),
+        help="comma-separated query modes; 'default' sends no mode (the sidecar's default)",
+    )
+    parser.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="ask the questions right after storing, without compacting first (results then "
+        "depend on when the background compaction runs)",
+    )
     parser.add_argument("--holdout", default="", help="comma-separated conversation names reported separately")
     parser.add_argument("--limit", type=int, default=max(KS), help="results asked for per question")
     parser.add_argument("--batch", type=int, default=200, help="turns per batch store")
     add_sidecar_arguments(parser, timeout=600.0)
     parser.add_argument("--json", type=Path, help="write all results here")
     parser.add_argument("--sidecar-args", default="", help="extra sidecar flags, space-separated")
-    parser.add_argument("--memory-floor", action="store_true",
-                        help="also measure the cosine floor of context's relevant memories: each question asked "
-                             "of its own user and of the next conversation's, the top 3 of the default query")
+    parser.add_argument(
+        "--memory-floor",
+        action="store_true",
+        help="also measure the cosine floor of context's relevant memories: each question asked "
+        "of its own user and of the next conversation's, the top 3 of the default query",
+    )
 
 
 def session_time(text: str) -> float:
     """'1:56 pm on 8 May, 2023' -> unix seconds (read as UTC)."""
     dt = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
-    return dt.replace(tzinfo=timezone.utc).timestamp()
+    return dt.replace(tzinfo=UTC).timestamp()
 
 
 def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,8 +85,7 @@ def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
             if t.get("blip_caption"):
                 content += f" [shares a photo of: {t['blip_caption']}]"
             # turns of one session share its date; a second apart keeps their order
-            out.append({"content": content, "username": t["speaker"], "message_id": t["dia_id"],
-                        "timestamp": base + i})
+            out.append({"content": content, "username": t["speaker"], "message_id": t["dia_id"], "timestamp": base + i})
         n += 1
     return out
 
@@ -100,31 +108,31 @@ def store_all(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], batch: int) 
     for name, conv in convs:
         msgs = turns(conv)
         for start in range(0, len(msgs), batch):
-            chunk = [{"user_id": f"locomo-{name}", "channel_id": f"locomo-{name}", **m}
-                     for m in msgs[start:start + batch]]
+            chunk = [
+                {"user_id": f"locomo-{name}", "channel_id": f"locomo-{name}", **m} for m in msgs[start : start + batch]
+            ]
             resp = sc.request({"type": "store", "messages": chunk}, "ok")
             if len(resp.get("ids", [])) != len(chunk):
                 raise sc.fail(f"batch store answered {resp}")
         log(f"  stored {name}: {len(msgs)} turns")
 
 
-def run_mode(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], mode: str | None,
-             limit: int) -> dict[str, Any]:
+def run_mode(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], mode: str | None, limit: int) -> dict[str, Any]:
     """Per-question results: (conversation, category, {k: recall}), plus per-query latencies."""
     per_q: list[dict[str, Any]] = []
     lat: list[float] = []
     for name, conv in convs:
         for q in questions(conv):
-            req: dict[str, Any] = {"type": "query", "user_id": f"locomo-{name}", "text": q["question"],
-                                   "limit": limit}
+            req: dict[str, Any] = {"type": "query", "user_id": f"locomo-{name}", "text": q["question"], "limit": limit}
             if mode is not None:
                 req["mode"] = mode
             resp, seconds = sc.timed(req, "results")
             lat.append(seconds)
             got = [m.get("message_id") for m in resp["messages"]]
             ev = set(q["evidence"])
-            per_q.append({"conv": name, "cat": q["category"],
-                          "recall": {k: len(ev & set(got[:k])) / len(ev) for k in KS}})
+            per_q.append(
+                {"conv": name, "cat": q["category"], "recall": {k: len(ev & set(got[:k])) / len(ev) for k in KS}}
+            )
     return {"questions": per_q, "latency": pct(lat)}
 
 
@@ -145,10 +153,10 @@ def recall_rows(results: dict[str, dict[str, Any]], select=lambda q: True) -> li
     rows = []
     for mode, r in results.items():
         s = summarize([q for q in r["questions"] if select(q)])
-        groups = [("all (cat 1-4)", s["all"], s["n"])] + [(f"{c} {CATEGORIES[c]}", s[c], s[f"n{c}"])
-                                                          for c in CATEGORIES]
-        rows += [{"mode": mode, "group": label, "n": n, **{f"R@{k}": vals[k] for k in KS}}
-                 for label, vals, n in groups]
+        groups = [("all (cat 1-4)", s["all"], s["n"])] + [
+            (f"{c} {CATEGORIES[c]}", s[c], s[f"n{c}"]) for c in CATEGORIES
+        ]
+        rows += [{"mode": mode, "group": label, "n": n, **{f"R@{k}": vals[k] for k in KS}} for label, vals, n in groups]
     return rows
 
 
@@ -160,9 +168,16 @@ def run(args: argparse.Namespace) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     holdout = {h.strip() for h in args.holdout.split(",") if h.strip()}
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp, \
-            Sidecar(Path(tmp) / "data", args.sidecar_args.split(), python=args.python,
-                    stderr=Path(tmp) / "sidecar.log", timeout=args.timeout) as sc:
+    with (
+        tempfile.TemporaryDirectory(prefix="locomo-") as tmp,
+        Sidecar(
+            Path(tmp) / "data",
+            args.sidecar_args.split(),
+            python=args.python,
+            stderr=Path(tmp) / "sidecar.log",
+            timeout=args.timeout,
+        ) as sc,
+    ):
         sc.wait_ready()
         t0 = time.perf_counter()
         store_all(sc, convs, args.batch)
@@ -183,27 +198,45 @@ def run(args: argparse.Namespace) -> int:
     print_table(recall_rows(results), title="All conversations", floatfmt=".3f")
     if holdout:
         print()
-        print_table(recall_rows(results, lambda q: q["conv"] not in holdout), floatfmt=".3f",
-                    title=f"Tuning group ({', '.join(n for n in names if n not in holdout)})")
+        print_table(
+            recall_rows(results, lambda q: q["conv"] not in holdout),
+            floatfmt=".3f",
+            title=f"Tuning group ({', '.join(n for n in names if n not in holdout)})",
+        )
         print()
-        print_table(recall_rows(results, lambda q: q["conv"] in holdout), floatfmt=".3f",
-                    title=f"Held out ({', '.join(sorted(holdout))})")
+        print_table(
+            recall_rows(results, lambda q: q["conv"] in holdout),
+            floatfmt=".3f",
+            title=f"Held out ({', '.join(sorted(holdout))})",
+        )
     print()
     per_conversation = []
     for mode, r in results.items():
         lat = r["latency"]
-        per_conversation.append({"mode": f"{mode} R@10",
-                                 **{n: summarize([q for q in r["questions"] if q["conv"] == n])["all"][10]
-                                    for n in names},
-                                 "query p50 / p95 ms": f"{lat['p50_ms']:.1f} / {lat['p95_ms']:.1f}"})
+        per_conversation.append(
+            {
+                "mode": f"{mode} R@10",
+                **{n: summarize([q for q in r["questions"] if q["conv"] == n])["all"][10] for n in names},
+                "query p50 / p95 ms": f"{lat['p50_ms']:.1f} / {lat['p95_ms']:.1f}",
+            }
+        )
     print_table(per_conversation, floatfmt=".3f")
     if floors:
         print()
-        print_table(floors, floatfmt=".3f", title="context's relevant memories: the top 3 of the default query at "
-                                                  "or above a cosine floor (context's memories_min_similarity)")
+        print_table(
+            floors,
+            floatfmt=".3f",
+            title="context's relevant memories: the top 3 of the default query at "
+            "or above a cosine floor (context's memories_min_similarity)",
+        )
     if args.json:
-        write_json(args.json, {**{m: {"summary": summarize(r["questions"]), "latency": r["latency"]}
-                                  for m, r in results.items()}, "memory_floor": floors})
+        write_json(
+            args.json,
+            {
+                **{m: {"summary": summarize(r["questions"]), "latency": r["latency"]} for m, r in results.items()},
+                "memory_floor": floors,
+            },
+        )
     return 0
 
 
@@ -224,8 +257,9 @@ def memory_floor(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], top: int 
             for user, into in ((name, "right"), (other, "wrong")):
                 if user == name and into == "wrong":
                     continue
-                got = sc.request({"type": "query", "user_id": f"locomo-{user}", "text": q["question"], "limit": top},
-                                 "results")["messages"]
+                got = sc.request(
+                    {"type": "query", "user_id": f"locomo-{user}", "text": q["question"], "limit": top}, "results"
+                )["messages"]
                 sims = [m["similarity"] for m in got]
                 if into == "right":
                     right.append((sims, [m.get("message_id") in set(q["evidence"]) for m in got]))
@@ -237,8 +271,14 @@ def memory_floor(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], top: int 
         shown = sum(sum(s >= f for s in sims) for sims, _ in right) / len(right)
         junk = sum(any(s >= f for s in sims) for sims in wrong) / len(wrong) if wrong else float("nan")
         theirs = sum(sum(s >= f for s in sims) for sims in wrong) / max(1, len(wrong))
-        rows.append({"floor": f"{f:.2f}" + (" (chosen)" if f == MEMORY_FLOOR else ""),
-                     "own user: evidence shown": hit, "memories shown": shown,
-                     "another user: any shown": junk, "its memories shown": theirs})
+        rows.append(
+            {
+                "floor": f"{f:.2f}" + (" (chosen)" if f == MEMORY_FLOOR else ""),
+                "own user: evidence shown": hit,
+                "memories shown": shown,
+                "another user: any shown": junk,
+                "its memories shown": theirs,
+            }
+        )
     log(f"  memory floor: {len(right)} questions of their own user, {len(wrong)} of another")
     return rows

@@ -69,8 +69,9 @@ def wait_chunked(sc: Sidecar, quiet: bool) -> float:
     return time.perf_counter() - t0
 
 
-def fill(sc: Sidecar, rng: random.Random, users: int, turns: int, batch: int = 50,
-         quiet: bool = False) -> dict[str, Any]:
+def fill(
+    sc: Sidecar, rng: random.Random, users: int, turns: int, batch: int = 50, quiet: bool = False
+) -> dict[str, Any]:
     """users x turns long memories, batch-stored, then waited for until every chunk is embedded."""
     now, t0, chars = time.time(), time.perf_counter(), 0
     for u in range(users):
@@ -106,7 +107,7 @@ def model_floor(threads: int, rng: random.Random, n: int = 200) -> list[float]:
 
 def big_store(sc: Sidecar, rng: random.Random, args: argparse.Namespace) -> dict[str, Any]:
     """The big memory stored for a new user while another user queries every `interval` seconds."""
-    raw = long_turn(rng, args.big_bytes, args.big_bytes).encode()[:args.big_bytes].decode("utf-8", "ignore")
+    raw = long_turn(rng, args.big_bytes, args.big_bytes).encode()[: args.big_bytes].decode("utf-8", "ignore")
     text = raw + " " * (args.big_bytes - len(raw.encode()))  # exactly big_bytes of UTF-8
     other, question = user_id(0), make_question(rng)
     t0 = time.perf_counter()
@@ -123,19 +124,26 @@ def big_store(sc: Sidecar, rng: random.Random, args: argparse.Namespace) -> dict
     for n in itertools.count(1):
         time.sleep(args.interval)
         mode = "semantic" if n % 2 else "hybrid"
-        during[mode].append(sc.timed({"type": "query", "user_id": other, "text": question, "limit": 5,
-                                      "mode": mode}, "results")[1])
+        during[mode].append(
+            sc.timed({"type": "query", "user_id": other, "text": question, "limit": 5, "mode": mode}, "results")[1]
+        )
         if n % 20 == 0 and not chunks(sc)["pending"]:
             break
-    return {"ack_s": ack_s, "chunked_s": time.perf_counter() - t0, "first": first, "during": during,
-            "vectors": chunks(sc)["vectors"]}
+    return {
+        "ack_s": ack_s,
+        "chunked_s": time.perf_counter() - t0,
+        "first": first,
+        "during": during,
+        "vectors": chunks(sc)["vectors"],
+    }
 
 
 def run(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-long-") as tmp:
-        with Sidecar(Path(tmp) / "data", python=args.python, stderr=Path(tmp) / "sidecar.log",
-                     timeout=args.timeout) as sc:
+        with Sidecar(
+            Path(tmp) / "data", python=args.python, stderr=Path(tmp) / "sidecar.log", timeout=args.timeout
+        ) as sc:
             sc.wait_ready()
             f = fill(sc, rng, args.users, args.turns, args.batch, args.quiet)
             log(f"stored in {f['stored_s']:.0f} s, chunked {f['chunking_s']:.0f} s later", args.quiet)
@@ -146,25 +154,40 @@ def run(args: argparse.Namespace) -> int:
             for _ in range(args.requests):
                 uid, text = user_id(rng.randrange(args.users)), make_question(rng)
                 for mode in MODES:
-                    times[mode].append(sc.timed({"type": "query", "user_id": uid, "text": text, "limit": 5,
-                                                 "mode": mode}, "results")[1])
+                    times[mode].append(
+                        sc.timed({"type": "query", "user_id": uid, "text": text, "limit": 5, "mode": mode}, "results")[
+                            1
+                        ]
+                    )
             big = big_store(sc, rng, args)
             sc.shutdown()
     floor = model_floor(2, rng)
     rows = [latency_row(f"query mode={mode}", pct(times[mode])) for mode in MODES]
     rows.append(latency_row("model floor (question embedded alone, in-process)", pct(floor)))
     memories = args.users * args.turns
-    print_table(rows, title=f"query latency over the pipe, {args.users} users x {args.turns} turns of 1-3k "
-                            f"characters ({memories} memories, {f['vectors']} chunk vectors), limit 5")
+    print_table(
+        rows,
+        title=f"query latency over the pipe, {args.users} users x {args.turns} turns of 1-3k "
+        f"characters ({memories} memories, {f['vectors']} chunk vectors), limit 5",
+    )
     print()
-    rows = [{"measure": f"store of {args.big_bytes} bytes: acknowledged", "ms": big["ack_s"] * 1000},
-            {"measure": "  ... all its chunks embedded", "ms": big["chunked_s"] * 1000},
-            {"measure": "another user's first query (sent right behind the store)", "ms": big["first"] * 1000},
-            *({"measure": f"another user's {mode} queries meanwhile (n={len(t)}): p50 / p99 / worst",
-               "ms": " / ".join(f"{pct(t)[k]:.0f}" for k in ("p50_ms", "p99_ms", "max_ms"))}
-              for mode, t in big["during"].items()),
-            {"measure": f"fill: {memories} long turns stored", "ms": f["stored_s"] * 1000},
-            {"measure": "  ... then chunked", "ms": f["chunking_s"] * 1000}]
-    print_table(rows, title=f"storing {args.big_bytes} bytes as one memory ({big['vectors'] - f['vectors']} chunks)",
-                floatfmt=".0f")
+    rows = [
+        {"measure": f"store of {args.big_bytes} bytes: acknowledged", "ms": big["ack_s"] * 1000},
+        {"measure": "  ... all its chunks embedded", "ms": big["chunked_s"] * 1000},
+        {"measure": "another user's first query (sent right behind the store)", "ms": big["first"] * 1000},
+        *(
+            {
+                "measure": f"another user's {mode} queries meanwhile (n={len(t)}): p50 / p99 / worst",
+                "ms": " / ".join(f"{pct(t)[k]:.0f}" for k in ("p50_ms", "p99_ms", "max_ms")),
+            }
+            for mode, t in big["during"].items()
+        ),
+        {"measure": f"fill: {memories} long turns stored", "ms": f["stored_s"] * 1000},
+        {"measure": "  ... then chunked", "ms": f["chunking_s"] * 1000},
+    ]
+    print_table(
+        rows,
+        title=f"storing {args.big_bytes} bytes as one memory ({big['vectors'] - f['vectors']} chunks)",
+        floatfmt=".0f",
+    )
     return 0

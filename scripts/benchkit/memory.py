@@ -37,9 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lance-index-mb", type=float, help="LanceDB's index cache (default: the sidecar's)")
     parser.add_argument("--lance-metadata-mb", type=float, help="LanceDB's metadata cache (default: the sidecar's)")
     parser.add_argument("--users", type=int, default=1_000, help="users the conversations are drawn from")
-    parser.add_argument("--trim-seconds", type=float,
-                        help="malloc_trim this often, as the server does (0: only after a compaction; "
-                             "default: the server's, sidecar.runtime.native_memory.TRIM_INTERVAL_SECONDS)")
+    parser.add_argument(
+        "--trim-seconds",
+        type=float,
+        help="malloc_trim this often, as the server does (0: only after a compaction; "
+        "default: the server's, sidecar.runtime.native_memory.TRIM_INTERVAL_SECONDS)",
+    )
     parser.add_argument("--tracemalloc", action="store_true", help="also print the traced Python heap")
 
 
@@ -55,8 +58,11 @@ def run(args: argparse.Namespace) -> int:
         database.LANCE_INDEX_CACHE_BYTES = int(args.lance_index_mb * (1 << 20))
     if args.lance_metadata_mb is not None:
         database.LANCE_METADATA_CACHE_BYTES = int(args.lance_metadata_mb * (1 << 20))
-    print(f"LanceDB caches: index {database.LANCE_INDEX_CACHE_BYTES >> 20} MB, metadata "
-          f"{database.LANCE_METADATA_CACHE_BYTES >> 20} MB; vector cache {args.cache_mb} MB", flush=True)
+    print(
+        f"LanceDB caches: index {database.LANCE_INDEX_CACHE_BYTES >> 20} MB, metadata "
+        f"{database.LANCE_METADATA_CACHE_BYTES >> 20} MB; vector cache {args.cache_mb} MB",
+        flush=True,
+    )
     if args.tracemalloc:
         import tracemalloc
 
@@ -66,8 +72,13 @@ def run(args: argparse.Namespace) -> int:
     vectors = np.random.default_rng(1)
     model = {"name": "bench-memory", "dim": 384, "digest": "random"}
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
-        store = MessageStore(Path(tmp) / "data", model, compact_every_writes=200, compact_interval_seconds=60,
-                             cache_bytes=args.cache_mb << 20)
+        store = MessageStore(
+            Path(tmp) / "data",
+            model,
+            compact_every_writes=200,
+            compact_interval_seconds=60,
+            cache_bytes=args.cache_mb << 20,
+        )
 
         def conversation() -> list:
             return [f"user-{rng.randrange(args.users)}", conversation_length(rng, 20.0)]
@@ -86,9 +97,22 @@ def run(args: argparse.Namespace) -> int:
             vector = vectors.standard_normal((1, 384)).astype(np.float32)
             vector /= np.linalg.norm(vector)
             store.search(vector[0], user, 5, text=text, mode="hybrid" if rng.random() < 0.05 else "semantic")
-            store.add([{"id": str(uuid.uuid4()), "user_id": user, "content": f"{text} #{step}", "is_bot": False,
-                        "timestamp": time.time(), "message_id": None, "channel_id": None, "reply_to": None,
-                        "username": None}], vector)
+            store.add(
+                [
+                    {
+                        "id": str(uuid.uuid4()),
+                        "user_id": user,
+                        "content": f"{text} #{step}",
+                        "is_bot": False,
+                        "timestamp": time.time(),
+                        "message_id": None,
+                        "channel_id": None,
+                        "reply_to": None,
+                        "username": None,
+                    }
+                ],
+                vector,
+            )
             if store.compact_due():
                 store.compact(exclusive=False)
                 native_memory.trim()
@@ -98,12 +122,17 @@ def run(args: argparse.Namespace) -> int:
                 trims.append(time.perf_counter() - t)
                 next_trim = time.monotonic() + args.trim_seconds
             if step % args.every == 0:
-                line = (f"{step:8d} steps  {time.perf_counter() - t0:6.0f} s  RSS {rss_kib() // 1024:5d} MiB  "
-                        f"vector cache {store.cache_stats()['bytes'] >> 20} MiB")
+                line = (
+                    f"{step:8d} steps  {time.perf_counter() - t0:6.0f} s  RSS {rss_kib() // 1024:5d} MiB  "
+                    f"vector cache {store.cache_stats()['bytes'] >> 20} MiB"
+                )
                 heap = native_memory.heap_bytes()
                 if heap is not None:
-                    line += "  malloc in use / free / mmapped " + " / ".join(
-                        f"{heap[k] >> 20}" for k in ("in_use", "free", "mmapped")) + " MiB"
+                    line += (
+                        "  malloc in use / free / mmapped "
+                        + " / ".join(f"{heap[k] >> 20}" for k in ("in_use", "free", "mmapped"))
+                        + " MiB"
+                    )
                 if trims:
                     line += f"  trim median {pct(trims, 'rank')['p50_ms']:.1f} ms"
                 if args.tracemalloc:

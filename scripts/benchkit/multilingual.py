@@ -40,19 +40,41 @@ SUMMARY = "recall by language and mode, query p50 vs the floor, keyword index me
 DATA = Path(__file__).resolve().parent / "data" / "multilingual.jsonl"
 MODES = ("keyword", "semantic", "hybrid")
 STEMMED = {"en", "de", "fr", "es", "pt", "ru", "tr", "id", "ar", "hi"}  # Snowball stems these
-SCRIPTS = {"Latin (en)": "en", "Latin (de)": "de", "Cyrillic (ru)": "ru", "Arabic (ar)": "ar",
-           "Devanagari (hi)": "hi", "Han (zh)": "zh", "Han + Kana (ja)": "ja", "Hangul (ko)": "ko", "Thai (th)": "th"}
+SCRIPTS = {
+    "Latin (en)": "en",
+    "Latin (de)": "de",
+    "Cyrillic (ru)": "ru",
+    "Arabic (ar)": "ar",
+    "Devanagari (hi)": "hi",
+    "Han (zh)": "zh",
+    "Han + Kana (ja)": "ja",
+    "Hangul (ko)": "ko",
+    "Thai (th)": "th",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=DATA, help="the labelled sample (JSON lines)")
-    parser.add_argument("--half", choices=("tune", "heldout", "all"), default="heldout",
-                        help="whose queries are asked (both halves are stored)")
-    parser.add_argument("--sidecar-arg", action="append", default=[], metavar="FLAG",
-                        help="one more sidecar flag, e.g. --sidecar-arg=--model=REPO (repeatable)")
+    parser.add_argument(
+        "--half",
+        choices=("tune", "heldout", "all"),
+        default="heldout",
+        help="whose queries are asked (both halves are stored)",
+    )
+    parser.add_argument(
+        "--sidecar-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more sidecar flag, e.g. --sidecar-arg=--model=REPO (repeatable)",
+    )
     parser.add_argument("--no-mixed", action="store_true", help="skip the user holding every language")
-    parser.add_argument("--locomo", type=Path, default=ROOT.parent / "shared" / "bench" / "locomo",
-                        help="LoCoMo's folder: how many of its English turns are decided English (skipped when absent)")
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        default=ROOT.parent / "shared" / "bench" / "locomo",
+        help="LoCoMo's folder: how many of its English turns are decided English (skipped when absent)",
+    )
     add_sidecar_arguments(parser, timeout=600.0)
     parser.add_argument("--json", type=Path, help="write all results here")
 
@@ -79,9 +101,15 @@ def store_all(sc: Sidecar, rows: list[dict[str, Any]], mixed: bool) -> dict[str,
     users = sorted({r["lang"] for r in rows})
     for user in users + (["all"] if mixed else []):
         idx = [i for i, r in enumerate(rows) if user in ("all", r["lang"])]
-        resp = sc.request({"type": "store", "messages": [
-            {"user_id": f"ml-{user}", "content": rows[i]["memory"], "timestamp": 1_700_000_000 + i} for i in idx]},
-            "ok")
+        resp = sc.request(
+            {
+                "type": "store",
+                "messages": [
+                    {"user_id": f"ml-{user}", "content": rows[i]["memory"], "timestamp": 1_700_000_000 + i} for i in idx
+                ],
+            },
+            "ok",
+        )
         for i, mid in zip(idx, resp["ids"]):
             ids[f"{user}/{i}"] = mid
     return ids
@@ -94,8 +122,12 @@ def ask(sc: Sidecar, qs: list[dict[str, Any]], ids: dict[str, str], user: str) -
     for q in qs:
         want = ids[f"{user if user == 'all' else q['lang']}/{q['answer']}"]
         for mode in MODES:
-            req = {"type": "query", "user_id": f"ml-{user if user == 'all' else q['lang']}", "text": q["text"],
-                   "limit": 3}
+            req = {
+                "type": "query",
+                "user_id": f"ml-{user if user == 'all' else q['lang']}",
+                "text": q["text"],
+                "limit": 3,
+            }
             if mode != "hybrid":
                 req["mode"] = mode
             resp, seconds = sc.timed(req, "results")
@@ -114,14 +146,16 @@ def recall_rows(qs: list[dict[str, Any]], langs: list[str], mixed: bool) -> list
     rows = []
     for lang in [*langs, "all"]:
         sub = [q for q in qs if lang in ("all", q["lang"])]
-        row = {"language": lang + ("" if lang == "all" or lang not in STEMMED else " (stemmed)"),
-               "exact kw @1": recall(sub, "exact", "own/keyword", 1),
-               "exact hybrid @3": recall(sub, "exact", "own/hybrid", 3),
-               "inflected kw @1": recall(sub, "inflected", "own/keyword", 1),
-               "inflected kw @3": recall(sub, "inflected", "own/keyword", 3),
-               "inflected hybrid @3": recall(sub, "inflected", "own/hybrid", 3),
-               "paraphrase sem @3": recall(sub, "paraphrase", "own/semantic", 3),
-               "paraphrase hybrid @3": recall(sub, "paraphrase", "own/hybrid", 3)}
+        row = {
+            "language": lang + ("" if lang == "all" or lang not in STEMMED else " (stemmed)"),
+            "exact kw @1": recall(sub, "exact", "own/keyword", 1),
+            "exact hybrid @3": recall(sub, "exact", "own/hybrid", 3),
+            "inflected kw @1": recall(sub, "inflected", "own/keyword", 1),
+            "inflected kw @3": recall(sub, "inflected", "own/keyword", 3),
+            "inflected hybrid @3": recall(sub, "inflected", "own/hybrid", 3),
+            "paraphrase sem @3": recall(sub, "paraphrase", "own/semantic", 3),
+            "paraphrase hybrid @3": recall(sub, "paraphrase", "own/hybrid", 3),
+        }
         if mixed:
             row["mixed: exact kw @1"] = recall(sub, "exact", "all/keyword", 1)
             row["mixed: exact hybrid @3"] = recall(sub, "exact", "all/hybrid", 3)
@@ -141,9 +175,15 @@ def index_memory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         index = KeywordIndex()
         index.extend(texts, [-1] * len(texts), [-1] * len(texts))
         size = sum(len(t.encode()) for t in texts)
-        out.append({"script": name, "memories": len(texts), "text bytes": size,
-                    "index bytes per 1,000 memories": round(index.nbytes * 1000 / len(texts)),
-                    "index bytes per MB of text": round(index.nbytes * 1_000_000 / size)})
+        out.append(
+            {
+                "script": name,
+                "memories": len(texts),
+                "text bytes": size,
+                "index bytes per 1,000 memories": round(index.nbytes * 1000 / len(texts)),
+                "index bytes per MB of text": round(index.nbytes * 1_000_000 / size),
+            }
+        )
     english = out[0]["index bytes per MB of text"]
     for row in out:
         row["vs English per MB"] = round(row["index bytes per MB of text"] / english, 2)
@@ -160,15 +200,32 @@ def decisions(rows: list[dict[str, Any]], locomo: Path | None) -> list[dict[str,
     for lang in sorted({r["lang"] for r in rows}):
         want = None if lang in ("zh", "ja", "ko", "th") else lang
         got = [language_of(r["memory"]) for r in rows if r["lang"] == lang]
-        out.append({"memories of": lang, "n": len(got), "decided right": round(sum(g == want for g in got) / len(got), 2),
-                    "decided instead": ", ".join(sorted({str(g) for g in got if g != want})) or "-"})
+        out.append(
+            {
+                "memories of": lang,
+                "n": len(got),
+                "decided right": round(sum(g == want for g in got) / len(got), 2),
+                "decided instead": ", ".join(sorted({str(g) for g in got if g != want})) or "-",
+            }
+        )
     if locomo is not None and locomo.is_dir():
-        turns = [t["text"] for f in sorted(locomo.glob("*.json")) for k, v in json.loads(f.read_text()).items()
-                 if k.startswith("session_") and isinstance(v, list) for t in v if isinstance(t, dict) and "text" in t]
+        turns = [
+            t["text"]
+            for f in sorted(locomo.glob("*.json"))
+            for k, v in json.loads(f.read_text()).items()
+            if k.startswith("session_") and isinstance(v, list)
+            for t in v
+            if isinstance(t, dict) and "text" in t
+        ]
         got = [language_of(t) for t in turns]
-        out.append({"memories of": "LoCoMo turns (en)", "n": len(got),
-                    "decided right": round(sum(g == "en" for g in got) / len(got), 3),
-                    "decided instead": ", ".join(sorted({str(g) for g in got if g != "en"})) or "-"})
+        out.append(
+            {
+                "memories of": "LoCoMo turns (en)",
+                "n": len(got),
+                "decided right": round(sum(g == "en" for g in got) / len(got), 3),
+                "decided instead": ", ".join(sorted({str(g) for g in got if g != "en"})) or "-",
+            }
+        )
     return out
 
 
@@ -179,25 +236,38 @@ def run(args: argparse.Namespace) -> int:
     langs = sorted({r["lang"] for r in rows})
     qs = queries(rows, args.half)
     with tempfile.TemporaryDirectory(prefix="bench-ml-") as tmp:
-        with Sidecar(Path(tmp) / "data", args.sidecar_arg, python=args.python,
-                     stderr=Path(tmp) / "sidecar.log", timeout=args.timeout) as sc:
+        with Sidecar(
+            Path(tmp) / "data",
+            args.sidecar_arg,
+            python=args.python,
+            stderr=Path(tmp) / "sidecar.log",
+            timeout=args.timeout,
+        ) as sc:
             _, ready = sc.wait_ready()
             ids = store_all(sc, rows, not args.no_mixed)
             sc.compact()
-            log(f"stored {len(rows)} memories in {len(langs)} languages; asking {len(qs)} queries "
-                f"({args.half}) in {len(MODES)} modes")
+            log(
+                f"stored {len(rows)} memories in {len(langs)} languages; asking {len(qs)} queries "
+                f"({args.half}) in {len(MODES)} modes"
+            )
             times = ask(sc, qs, ids, "own")
             if not args.no_mixed:
                 ask(sc, qs, ids, "all")
             sc.shutdown()
     floor = pct(model_floor(2, random.Random(5)))
     table = recall_rows(qs, langs, not args.no_mixed)
-    print_table(table, title=f"recall by language ({args.half} half, {len(qs)} queries; model {ready.get('model')})",
-                floatfmt=".2f")
-    lat = [{"mode": m, "n": len(t), "p50 ms": pct(t)["p50_ms"], "p50 / floor": pct(t)["p50_ms"] / floor["p50_ms"]}
-           for m, t in times.items()]
-    lat.append({"mode": "floor: a question embedded alone", "n": floor["n"], "p50 ms": floor["p50_ms"],
-                "p50 / floor": 1.0})
+    print_table(
+        table,
+        title=f"recall by language ({args.half} half, {len(qs)} queries; model {ready.get('model')})",
+        floatfmt=".2f",
+    )
+    lat = [
+        {"mode": m, "n": len(t), "p50 ms": pct(t)["p50_ms"], "p50 / floor": pct(t)["p50_ms"] / floor["p50_ms"]}
+        for m, t in times.items()
+    ]
+    lat.append(
+        {"mode": "floor: a question embedded alone", "n": floor["n"], "p50 ms": floor["p50_ms"], "p50 / floor": 1.0}
+    )
     print()
     print_table(lat, title="query latency over the pipe (limit 3)", floatfmt=".2f")
     decided = decisions(rows, args.locomo)
@@ -205,9 +275,20 @@ def run(args: argparse.Namespace) -> int:
     print_table(decided, title="the language decision of each memory (sidecar/text, in process)", floatfmt=".3f")
     memory = index_memory(rows)
     print()
-    print_table(memory, title="keyword index memory by script (built in process from the sample's memories)",
-                floatfmt=".2f")
+    print_table(
+        memory, title="keyword index memory by script (built in process from the sample's memories)", floatfmt=".2f"
+    )
     if args.json:
-        write_json(args.json, {"half": args.half, "ready": ready, "recall": table, "latency": lat,
-                               "index_memory": memory, "decisions": decided, "queries": qs})
+        write_json(
+            args.json,
+            {
+                "half": args.half,
+                "ready": ready,
+                "recall": table,
+                "latency": lat,
+                "index_memory": memory,
+                "decisions": decided,
+                "queries": qs,
+            },
+        )
     return 0

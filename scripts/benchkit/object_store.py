@@ -37,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--messages", type=int, default=5_000, help="messages batch-stored before the timed requests")
     parser.add_argument("--users", type=int, default=50, help="users the messages are spread over")
     parser.add_argument("--requests", type=int, default=200, help="sequential single stores, and queries per mode")
-    parser.add_argument("--lag-samples", type=int, default=20, help="stores whose visibility in a second sidecar is timed")
+    parser.add_argument(
+        "--lag-samples", type=int, default=20, help="stores whose visibility in a second sidecar is timed"
+    )
     parser.add_argument("--refresh-seconds", type=float, default=2.0, help="the sidecars' --refresh-seconds")
     parser.add_argument("--endpoint", help="an S3-compatible endpoint to use instead of a moto server on 127.0.0.1")
     parser.add_argument("--bucket", help="with --endpoint: an existing bucket (a fresh prefix is used in it)")
@@ -59,8 +61,9 @@ def _moto() -> tuple[Any, str, str]:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench",
-                 region_name="us-east-1").create_bucket(Bucket="bench-memory")
+    boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench", region_name="us-east-1"
+    ).create_bucket(Bucket="bench-memory")
     os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
     return server, endpoint, "bench-memory"
 
@@ -68,8 +71,9 @@ def _moto() -> tuple[Any, str, str]:
 def _requests(sc: Sidecar, rng: random.Random, n: int, users: int) -> dict[str, dict[str, float]]:
     stores, queries, hybrid = [], [], []
     for _ in range(n):
-        _, t = sc.timed({"type": "store", "user_id": user_id(rng.randrange(users)),
-                         "content": make_message(rng, False)}, "ok")
+        _, t = sc.timed(
+            {"type": "store", "user_id": user_id(rng.randrange(users)), "content": make_message(rng, False)}, "ok"
+        )
         stores.append(t)
     for _ in range(n):
         q = {"type": "query", "user_id": user_id(rng.randrange(users)), "text": make_question(rng), "limit": 5}
@@ -104,17 +108,35 @@ def _measure(where: str, args: argparse.Namespace, tmp: Path, label: str, flags:
         query_every_user(sc, args.users, rng)  # as after the start-up warm-up: every user in the cache
         log(f"{label}: {ingest['msgs_per_s']:.0f} msg/s; {args.requests} stores and queries")
         lat = _requests(sc, rng, args.requests, args.users)
-        rows = [{"data dir": label, "measure": "start-up to ready", "value": ready_s * 1000, "unit": "ms"},
-                {"data dir": label, "measure": "ingest (batches of 1000)", "value": ingest["msgs_per_s"], "unit": "msg/s"}]
+        rows = [
+            {"data dir": label, "measure": "start-up to ready", "value": ready_s * 1000, "unit": "ms"},
+            {"data dir": label, "measure": "ingest (batches of 1000)", "value": ingest["msgs_per_s"], "unit": "msg/s"},
+        ]
         for name, p in lat.items():
-            rows.append({"data dir": label, "measure": f"{name} p50 / p95 / p99", "value": p["p50_ms"],
-                         "p95": p["p95_ms"], "p99": p["p99_ms"], "unit": "ms"})
+            rows.append(
+                {
+                    "data dir": label,
+                    "measure": f"{name} p50 / p95 / p99",
+                    "value": p["p50_ms"],
+                    "p95": p["p95_ms"],
+                    "p99": p["p99_ms"],
+                    "unit": "ms",
+                }
+            )
         if str(where).startswith("s3://") and args.lag_samples:
             with Sidecar(where, flags, python=args.python, stderr=tmp / f"{label}-b.log", timeout=args.timeout) as b:
                 b.wait_ready()
                 p = _lag(sc, b, args.lag_samples, rng)
-                rows.append({"data dir": label, "measure": "store in one sidecar -> seen by another", "value": p["p50_ms"],
-                             "p95": p["p95_ms"], "p99": p["max_ms"], "unit": "ms (p99 column: max)"})
+                rows.append(
+                    {
+                        "data dir": label,
+                        "measure": "store in one sidecar -> seen by another",
+                        "value": p["p50_ms"],
+                        "p95": p["p95_ms"],
+                        "p99": p["max_ms"],
+                        "unit": "ms (p99 column: max)",
+                    }
+                )
                 b.shutdown()
         sc.shutdown()
     return rows
@@ -137,12 +159,17 @@ def run(args: argparse.Namespace) -> int:
             tmp = Path(tmp_name)
             rows += _measure(tmp / "local", args, tmp, "local disk", flags)
             uri = f"s3://{bucket}/bench-{uuid.uuid4().hex[:8]}"
-            rows += _measure(uri, args, tmp, "object store" if args.endpoint else "object store (moto, loopback)", flags)
+            rows += _measure(
+                uri, args, tmp, "object store" if args.endpoint else "object store (moto, loopback)", flags
+            )
     finally:
         if server is not None:
             server.stop()
-    print_table(rows, title=f"object-store: {args.messages} messages over {args.users} users, {args.requests} "
-                f"sequential requests each, refresh {args.refresh_seconds:g} s, graph off")
+    print_table(
+        rows,
+        title=f"object-store: {args.messages} messages over {args.users} users, {args.requests} "
+        f"sequential requests each, refresh {args.refresh_seconds:g} s, graph off",
+    )
     if args.json:
         write_json(args.json, {"endpoint": endpoint if args.endpoint else "moto on 127.0.0.1", "rows": rows})
     return 0

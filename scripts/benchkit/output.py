@@ -43,8 +43,9 @@ def format_table(rows: Iterable[dict[str, Any]], floatfmt: str = ".1f") -> str:
     return "\n".join([line(columns), rule, *(line(r) for r in cells)])
 
 
-def print_table(rows: Iterable[dict[str, Any]], title: str | None = None, floatfmt: str = ".1f",
-                file: TextIO | None = None) -> None:
+def print_table(
+    rows: Iterable[dict[str, Any]], title: str | None = None, floatfmt: str = ".1f", file: TextIO | None = None
+) -> None:
     """`format_table(rows)` on stdout (or `file`), after `title` and a blank line when one is given."""
     out = file or sys.stdout
     if title:

@@ -27,8 +27,9 @@ SUMMARY = "export and import (vectors reused, re-embedded) against the batch ing
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--messages", type=int, default=20_000, help="messages stored, exported and imported")
     parser.add_argument("--users", type=int, default=100, help="users the messages are spread over")
-    parser.add_argument("--reembed-rows", type=int, default=3_000, help="plain JSON Lines messages imported "
-                        "(re-embedded)")
+    parser.add_argument(
+        "--reembed-rows", type=int, default=3_000, help="plain JSON Lines messages imported (re-embedded)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     add_sidecar_arguments(parser, timeout=3600.0)
     parser.add_argument("--json", type=Path, help="write all results here")
@@ -37,8 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _row(step: str, n: int, seconds: float, sc: Sidecar, size: int | None = None) -> dict[str, Any]:
     hwm = sc.vm_status().get("VmHWM", 0) / 1024
     log(f"{step}: {n} messages in {seconds:.1f} s ({n / seconds:.0f}/s)")
-    return {"step": step, "messages": n, "seconds": seconds, "msg/s": n / seconds,
-            "file MiB": (size or 0) / 2**20, "peak RSS MiB": hwm}
+    return {
+        "step": step,
+        "messages": n,
+        "seconds": seconds,
+        "msg/s": n / seconds,
+        "file MiB": (size or 0) / 2**20,
+        "peak RSS MiB": hwm,
+    }
 
 
 def _export(sc: Sidecar, out: Path, vectors: bool) -> tuple[dict[str, Any], float]:
@@ -67,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
             log(f"graph built {_graph_built(sc):.0f} s after the ingest")
             for name, vectors in (("all.jsonl.gz", True), ("all.jsonl", True), ("novec.jsonl.gz", False)):
                 resp, t = _export(sc, tmp / name, vectors)
-                label = f"export {'with' if vectors else 'without'} vectors ({'gzip' if name.endswith('gz') else 'plain'})"
+                label = (
+                    f"export {'with' if vectors else 'without'} vectors ({'gzip' if name.endswith('gz') else 'plain'})"
+                )
                 rows.append(_row(label, resp["messages"], t, sc, resp["bytes"]))
             sc.shutdown()
         with Sidecar(tmp / "target", python=args.python, stderr=tmp / "target.log", timeout=args.timeout) as sc:
@@ -81,8 +90,10 @@ def run(args: argparse.Namespace) -> int:
         now = time.time()
         with open(plain, "wb") as f:
             for i in range(args.reembed_rows):
-                f.write(b'{"user_id":"%s","content":"%s","timestamp":%.3f}\n' % (
-                    user_id(i % args.users).encode(), make_message(rng, False).encode(), now - i))
+                f.write(
+                    b'{"user_id":"%s","content":"%s","timestamp":%.3f}\n'
+                    % (user_id(i % args.users).encode(), make_message(rng, False).encode(), now - i)
+                )
         with Sidecar(tmp / "plain", python=args.python, stderr=tmp / "plain.log", timeout=args.timeout) as sc:
             sc.wait_ready()
             resp, t = sc.timed({"type": "import", "path": str(plain)}, "imported")

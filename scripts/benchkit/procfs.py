@@ -54,8 +54,12 @@ def rss_by_kind_mib(pid: int | str) -> dict[str, float]:
             kind = "other" if name.startswith("[") else "files"
         elif size == 1 << 30:
             kind = "pyarrow"
-        elif start % heap_size == 0 and (size == heap_size or (  # an arena heap: read-write part, then PROT_NONE rest
-                following and following[0] == end and following[2] == "---p" and following[1] - start == heap_size)):
+        elif start % heap_size == 0 and (
+            size == heap_size
+            or (  # an arena heap: read-write part, then PROT_NONE rest
+                following and following[0] == end and following[2] == "---p" and following[1] - start == heap_size
+            )
+        ):
             kind = "arenas"
         else:
             kind = "anon_large" if size >= 1 << 20 else "anon_small"

@@ -35,8 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated messages and questions")
     add_sidecar_arguments(parser, timeout=600.0)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--data-dir", type=Path,
-                        help="keep the filled data dir here; reused (no fill) when it exists")
+    parser.add_argument("--data-dir", type=Path, help="keep the filled data dir here; reused (no fill) when it exists")
 
 
 def query_rounds(sc: Sidecar, rounds: int, users: int, rng: random.Random) -> dict[str, list[float]]:
@@ -45,8 +44,9 @@ def query_rounds(sc: Sidecar, rounds: int, users: int, rng: random.Random) -> di
     for _ in range(rounds):
         uid, text = user_id(rng.randrange(users)), make_question(rng)
         for mode in MODES:
-            times[mode].append(sc.timed({"type": "query", "user_id": uid, "text": text, "limit": 5, "mode": mode},
-                                        "results")[1])
+            times[mode].append(
+                sc.timed({"type": "query", "user_id": uid, "text": text, "limit": 5, "mode": mode}, "results")[1]
+            )
     return times
 
 
@@ -65,14 +65,24 @@ def run(args: argparse.Namespace) -> int:
             sc.compact()  # rows folded into the indexes
             query_every_user(sc, args.users, rng)
             times = query_rounds(sc, args.requests, args.users, rng)
-            store_t = [sc.timed({"type": "store", "user_id": user_id(rng.randrange(args.users)),
-                                 "content": make_message(rng, False)}, "ok")[1] for _ in range(args.requests)]
+            store_t = [
+                sc.timed(
+                    {
+                        "type": "store",
+                        "user_id": user_id(rng.randrange(args.users)),
+                        "content": make_message(rng, False),
+                    },
+                    "ok",
+                )[1]
+                for _ in range(args.requests)
+            ]
             # the same queries again with those rows not yet in the full-text index (flat-searched)
             fresh = query_rounds(sc, args.requests // 3, args.users, rng)
             sc.shutdown()
     rows = [latency_row(f"query mode={mode}", pct(times[mode])) for mode in MODES]
     rows.append(latency_row("store (single)", pct(store_t)))
-    rows += [latency_row(f"query mode={mode}, {args.requests} rows not yet compacted", pct(fresh[mode]))
-             for mode in MODES]
+    rows += [
+        latency_row(f"query mode={mode}, {args.requests} rows not yet compacted", pct(fresh[mode])) for mode in MODES
+    ]
     print_table(rows, title=f"query latency over the pipe, {args.rows} memories over {args.users} users, limit 5")
     return 0

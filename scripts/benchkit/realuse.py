@@ -42,8 +42,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import ROOT, soak
 from .ab import build
@@ -66,31 +67,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--import-users", type=int, default=100, help="(a): users they are spread over")
     parser.add_argument("--steady-rows", type=int, default=100_000, help="(b): memories in the built store")
     parser.add_argument("--steady-users", type=int, default=1_000, help="(b): users they are spread over")
-    parser.add_argument("--steady-graph", choices=("built", "building"), default="built",
-                        help="(b): 'built' has a sidecar build the store's graph before anything is timed, as a "
-                             "store written with the graph on holds it (100k: 10-20 minutes here); 'building' "
-                             "times (b) while the graph builds the whole store, as after an upgrade (the "
-                             "quicker choice at 1M)")
-    parser.add_argument("--steady-store", type=Path, default=None,
-                        help="(b): keep the built store (with its graph, as --steady-graph left it) in this "
-                             "directory, and on a later run with the same sizes, seed and --steady-graph time "
-                             "a copy of it instead of building again (the kept store stays as built; one kept by an "
-                             "older version is migrated in each copy, so build it again after a schema change)")
+    parser.add_argument(
+        "--steady-graph",
+        choices=("built", "building"),
+        default="built",
+        help="(b): 'built' has a sidecar build the store's graph before anything is timed, as a "
+        "store written with the graph on holds it (100k: 10-20 minutes here); 'building' "
+        "times (b) while the graph builds the whole store, as after an upgrade (the "
+        "quicker choice at 1M)",
+    )
+    parser.add_argument(
+        "--steady-store",
+        type=Path,
+        default=None,
+        help="(b): keep the built store (with its graph, as --steady-graph left it) in this "
+        "directory, and on a later run with the same sizes, seed and --steady-graph time "
+        "a copy of it instead of building again (the kept store stays as built; one kept by an "
+        "older version is migrated in each copy, so build it again after a schema change)",
+    )
     parser.add_argument("--rounds", type=int, default=300, help="timed rounds (a store and a query per mode)")
-    parser.add_argument("--cold-cache-mb", type=int, default=None,
-                        help="cold/warm: run the (b) store again with this --cache-mb (default: the sidecar's)")
+    parser.add_argument(
+        "--cold-cache-mb",
+        type=int,
+        default=None,
+        help="cold/warm: run the (b) store again with this --cache-mb (default: the sidecar's)",
+    )
     parser.add_argument("--long-users", type=int, default=2, help="(c): users with long memories (0: skip (c))")
     parser.add_argument("--long-turns", type=int, default=400, help="(c): memories per user, 1-3k characters each")
-    parser.add_argument("--soak-requests", type=int, default=20_000,
-                        help="soak: pipelined requests through a fresh sidecar (0: skip; the issue's figure is 1M, "
-                             "about 2-3 hours here: run `bench.py soak` apart and pass --soak-json)")
+    parser.add_argument(
+        "--soak-requests",
+        type=int,
+        default=20_000,
+        help="soak: pipelined requests through a fresh sidecar (0: skip; the issue's figure is 1M, "
+        "about 2-3 hours here: run `bench.py soak` apart and pass --soak-json)",
+    )
     parser.add_argument("--soak-json", type=Path, help="soak: take the figures from an earlier `soak --out` file")
-    parser.add_argument("--binary", type=Path, action="append", default=[],
-                        help="a frozen executable to size and time to ready (repeatable; build_binary.py builds them)")
+    parser.add_argument(
+        "--binary",
+        type=Path,
+        action="append",
+        default=[],
+        help="a frozen executable to size and time to ready (repeatable; build_binary.py builds them)",
+    )
     parser.add_argument("--ready-runs", type=int, default=5, help="spawns timed (their median)")
-    parser.add_argument("--rss-timeline", type=Path, default=None,
-                        help="(b): write its sidecar's RSS every 0.2 s, with its kinds at each new high and the "
-                             "phases marked, to this JSON file (benchkit/timeline.py)")
+    parser.add_argument(
+        "--rss-timeline",
+        type=Path,
+        default=None,
+        help="(b): write its sidecar's RSS every 0.2 s, with its kinds at each new high and the "
+        "phases marked, to this JSON file (benchkit/timeline.py)",
+    )
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", default="bench-results/realuse.json", help="results file")
     add_sidecar_arguments(parser, timeout=600.0)
@@ -102,8 +128,9 @@ def rounds(sc: Sidecar, rng: random.Random, users: int, n: int, long: bool = Fal
     times: dict[str, list[float]] = {"store": [], **{m: [] for m in MODES}}
     for _ in range(n):
         content = long_turn(rng) if long else make_message(rng, False)
-        times["store"].append(sc.timed({"type": "store", "user_id": user_id(rng.randrange(users)),
-                                        "content": content}, "ok")[1])
+        times["store"].append(
+            sc.timed({"type": "store", "user_id": user_id(rng.randrange(users)), "content": content}, "ok")[1]
+        )
         for mode in MODES:
             req = {"type": "query", "user_id": user_id(rng.randrange(users)), "text": make_question(rng), "limit": 5}
             if mode != "default":
@@ -153,8 +180,10 @@ def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
     made_as = {"rows": args.steady_rows, "users": args.steady_users, "seed": args.seed, "graph": args.steady_graph}
     if kept_or_made(args.steady_store, made_as, data, make):
         log(f"(b) a copy of the store kept in {args.steady_store}")
-    with Sidecar(data, python=args.python, stderr=tmp / "b.log", timeout=args.timeout) as sc, \
-            rss_timeline(args.rss_timeline, sc.pid) as timeline:
+    with (
+        Sidecar(data, python=args.python, stderr=tmp / "b.log", timeout=args.timeout) as sc,
+        rss_timeline(args.rss_timeline, sc.pid) as timeline,
+    ):
         sc.wait_ready()
         timeline.mark("ready")
         query_every_user(sc, args.steady_users, rng)
@@ -173,8 +202,9 @@ def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
         sc.wait_ready()
         first = []  # in order: the first users are the least recently used
         for u in range(args.steady_users):  # each user's first query reads their rows from the table
-            first.append(sc.timed({"type": "query", "user_id": user_id(u), "text": make_question(rng), "limit": 5},
-                                  "results")[1])
+            first.append(
+                sc.timed({"type": "query", "user_id": user_id(u), "text": make_question(rng), "limit": 5}, "results")[1]
+            )
         cache = sc.request({"type": "stats"}, "stats")["cache"]
         cached = cache["users"]
         out["cold"] = None
@@ -186,8 +216,13 @@ def state_b(args: argparse.Namespace, tmp: Path, rng: random.Random) -> dict[str
                 cold.append(sc.timed(q, "results")[1])
                 w = {**q, "user_id": user_id(args.steady_users - 1 - i % max(1, cached // 4))}
                 warm.append(sc.timed(w, "results")[1])
-            out["cold"] = {"cold": pct(cold), "warm": pct(warm), "cached_users": cached, "first": pct(first),
-                           "spilled_users": cache.get("spilled_users", 0)}
+            out["cold"] = {
+                "cold": pct(cold),
+                "warm": pct(warm),
+                "cached_users": cached,
+                "first": pct(first),
+                "spilled_users": cache.get("spilled_users", 0),
+            }
         out["reopened_peak_rss_mb"] = sc.vm_status().get("VmHWM", 0) / 1024
         out["reopened_cache_mb"] = args.cold_cache_mb
         sc.shutdown()
@@ -248,8 +283,18 @@ def soak_figures(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
     log(f"soak: {args.soak_requests} pipelined requests")
     soak_parser = argparse.ArgumentParser()
     soak.add_arguments(soak_parser)  # the soak subcommand's traffic, with its own defaults
-    opts = soak_parser.parse_args(["--requests", str(args.soak_requests), "--interval", "2", "--seed", str(args.seed),
-                                   "--out", str(tmp / "soak.json")])
+    opts = soak_parser.parse_args(
+        [
+            "--requests",
+            str(args.soak_requests),
+            "--interval",
+            "2",
+            "--seed",
+            str(args.seed),
+            "--out",
+            str(tmp / "soak.json"),
+        ]
+    )
     with Sidecar(tmp / "soak", python=args.python, stderr=tmp / "soak.log", timeout=args.timeout) as sc:
         _, hello = sc.wait_ready()
         samples, failure = soak.stream(opts, sc, hello)
@@ -268,8 +313,14 @@ def binaries(args: argparse.Namespace) -> list[dict[str, Any]]:
     for exe in args.binary:
         onedir = (exe.parent / "_internal").is_dir()
         times = spawn_to_ready([str(exe)], args.ready_runs)
-        out.append({"path": str(exe), "kind": "onedir" if onedir else "onefile",
-                    "bytes": tree_bytes(exe.parent if onedir else exe), "ready_ms": statistics.median(times) * 1000})
+        out.append(
+            {
+                "path": str(exe),
+                "kind": "onedir" if onedir else "onefile",
+                "bytes": tree_bytes(exe.parent if onedir else exe),
+                "ready_ms": statistics.median(times) * 1000,
+            }
+        )
     return out
 
 
@@ -289,33 +340,58 @@ def ready(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             settled.append(sc.vm_status().get("VmRSS", 0) / 1024)
             sc.shutdown()
     p = pct(walls)
-    return {"median_ms": p["p50_ms"], "min_ms": p["min_ms"], "runs": len(walls),
-            "rss_mb": statistics.median(at_line), "settled_rss_mb": statistics.median(settled)}
+    return {
+        "median_ms": p["p50_ms"],
+        "min_ms": p["min_ms"],
+        "runs": len(walls),
+        "rss_mb": statistics.median(at_line),
+        "settled_rss_mb": statistics.median(settled),
+    }
 
 
 def ratio_row(label: str, p: dict[str, float], floor: float, p50_max: float, p99_max: float) -> dict[str, str]:
     ok = p["p50_ms"] <= p50_max * floor and p["p99_ms"] <= p99_max * floor
-    return {"measurement": label, "p50 / p99 ms": f"{p['p50_ms']:.1f} / {p['p99_ms']:.1f}",
-            "x floor": f"{p['p50_ms'] / floor:.1f}x / {p['p99_ms'] / floor:.1f}x",
-            "target": f"<= {p50_max}x / {p99_max}x", "": "ok" if ok else "MISSED"}
+    return {
+        "measurement": label,
+        "p50 / p99 ms": f"{p['p50_ms']:.1f} / {p['p99_ms']:.1f}",
+        "x floor": f"{p['p50_ms'] / floor:.1f}x / {p['p99_ms'] / floor:.1f}x",
+        "target": f"<= {p50_max}x / {p99_max}x",
+        "": "ok" if ok else "MISSED",
+    }
 
 
 def peak_row(label: str, mb: float, rows: int | None) -> dict[str, str]:
     """A peak RSS against the issue's budget for a store of `rows` (250 MB at 100k, 300 MB at 1M; None: shown
     beside the 100k budget, not judged)."""
     limit = 250 if rows is None or rows <= 100_000 else 300
-    return {"measurement": label, "p50 / p99 ms": f"{mb:.0f} MB", "x floor": "",
-            "target": f"<= {limit} MB at {'100k' if limit == 250 else '1M'}",
-            "": "" if rows is None else ("ok" if mb <= limit else "MISSED")}
+    return {
+        "measurement": label,
+        "p50 / p99 ms": f"{mb:.0f} MB",
+        "x floor": "",
+        "target": f"<= {limit} MB at {'100k' if limit == 250 else '1M'}",
+        "": "" if rows is None else ("ok" if mb <= limit else "MISSED"),
+    }
 
 
 def report(r: dict[str, Any]) -> list[dict[str, str]]:
     floor = r["floor_ms"]
     b_rows = r["b"].get("rows", 100_000)  # results written before the row count was recorded: the 100k default
-    rows = [{"measurement": "floor: one short message", "p50 / p99 ms": f"{floor:.2f}", "x floor": "1x",
-             "target": "", "": ""},
-            {"measurement": "long floor: a 3,000-character memory (its first window)",
-             "p50 / p99 ms": f"{r['floor_long_ms']:.2f}", "x floor": "", "target": "", "": ""}]
+    rows = [
+        {
+            "measurement": "floor: one short message",
+            "p50 / p99 ms": f"{floor:.2f}",
+            "x floor": "1x",
+            "target": "",
+            "": "",
+        },
+        {
+            "measurement": "long floor: a 3,000-character memory (its first window)",
+            "p50 / p99 ms": f"{r['floor_long_ms']:.2f}",
+            "x floor": "",
+            "target": "",
+            "": "",
+        },
+    ]
     for state in ("a", "b", "c"):
         s = r.get(state)
         if s is None:
@@ -323,70 +399,149 @@ def report(r: dict[str, Any]) -> list[dict[str, str]]:
         for kind in ("store", *MODES):
             limits = (2.0, 6.0) if kind == "store" else (1.5, 4.0)
             long_store = (state, kind) == ("c", "store")  # a long memory's floor: its first 256-token window
-            rows.append(ratio_row(f"({state}) {kind}" + (", against the long floor" if long_store else ""), s[kind],
-                                  r["floor_long_ms"] if long_store else floor, *limits))
+            rows.append(
+                ratio_row(
+                    f"({state}) {kind}" + (", against the long floor" if long_store else ""),
+                    s[kind],
+                    r["floor_long_ms"] if long_store else floor,
+                    *limits,
+                )
+            )
         rows.append(peak_row(f"({state}) peak RSS", s["peak_rss_mb"], b_rows if state == "b" else None))
     if "rounds_peak_rss_mb" in r["b"]:  # the peak above waited for the graph to build the rounds' stores
         wait = r["b"]["graph_wait_s"]
-        after = f"then {wait:.0f} s of the graph building their stores" if wait is not None else \
-            f"up to {GRAPH_WAIT_S:.0f} s more, the graph still building or off"
-        rows.append(peak_row(f"(b) peak RSS at the rounds' end (graph {r['b']['graph']} before them; the row above: "
-                             f"{after})", r["b"]["rounds_peak_rss_mb"], None))
+        after = (
+            f"then {wait:.0f} s of the graph building their stores"
+            if wait is not None
+            else f"up to {GRAPH_WAIT_S:.0f} s more, the graph still building or off"
+        )
+        rows.append(
+            peak_row(
+                f"(b) peak RSS at the rounds' end (graph {r['b']['graph']} before them; the row above: {after})",
+                r["b"]["rounds_peak_rss_mb"],
+                None,
+            )
+        )
     if "reopened_peak_rss_mb" in r["b"]:  # every user's first query after a restart, then the cold/warm pairs
         forced = r["b"].get("reopened_cache_mb")
-        rows.append(peak_row("(b) reopened" + (f" with --cache-mb {forced}" if forced is not None else "")
-                             + ": peak RSS through every user's first query", r["b"]["reopened_peak_rss_mb"], b_rows))
+        rows.append(
+            peak_row(
+                "(b) reopened"
+                + (f" with --cache-mb {forced}" if forced is not None else "")
+                + ": peak RSS through every user's first query",
+                r["b"]["reopened_peak_rss_mb"],
+                b_rows,
+            )
+        )
     cold = r["b"]["cold"]
     if cold:
         ratio = cold["cold"]["p50_ms"] / cold["warm"]["p50_ms"]
-        rows.append({"measurement": f"cold vs warm query ({cold['cached_users']} users in memory, "
-                                    f"{cold.get('spilled_users', 0)} on disk)",
-                     "p50 / p99 ms": f"{cold['cold']['p50_ms']:.1f} vs {cold['warm']['p50_ms']:.1f}",
-                     "x floor": f"{ratio:.1f}x warm", "target": "<= 2x warm", "": "ok" if ratio <= 2 else "MISSED"})
+        rows.append(
+            {
+                "measurement": f"cold vs warm query ({cold['cached_users']} users in memory, "
+                f"{cold.get('spilled_users', 0)} on disk)",
+                "p50 / p99 ms": f"{cold['cold']['p50_ms']:.1f} vs {cold['warm']['p50_ms']:.1f}",
+                "x floor": f"{ratio:.1f}x warm",
+                "target": "<= 2x warm",
+                "": "ok" if ratio <= 2 else "MISSED",
+            }
+        )
         if "first" in cold:
-            rows.append({"measurement": "a user's first query since start (read from the table)",
-                         "p50 / p99 ms": f"{cold['first']['p50_ms']:.1f} / {cold['first']['p99_ms']:.1f}",
-                         "x floor": f"{cold['first']['p50_ms'] / cold['warm']['p50_ms']:.1f}x warm", "target": "",
-                         "": ""})
+            rows.append(
+                {
+                    "measurement": "a user's first query since start (read from the table)",
+                    "p50 / p99 ms": f"{cold['first']['p50_ms']:.1f} / {cold['first']['p99_ms']:.1f}",
+                    "x floor": f"{cold['first']['p50_ms'] / cold['warm']['p50_ms']:.1f}x warm",
+                    "target": "",
+                    "": "",
+                }
+            )
     else:
-        rows.append({"measurement": "cold vs warm", "p50 / p99 ms": "every user fits the cache: no cold user",
-                     "x floor": "", "target": "", "": ""})
-    rows.append({"measurement": "ready: python -m sidecar (median), RSS at ready",
-                 "p50 / p99 ms": f"{r['ready']['median_ms']:.0f} ms, {r['ready']['rss_mb']:.0f} MB",
-                 "x floor": "", "target": "<= 1000 ms, <= 150 MB",
-                 "": "ok" if r["ready"]["median_ms"] <= 1000 and r["ready"]["rss_mb"] <= 150 else "MISSED"})
+        rows.append(
+            {
+                "measurement": "cold vs warm",
+                "p50 / p99 ms": "every user fits the cache: no cold user",
+                "x floor": "",
+                "target": "",
+                "": "",
+            }
+        )
+    rows.append(
+        {
+            "measurement": "ready: python -m sidecar (median), RSS at ready",
+            "p50 / p99 ms": f"{r['ready']['median_ms']:.0f} ms, {r['ready']['rss_mb']:.0f} MB",
+            "x floor": "",
+            "target": "<= 1000 ms, <= 150 MB",
+            "": "ok" if r["ready"]["median_ms"] <= 1000 and r["ready"]["rss_mb"] <= 150 else "MISSED",
+        }
+    )
     if "settled_rss_mb" in r["ready"]:
-        rows.append({"measurement": f"RSS {SETTLE_SECONDS:.0f} s after ready (warm-up done; median)",
-                     "p50 / p99 ms": f"{r['ready']['settled_rss_mb']:.0f} MB", "x floor": "", "target": "", "": ""})
+        rows.append(
+            {
+                "measurement": f"RSS {SETTLE_SECONDS:.0f} s after ready (warm-up done; median)",
+                "p50 / p99 ms": f"{r['ready']['settled_rss_mb']:.0f} MB",
+                "x floor": "",
+                "target": "",
+                "": "",
+            }
+        )
     if r.get("a"):
-        rows.append({"measurement": "(a) batch ingest", "p50 / p99 ms": f"{r['a']['ingest_per_s']:.0f} msg/s",
-                     "x floor": "", "target": "", "": ""})
+        rows.append(
+            {
+                "measurement": "(a) batch ingest",
+                "p50 / p99 ms": f"{r['a']['ingest_per_s']:.0f} msg/s",
+                "x floor": "",
+                "target": "",
+                "": "",
+            }
+        )
     rows += soak_rows(r.get("soak"))
     for b in r.get("binaries", []):
         size_max, ready_max = (150, None) if b["kind"] == "onedir" else (120, 1500)
         ok = b["bytes"] / 1e6 <= size_max and (ready_max is None or b["ready_ms"] <= ready_max)
-        rows.append({"measurement": f"frozen {b['kind']}: size, spawn to ready (median)",
-                     "p50 / p99 ms": f"{b['bytes'] / 1e6:.0f} MB, {b['ready_ms']:.0f} ms", "x floor": "",
-                     "target": f"<= {size_max} MB" + (f", <= {ready_max} ms" if ready_max else ""),
-                     "": "ok" if ok else "MISSED"})
+        rows.append(
+            {
+                "measurement": f"frozen {b['kind']}: size, spawn to ready (median)",
+                "p50 / p99 ms": f"{b['bytes'] / 1e6:.0f} MB, {b['ready_ms']:.0f} ms",
+                "x floor": "",
+                "target": f"<= {size_max} MB" + (f", <= {ready_max} ms" if ready_max else ""),
+                "": "ok" if ok else "MISSED",
+            }
+        )
     return rows
 
 
 def soak_rows(d: dict[str, Any] | None) -> list[dict[str, str]]:
     if not d or "tenth_rps" not in d:
-        return [] if not d else [{"measurement": "soak", "p50 / p99 ms": d["message"], "x floor": "", "target": "",
-                                  "": ""}]
+        return (
+            []
+            if not d
+            else [{"measurement": "soak", "p50 / p99 ms": d["message"], "x floor": "", "target": "", "": ""}]
+        )
     rps = d["tenth_rps"]
     return [
-        {"measurement": f"soak of {d['requests']} requests: req/s first vs last tenth",
-         "p50 / p99 ms": f"{rps[0]:.0f} vs {rps[-1]:.0f}", "x floor": f"{-d['throughput_loss']:+.0%}",
-         "target": ">= -10%", "": "ok" if d["throughput_loss"] <= 0.10 else "MISSED"},
-        {"measurement": "soak: steady RSS, first tenth vs last third",
-         "p50 / p99 ms": f"{d['rss_start_mib']:.0f} vs {d['rss_last_third_mib']:.0f} MiB",
-         "x floor": f"{d['rss_growth']:+.0%}", "target": "within 10%", "": "ok" if abs(d["rss_growth"]) <= 0.10 else "MISSED"},
-        {"measurement": "soak: highest RSS vs the last third's steady RSS",
-         "p50 / p99 ms": f"{d['peak_mib']:.0f} MiB", "x floor": f"{d['peak_over_steady']:.2f}x", "target": "<= 1.3x",
-         "": "ok" if d["peak_over_steady"] <= 1.3 else "MISSED"}]
+        {
+            "measurement": f"soak of {d['requests']} requests: req/s first vs last tenth",
+            "p50 / p99 ms": f"{rps[0]:.0f} vs {rps[-1]:.0f}",
+            "x floor": f"{-d['throughput_loss']:+.0%}",
+            "target": ">= -10%",
+            "": "ok" if d["throughput_loss"] <= 0.10 else "MISSED",
+        },
+        {
+            "measurement": "soak: steady RSS, first tenth vs last third",
+            "p50 / p99 ms": f"{d['rss_start_mib']:.0f} vs {d['rss_last_third_mib']:.0f} MiB",
+            "x floor": f"{d['rss_growth']:+.0%}",
+            "target": "within 10%",
+            "": "ok" if abs(d["rss_growth"]) <= 0.10 else "MISSED",
+        },
+        {
+            "measurement": "soak: highest RSS vs the last third's steady RSS",
+            "p50 / p99 ms": f"{d['peak_mib']:.0f} MiB",
+            "x floor": f"{d['peak_over_steady']:.2f}x",
+            "target": "<= 1.3x",
+            "": "ok" if d["peak_over_steady"] <= 1.3 else "MISSED",
+        },
+    ]
 
 
 def run(args: argparse.Namespace) -> int:

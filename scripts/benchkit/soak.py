@@ -68,19 +68,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", type=int, default=32, help="most requests in flight")
     parser.add_argument("--users", type=int, default=1_000, help="users conversations are drawn from")
     parser.add_argument("--conversations", type=int, default=16, help="users talking at the same time")
-    parser.add_argument("--exchanges", type=float, default=20.0,
-                        help="mean query+store exchanges per conversation; 0: every request's user drawn independently")
+    parser.add_argument(
+        "--exchanges",
+        type=float,
+        default=20.0,
+        help="mean query+store exchanges per conversation; 0: every request's user drawn independently",
+    )
     parser.add_argument("--interval", type=float, default=10.0, help="seconds per sample")
     parser.add_argument("--data-dir", help="the sidecar's data dir (default: a fresh temporary directory)")
     parser.add_argument("--out", default="soak.json", help="the samples and the verdict, rewritten every interval")
-    parser.add_argument("--plateau-tolerance", type=float, default=0.05,
-                        help="how much the last third's level may exceed the middle third's")
+    parser.add_argument(
+        "--plateau-tolerance",
+        type=float,
+        default=0.05,
+        help="how much the last third's level may exceed the middle third's",
+    )
     parser.add_argument("--seed", type=int, default=1, help="seed of the traffic")
-    parser.add_argument("--query-mix", default="default=1", type=_mix,
-                        help="query modes and their shares, e.g. semantic=0.9,hybrid=0.1; 'default' sends no mode "
-                             "(the sidecar's default, hybrid)")
-    parser.add_argument("--judge", metavar="SOAK_JSON",
-                        help="print the plateau verdict for an earlier run's --out and exit")
+    parser.add_argument(
+        "--query-mix",
+        default="default=1",
+        type=_mix,
+        help="query modes and their shares, e.g. semantic=0.9,hybrid=0.1; 'default' sends no mode "
+        "(the sidecar's default, hybrid)",
+    )
+    parser.add_argument(
+        "--judge", metavar="SOAK_JSON", help="print the plateau verdict for an earlier run's --out and exit"
+    )
     parser.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
 
 
@@ -180,9 +193,14 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
                 rid = r.get("request_id")
                 with lock:
                     t0, kind = sent_at.pop(rid, (None, None))
-                ok = (rid == expected and t0 is not None
-                      and ((kind == "store" and r.get("type") == "ok" and r.get("id"))
-                           or (kind == "query" and r.get("type") == "results")))
+                ok = (
+                    rid == expected
+                    and t0 is not None
+                    and (
+                        (kind == "store" and r.get("type") == "ok" and r.get("id"))
+                        or (kind == "query" and r.get("type") == "results")
+                    )
+                )
                 if not ok:
                     failure.append(f"request {expected}: unexpected answer {r}")
                     slots.release()
@@ -216,9 +234,12 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
     while not finished.wait(args.interval):
         samples.append(_sample(sc.pid, start, lock, lat, done, samples[-1] if samples else None, rss_seen))
         s = samples[-1]
-        print(f"t={s['t']:7.0f}s done={s['done']:8d} rss median/max={s['rss_mib']:6.1f}/{s['rss_max_mib']:6.1f} MiB "
-              f"rps={s['rps']:6.0f} store p50/p99={s['store_ms']['p50']:.1f}/{s['store_ms']['p99']:.1f} ms "
-              f"query p50/p99={s['query_ms']['p50']:.1f}/{s['query_ms']['p99']:.1f} ms", flush=True)
+        print(
+            f"t={s['t']:7.0f}s done={s['done']:8d} rss median/max={s['rss_mib']:6.1f}/{s['rss_max_mib']:6.1f} MiB "
+            f"rps={s['rps']:6.0f} store p50/p99={s['store_ms']['p50']:.1f}/{s['store_ms']['p99']:.1f} ms "
+            f"query p50/p99={s['query_ms']['p50']:.1f}/{s['query_ms']['p99']:.1f} ms",
+            flush=True,
+        )
         _write(args, samples, ready, failure, None)
     samples.append(_sample(sc.pid, start, lock, lat, done, samples[-1] if samples else None, rss_seen))
     return samples, failure
@@ -246,10 +267,14 @@ def _sample(pid, start, lock, lat, done, previous, rss_seen) -> dict:
     except OSError:
         by_kind = {}
     return {
-        "t": round(now - start, 1), "done": n, "rss_min_mib": round(seen[0], 1),
-        "rss_mib": round(seen[len(seen) // 2], 1), "rss_max_mib": round(seen[-1], 1),
+        "t": round(now - start, 1),
+        "done": n,
+        "rss_min_mib": round(seen[0], 1),
+        "rss_mib": round(seen[len(seen) // 2], 1),
+        "rss_max_mib": round(seen[-1], 1),
         "rps": round((n - last_done) / interval, 1) if interval > 0 else 0.0,
-        "store_ms": _percentiles(stores), "query_ms": _percentiles(queries),
+        "store_ms": _percentiles(stores),
+        "query_ms": _percentiles(queries),
         "rss_by_kind_mib": by_kind,
     }
 
@@ -267,7 +292,7 @@ def plateau(samples: list[dict], tolerance: float) -> dict:
     if len(kept) < 6:
         return {"plateaued": None, "message": f"RSS plateau: too few samples ({len(kept)}) to judge"}
     third = len(kept) // 3
-    middle, last = kept[third:2 * third], kept[2 * third:]
+    middle, last = kept[third : 2 * third], kept[2 * third :]
 
     def level(part: list[dict]) -> float:  # runs from before rss_min_mib was kept fall back to the medians
         return median([s.get("rss_min_mib", s["rss_mib"]) for s in part])
@@ -277,14 +302,20 @@ def plateau(samples: list[dict], tolerance: float) -> dict:
     peak_middle = max(s.get("rss_max_mib", s["rss_mib"]) for s in middle)
     peak_last = max(s.get("rss_max_mib", s["rss_mib"]) for s in last)
     ok = level_last <= level_middle * (1 + tolerance)
-    return {"plateaued": ok, "middle_level_mib": level_middle, "last_level_mib": level_last,
-            "middle_steady_mib": steady_middle, "last_steady_mib": steady_last,
-            "middle_peak_mib": peak_middle, "last_peak_mib": peak_last,
-            "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: the level between compactions (median of "
-                       f"the interval minimums) {level_middle:.1f} MiB in the middle third, {level_last:.1f} MiB in "
-                       f"the last third (tolerance {tolerance:.0%}); steady (median of the interval medians) "
-                       f"{steady_middle:.1f} and {steady_last:.1f} MiB; peaks {peak_middle:.1f} and "
-                       f"{peak_last:.1f} MiB"}
+    return {
+        "plateaued": ok,
+        "middle_level_mib": level_middle,
+        "last_level_mib": level_last,
+        "middle_steady_mib": steady_middle,
+        "last_steady_mib": steady_last,
+        "middle_peak_mib": peak_middle,
+        "last_peak_mib": peak_last,
+        "message": f"RSS {'plateaued' if ok else 'did NOT plateau'}: the level between compactions (median of "
+        f"the interval minimums) {level_middle:.1f} MiB in the middle third, {level_last:.1f} MiB in "
+        f"the last third (tolerance {tolerance:.0%}); steady (median of the interval medians) "
+        f"{steady_middle:.1f} and {steady_last:.1f} MiB; peaks {peak_middle:.1f} and "
+        f"{peak_last:.1f} MiB",
+    }
 
 
 def deciles(samples: list[dict]) -> dict:
@@ -307,23 +338,43 @@ def deciles(samples: list[dict]) -> dict:
     edges = [time_at(total * k / 10) for k in range(11)]
     rps = [total / 10 / (b - a) if b > a else 0.0 for a, b in zip(edges, edges[1:])]
     first = [s["rss_mib"] for s in kept if s["done"] <= total / 10] or [kept[0]["rss_mib"]]
-    last = [s["rss_mib"] for s in kept[2 * len(kept) // 3:]]
+    last = [s["rss_mib"] for s in kept[2 * len(kept) // 3 :]]
     start_mib, last_mib = median(first), median(last)
     peak = max(s.get("rss_max_mib", s["rss_mib"]) for s in kept)
     loss = 1 - rps[-1] / rps[0] if rps[0] else 0.0
-    return {"requests": total, "tenth_rps": [round(r, 1) for r in rps], "throughput_loss": loss,
-            "rss_start_mib": start_mib, "rss_last_third_mib": last_mib, "rss_growth": last_mib / start_mib - 1,
-            "peak_mib": peak, "peak_over_steady": peak / last_mib,
-            "message": f"soak deciles ({total} requests): requests/s by tenth "
-                       f"{' '.join(f'{r:.0f}' for r in rps)}; first to last tenth {loss:+.0%} lost (target <= "
-                       f"10%); steady RSS {start_mib:.0f} MiB in the first tenth, {last_mib:.0f} MiB in the last "
-                       f"third ({last_mib / start_mib - 1:+.0%}, target within 10%); highest one-second RSS "
-                       f"{peak:.0f} MiB = {peak / last_mib:.2f}x the last third's steady RSS (target <= 1.3x)"}
+    return {
+        "requests": total,
+        "tenth_rps": [round(r, 1) for r in rps],
+        "throughput_loss": loss,
+        "rss_start_mib": start_mib,
+        "rss_last_third_mib": last_mib,
+        "rss_growth": last_mib / start_mib - 1,
+        "peak_mib": peak,
+        "peak_over_steady": peak / last_mib,
+        "message": f"soak deciles ({total} requests): requests/s by tenth "
+        f"{' '.join(f'{r:.0f}' for r in rps)}; first to last tenth {loss:+.0%} lost (target <= "
+        f"10%); steady RSS {start_mib:.0f} MiB in the first tenth, {last_mib:.0f} MiB in the last "
+        f"third ({last_mib / start_mib - 1:+.0%}, target within 10%); highest one-second RSS "
+        f"{peak:.0f} MiB = {peak / last_mib:.2f}x the last third's steady RSS (target <= 1.3x)",
+    }
 
 
 def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
-    write_json(args.out, {
-        "requests": args.requests, "query_mix": args.query_mix, "window": args.window, "users": args.users,
-        "conversations": args.conversations, "exchanges": args.exchanges, "interval_s": args.interval,
-        "sidecar_args": args.sidecar_args, "startup_ms": ready.get("startup_ms"), "samples": samples,
-        "failure": failure[0] if failure else None, "plateau": verdict, "exit_code": exit_code})
+    write_json(
+        args.out,
+        {
+            "requests": args.requests,
+            "query_mix": args.query_mix,
+            "window": args.window,
+            "users": args.users,
+            "conversations": args.conversations,
+            "exchanges": args.exchanges,
+            "interval_s": args.interval,
+            "sidecar_args": args.sidecar_args,
+            "startup_ms": ready.get("startup_ms"),
+            "samples": samples,
+            "failure": failure[0] if failure else None,
+            "plateau": verdict,
+            "exit_code": exit_code,
+        },
+    )

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .output import log, write_json
 from .procfs import rss_by_kind_mib, rss_of_file_mib, status_kib
@@ -38,8 +39,9 @@ class RssTimeline:
                 self.samples.append([self._now(), round(rss, 1)])
                 if rss >= high + HIGH_STEP:
                     high = rss
-                    self.highs.append([self._now(), round(rss, 1), rss_by_kind_mib(self.pid),
-                                       rss_of_file_mib(self.pid, "_lancedb")])
+                    self.highs.append(
+                        [self._now(), round(rss, 1), rss_by_kind_mib(self.pid), rss_of_file_mib(self.pid, "_lancedb")]
+                    )
             except (OSError, KeyError):  # the process is gone, or not yet readable
                 pass
             self._stop.wait(INTERVAL)
@@ -65,7 +67,7 @@ class _NoTimeline:
 
 
 @contextmanager
-def rss_timeline(path: Path | None, pid: int) -> Iterator["RssTimeline | _NoTimeline"]:
+def rss_timeline(path: Path | None, pid: int) -> Iterator[RssTimeline | _NoTimeline]:
     """An RssTimeline of `pid` written to `path` when the block ends (nothing when path is None)."""
     if path is None:
         yield _NoTimeline()

@@ -20,12 +20,19 @@ def pct(values_s: Iterable[float], method: str = "linear") -> dict[str, float]:
     if not a.size:
         return {"n": 0, **{f"p{p}_ms": 0.0 for p in PERCENTILES}, "mean_ms": 0.0, "min_ms": 0.0, "max_ms": 0.0}
     if method == "rank":
+
         def at(p: float) -> float:
             return float(a[min(a.size - 1, int(p / 100 * a.size))])
     elif method == "linear":
+
         def at(p: float) -> float:
             return float(np.percentile(a, p))
     else:
         raise ValueError(f"unknown percentile method {method!r}")
-    return {"n": int(a.size), **{f"p{p}_ms": at(p) for p in PERCENTILES}, "mean_ms": float(a.mean()),
-            "min_ms": float(a[0]), "max_ms": float(a[-1])}
+    return {
+        "n": int(a.size),
+        **{f"p{p}_ms": at(p) for p in PERCENTILES},
+        "mean_ms": float(a.mean()),
+        "min_ms": float(a[0]),
+        "max_ms": float(a[-1]),
+    }

@@ -34,14 +34,68 @@ from .output import log, print_table, write_json
 
 SUMMARY = "recall by validity: present and past questions over histories with a change (labelled)"
 DAY = 86_400
-NAMES = ["Sam", "Alex", "Jordan", "Priya", "Mateo", "Lena", "Kofi", "Yuki", "Omar", "Chloe", "Ivan", "Maya", "Noor",
-         "Tariq", "Elena", "Ravi", "Sofia", "Jonas", "Aiko", "Luca"]
-CITIES = ["Berlin", "Paris", "Lisbon", "Porto", "Madrid", "Oslo", "Vienna", "Dublin", "Prague", "Rome", "Seoul",
-          "Toronto", "Denver", "Austin", "Glasgow", "Krakow"]
-COMPANIES = ["Acme", "Globex", "Initech", "Umbrella Labs", "Hooli", "Stark Industries", "Wayne Enterprises",
-             "Cyberdyne", "Soylent", "Vandelay Industries", "Wonka Foods", "Tyrell Systems"]
-SCHOOLS = ["Leeds University", "Trinity College", "Kyoto University", "McGill University", "the Sorbonne",
-           "Delft University"]
+NAMES = [
+    "Sam",
+    "Alex",
+    "Jordan",
+    "Priya",
+    "Mateo",
+    "Lena",
+    "Kofi",
+    "Yuki",
+    "Omar",
+    "Chloe",
+    "Ivan",
+    "Maya",
+    "Noor",
+    "Tariq",
+    "Elena",
+    "Ravi",
+    "Sofia",
+    "Jonas",
+    "Aiko",
+    "Luca",
+]
+CITIES = [
+    "Berlin",
+    "Paris",
+    "Lisbon",
+    "Porto",
+    "Madrid",
+    "Oslo",
+    "Vienna",
+    "Dublin",
+    "Prague",
+    "Rome",
+    "Seoul",
+    "Toronto",
+    "Denver",
+    "Austin",
+    "Glasgow",
+    "Krakow",
+]
+COMPANIES = [
+    "Acme",
+    "Globex",
+    "Initech",
+    "Umbrella Labs",
+    "Hooli",
+    "Stark Industries",
+    "Wayne Enterprises",
+    "Cyberdyne",
+    "Soylent",
+    "Vandelay Industries",
+    "Wonka Foods",
+    "Tyrell Systems",
+]
+SCHOOLS = [
+    "Leeds University",
+    "Trinity College",
+    "Kyoto University",
+    "McGill University",
+    "the Sorbonne",
+    "Delft University",
+]
 PARTNERS = ["Tom", "Mia", "Jonah", "Lena", "Marco", "Aisha", "Felix", "Nadia"]
 # predicate -> (first statements, change statements, fillers naming the value, present questions, past questions)
 KINDS: dict[str, dict[str, list[str]]] = {
@@ -49,10 +103,17 @@ KINDS: dict[str, dict[str, list[str]]] = {
         "first": ["I live in {a}.", "I'm living in {a} at the moment.", "I've lived in {a} for three years."],
         "change": ["I moved to {b}.", "Big step: I just moved to {b} last week.", "I relocated to {b} for good."],
         "old": ["{a} is so grey in winter.", "The trams in {a} are always late.", "I know every cafe in {a}."],
-        "new": ["Found a great bakery near the new flat.", "The new neighbourhood is quiet.",
-                "Still unpacking boxes in {b}."],
-        "now": ["where does {n} live now?", "Where do I live these days?", "Where does {n} live?",
-                "What city am I living in currently?"],
+        "new": [
+            "Found a great bakery near the new flat.",
+            "The new neighbourhood is quiet.",
+            "Still unpacking boxes in {b}.",
+        ],
+        "now": [
+            "where does {n} live now?",
+            "Where do I live these days?",
+            "Where does {n} live?",
+            "What city am I living in currently?",
+        ],
         "past": ["where did {n} live before?", "Where did I use to live?", "Where was I living previously?"],
     },
     "works_at": {
@@ -60,8 +121,12 @@ KINDS: dict[str, dict[str, list[str]]] = {
         "change": ["I joined {b}.", "I started working at {b} this month.", "I got a job at {b}!"],
         "old": ["Meetings at {a} take forever.", "My team at {a} had a party.", "{a} moved our office again."],
         "new": ["First week at the new job went well.", "My new manager is great.", "Onboarding at {b} is long."],
-        "now": ["Where does {n} work now?", "where do I work these days?", "Where does {n} work?",
-                "Who is my employer currently?"],
+        "now": [
+            "Where does {n} work now?",
+            "where do I work these days?",
+            "Where does {n} work?",
+            "Who is my employer currently?",
+        ],
         "past": ["where did {n} use to work?", "Where did I work before?", "Which company was I at previously?"],
     },
     "studies_at": {
@@ -78,12 +143,18 @@ KINDS: dict[str, dict[str, list[str]]] = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--histories", type=int, default=30, help="users, each with one change")
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--tree", type=Path, help="the source tree whose sidecar runs (its working directory); "
-                                                  "default: this one")
+    parser.add_argument(
+        "--tree", type=Path, help="the source tree whose sidecar runs (its working directory); default: this one"
+    )
     add_sidecar_arguments(parser, timeout=300.0)
     parser.add_argument("--misses", action="store_true", help="print each question graph_recall missed (stderr)")
-    parser.add_argument("--big-user", type=int, default=0, metavar="N",
-                        help="also one user stating N likes (N current relations): context's latency and size")
+    parser.add_argument(
+        "--big-user",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also one user stating N likes (N current relations): context's latency and size",
+    )
     parser.add_argument("--json", type=Path, help="write the results here too")
 
 
@@ -101,8 +172,10 @@ def history(rng: random.Random, k: int, t0: int) -> tuple[str, list[dict[str, An
     lines += rng.sample(t["new"], 2)
     times = [t0, t0 + 3_600, t0 + 5 * DAY, t0 + 30 * DAY, t0 + 30 * DAY + 600, t0 + 33 * DAY]
     uid = f"v{k}"
-    msgs = [{"user_id": uid, "username": name, "content": line.format(a=a, b=b), "timestamp": ts, "channel_id": uid}
-            for line, ts in zip(lines, times)]
+    msgs = [
+        {"user_id": uid, "username": name, "content": line.format(a=a, b=b), "timestamp": ts, "channel_id": uid}
+        for line, ts in zip(lines, times)
+    ]
     questions = [(q.format(n=name), change, "now") for q in rng.sample(t["now"], 2)]
     questions += [(q.format(n=name), first, "past") for q in rng.sample(t["past"], 2)]
     return uid, msgs, questions
@@ -113,9 +186,12 @@ def run(args: argparse.Namespace) -> int:
     t0 = int(time.time()) - 90 * DAY
     data = [history(rng, k, t0 + k * 60) for k in range(args.histories)]
     counts: dict[tuple[str, str], list[int]] = {}  # (mode, kind) -> [hit@1, right above wrong, asked]
-    with tempfile.TemporaryDirectory(prefix="bench-validity-") as tmp, \
-            Sidecar(Path(tmp) / "data", python=args.python, stderr=Path(tmp) / "stderr.log", timeout=args.timeout,
-                    cwd=args.tree) as sc:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-validity-") as tmp,
+        Sidecar(
+            Path(tmp) / "data", python=args.python, stderr=Path(tmp) / "stderr.log", timeout=args.timeout, cwd=args.tree
+        ) as sc,
+    ):
         sc.wait_ready()
         ids: dict[str, list[str]] = {}
         for uid, msgs, _qs in data:
@@ -125,17 +201,21 @@ def run(args: argparse.Namespace) -> int:
             for text, answer, kind in qs:
                 right = ids[uid][answer]
                 wrong = ids[uid][3 if kind == "past" else 0]  # the other statement of the relation
-                r = sc.request({"type": "graph_recall", "user_id": uid, "text": text, "strengthen": False},
-                               "graph_recall")
+                r = sc.request(
+                    {"type": "graph_recall", "user_id": uid, "text": text, "strengthen": False}, "graph_recall"
+                )
                 ranked = {"graph_recall": [e["id"] for t in r["traces"] for e in t["episodes"]]}
                 for mode in ("graph", "hybrid"):
-                    q = sc.request({"type": "query", "user_id": uid, "text": text, "mode": mode, "limit": 10},
-                                   "results")
+                    q = sc.request(
+                        {"type": "query", "user_id": uid, "text": text, "mode": mode, "limit": 10}, "results"
+                    )
                     ranked["query " + ("graph" if mode == "graph" else "default")] = [m["id"] for m in q["messages"]]
                 if args.misses and (not ranked["graph_recall"] or ranked["graph_recall"][0] != right):
                     content = {i: m["content"] for i, m in zip(ids[uid], _msgs)}
-                    log(f"missed ({kind}): {text!r} -> {content.get(right)!r}; first: "
-                        f"{content.get(ranked['graph_recall'][0]) if ranked['graph_recall'] else None!r}")
+                    log(
+                        f"missed ({kind}): {text!r} -> {content.get(right)!r}; first: "
+                        f"{content.get(ranked['graph_recall'][0]) if ranked['graph_recall'] else None!r}"
+                    )
                 for mode, got in ranked.items():
                     c = counts.setdefault((mode, kind), [0, 0, 0])
                     c[0] += bool(got) and got[0] == right
@@ -143,11 +223,21 @@ def run(args: argparse.Namespace) -> int:
                     c[2] += 1
         big = big_user(sc, args.big_user, t0) if args.big_user else None
         sc.shutdown()
-    rows = [{"mode": mode, "asks": kind, "questions": n, "hit@1": round(hit / n, 3),
-             "right above wrong": round(above / n, 3)} for (mode, kind), (hit, above, n) in sorted(counts.items())]
+    rows = [
+        {
+            "mode": mode,
+            "asks": kind,
+            "questions": n,
+            "hit@1": round(hit / n, 3),
+            "right above wrong": round(above / n, 3),
+        }
+        for (mode, kind), (hit, above, n) in sorted(counts.items())
+    ]
     print_table(rows, floatfmt=".3f")
-    print(f"\n{args.histories} histories (seed {args.seed}), tree {args.tree or Path(__file__).parents[2]}",
-          file=sys.stdout)
+    print(
+        f"\n{args.histories} histories (seed {args.seed}), tree {args.tree or Path(__file__).parents[2]}",
+        file=sys.stdout,
+    )
     if big:
         print()
         print_table([big], floatfmt=".1f")
@@ -162,7 +252,7 @@ def big_user(sc: Sidecar, n: int, t0: int, requests: int = 30) -> dict[str, Any]
     msgs = [{"user_id": "big", "content": f"I love thing {k}.", "timestamp": t0 + k} for k in range(n)]
     msgs.append({"user_id": "big", "content": "I live in Oslo.", "timestamp": t0 + n})
     for start in range(0, len(msgs), 1_000):
-        sc.request({"type": "store", "messages": msgs[start:start + 1_000]}, "ok")
+        sc.request({"type": "store", "messages": msgs[start : start + 1_000]}, "ok")
     deadline = time.monotonic() + 1_800
     while sc.request({"type": "health"}, "health")["graph"]["queue"] and time.monotonic() < deadline:
         time.sleep(1.0)  # the builder at work (each new relation looks through the user's others)
@@ -170,10 +260,14 @@ def big_user(sc: Sidecar, n: int, t0: int, requests: int = 30) -> dict[str, Any]
     log(f"big user: {len(built['relations'])} relations")
     times, last = [], {}
     for k in range(requests):
-        last, seconds = sc.timed({"type": "context", "user_id": "big", "text": f"what about thing {k * 7}?"},
-                                 "context")
+        last, seconds = sc.timed({"type": "context", "user_id": "big", "text": f"what about thing {k * 7}?"}, "context")
         times.append(seconds * 1000)
     times.sort()
-    return {"relations stated": len(built["relations"]), "context p50 ms": times[len(times) // 2],
-            "context p95 ms": times[int(len(times) * 0.95)], "relations shown": last["relations"],
-            "memories shown": last["memories"], "words in text": len(last["text"].split())}
+    return {
+        "relations stated": len(built["relations"]),
+        "context p50 ms": times[len(times) // 2],
+        "context p95 ms": times[int(len(times) * 0.95)],
+        "relations shown": last["relations"],
+        "memories shown": last["memories"],
+        "words in text": len(last["text"].split()),
+    }

@@ -16,25 +16,126 @@ NAMES = ["Sam", "Alex", "Jordan", "Priya", "Mateo", "Lena", "Kofi", "Yuki", "Oma
 RELATIONS = ["sister", "brother", "mom", "dad", "roommate", "boss", "best friend", "cousin", "partner", "neighbor"]
 PETS = ["cat", "dog", "rabbit", "parrot", "hamster", "goldfish", "puppy", "kitten"]
 PET_NAMES = ["Biscuit", "Luna", "Milo", "Pepper", "Ziggy", "Nala", "Oscar", "Mochi", "Rex", "Willow"]
-PLACES = ["Lisbon", "Tokyo", "the lake house", "Berlin", "my grandparents' farm", "Montreal", "the coast",
-          "Mexico City", "the mountains", "Edinburgh", "Seoul", "the new climbing gym", "the farmers market"]
-FOODS = ["ramen", "tacos", "sourdough", "pad thai", "sushi", "lasagna", "curry", "pho", "falafel", "pancakes",
-         "dumplings", "paella", "banana bread"]
-HOBBIES = ["bouldering", "guitar", "chess", "running", "photography", "knitting", "gardening", "painting",
-           "woodworking", "baking", "yoga", "cycling", "pottery", "birdwatching"]
-THINGS = ["laptop", "bike", "phone", "car", "espresso machine", "headphones", "keyboard", "camera", "apartment",
-          "standing desk", "couch"]
-MEDIA = ["that new sci-fi series", "the Dune books", "a podcast about ancient Rome", "the latest Zelda game",
-         "a documentary on octopuses", "a mystery novel", "the jazz album my dad recommended", "an anime about cooking"]
-ADJS = ["amazing", "terrible", "way too expensive", "surprisingly good", "kind of boring", "really relaxing",
-        "super stressful", "better than expected", "a total mess", "honestly perfect", "pretty weird"]
-DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "tomorrow", "next week",
-        "this weekend", "tonight"]
-JOBS = ["a nurse", "a software developer", "a teacher", "a chef", "an accountant", "a graphic designer",
-        "an electrician", "a barista", "a data analyst", "an architect"]
+PLACES = [
+    "Lisbon",
+    "Tokyo",
+    "the lake house",
+    "Berlin",
+    "my grandparents' farm",
+    "Montreal",
+    "the coast",
+    "Mexico City",
+    "the mountains",
+    "Edinburgh",
+    "Seoul",
+    "the new climbing gym",
+    "the farmers market",
+]
+FOODS = [
+    "ramen",
+    "tacos",
+    "sourdough",
+    "pad thai",
+    "sushi",
+    "lasagna",
+    "curry",
+    "pho",
+    "falafel",
+    "pancakes",
+    "dumplings",
+    "paella",
+    "banana bread",
+]
+HOBBIES = [
+    "bouldering",
+    "guitar",
+    "chess",
+    "running",
+    "photography",
+    "knitting",
+    "gardening",
+    "painting",
+    "woodworking",
+    "baking",
+    "yoga",
+    "cycling",
+    "pottery",
+    "birdwatching",
+]
+THINGS = [
+    "laptop",
+    "bike",
+    "phone",
+    "car",
+    "espresso machine",
+    "headphones",
+    "keyboard",
+    "camera",
+    "apartment",
+    "standing desk",
+    "couch",
+]
+MEDIA = [
+    "that new sci-fi series",
+    "the Dune books",
+    "a podcast about ancient Rome",
+    "the latest Zelda game",
+    "a documentary on octopuses",
+    "a mystery novel",
+    "the jazz album my dad recommended",
+    "an anime about cooking",
+]
+ADJS = [
+    "amazing",
+    "terrible",
+    "way too expensive",
+    "surprisingly good",
+    "kind of boring",
+    "really relaxing",
+    "super stressful",
+    "better than expected",
+    "a total mess",
+    "honestly perfect",
+    "pretty weird",
+]
+DAYS = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "tomorrow",
+    "next week",
+    "this weekend",
+    "tonight",
+]
+JOBS = [
+    "a nurse",
+    "a software developer",
+    "a teacher",
+    "a chef",
+    "an accountant",
+    "a graphic designer",
+    "an electrician",
+    "a barista",
+    "a data analyst",
+    "an architect",
+]
 FEELINGS = ["tired", "excited", "nervous", "happy", "stressed", "bored", "anxious", "relieved", "hopeful"]
-TOPICS = ["my job interview", "the move", "my exam", "the marathon", "the wedding", "my dentist appointment",
-          "the project deadline", "my driving test", "the concert", "my sister's birthday party"]
+TOPICS = [
+    "my job interview",
+    "the move",
+    "my exam",
+    "the marathon",
+    "the wedding",
+    "my dentist appointment",
+    "the project deadline",
+    "my driving test",
+    "the concert",
+    "my sister's birthday party",
+]
 
 USER_MAIN = [
     "I just got back from {place} and honestly the food was {adj}",
@@ -59,11 +160,20 @@ USER_MAIN = [
     "I ran my first 10k last weekend and my legs are still sore",
 ]
 USER_TAILS = [
-    "not sure if I'd do it again though", "my {relation} thought it was {adj}", "anyway that's my week so far",
-    "I'll tell you more about it later", "it's been on my mind a lot", "which is kind of funny if you think about it",
-    "I should probably write that down somewhere", "and {name} keeps asking me about it", "lol",
-    "does that make sense", "I really want to get better at it", "it cost way more than I planned",
-    "we'll see how it goes {day}", "I'm {feeling} just thinking about it",
+    "not sure if I'd do it again though",
+    "my {relation} thought it was {adj}",
+    "anyway that's my week so far",
+    "I'll tell you more about it later",
+    "it's been on my mind a lot",
+    "which is kind of funny if you think about it",
+    "I should probably write that down somewhere",
+    "and {name} keeps asking me about it",
+    "lol",
+    "does that make sense",
+    "I really want to get better at it",
+    "it cost way more than I planned",
+    "we'll see how it goes {day}",
+    "I'm {feeling} just thinking about it",
 ]
 BOT_MAIN = [
     "that sounds {adj}, how did your {relation} like it",
@@ -74,26 +184,56 @@ BOT_MAIN = [
     "being {job} means a tough schedule, make sure you get some rest",
     "if you liked {media} you might enjoy something similar next",
 ]
-BOT_TAILS = ["let me know how it goes", "I'm happy to help you plan it", "tell me more whenever you want",
-             "that's a great idea", "I'll keep that in mind for next time"]
+BOT_TAILS = [
+    "let me know how it goes",
+    "I'm happy to help you plan it",
+    "tell me more whenever you want",
+    "that's a great idea",
+    "I'll keep that in mind for next time",
+]
 QUESTIONS = [
-    "what pets does this user have", "where did I travel recently", "what is my job", "what food do I like",
-    "do I have any allergies", "what are my hobbies", "when is my appointment", "who is visiting me",
-    "what am I watching lately", "what did I cook yesterday", "how am I feeling", "what did I buy",
-    "what is my {relation}'s name", "do I like coffee", "what language am I learning", "did I go running",
-    "what's my {pet} called", "any plans for {day}",
+    "what pets does this user have",
+    "where did I travel recently",
+    "what is my job",
+    "what food do I like",
+    "do I have any allergies",
+    "what are my hobbies",
+    "when is my appointment",
+    "who is visiting me",
+    "what am I watching lately",
+    "what did I cook yesterday",
+    "how am I feeling",
+    "what did I buy",
+    "what is my {relation}'s name",
+    "do I like coffee",
+    "what language am I learning",
+    "did I go running",
+    "what's my {pet} called",
+    "any plans for {day}",
 ]
 # the soak's (and `memory`'s) texts: 4-20 of these words
-WORDS = ("cat dog coffee tea hiking mountain router password pizza lunch meeting python rust music guitar "
-         "weekend trip train beach rain snow book movie garden bike laptop phone birthday cake job office").split()
+WORDS = (
+    "cat dog coffee tea hiking mountain router password pizza lunch meeting python rust music guitar "
+    "weekend trip train beach rain snow book movie garden bike laptop phone birthday cake job office"
+).split()
 
 
 def _fill(template: str, rng: random.Random) -> str:
     return template.format(
-        place=rng.choice(PLACES), adj=rng.choice(ADJS), pet=rng.choice(PETS), pet_name=rng.choice(PET_NAMES),
-        hobby=rng.choice(HOBBIES), topic=rng.choice(TOPICS), day=rng.choice(DAYS), relation=rng.choice(RELATIONS),
-        name=rng.choice(NAMES), job=rng.choice(JOBS), thing=rng.choice(THINGS), food=rng.choice(FOODS),
-        feeling=rng.choice(FEELINGS), media=rng.choice(MEDIA),
+        place=rng.choice(PLACES),
+        adj=rng.choice(ADJS),
+        pet=rng.choice(PETS),
+        pet_name=rng.choice(PET_NAMES),
+        hobby=rng.choice(HOBBIES),
+        topic=rng.choice(TOPICS),
+        day=rng.choice(DAYS),
+        relation=rng.choice(RELATIONS),
+        name=rng.choice(NAMES),
+        job=rng.choice(JOBS),
+        thing=rng.choice(THINGS),
+        food=rng.choice(FOODS),
+        feeling=rng.choice(FEELINGS),
+        media=rng.choice(MEDIA),
     )
 
 
@@ -159,8 +299,14 @@ def fill(sc: Sidecar, rng: random.Random, rows: int, users: int, batch: int, qui
             bot = rng.random() < 0.15
             content = make_message(rng, bot)
             words += len(content.split())
-            msgs.append({"user_id": user_id(rng.randrange(users)), "content": content, "is_bot": bot,
-                         "timestamp": round(now - rng.random() * span, 3)})
+            msgs.append(
+                {
+                    "user_id": user_id(rng.randrange(users)),
+                    "content": content,
+                    "is_bot": bot,
+                    "timestamp": round(now - rng.random() * span, 3),
+                }
+            )
         line = dumps({"type": "store", "messages": msgs}) + b"\n"
         t0 = time.perf_counter()
         sc.send_raw(line)
@@ -171,5 +317,13 @@ def fill(sc: Sidecar, rng: random.Random, rows: int, users: int, batch: int, qui
         done += n
         log(f"  stored {done}/{rows} ({n / batch_times[-1]:.0f} msg/s this batch)", quiet)
     total = time.perf_counter() - t_all
-    return {"rows": rows, "users": users, "batch": batch, "batches": len(batch_times), "seconds": total,
-            "msgs_per_s": rows / total, "batch_latency": pct(batch_times), "avg_words": words / rows}
+    return {
+        "rows": rows,
+        "users": users,
+        "batch": batch,
+        "batches": len(batch_times),
+        "seconds": total,
+        "msgs_per_s": rows / total,
+        "batch_latency": pct(batch_times),
+        "avg_words": words / rows,
+    }

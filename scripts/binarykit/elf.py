@@ -53,8 +53,11 @@ def loadable(path: str | Path) -> bool:
     segment's own alignment, which is at least the page size)."""
     with open(path, "rb") as f:
         for seg in ELFFile(f).iter_segments():
-            if seg["p_type"] == "PT_LOAD" and seg["p_align"] > 1 \
-                    and (seg["p_vaddr"] - seg["p_offset"]) % seg["p_align"]:
+            if (
+                seg["p_type"] == "PT_LOAD"
+                and seg["p_align"] > 1
+                and (seg["p_vaddr"] - seg["p_offset"]) % seg["p_align"]
+            ):
                 return False
     return True
 
@@ -88,8 +91,7 @@ def _dynamic_symbols(path: str | Path, defined: bool) -> set[str]:
     with open(path, "rb") as f:
         for section in ELFFile(f).iter_sections():
             if isinstance(section, SymbolTableSection) and section.name == ".dynsym":
-                return {s.name for s in section.iter_symbols()
-                        if s.name and (s["st_shndx"] != "SHN_UNDEF") == defined}
+                return {s.name for s in section.iter_symbols() if s.name and (s["st_shndx"] != "SHN_UNDEF") == defined}
     return set()
 
 

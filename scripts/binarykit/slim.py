@@ -19,32 +19,82 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 Toc = list[tuple[str, str, str]]  # PyInstaller's (name in the bundle, source path, typecode)
 
 EXCLUDES = [
     # never imported by the sidecar; huggingface_hub is only the last-resort model source, which a frozen
     # binary with its model inside does not need: no first-run download
-    "torch", "tensorflow", "jax", "transformers", "sentence_transformers",
-    "pandas", "polars", "matplotlib", "scipy", "sympy", "PIL", "cv2", "sklearn",
-    "tkinter", "_tkinter", "IPython", "jupyter_client", "ipykernel", "notebook",
-    "pytest", "_pytest", "hypothesis", "unittest", "pydoc_data", "lib2to3", "idlelib",
-    "huggingface_hub", "hf_xet", "httpx", "httpcore", "h11", "anyio",
-    "onnx", "onnxruntime.transformers", "onnxruntime.quantization", "onnxruntime.tools",
-    "pyarrow.tests", "numpy.tests", "numpy.f2py", "setuptools", "pkg_resources", "pip",
-    "PyInstaller", "readline", "sqlite3", "pdb", "yaml",
+    "torch",
+    "tensorflow",
+    "jax",
+    "transformers",
+    "sentence_transformers",
+    "pandas",
+    "polars",
+    "matplotlib",
+    "scipy",
+    "sympy",
+    "PIL",
+    "cv2",
+    "sklearn",
+    "tkinter",
+    "_tkinter",
+    "IPython",
+    "jupyter_client",
+    "ipykernel",
+    "notebook",
+    "pytest",
+    "_pytest",
+    "hypothesis",
+    "unittest",
+    "pydoc_data",
+    "lib2to3",
+    "idlelib",
+    "huggingface_hub",
+    "hf_xet",
+    "httpx",
+    "httpcore",
+    "h11",
+    "anyio",
+    "onnx",
+    "onnxruntime.transformers",
+    "onnxruntime.quantization",
+    "onnxruntime.tools",
+    "pyarrow.tests",
+    "numpy.tests",
+    "numpy.f2py",
+    "setuptools",
+    "pkg_resources",
+    "pip",
+    "PyInstaller",
+    "readline",
+    "sqlite3",
+    "pdb",
+    "yaml",
     # the MCP face (`memory-sidecar mcp`) is an optional extra of the Python package, not of the binary
     # (its SDK pulls starlette, uvicorn, cryptography, ...); the binary says so and exits 2
-    "sidecar.mcp", "mcp", "mcp_types", "jsonschema",
+    "sidecar.mcp",
+    "mcp",
+    "mcp_types",
+    "jsonschema",
     # optional imports of requests (pyOpenSSL injection) and pyarrow.cffi, found in the build's xref when the
     # build venv has the test extras (moto pulls cryptography): 15 MB the sidecar never loads
-    "cryptography", "OpenSSL", "cffi", "_cffi_backend",
+    "cryptography",
+    "OpenSSL",
+    "cffi",
+    "_cffi_backend",
     # terminal rendering and templates: pydantic's schema pretty-printer (a debugging helper), tqdm.rich and
     # fsspec's reference filesystem import them inside functions the sidecar never calls (none is imported by
     # a sidecar that ran every command): 2.9 MB of the onefile
-    "rich", "pygments", "markdown_it", "mdurl", "jinja2", "markupsafe",
+    "rich",
+    "pygments",
+    "markdown_it",
+    "mdurl",
+    "jinja2",
+    "markupsafe",
 ]
 
 # pyarrow modules that pyarrow itself imports only inside `try: ... except ImportError` (pyarrow.fs: the
@@ -53,11 +103,30 @@ EXCLUDES = [
 # benchmarks). LanceDB reads and writes through its own Rust code and object store; the hook for pyarrow
 # collects every submodule all the same.
 PYARROW_OPTIONAL = [
-    "pyarrow.flight", "pyarrow._flight", "pyarrow._s3fs", "pyarrow._azurefs", "pyarrow._gcsfs", "pyarrow._hdfs",
-    "pyarrow.cuda", "pyarrow._cuda", "pyarrow.gandiva", "pyarrow.substrait", "pyarrow._substrait",
-    "pyarrow.orc", "pyarrow._orc", "pyarrow._dataset_orc", "pyarrow.parquet", "pyarrow._parquet",
-    "pyarrow._parquet_encryption", "pyarrow._dataset_parquet", "pyarrow._dataset_parquet_encryption",
-    "pyarrow.feather", "pyarrow._feather", "pyarrow.jvm", "pyarrow.interchange", "pyarrow.benchmark",
+    "pyarrow.flight",
+    "pyarrow._flight",
+    "pyarrow._s3fs",
+    "pyarrow._azurefs",
+    "pyarrow._gcsfs",
+    "pyarrow._hdfs",
+    "pyarrow.cuda",
+    "pyarrow._cuda",
+    "pyarrow.gandiva",
+    "pyarrow.substrait",
+    "pyarrow._substrait",
+    "pyarrow.orc",
+    "pyarrow._orc",
+    "pyarrow._dataset_orc",
+    "pyarrow.parquet",
+    "pyarrow._parquet",
+    "pyarrow._parquet_encryption",
+    "pyarrow._dataset_parquet",
+    "pyarrow._dataset_parquet_encryption",
+    "pyarrow.feather",
+    "pyarrow._feather",
+    "pyarrow.jvm",
+    "pyarrow.interchange",
+    "pyarrow.benchmark",
     "pyarrow._pyarrow_cpp_tests",
     # (pyarrow.acero stays: Table.group_by's aggregate imports it, and the cache's warm-up sums by user with it)
 ]
@@ -89,8 +158,13 @@ def _dest(entry: tuple[str, str, str]) -> str:
     return entry[0].replace("\\", "/")
 
 
-def drop_files(toc: Toc, names: Iterable[str] = (), dirs: Iterable[str] = (), suffixes: tuple[str, ...] = (),
-               parts: Iterable[str] = ()) -> tuple[Toc, int]:
+def drop_files(
+    toc: Toc,
+    names: Iterable[str] = (),
+    dirs: Iterable[str] = (),
+    suffixes: tuple[str, ...] = (),
+    parts: Iterable[str] = (),
+) -> tuple[Toc, int]:
     """The entries kept, and the bytes of those left out (by the start of their base name, their folder in
     the bundle, their suffix, or a part of their path)."""
     names, dirs, parts = tuple(names), tuple(dirs), tuple(parts)
@@ -98,8 +172,12 @@ def drop_files(toc: Toc, names: Iterable[str] = (), dirs: Iterable[str] = (), su
     for entry in toc:
         dest = _dest(entry)
         base = dest.rsplit("/", 1)[-1]
-        if base.startswith(names) or dest.startswith(dirs) or (suffixes and dest.endswith(suffixes)) \
-                or any(p in dest for p in parts):
+        if (
+            base.startswith(names)
+            or dest.startswith(dirs)
+            or (suffixes and dest.endswith(suffixes))
+            or any(p in dest for p in parts)
+        ):
             saved += _bytes(entry[1]) if entry[2] != "SYMLINK" else 0
             continue
         kept.append(entry)
@@ -198,8 +276,9 @@ def unlinked(toc: Toc, workdir: Path) -> tuple[Toc, int]:
 def slim(binaries: Toc, datas: Toc, workdir: Path, log=print) -> tuple[Toc, Toc]:
     """Every cut of this module applied to Analysis's binaries and datas; one line per cut to `log`."""
     binaries, b1 = drop_files(binaries, names=DROP_LIBRARIES)
-    datas, d1 = drop_files(datas, names=DROP_LIBRARIES, dirs=DROP_DATA_DIRS, suffixes=DROP_DATA_SUFFIXES,
-                          parts=DROP_DATA_PARTS)
+    datas, d1 = drop_files(
+        datas, names=DROP_LIBRARIES, dirs=DROP_DATA_DIRS, suffixes=DROP_DATA_SUFFIXES, parts=DROP_DATA_PARTS
+    )
     log(f"slim: libraries of excluded modules and build-time files left out: {(b1 + d1) / 1e6:.1f} MB")
     dupes = duplicate_sonames(binaries)
     binaries, b2 = without(binaries, dupes)

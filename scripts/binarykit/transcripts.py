@@ -17,8 +17,9 @@ import re
 import subprocess
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLES = sorted((ROOT / "protocol" / "examples").glob("*.jsonl"))
@@ -85,8 +86,13 @@ def steps(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
-def replay(path: Path, send: Callable[[bytes], None], recv: Callable[[float], Any], timeout: float,
-           first_timeout: float | None = None) -> None:
+def replay(
+    path: Path,
+    send: Callable[[bytes], None],
+    recv: Callable[[float], Any],
+    timeout: float,
+    first_timeout: float | None = None,
+) -> None:
     """Play one transcript: `send(line bytes)`, `recv(seconds) -> decoded response`. The first step (the ready
     line) waits `first_timeout` (default `timeout`). Raises AssertionError naming the transcript's line."""
     captured: dict[str, str] = {}

@@ -8,8 +8,9 @@ Kept apart from `service.py` (the memory rules) so that a `context` command can 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..messages import MessageReader, content_over_limit
 from ..storage import sql_num, sql_str
@@ -47,8 +48,15 @@ class HistoryBlock:
 
 
 class ConversationService:
-    def __init__(self, store: MessageReader, *, opt_out_marker: str | None = conv.DEFAULT_OPT_OUT_MARKER,
-                 max_window: int = 1_000, max_content_bytes: int = 1_000_000, max_content_chars: int | None = None):
+    def __init__(
+        self,
+        store: MessageReader,
+        *,
+        opt_out_marker: str | None = conv.DEFAULT_OPT_OUT_MARKER,
+        max_window: int = 1_000,
+        max_content_bytes: int = 1_000_000,
+        max_content_chars: int | None = None,
+    ):
         self.store = store
         self.opt_out_marker = opt_out_marker
         self.max_window = max_window
@@ -65,17 +73,26 @@ class ConversationService:
         b = self.history_block(req)
         return HistoryResponse(block=b.block, messages=b.messages, opted_out=b.opted_out)
 
-    def context(self, req: ContextRequest,
-                facts_context: Callable[[ContextRequest, Callable[..., dict[str, list[conv.Memory]]]], ContextResponse]
-                ) -> ContextResponse:
+    def context(
+        self,
+        req: ContextRequest,
+        facts_context: Callable[[ContextRequest, Callable[..., dict[str, list[conv.Memory]]]], ContextResponse],
+    ) -> ContextResponse:
         """`context` with its optional channel and history blocks. The opt-out marker in the request's
         text empties every block, facts included: the user asked for no background context. The facts block
         is handed `memories` (its relevant memories), which leaves out what the channel and history blocks
         already show."""
         if conv.opted_out(req.text, self.opt_out_marker):
-            return ContextResponse(format=req.format, text="", facts=0, relations=0, memories=0, opted_out=True,
-                                   channel_block="" if req.channel is not None else None,
-                                   history_block="" if req.history is not None else None)
+            return ContextResponse(
+                format=req.format,
+                text="",
+                facts=0,
+                relations=0,
+                memories=0,
+                opted_out=True,
+                channel_block="" if req.channel is not None else None,
+                history_block="" if req.history is not None else None,
+            )
         channel = self.channel_block(req.channel) if req.channel is not None else None
         history = self.history_block(req.history) if req.history is not None else None
         shown = (channel.shown if channel else frozenset()) | (history.shown if history else frozenset())
@@ -88,8 +105,16 @@ class ConversationService:
 
     # ------------------------------------------------------------------ memories
 
-    def memories(self, users: dict[str, str], text: str, vector: Any, limit: int, words: int,
-                 floor: float = MEMORY_FLOOR, exclude: frozenset[str] = frozenset()) -> dict[str, list[conv.Memory]]:
+    def memories(
+        self,
+        users: dict[str, str],
+        text: str,
+        vector: Any,
+        limit: int,
+        words: int,
+        floor: float = MEMORY_FLOOR,
+        exclude: frozenset[str] = frozenset(),
+    ) -> dict[str, list[conv.Memory]]:
         """`context`'s relevant memories: each user's stored messages most relevant to `text` (the hybrid
         ranking of `query`), at `floor` cosine or above, at most `limit` per user, the message being answered
         (the same text) and those `exclude` names (texts the channel and history blocks show) left out; each
@@ -126,11 +151,18 @@ class ConversationService:
             excluded |= conv.reply_chain(opts.exclude_reply_chain_of, lookup, max_length=self.max_window)
         threads = conv.channel_threads(window, exclude_ids=excluded, max_threads=opts.max_threads)
         speakers = conv.Speakers(opts.bot_user_id, opts.bot_name)
-        log.debug("channel_context: window of %d messages, %d excluded ids, %d threads shown", len(window),
-                  len(excluded), len(threads))
-        return ChannelBlock(conv.render_channel_block(threads, speakers), len(threads),
-                            sum(len(t.messages) for t in threads),
-                            shown=frozenset(conv.normal(m.content) for t in threads for m in t.messages))
+        log.debug(
+            "channel_context: window of %d messages, %d excluded ids, %d threads shown",
+            len(window),
+            len(excluded),
+            len(threads),
+        )
+        return ChannelBlock(
+            conv.render_channel_block(threads, speakers),
+            len(threads),
+            sum(len(t.messages) for t in threads),
+            shown=frozenset(conv.normal(m.content) for t in threads for m in t.messages),
+        )
 
     def history_block(self, opts: HistoryOptions) -> HistoryBlock:
         if conv.opted_out(opts.text, self.opt_out_marker):
@@ -148,8 +180,9 @@ class ConversationService:
             window = self._stored_window(" AND ".join(clauses), size, opts)
         else:
             window = self._inline_window(self._inline(opts), size, opts)
-        lines = conv.history_lines(window, tiers, conv.Speakers(opts.bot_user_id, opts.bot_name),
-                                   exclude_ids=opts.exclude_ids)
+        lines = conv.history_lines(
+            window, tiers, conv.Speakers(opts.bot_user_id, opts.bot_name), exclude_ids=opts.exclude_ids
+        )
         log.debug("history: window of %d messages, %d shown", len(window), len(lines))
         kept = conv.history_kept(window, tiers, exclude_ids=opts.exclude_ids)
         shown = frozenset(conv.normal(m.content) for m in kept)
@@ -162,8 +195,10 @@ class ConversationService:
             raise TooLarge(f"{what} {n} is over the maximum window of {self.max_window} messages (--max-window)")
         if opts.messages is not None:
             if len(opts.messages) > self.max_window:
-                raise TooLarge(f"{len(opts.messages)} inline messages are over the maximum window of "
-                               f"{self.max_window} (--max-window)")
+                raise TooLarge(
+                    f"{len(opts.messages)} inline messages are over the maximum window of "
+                    f"{self.max_window} (--max-window)"
+                )
             for i, m in enumerate(opts.messages):
                 over = content_over_limit(m.content, self.max_content_bytes, self.max_content_chars)
                 if over is not None:
@@ -178,16 +213,19 @@ class ConversationService:
         else:
             found = self.store.rows(f"{scope} AND message_id = {sql_str(opts.before_message_id)}")
             if not found:
-                raise NotFound(f"no stored message with message_id {quote(opts.before_message_id)} in this "
-                               f"{'channel' if 'channel_id' in scope else 'history'} (before_message_id)")
+                raise NotFound(
+                    f"no stored message with message_id {quote(opts.before_message_id)} in this "
+                    f"{'channel' if 'channel_id' in scope else 'history'} (before_message_id)"
+                )
             anchor = max((conv.Msg.from_row(r) for r in found), key=conv.order_key)
             ts = sql_num(anchor.timestamp)  # type: ignore[arg-type]
             older = self.store.latest(f"{where} AND timestamp < {ts}", limit)
             same = (conv.Msg.from_row(r) for r in self.store.rows(f"{where} AND timestamp = {ts}"))
-            msgs = ([conv.Msg.from_row(r) for r in older]
-                    + [m for m in same if conv.order_key(m) < conv.order_key(anchor)])
+            msgs = [conv.Msg.from_row(r) for r in older] + [
+                m for m in same if conv.order_key(m) < conv.order_key(anchor)
+            ]
         msgs = conv.chronological(msgs)
-        return conv.dedupe(msgs[max(0, len(msgs) - limit):])
+        return conv.dedupe(msgs[max(0, len(msgs) - limit) :])
 
     def _stored_lookup(self, where: str, window: list[conv.Msg]) -> Callable[[str], conv.Msg | None]:
         """message_id -> message, for following a reply chain: the window first, then the store. A stored
@@ -224,4 +262,4 @@ class ConversationService:
             if msgs and msgs[0].timestamp is None:
                 raise InvalidRequest("`before` needs a `timestamp` on the inline messages")
             msgs = [m for m in msgs if m.timestamp is not None and m.timestamp < opts.before]
-        return msgs[max(0, len(msgs) - limit):]
+        return msgs[max(0, len(msgs) - limit) :]

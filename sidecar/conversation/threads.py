@@ -42,9 +42,10 @@ history block::
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 CHANNEL_HEADER = "[recent channel context]"
 HISTORY_HEADER = "[recent history]"
@@ -71,12 +72,19 @@ class Msg:
     channel_id: str | None = None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Msg":
+    def from_row(cls, row: Mapping[str, Any]) -> Msg:
         ts = row.get("timestamp")
-        return cls(user_id=str(row["user_id"]), content=row.get("content") or "", is_bot=bool(row.get("is_bot")),
-                   timestamp=float(ts) if ts is not None else None, message_id=row.get("message_id"),
-                   reply_to=row.get("reply_to"), username=row.get("username"), id=row.get("id"),
-                   channel_id=row.get("channel_id"))
+        return cls(
+            user_id=str(row["user_id"]),
+            content=row.get("content") or "",
+            is_bot=bool(row.get("is_bot")),
+            timestamp=float(ts) if ts is not None else None,
+            message_id=row.get("message_id"),
+            reply_to=row.get("reply_to"),
+            username=row.get("username"),
+            id=row.get("id"),
+            channel_id=row.get("channel_id"),
+        )
 
 
 # ---------------------------------------------------------------- order
@@ -123,7 +131,7 @@ def window_before(messages: Sequence[Msg], limit: int, before_message_id: str | 
         if not hits:
             return None
         end = hits[-1]
-    return list(messages[max(0, end - limit):end])
+    return list(messages[max(0, end - limit) : end])
 
 
 # ---------------------------------------------------------------- speakers
@@ -186,7 +194,7 @@ def thread_forest(messages: Sequence[Msg]) -> list[list[int]]:
             walk.append(node)
             node = parent[node]
         if node is not None and state[node] == 1:
-            parent[min(walk[walk.index(node):])] = None
+            parent[min(walk[walk.index(node) :])] = None
         for n in walk:
             state[n] = 2
     root: list[int] = list(range(len(messages)))
@@ -227,8 +235,11 @@ def channel_threads(window: Sequence[Msg], *, exclude_ids: Iterable[str] = (), m
     excluded = set(exclude_ids)
     out: list[Thread] = []
     for members in thread_forest(window):
-        shown = [i for i in members if not is_blank(window[i])
-                 and (window[i].message_id is None or window[i].message_id not in excluded)]
+        shown = [
+            i
+            for i in members
+            if not is_blank(window[i]) and (window[i].message_id is None or window[i].message_id not in excluded)
+        ]
         if shown:
             out.append(Thread(tuple(window[i] for i in shown), max(shown)))
     out.sort(key=lambda t: t.latest, reverse=True)
@@ -266,7 +277,7 @@ def render_channel_block(threads: Sequence[Thread], speakers: Speakers) -> str:
 
 def format_time(timestamp: float) -> str:
     """ISO-8601 UTC to the minute, e.g. 2024-01-01T09:05Z (seconds are dropped, not rounded)."""
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
 def cut_words(text: str, max_words: int) -> str:
@@ -317,11 +328,12 @@ def history_kept(messages: Sequence[Msg], tiers: Tiers, *, exclude_ids: Iterable
     """The messages a history shows, oldest first: excluded and empty ones left out, the newest `tiers.total`."""
     excluded = set(exclude_ids)
     kept = [m for m in messages if not is_blank(m) and (m.message_id is None or m.message_id not in excluded)]
-    return kept[max(0, len(kept) - tiers.total):]
+    return kept[max(0, len(kept) - tiers.total) :]
 
 
-def history_lines(messages: Sequence[Msg], tiers: Tiers, speakers: Speakers,
-                  *, exclude_ids: Iterable[str] = ()) -> list[str]:
+def history_lines(
+    messages: Sequence[Msg], tiers: Tiers, speakers: Speakers, *, exclude_ids: Iterable[str] = ()
+) -> list[str]:
     """Lines of the history of chronologically ordered messages, oldest first: excluded and empty
     messages are left out, then the newest `tiers.total` are kept and compressed by age."""
     kept = history_kept(messages, tiers, exclude_ids=exclude_ids)
@@ -370,8 +382,10 @@ def memory_lines(found: dict[str, list[dict]], names: dict[str, str], words: int
     """Rows found per user (best first, with their `similarity`) -> their memory lines, within `words` words in
     all: at most words / 4 lines (the most similar across users), each message on one line cut to an equal
     share of the words; labelled by the username stored with it, else the bot's label or the user's name."""
-    ranked = sorted(((r["similarity"], uid, i) for uid, rows in found.items() for i, r in enumerate(rows)),
-                    key=lambda x: (-x[0], x[1], x[2]))[:max(1, words // 4)]
+    ranked = sorted(
+        ((r["similarity"], uid, i) for uid, rows in found.items() for i, r in enumerate(rows)),
+        key=lambda x: (-x[0], x[1], x[2]),
+    )[: max(1, words // 4)]
     if not ranked:
         return {}
     share = max(4, words // len(ranked))
@@ -381,8 +395,10 @@ def memory_lines(found: dict[str, list[dict]], names: dict[str, str], words: int
         for i, r in enumerate(rows):
             if (uid, i) not in kept:
                 continue
-            label = _one_line(r.get("username") or "") or (DEFAULT_BOT_LABEL if r.get("is_bot") else
-                                                            names.get(uid) or uid)
-            out.setdefault(uid, []).append(Memory(float(r["timestamp"]), label,
-                                                  cut_words(" ".join(r["content"].split()), share)))
+            label = _one_line(r.get("username") or "") or (
+                DEFAULT_BOT_LABEL if r.get("is_bot") else names.get(uid) or uid
+            )
+            out.setdefault(uid, []).append(
+                Memory(float(r["timestamp"]), label, cut_words(" ".join(r["content"].split()), share))
+            )
     return out

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Iterator, Literal, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -93,16 +94,20 @@ class Embedder:
         self._inputs = {i.name for i in self._session.get_inputs()}
         unknown = self._inputs - {"input_ids", "attention_mask", "token_type_ids"}
         if unknown:
-            raise ModelConfigError(f"{files.onnx} needs inputs the sidecar does not give ({', '.join(sorted(unknown))}); "
-                                   "export the model with input_ids, attention_mask (and token_type_ids) only")
+            raise ModelConfigError(
+                f"{files.onnx} needs inputs the sidecar does not give ({', '.join(sorted(unknown))}); "
+                "export the model with input_ids, attention_mask (and token_type_ids) only"
+            )
         out = _token_output(self._session.get_outputs())
         self._pooled = len(out.shape) == 2  # the file pools itself (a sentence_embedding output): use it as it is
         width = out.shape[-1] if isinstance(out.shape[-1], int) else None
         expected = self.dim if self._pooled else spec.word_dim
         if width is not None and expected is not None and width != expected:
-            raise ModelConfigError(f"{files.onnx} produces {width}-d {'sentence' if self._pooled else 'token'} "
-                                   f"embeddings, but the model's configs say {expected}: the configs and the ONNX "
-                                   "file are of different models")
+            raise ModelConfigError(
+                f"{files.onnx} produces {width}-d {'sentence' if self._pooled else 'token'} "
+                f"embeddings, but the model's configs say {expected}: the configs and the ONNX "
+                "file are of different models"
+            )
         self._output = out.name
 
     def embed(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
@@ -142,8 +147,9 @@ class Embedder:
             with self._waiting_lock:
                 self._waiting -= 1
 
-    def _embed_ids(self, encodings: list[list[int]], budget: int, options: object = None,
-                   prefix_tokens: int = 0) -> np.ndarray:
+    def _embed_ids(
+        self, encodings: list[list[int]], budget: int, options: object = None, prefix_tokens: int = 0
+    ) -> np.ndarray:
         """Vectors of token id lists (special tokens included), length-sorted batches within `budget`.
         `prefix_tokens`: how many tokens after the first are the prompt (left out of the pooling when the
         model's pooling config says include_prompt false)."""
@@ -168,7 +174,7 @@ class Embedder:
                 keep = mask
                 if prefix_tokens and not self.spec.include_prompt:
                     keep = mask.copy()
-                    keep[:, 1:1 + prefix_tokens] = 0
+                    keep[:, 1 : 1 + prefix_tokens] = 0
                 pooled = pool(hidden, mask, keep, self.spec.pooling)
             if pooled.shape[1] != self.dim:
                 raise ModelConfigError(f"{self.files.onnx} gave {pooled.shape[1]}-d vectors, expected {self.dim}")
@@ -254,7 +260,6 @@ class Embedder:
             yield batch
 
 
-
 def pool(hidden: np.ndarray, mask: np.ndarray, keep: np.ndarray, modes: tuple[str, ...]) -> np.ndarray:
     """Token embeddings (batch, tokens, width) -> one vector per row, the modes concatenated in order, as
     sentence-transformers' Pooling computes them. `mask`: the attention mask (1 = a real token, padding on the
@@ -313,7 +318,7 @@ def _prefix_ids(tok: object, prefix: str) -> list[int]:
     full = tok.encode(prefix + probe).ids  # type: ignore[attr-defined]
     tail = len(plain) - 1
     if tail > 0 and full[-tail:] == plain[-tail:] and full[:1] == plain[:1]:
-        return full[1:len(full) - tail]
+        return full[1 : len(full) - tail]
     return tok.encode(prefix, add_special_tokens=False).ids  # type: ignore[attr-defined]
 
 
@@ -322,5 +327,4 @@ def _head(text: str) -> str:
     if len(text) <= HEAD_CHARS:
         return text
     cut = text.rfind(" ", HEAD_CHARS // 2, HEAD_CHARS)
-    return text[:cut if cut > 0 else HEAD_CHARS]
-
+    return text[: cut if cut > 0 else HEAD_CHARS]

@@ -23,19 +23,34 @@ class ModelLoad:
     and `embedder()` wait for their part and raise what the load raised (a missing model's ModelError
     names every place tried, as before)."""
 
-    def __init__(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int, model: str | None = None,
-                 query_prefix: str | None = None, passage_prefix: str | None = None):
+    def __init__(
+        self,
+        model_dir: Path | None,
+        offline: bool,
+        sha256: str | None,
+        threads: int,
+        model: str | None = None,
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
+    ):
         self._files: Future[ModelFiles] = Future()
         self._embedder: Future[Embedder] = Future()
         which = (model, query_prefix, passage_prefix)
-        threading.Thread(target=self._load, args=(model_dir, offline, sha256, threads, which), name="model-load",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._load, args=(model_dir, offline, sha256, threads, which), name="model-load", daemon=True
+        ).start()
 
-    def _load(self, model_dir: Path | None, offline: bool, sha256: str | None, threads: int,
-              which: tuple[str | None, str | None, str | None]) -> None:
+    def _load(
+        self,
+        model_dir: Path | None,
+        offline: bool,
+        sha256: str | None,
+        threads: int,
+        which: tuple[str | None, str | None, str | None],
+    ) -> None:
         try:
             files = resolve_model(model_dir, offline, sha256, *which)
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, in the caller's thread
+        except BaseException as exc:
             self._files.set_exception(exc)
             self._embedder.set_exception(exc)
             return
@@ -44,7 +59,7 @@ class ModelLoad:
             from .embedder import Embedder
 
             self._embedder.set_result(Embedder(files, threads=threads))
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             self._embedder.set_exception(exc)
 
     def files(self) -> ModelFiles:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 from .spec import ModelConfigError, ModelSpec, read_spec
 
@@ -35,8 +34,16 @@ HUB_ONNX_FILES = ("onnx/model.onnx", "model.onnx")
 HUB_ONNX = HUB_ONNX_FILES[0]
 HUB_TOKENIZER = "tokenizer.json"
 # What a download fetches beside the ONNX file (and its external-data file, model.onnx_data, when it has one).
-HUB_CONFIGS = ("tokenizer.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-               "config.json", "tokenizer_config.json", "special_tokens_map.json", "*Pooling/config.json")
+HUB_CONFIGS = (
+    "tokenizer.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "config.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "*Pooling/config.json",
+)
 BUNDLE_NAME_FILE = "model_name.txt"  # in a frozen binary's model/: which model build_binary.py bundled
 # The default model ships inside the package: tokenizer and configs (Apache-2.0) and model.onnx,
 # built once by scripts/build_model.py (fused attention, int8 weights, int8 compute with per-token scales).
@@ -88,8 +95,10 @@ class ModelFiles:
         """Pooling, normalisation, maximum length, width and prefixes, from the model's configs."""
         spec = read_spec(self.config_dir, self.name, self.query_prefix, self.passage_prefix, self.config_fallback)
         if spec.dim is None:
-            raise ModelConfigError(f"{self.config_dir} does not say how wide the model's vectors are: it needs "
-                                   "1_Pooling/config.json (word_embedding_dimension) or config.json (hidden_size)")
+            raise ModelConfigError(
+                f"{self.config_dir} does not say how wide the model's vectors are: it needs "
+                "1_Pooling/config.json (word_embedding_dimension) or config.json (hidden_size)"
+            )
         return spec
 
     @property
@@ -104,8 +113,13 @@ class ModelFiles:
     def identity(self) -> dict[str, object]:
         """What is stored with the data: name, dim, the file's digest, its vector family, and the settings that
         change a stored vector (pooling, normalisation, the passage prefix)."""
-        return {"name": self.name, "dim": self.dim, "digest": self.digest, "vectors": vector_family(self.digest),
-                "embedding": self.spec.signature}
+        return {
+            "name": self.name,
+            "dim": self.dim,
+            "digest": self.digest,
+            "vectors": vector_family(self.digest),
+            "embedding": self.spec.signature,
+        }
 
 
 def sha256_file(path: Path) -> str:
@@ -141,10 +155,14 @@ def _dir_files(directory: Path) -> Found | None:
         if onnx.is_file():
             break
     else:
-        others = sorted(str(p.relative_to(directory)) for p in directory.glob("**/*.onnx")) if directory.is_dir() else []
+        others = (
+            sorted(str(p.relative_to(directory)) for p in directory.glob("**/*.onnx")) if directory.is_dir() else []
+        )
         if others:
-            raise NoOnnx(f"{directory} has ONNX files ({', '.join(others[:6])}) but neither "
-                         f"{' nor '.join(HUB_ONNX_FILES)}; copy the one you want to {directory / 'model.onnx'}")
+            raise NoOnnx(
+                f"{directory} has ONNX files ({', '.join(others[:6])}) but neither "
+                f"{' nor '.join(HUB_ONNX_FILES)}; copy the one you want to {directory / 'model.onnx'}"
+            )
         return None
     tok = directory / "tokenizer.json"
     if not tok.is_file():
@@ -199,8 +217,10 @@ def _from_packages() -> Found | None:
 def _snapshot_files(snapshot: Path, repo: str) -> Found:
     found = _dir_files(snapshot)
     if found is None:
-        raise NoOnnx(f"{repo} has no ONNX weights in the huggingface-hub cache ({snapshot}: neither "
-                     f"{' nor '.join(HUB_ONNX_FILES)})")
+        raise NoOnnx(
+            f"{repo} has no ONNX weights in the huggingface-hub cache ({snapshot}: neither "
+            f"{' nor '.join(HUB_ONNX_FILES)})"
+        )
     return found
 
 
@@ -214,6 +234,7 @@ def _from_hub_cache(repo: str) -> Callable[[], Found | None]:
         except LocalEntryNotFoundError:
             return None
         return _snapshot_files(snapshot, repo)
+
     return find
 
 
@@ -225,12 +246,15 @@ def _from_hub_download(repo: str) -> Callable[[], Found | None]:
         onnx = _pick_onnx(names)
         if onnx is None:
             others = [n for n in names if n.endswith(".onnx")]
-            raise NoOnnx(f"{repo} publishes no ONNX weights at {' or '.join(HUB_ONNX_FILES)}"
-                         + (f" (it has {', '.join(others[:6])})" if others else ""))
+            raise NoOnnx(
+                f"{repo} publishes no ONNX weights at {' or '.join(HUB_ONNX_FILES)}"
+                + (f" (it has {', '.join(others[:6])})" if others else "")
+            )
         log.warning("downloading %s (%s, tokenizer and configs) from the HuggingFace Hub; progress below", repo, onnx)
         snapshot = Path(snapshot_download(repo, allow_patterns=[onnx, onnx + "_data", *HUB_CONFIGS]))
         log.warning("downloaded %s to %s", repo, snapshot)
         return _snapshot_files(snapshot, repo)
+
     return download
 
 
@@ -246,12 +270,16 @@ def _verified(label: str, onnx: Path, required_sha256: str | None) -> str:
     if required_sha256 and digest != required_sha256:
         raise ModelError(f"{onnx} has sha256 {digest}, but --model-sha256 requires {required_sha256}")
     if label.startswith("installed") and digest not in KNOWN_ONNX:
-        raise ModelError(f"{onnx} from an installed package has unknown sha256 {digest}: the file is "
-                         "corrupt or was replaced; reinstall the package")
+        raise ModelError(
+            f"{onnx} from an installed package has unknown sha256 {digest}: the file is "
+            "corrupt or was replaced; reinstall the package"
+        )
     expected = _hub_blob_digest(onnx) if "hub" in label.lower() else None
     if expected and digest != expected:
-        raise ModelError(f"{onnx} has sha256 {digest} but the hub says {expected}: the download is corrupt; "
-                         "delete it from the huggingface cache and start again")
+        raise ModelError(
+            f"{onnx} has sha256 {digest} but the hub says {expected}: the download is corrupt; "
+            "delete it from the huggingface cache and start again"
+        )
     if digest not in KNOWN_ONNX and not required_sha256:
         log.info("model file %s has a digest not in the known list (%s); using it as given", onnx, digest)
     return digest
@@ -263,15 +291,28 @@ def parse_repo_id(value: str) -> str | None:
     if not v:
         return None
     parts = v.split("/")
-    if len(parts) != 2 or not all(p and all(c.isalnum() or c in "-_." for c in p) for p in parts) \
-            or ".." in v or v.startswith(".") or len(v) > 96:
-        raise ValueError(f"must be a HuggingFace repo id such as sentence-transformers/all-MiniLM-L6-v2, got {value!r} "
-                         "(a folder of model files goes to --model-dir)")
+    if (
+        len(parts) != 2
+        or not all(p and all(c.isalnum() or c in "-_." for c in p) for p in parts)
+        or ".." in v
+        or v.startswith(".")
+        or len(v) > 96
+    ):
+        raise ValueError(
+            f"must be a HuggingFace repo id such as sentence-transformers/all-MiniLM-L6-v2, got {value!r} "
+            "(a folder of model files goes to --model-dir)"
+        )
     return v
 
 
-def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | None = None, model: str | None = None,
-                  query_prefix: str | None = None, passage_prefix: str | None = None) -> ModelFiles:
+def resolve_model(
+    model_dir: Path | None,
+    offline: bool,
+    required_sha256: str | None = None,
+    model: str | None = None,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+) -> ModelFiles:
     """Find and verify the model named `model` (a HuggingFace repo id; None: the bundled default, or what a
     frozen binary carries) and read its configs. Raises ModelError naming every place tried, or
     ModelConfigError when its configs ask for what the sidecar cannot do."""
@@ -281,17 +322,34 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
     frozen = frozen_model_dir() is not None
     # the hub client is not in a frozen binary (scripts/binarykit/slim.py): it carries its model and downloads none
     hub = importlib.util.find_spec("huggingface_hub") is not None
-    no_hub = "" if hub else (" - skipped: the frozen binary downloads no models" if frozen
-                             else " - skipped: huggingface_hub is not installed")
+    no_hub = (
+        ""
+        if hub
+        else (
+            " - skipped: the frozen binary downloads no models"
+            if frozen
+            else " - skipped: huggingface_hub is not installed"
+        )
+    )
     places: list[tuple[str, Callable[[], Found | None] | None]] = [
         (f"--model-dir {model_dir}" if model_dir else "--model-dir (not set)", _from_explicit(model_dir)),
-        ("files bundled in the frozen binary" + ("" if not frozen or bundled == name else f" - skipped: they are {bundled}"),
-         _from_frozen if frozen and bundled == name else None),
-        ("installed model packages (" + ", ".join(p for p, _ in OFFLINE_PACKAGES) + f"; {ASSETS_DIR})"
-         + ("" if default else f" - skipped: they hold {MODEL_NAME}"), _from_packages if default else None),
+        (
+            "files bundled in the frozen binary"
+            + ("" if not frozen or bundled == name else f" - skipped: they are {bundled}"),
+            _from_frozen if frozen and bundled == name else None,
+        ),
+        (
+            "installed model packages ("
+            + ", ".join(p for p, _ in OFFLINE_PACKAGES)
+            + f"; {ASSETS_DIR})"
+            + ("" if default else f" - skipped: they hold {MODEL_NAME}"),
+            _from_packages if default else None,
+        ),
         (f"huggingface-hub cache ({name})" + no_hub, _from_hub_cache(name) if hub else None),
-        (f"HuggingFace Hub download ({name})" + (no_hub or (" - skipped: offline mode" if offline else "")),
-         _from_hub_download(name) if hub and not offline else None),
+        (
+            f"HuggingFace Hub download ({name})" + (no_hub or (" - skipped: offline mode" if offline else "")),
+            _from_hub_download(name) if hub and not offline else None,
+        ),
     ]
     tried: list[str] = []
     no_onnx = False
@@ -303,7 +361,7 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
             found = finder()
         except ModelConfigError:
             raise
-        except Exception as exc:  # noqa: BLE001 - each place may fail in its own way; report them all
+        except Exception as exc:
             no_onnx = no_onnx or isinstance(exc, NoOnnx)
             tried.append(f"{label}: {type(exc).__name__}: {exc}")
             continue
@@ -317,31 +375,59 @@ def resolve_model(model_dir: Path | None, offline: bool, required_sha256: str | 
         digest = _verified(label, onnx, required_sha256)
         # a known all-MiniLM-L6-v2 file in a folder without its configs (an older --model-dir): the packaged ones
         fallback = ASSETS_DIR if digest in KNOWN_ONNX and cfg_dir != ASSETS_DIR else None
-        files = ModelFiles(onnx=onnx, tokenizer=tok, config_dir=cfg_dir, source=label.split(" (")[0].split(" - ")[0],
-                           digest=digest, name=name, query_prefix=query_prefix, passage_prefix=passage_prefix,
-                           config_fallback=fallback)
+        files = ModelFiles(
+            onnx=onnx,
+            tokenizer=tok,
+            config_dir=cfg_dir,
+            source=label.split(" (")[0].split(" - ")[0],
+            digest=digest,
+            name=name,
+            query_prefix=query_prefix,
+            passage_prefix=passage_prefix,
+            config_fallback=fallback,
+        )
         spec = files.spec  # a config the sidecar cannot follow fails here, at start-up
-        log.info("model %s: %s pooling, normalize %s, max %d tokens, %d-d, prefixes %r / %r (%s)", name,
-                 "+".join(spec.pooling), spec.normalize, spec.max_length, files.dim, spec.query_prefix,
-                 spec.passage_prefix, spec.prefix_source)
+        log.info(
+            "model %s: %s pooling, normalize %s, max %d tokens, %d-d, prefixes %r / %r (%s)",
+            name,
+            "+".join(spec.pooling),
+            spec.normalize,
+            spec.max_length,
+            files.dim,
+            spec.query_prefix,
+            spec.passage_prefix,
+            spec.prefix_source,
+        )
         return files
-    raise ModelError(f"no embedding model {name} found. Tried, in order:\n  - " + "\n  - ".join(tried)
-                     + "\n" + _way_out(name, bundled, frozen and not hub, no_onnx))
+    raise ModelError(
+        f"no embedding model {name} found. Tried, in order:\n  - "
+        + "\n  - ".join(tried)
+        + "\n"
+        + _way_out(name, bundled, frozen and not hub, no_onnx)
+    )
 
 
 def _way_out(name: str, bundled: str, frozen_without_hub: bool, no_onnx: bool) -> str:
     """What to do when no place had the model (the last line of resolve_model's error)."""
     if no_onnx:
-        return (f"{name} has no ONNX weights the sidecar can use: export them once (pip install "
-                f"'optimum[onnxruntime]'; optimum-cli export onnx --model {name} --task feature-extraction DIR), "
-                f"then start with --model {name} --model-dir DIR; or choose a model that publishes onnx/model.onnx.")
+        return (
+            f"{name} has no ONNX weights the sidecar can use: export them once (pip install "
+            f"'optimum[onnxruntime]'; optimum-cli export onnx --model {name} --task feature-extraction DIR), "
+            f"then start with --model {name} --model-dir DIR; or choose a model that publishes onnx/model.onnx."
+        )
     if name == MODEL_NAME:
-        return ("Reinstall memory-sidecar (its package ships the default model), point --model-dir at a "
-                "directory with model.onnx and tokenizer.json, or allow the hub download (unset --offline / "
-                "HF_HUB_OFFLINE).")
+        return (
+            "Reinstall memory-sidecar (its package ships the default model), point --model-dir at a "
+            "directory with model.onnx and tokenizer.json, or allow the hub download (unset --offline / "
+            "HF_HUB_OFFLINE)."
+        )
     if frozen_without_hub:
-        return (f"This binary carries {bundled} and downloads no models: point --model-dir at a folder with "
-                f"{name}'s model.onnx, tokenizer.json and configs, or build a binary that carries it "
-                f"(python scripts/build_binary.py --model {name}; docs/models.md).")
-    return (f"Allow the hub download of {name} (unset --offline / HF_HUB_OFFLINE), check the repo id, or point "
-            "--model-dir at a folder with its model.onnx, tokenizer.json and configs.")
+        return (
+            f"This binary carries {bundled} and downloads no models: point --model-dir at a folder with "
+            f"{name}'s model.onnx, tokenizer.json and configs, or build a binary that carries it "
+            f"(python scripts/build_binary.py --model {name}; docs/models.md)."
+        )
+    return (
+        f"Allow the hub download of {name} (unset --offline / HF_HUB_OFFLINE), check the repo id, or point "
+        "--model-dir at a folder with its model.onnx, tokenizer.json and configs."
+    )

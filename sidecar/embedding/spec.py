@@ -36,8 +36,13 @@ POOLING_FLAGS = {
     "pooling_mode_weightedmean_tokens": "weightedmean",
     "pooling_mode_lasttoken": "lasttoken",
 }
-POOLING_ALIASES = {"cls_token": "cls", "mean_tokens": "mean", "max_tokens": "max", "weightedmean_tokens": "weightedmean",
-                   "last_token": "lasttoken"}
+POOLING_ALIASES = {
+    "cls_token": "cls",
+    "mean_tokens": "mean",
+    "max_tokens": "max",
+    "weightedmean_tokens": "weightedmean",
+    "last_token": "lasttoken",
+}
 TRANSFORMER = "sentence_transformers.models.Transformer"
 POOLING = "sentence_transformers.models.Pooling"
 NORMALIZE = "sentence_transformers.models.Normalize"
@@ -76,8 +81,13 @@ class ModelSpec:
         return {"pooling": "+".join(self.pooling), "normalize": self.normalize, "passage_prefix": self.passage_prefix}
 
     def describe(self) -> dict[str, Any]:
-        return {"pooling": "+".join(self.pooling), "normalize": self.normalize, "max_length": self.max_length,
-                "query_prefix": self.query_prefix, "passage_prefix": self.passage_prefix}
+        return {
+            "pooling": "+".join(self.pooling),
+            "normalize": self.normalize,
+            "max_length": self.max_length,
+            "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix,
+        }
 
 
 def _json(path: Path) -> Any:
@@ -121,7 +131,8 @@ def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool
             raise ModelConfigError(
                 f"{config_dir / 'modules.json'} has a {kind or m!r} module, which the sidecar does not run (it runs "
                 "the ONNX transformer, then Pooling and Normalize as the configs say): choose a model whose pipeline "
-                "is Transformer, Pooling and optionally Normalize")
+                "is Transformer, Pooling and optionally Normalize"
+            )
     return pooling, normalize
 
 
@@ -135,21 +146,28 @@ def _pooling(pooling_dir: Path | None) -> tuple[tuple[str, ...], bool, int | Non
     if named is not None:
         name = POOLING_ALIASES.get(str(named).lower(), str(named).lower())
         if name not in POOLING_MODES:
-            raise ModelConfigError(f"{where} names pooling {named!r}, which the sidecar does not know (it knows "
-                                   f"{', '.join(POOLING_MODES)}): choose another model, or correct the file")
+            raise ModelConfigError(
+                f"{where} names pooling {named!r}, which the sidecar does not know (it knows "
+                f"{', '.join(POOLING_MODES)}): choose another model, or correct the file"
+            )
         modes.append(name)
     for key, value in cfg.items():
         if key.startswith("pooling_mode_") and value is True:
             if key not in POOLING_FLAGS:
-                raise ModelConfigError(f"{where} turns on {key}, a pooling the sidecar does not know (it knows "
-                                       f"{', '.join(POOLING_MODES)}): choose another model, or correct the file")
+                raise ModelConfigError(
+                    f"{where} turns on {key}, a pooling the sidecar does not know (it knows "
+                    f"{', '.join(POOLING_MODES)}): choose another model, or correct the file"
+                )
             if POOLING_FLAGS[key] not in modes:
                 modes.append(POOLING_FLAGS[key])
     if not modes:
         raise ModelConfigError(f"{where} turns on no pooling mode: choose another model, or correct the file")
     dim = cfg.get("word_embedding_dimension")
-    return (tuple(m for m in POOLING_MODES if m in modes), bool(cfg.get("include_prompt", True)),
-            int(dim) if isinstance(dim, int) and dim > 0 else None)
+    return (
+        tuple(m for m in POOLING_MODES if m in modes),
+        bool(cfg.get("include_prompt", True)),
+        int(dim) if isinstance(dim, int) and dim > 0 else None,
+    )
 
 
 def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str | None]:
@@ -161,8 +179,13 @@ def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str |
     return query, passage
 
 
-def read_spec(config_dir: Path, name: str, query_prefix: str | None = None, passage_prefix: str | None = None,
-              fallback: Path | None = None) -> ModelSpec:
+def read_spec(
+    config_dir: Path,
+    name: str,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+    fallback: Path | None = None,
+) -> ModelSpec:
     """The model's settings from the config files in `config_dir` (a file missing there is read from
     `fallback`, when given); `query_prefix`/`passage_prefix` (the user's options) win over what the configs or
     the model card say. Raises ModelConfigError."""
@@ -182,7 +205,13 @@ def read_spec(config_dir: Path, name: str, query_prefix: str | None = None, pass
                 query, passage, source = q, p, "the model card's convention"
     if query_prefix is not None or passage_prefix is not None:
         source = "options" if source == "none" else f"options over {source}"
-    return ModelSpec(pooling=modes, normalize=normalize, max_length=max_length, word_dim=word_dim,
-                     query_prefix=query_prefix if query_prefix is not None else (query or ""),
-                     passage_prefix=passage_prefix if passage_prefix is not None else (passage or ""),
-                     include_prompt=include_prompt, prefix_source=source)
+    return ModelSpec(
+        pooling=modes,
+        normalize=normalize,
+        max_length=max_length,
+        word_dim=word_dim,
+        query_prefix=query_prefix if query_prefix is not None else (query or ""),
+        passage_prefix=passage_prefix if passage_prefix is not None else (passage or ""),
+        include_prompt=include_prompt,
+        prefix_source=source,
+    )

@@ -4,13 +4,25 @@ prompt-ready block. Stands on the messages domain through its `Companion` interf
 
 from .companion import FactsCompanion
 from .rules import (
-           CANDIDATE_THRESHOLD,
-           DEFAULT_CATEGORIES,
-           DUPLICATE_THRESHOLD,
-           parse_categories,
+    CANDIDATE_THRESHOLD,
+    DEFAULT_CATEGORIES,
+    DUPLICATE_THRESHOLD,
+    parse_categories,
 )
 from .service import FactService
 from .store import EVENT_COLUMNS, EVENTS, FACT_COLUMNS, FACTS, USERS, FactStore
 
-__all__ = ["FactsCompanion", "FactService", "FactStore", "CANDIDATE_THRESHOLD", "DEFAULT_CATEGORIES",
-           "DUPLICATE_THRESHOLD", "parse_categories", "FACTS", "EVENTS", "USERS", "FACT_COLUMNS", "EVENT_COLUMNS"]
+__all__ = [
+    "CANDIDATE_THRESHOLD",
+    "DEFAULT_CATEGORIES",
+    "DUPLICATE_THRESHOLD",
+    "EVENTS",
+    "EVENT_COLUMNS",
+    "FACTS",
+    "FACT_COLUMNS",
+    "USERS",
+    "FactService",
+    "FactStore",
+    "FactsCompanion",
+    "parse_categories",
+]

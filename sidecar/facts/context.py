@@ -6,13 +6,22 @@ FactService (service.py), which it reads facts through.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..wire import ContextRequest, ContextResponse
-from .rules import (ContextFact, ContextMemory, ContextRelation, ContextUser, markdown_facts, render_markdown,
-    render_xml, same_as_fact)
+from .rules import (
+    ContextFact,
+    ContextMemory,
+    ContextRelation,
+    ContextUser,
+    markdown_facts,
+    render_markdown,
+    render_xml,
+    same_as_fact,
+)
 
 PREFERENCE = "preference"
 
@@ -22,8 +31,9 @@ Memories = Callable[[dict[str, str], str, np.ndarray, int, int, float], dict[str
 
 
 class ContextBlocks:
-    def context(self, req: ContextRequest, true_now: TrueNow | None = None,
-                memories: Memories | None = None) -> ContextResponse:
+    def context(
+        self, req: ContextRequest, true_now: TrueNow | None = None, memories: Memories | None = None
+    ) -> ContextResponse:
         """The `context` block: the users' facts (`include` "facts"), what is true now (`true_now`: user id,
         text, limit -> current relations as graph memory reads them), the memories relevant to the text
         (`memories`: names, text, vector, limit, words -> memory lines by user), rendered in `format`. A
@@ -42,22 +52,35 @@ class ContextBlocks:
             prefs: list[dict[str, Any]] = []
             if "facts" in include:
                 per_user = req.limit if req.format == "xml" else req.relevant_limit + req.preferences_limit
-                relevant = [] if per_user == 0 else self._user_rows(uid, vector, None, False, per_user, req.text,
-                                                                    req.mode)
+                relevant = (
+                    [] if per_user == 0 else self._user_rows(uid, vector, None, False, per_user, req.text, req.mode)
+                )
                 if req.min_similarity is not None and vector is not None:
                     relevant = [r for r in relevant if r["similarity"] >= req.min_similarity]
-                prefs = ([] if req.format == "xml" or req.preferences_limit == 0 or PREFERENCE not in self.categories
-                         else self._user_rows(uid, None, PREFERENCE, False, req.preferences_limit))
-            users.append(ContextUser(uid, name, [self._context_fact(r) for r in relevant],
-                                     [self._context_fact(r) for r in prefs]))
+                prefs = (
+                    []
+                    if req.format == "xml" or req.preferences_limit == 0 or PREFERENCE not in self.categories
+                    else self._user_rows(uid, None, PREFERENCE, False, req.preferences_limit)
+                )
+            users.append(
+                ContextUser(
+                    uid, name, [self._context_fact(r) for r in relevant], [self._context_fact(r) for r in prefs]
+                )
+            )
         if true_now is not None and "now" in include and req.now_limit:
             shown = self._shown(users, req)
             for u in users:  # twice the limit: room for those a fact shown already says
                 u.now = self._not_said(true_now(u.user_id, req.text, 2 * req.now_limit), shown[u.user_id])
-                u.now = u.now[:req.now_limit]
+                u.now = u.now[: req.now_limit]
         if memories is not None and "memories" in include and vector is not None and req.memories_limit:
-            found = memories({u.user_id: u.name for u in users}, req.text or "", vector, req.memories_limit,
-                             req.memories_words, req.memories_min_similarity)
+            found = memories(
+                {u.user_id: u.name for u in users},
+                req.text or "",
+                vector,
+                req.memories_limit,
+                req.memories_words,
+                req.memories_min_similarity,
+            )
             for u in users:
                 u.memories = [ContextMemory(m.timestamp, m.label, m.text) for m in found.get(u.user_id, [])]
         if req.format == "xml":
@@ -66,8 +89,13 @@ class ContextBlocks:
         else:
             text = render_markdown(users, req.preferences_limit, req.relevant_limit)
             count = sum(1 for line in text.splitlines() if line.startswith("- ["))
-        return ContextResponse(format=req.format, text=text, facts=count, relations=sum(len(u.now) for u in users),
-                               memories=sum(len(u.memories) for u in users))
+        return ContextResponse(
+            format=req.format,
+            text=text,
+            facts=count,
+            relations=sum(len(u.now) for u in users),
+            memories=sum(len(u.memories) for u in users),
+        )
 
     @staticmethod
     def _shown(users: list[ContextUser], req: ContextRequest) -> dict[str, list[ContextFact]]:
@@ -86,20 +114,29 @@ class ContextBlocks:
         either way: a fact naming the relation's object, with no word of another time)."""
         ids = {f.id for f in facts}
         rels = [r for r in relations if r.get("fact_id") is None or r["fact_id"] not in ids]
-        maybe = [(i, f) for i, r in enumerate(rels) for f in facts
-                 if not same_as_fact(r["sentence"], r["object"], f.text, None)
-                 and same_as_fact(r["sentence"], r["object"], f.text, 1.0)]
+        maybe = [
+            (i, f)
+            for i, r in enumerate(rels)
+            for f in facts
+            if not same_as_fact(r["sentence"], r["object"], f.text, None)
+            and same_as_fact(r["sentence"], r["object"], f.text, 1.0)
+        ]
         sims: dict[tuple[int, str], float] = {}
         if maybe:
             texts = list(dict.fromkeys([rels[i]["sentence"] for i, _ in maybe] + [f.text for _, f in maybe]))
             vectors = dict(zip(texts, self.embedder.embed(texts)))
             sims = {(i, f.id): float(vectors[rels[i]["sentence"]] @ vectors[f.text]) for i, f in maybe}
-        said = {i for i, r in enumerate(rels) for f in facts
-                if same_as_fact(r["sentence"], r["object"], f.text, sims.get((i, f.id)))}
+        said = {
+            i
+            for i, r in enumerate(rels)
+            for f in facts
+            if same_as_fact(r["sentence"], r["object"], f.text, sims.get((i, f.id)))
+        }
         return [ContextRelation(r["sentence"], r.get("since")) for i, r in enumerate(rels) if i not in said]
 
     @staticmethod
     def _context_fact(row: dict[str, Any]) -> ContextFact:
         sim = row.get("similarity")
-        return ContextFact(row["id"], row["text"], row["category"], float(row["updated_at"]),
-                           None if sim is None else round(sim, 6))
+        return ContextFact(
+            row["id"], row["text"], row["category"], float(row["updated_at"]), None if sim is None else round(sim, 6)
+        )

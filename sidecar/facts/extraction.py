@@ -9,8 +9,8 @@ A failed job is logged and counted, never raised: the message itself is already 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..llm import LLMClient, LLMError
 from ..llm.worker import JobQueue
@@ -30,8 +30,9 @@ class Job:
 
 
 class ExtractionWorker:
-    def __init__(self, llm: LLMClient, categories: tuple[str, ...],
-                 consolidate: Callable[..., object], max_queue: int = 10_000):
+    def __init__(
+        self, llm: LLMClient, categories: tuple[str, ...], consolidate: Callable[..., object], max_queue: int = 10_000
+    ):
         self.llm = llm
         self.categories = categories
         self.consolidate = consolidate
@@ -49,8 +50,9 @@ class ExtractionWorker:
 
     def submit(self, job: Job) -> None:
         if not self.jobs.submit(job):
-            log.warning("extraction queue is full (%d jobs); message %s not queued", self.jobs.max_queue,
-                        job.message_id)
+            log.warning(
+                "extraction queue is full (%d jobs); message %s not queued", self.jobs.max_queue, job.message_id
+            )
 
     def forget(self, user_id: str) -> None:
         """Drop the user's queued jobs and cancel a running one (called before forget_user deletes)."""
@@ -78,7 +80,7 @@ class ExtractionWorker:
             self.failed += 1
             log.error("fact extraction for message %s gave up after retries: %s", job.message_id, exc)
             return
-        except Exception:  # noqa: BLE001 - the worker must survive anything
+        except Exception:
             self.failed += 1
             log.exception("fact extraction for message %s failed", job.message_id)
             return
@@ -87,9 +89,18 @@ class ExtractionWorker:
                 log.info("extraction for message %s cancelled (user forgotten or shutting down)", job.message_id)
                 break
             try:
-                self.consolidate(job.user_id, text, category, "extraction", EXTRACTION_CONFIDENCE, job.message_id,
-                                 llm_retries=self.llm.settings.retries, background=True, wanted=self.jobs.wanted)
-            except Exception:  # noqa: BLE001
+                self.consolidate(
+                    job.user_id,
+                    text,
+                    category,
+                    "extraction",
+                    EXTRACTION_CONFIDENCE,
+                    job.message_id,
+                    llm_retries=self.llm.settings.retries,
+                    background=True,
+                    wanted=self.jobs.wanted,
+                )
+            except Exception:
                 log.exception("storing extracted fact %r failed", text)
         self.done += 1
         log.info("extracted %d facts from message %s", len(facts), job.message_id)

@@ -33,8 +33,14 @@ def fts_config() -> Any:
     """LanceDB's full-text index over the terms as they are: split at spaces, nothing else done."""
     from lancedb.index import FTS
 
-    return FTS(base_tokenizer="whitespace", lower_case=False, stem=False, remove_stop_words=False,
-               ascii_folding=False, max_token_length=None)
+    return FTS(
+        base_tokenizer="whitespace",
+        lower_case=False,
+        stem=False,
+        remove_stop_words=False,
+        ascii_folding=False,
+        max_token_length=None,
+    )
 
 
 def analysed(texts: list[str]) -> tuple[list[str], list[str | None]]:
@@ -82,6 +88,7 @@ def migrate(db: Any, table: Any, name: str, schema: pa.Schema) -> Any:
     terms, languages = analysed(data.column("text").to_pylist())
     data = data.drop_columns([c for c in DERIVED if c in data.column_names])
     data = data.append_column(FIELDS[0], pa.array(terms, pa.string())).append_column(
-        FIELDS[1], pa.array(languages, pa.string()))
+        FIELDS[1], pa.array(languages, pa.string())
+    )
     data = data.select(schema.names).cast(schema)
     return db.create_table(name, data=data, schema=schema, mode="overwrite")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..llm import LLMClient, LLMError
 from .rules import ACTIONS, Decision, normalise_category, normalise_text
@@ -58,14 +59,17 @@ def parse_extraction(obj: dict[str, Any], categories: Sequence[str]) -> list[tup
     return out
 
 
-def decide(llm: LLMClient, new_text: str, old_text: str, retries: int | None = None,
-           timeout: float | None = None) -> Decision:
+def decide(
+    llm: LLMClient, new_text: str, old_text: str, retries: int | None = None, timeout: float | None = None
+) -> Decision:
     """KEEP / INVALIDATE / MERGE for one existing fact given a new one."""
     user = json.dumps({"EXISTING": old_text, "NEW": new_text}, ensure_ascii=False)
     return llm.ask_json("decision", DECIDE_SYSTEM, user, parse_decision, retries, timeout)
 
 
-def extract(llm: LLMClient, message: str, categories: Sequence[str], retries: int | None = None) -> list[tuple[str, str]]:
+def extract(
+    llm: LLMClient, message: str, categories: Sequence[str], retries: int | None = None
+) -> list[tuple[str, str]]:
     """(text, category) facts about the author of `message`."""
     system = EXTRACT_SYSTEM.format(categories=", ".join(categories))
     return llm.ask_json("extraction", system, message, lambda obj: parse_extraction(obj, categories), retries)

@@ -7,9 +7,9 @@ No storage, no embedding, no I/O: everything here is testable with plain values.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from datetime import UTC, datetime
 from xml.sax.saxutils import escape
 
 # Measured on tests/fixtures/fact_pairs.jsonl with the default model
@@ -78,9 +78,12 @@ def is_duplicate(new_text: str, old_text: str, similarity: float, threshold: flo
 
 # Words that put a fact at another time, or make it an intention, a negation: never what is true now
 # ("Used to live in Berlin", "Wants to move to Paris"), so never the same as a current relation.
-_NOT_NOW = re.compile(r"\b(?:used to|grew up|former|formerly|previously|before|no longer|anymore|any more|ex|left|"
-                      r"quit|broke up|moved away|wants? to|would like|hopes? to|plans? to|planning|dreams? of|"
-                      r"thinking of|not|never|don't|doesn't|didn't|isn't|wasn't)\b", re.IGNORECASE)
+_NOT_NOW = re.compile(
+    r"\b(?:used to|grew up|former|formerly|previously|before|no longer|anymore|any more|ex|left|"
+    r"quit|broke up|moved away|wants? to|would like|hopes? to|plans? to|planning|dreams? of|"
+    r"thinking of|not|never|don't|doesn't|didn't|isn't|wasn't)\b",
+    re.IGNORECASE,
+)
 
 
 def mentions_object(fact: str, obj: str) -> bool:
@@ -89,16 +92,21 @@ def mentions_object(fact: str, obj: str) -> bool:
     return bool(words) and re.search(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b", fact.casefold()) is not None
 
 
-def same_as_fact(sentence: str, obj: str, fact: str, similarity: float | None,
-                 threshold: float = DUPLICATE_THRESHOLD) -> bool:
+def same_as_fact(
+    sentence: str, obj: str, fact: str, similarity: float | None, threshold: float = DUPLICATE_THRESHOLD
+) -> bool:
     """A current relation read as a fact ("Lives in Paris", its object "Paris") says what the fact says: the
     same text up to case and spacing; or a fact that names the object, of no other time or intention (no
     "used to", "wants to", "not", ...), and a duplicate of the sentence by the facts' own rule (similarity at
     the duplicate threshold, the same numbers). Measured: `python scripts/bench.py fact-thresholds --relations`."""
     if normalise_text(sentence).casefold() == normalise_text(fact).casefold():
         return True
-    return (similarity is not None and mentions_object(fact, obj) and not _NOT_NOW.search(fact)
-            and is_duplicate(sentence, fact, similarity, threshold))
+    return (
+        similarity is not None
+        and mentions_object(fact, obj)
+        and not _NOT_NOW.search(fact)
+        and is_duplicate(sentence, fact, similarity, threshold)
+    )
 
 
 @dataclass(frozen=True)
@@ -199,24 +207,36 @@ class ContextUser:
     memories: list[ContextMemory] = field(default_factory=list)  # most relevant first
 
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def now_line(r: ContextRelation) -> str:
-    """"Lives in Paris (as of March 2024)": the month and year (UTC) it was first stated. Not "since": a
+    """ "Lives in Paris (as of March 2024)": the month and year (UTC) it was first stated. Not "since": a
     relation is dated by its statement, and "I moved to Paris last year" or "I live in Paris" stated in
     March 2024 says nothing of when it began."""
     text = normalise_text(r.sentence)
     if r.since is None:
         return text
-    d = datetime.fromtimestamp(r.since, tz=timezone.utc)
+    d = datetime.fromtimestamp(r.since, tz=UTC)
     return f"{text} (as of {_MONTHS[d.month - 1]} {d.year})"
 
 
 def memory_line(m: ContextMemory) -> str:
-    """"2024-03-02 Sam: I moved to Paris." (the date in UTC)."""
-    day = datetime.fromtimestamp(m.timestamp, tz=timezone.utc).strftime("%Y-%m-%d")
+    """ "2024-03-02 Sam: I moved to Paris." (the date in UTC)."""
+    day = datetime.fromtimestamp(m.timestamp, tz=UTC).strftime("%Y-%m-%d")
     return f"{day} {normalise_text(m.label)}: {normalise_text(m.text)}"
 
 
@@ -244,8 +264,9 @@ def render_xml(users: Iterable[ContextUser]) -> str:
     return "\n".join(["<background_facts>", *blocks, "</background_facts>"])
 
 
-def markdown_facts(users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int
-                   ) -> tuple[list[tuple[ContextUser, ContextFact]], list[tuple[ContextUser, ContextFact]]]:
+def markdown_facts(
+    users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int
+) -> tuple[list[tuple[ContextUser, ContextFact]], list[tuple[ContextUser, ContextFact]]]:
     """The facts the markdown block shows: the `preferences_limit` most recent preferences of all users, then
     the `relevant_limit` most relevant other facts (by similarity, else most recent)."""
     prefs: list[tuple[ContextUser, ContextFact]] = []

@@ -14,22 +14,55 @@ import math
 import threading
 import time
 import uuid
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..embedding.embedder import Embedder
 from ..llm import LLMClient, LLMError
 from ..storage import sql_str
-from ..wire import (Consolidation, DecisionOut, ExtractedResponse, ExtractInlineRequest, FactEventOut,
-    FactHistoryRequest, FactHistoryResponse, FactOut, FactResponse, FactsRequest, FactsResponse, ForgetFactRequest,
-    InstructionsResponse, MemoryInstructionsRequest, OkResponse, RecallRequest, RecallResponse, RejectedTag,
-    RememberedResponse, RememberRequest, ResolvedResponse, ResolveRequest, UpdateFactRequest, UserFacts)
+from ..wire import (
+    Consolidation,
+    DecisionOut,
+    ExtractedResponse,
+    ExtractInlineRequest,
+    FactEventOut,
+    FactHistoryRequest,
+    FactHistoryResponse,
+    FactOut,
+    FactResponse,
+    FactsRequest,
+    FactsResponse,
+    ForgetFactRequest,
+    InstructionsResponse,
+    MemoryInstructionsRequest,
+    OkResponse,
+    RecallRequest,
+    RecallResponse,
+    RejectedTag,
+    RememberedResponse,
+    RememberRequest,
+    ResolvedResponse,
+    ResolveRequest,
+    UpdateFactRequest,
+    UserFacts,
+)
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import llm_tasks
 from .context import ContextBlocks
-from .rules import (CANDIDATE_THRESHOLD, DUPLICATE_THRESHOLD, MAX_CANDIDATES, MAX_FACT_CHARS, Decision, is_duplicate,
-    memory_instructions, normalise_category, normalise_text, plan_decisions)
+from .rules import (
+    CANDIDATE_THRESHOLD,
+    DUPLICATE_THRESHOLD,
+    MAX_CANDIDATES,
+    MAX_FACT_CHARS,
+    Decision,
+    is_duplicate,
+    memory_instructions,
+    normalise_category,
+    normalise_text,
+    plan_decisions,
+)
 from .store import FactStore
 from .tags import extract
 
@@ -47,10 +80,19 @@ def _ts(value: float | None) -> int | None:
 
 
 class FactService(ContextBlocks):
-    def __init__(self, embedder: Embedder, facts: FactStore, *, categories: Sequence[str],
-                 duplicate_threshold: float = DUPLICATE_THRESHOLD, candidate_threshold: float = CANDIDATE_THRESHOLD,
-                 llm: LLMClient | None = None, max_limit: int = 100, max_users: int = 1_000,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        embedder: Embedder,
+        facts: FactStore,
+        *,
+        categories: Sequence[str],
+        duplicate_threshold: float = DUPLICATE_THRESHOLD,
+        candidate_threshold: float = CANDIDATE_THRESHOLD,
+        llm: LLMClient | None = None,
+        max_limit: int = 100,
+        max_users: int = 1_000,
+        clock: Callable[[], float] = time.time,
+    ):
         self.embedder = embedder
         self.facts = facts
         self.categories = tuple(categories)
@@ -74,7 +116,9 @@ class FactService(ContextBlocks):
     def _category(self, category: str) -> str:
         c = normalise_category(category)
         if c not in self.categories:
-            raise InvalidRequest(f"category {quote(category)} is not one of: {', '.join(self.categories)} (--fact-categories)")
+            raise InvalidRequest(
+                f"category {quote(category)} is not one of: {', '.join(self.categories)} (--fact-categories)"
+            )
         return c
 
     def _text(self, text: str) -> str:
@@ -85,10 +129,19 @@ class FactService(ContextBlocks):
 
     def _out(self, row: dict[str, Any], similarity: float | None = None) -> FactOut:
         return FactOut(
-            id=row["id"], user_id=row["user_id"], username=self.facts.name(row["user_id"]), text=row["text"],
-            category=row["category"], source=row["source"], confidence=round(float(row["confidence"]), 6),
-            message_id=row.get("message_id"), created_at=_ts(row["created_at"]), updated_at=_ts(row["updated_at"]),
-            active=row["active"], superseded_by=row.get("superseded_by"), superseded_at=_ts(row.get("superseded_at")),
+            id=row["id"],
+            user_id=row["user_id"],
+            username=self.facts.name(row["user_id"]),
+            text=row["text"],
+            category=row["category"],
+            source=row["source"],
+            confidence=round(float(row["confidence"]), 6),
+            message_id=row.get("message_id"),
+            created_at=_ts(row["created_at"]),
+            updated_at=_ts(row["updated_at"]),
+            active=row["active"],
+            superseded_by=row.get("superseded_by"),
+            superseded_at=_ts(row.get("superseded_at")),
             superseded_reason=row.get("superseded_reason"),
             similarity=None if similarity is None else round(similarity, 6),
         )
@@ -125,14 +178,30 @@ class FactService(ContextBlocks):
 
     @staticmethod
     def _event(fact: dict[str, Any], action: str, **extra: Any) -> dict[str, Any]:
-        return {"id": str(uuid.uuid4()), "fact_id": fact["id"], "user_id": fact["user_id"], "action": action,
-                "text": fact["text"], **extra}
+        return {
+            "id": str(uuid.uuid4()),
+            "fact_id": fact["id"],
+            "user_id": fact["user_id"],
+            "action": action,
+            "text": fact["text"],
+            **extra,
+        }
 
     # ------------------------------------------------------------------ consolidation
 
-    def consolidate(self, user_id: str, text: str, category: str, source: str, confidence: float,
-                    message_id: str | None, *, llm_retries: int = 0, background: bool = False,
-                    wanted: Callable[[], bool] | None = None) -> Consolidation | None:
+    def consolidate(
+        self,
+        user_id: str,
+        text: str,
+        category: str,
+        source: str,
+        confidence: float,
+        message_id: str | None,
+        *,
+        llm_retries: int = 0,
+        background: bool = False,
+        wanted: Callable[[], bool] | None = None,
+    ) -> Consolidation | None:
         """Store one new fact unless it duplicates an active one, and settle it against its candidates.
 
         On the request path (background=False) all LLM decisions share one --llm-timeout budget and are
@@ -144,8 +213,9 @@ class FactService(ContextBlocks):
             if wanted is not None and not wanted():
                 return None
             found = self._candidates(user_id, vector)
-            dup = next((c for c in found if is_duplicate(text, c["text"], c["similarity"], self.duplicate_threshold)),
-                       None)
+            dup = next(
+                (c for c in found if is_duplicate(text, c["text"], c["similarity"], self.duplicate_threshold)), None
+            )
             if dup is not None:
                 return self._confirm(dup, confidence)
             if self.llm is None or not found:
@@ -184,61 +254,125 @@ class FactService(ContextBlocks):
                     pending.append(self._out(current[0], c["similarity"]))
                     continue
                 survivor = self._apply(survivor, current[0], d) or survivor
-                applied.append(DecisionOut(candidate_id=c["id"], action=d.action, decided_by=d.decided_by,
-                                           merged_text=d.merged_text, reason=d.reason))
+                applied.append(
+                    DecisionOut(
+                        candidate_id=c["id"],
+                        action=d.action,
+                        decided_by=d.decided_by,
+                        merged_text=d.merged_text,
+                        reason=d.reason,
+                    )
+                )
             action = "merged" if survivor["id"] != new["id"] else "added"
-            return Consolidation(action=action, fact=self._out(self._get(survivor["id"])), candidates=pending,
-                                 decisions=applied, llm_error=error)
+            return Consolidation(
+                action=action,
+                fact=self._out(self._get(survivor["id"])),
+                candidates=pending,
+                decisions=applied,
+                llm_error=error,
+            )
 
     def _confirm(self, old: dict[str, Any], confidence: float) -> Consolidation:
         now = self.clock()
         conf = max(float(old["confidence"]), confidence)
         self.facts.update(sql_str(old["id"]), {"updated_at": now, "confidence": conf})
-        self.facts.add_events([self._event(old, "confirmed", decided_by="rule", at=now,
-                                           reason=f"near-identical new fact (similarity {old['similarity']:.3f})")])
+        self.facts.add_events(
+            [
+                self._event(
+                    old,
+                    "confirmed",
+                    decided_by="rule",
+                    at=now,
+                    reason=f"near-identical new fact (similarity {old['similarity']:.3f})",
+                )
+            ]
+        )
         return Consolidation(action="duplicate", fact=self._out(self._get(old["id"]), old["similarity"]))
 
-    def _add(self, user_id: str, text: str, category: str, source: str, confidence: float, message_id: str | None,
-             vector: np.ndarray, candidates: list[dict[str, Any]]) -> Consolidation:
+    def _add(
+        self,
+        user_id: str,
+        text: str,
+        category: str,
+        source: str,
+        confidence: float,
+        message_id: str | None,
+        vector: np.ndarray,
+        candidates: list[dict[str, Any]],
+    ) -> Consolidation:
         now = self.clock()
-        row = {"id": str(uuid.uuid4()), "user_id": user_id, "text": text, "category": category, "source": source,
-               "confidence": float(confidence), "message_id": message_id, "created_at": now, "updated_at": now,
-               "active": True, "superseded_by": None, "superseded_at": None, "superseded_reason": None}
+        row = {
+            "id": str(uuid.uuid4()),
+            "user_id": user_id,
+            "text": text,
+            "category": category,
+            "source": source,
+            "confidence": float(confidence),
+            "message_id": message_id,
+            "created_at": now,
+            "updated_at": now,
+            "active": True,
+            "superseded_by": None,
+            "superseded_at": None,
+            "superseded_reason": None,
+        }
         self.facts.add([row], vector[None, :])
         self.facts.add_events([self._event(row, "created", decided_by=source, at=now)])
-        return Consolidation(action="added", fact=self._out(row),
-                             candidates=[self._out(c, c["similarity"]) for c in candidates])
+        return Consolidation(
+            action="added", fact=self._out(row), candidates=[self._out(c, c["similarity"]) for c in candidates]
+        )
 
     def _apply(self, new: dict[str, Any], old: dict[str, Any], d: Decision) -> dict[str, Any] | None:
         """Apply one decision about candidate `old`; returns the surviving fact for a MERGE."""
         now = self.clock()
         if d.action == "KEEP":
-            self.facts.add_events([self._event(new, "kept", other_fact_id=old["id"], decided_by=d.decided_by,
-                                               reason=d.reason, at=now)])
+            self.facts.add_events(
+                [self._event(new, "kept", other_fact_id=old["id"], decided_by=d.decided_by, reason=d.reason, at=now)]
+            )
             return None
         if d.action == "INVALIDATE":
-            self.facts.update(sql_str(old["id"]), {"active": False, "superseded_by": new["id"], "superseded_at": now,
-                                                   "superseded_reason": "invalidated"})
-            self.facts.add_events([
-                self._event(old, "invalidated", other_fact_id=new["id"], decided_by=d.decided_by, reason=d.reason,
-                            at=now),
-                self._event(new, "replaced", other_fact_id=old["id"], decided_by=d.decided_by, reason=d.reason,
-                            at=now),
-            ])
+            self.facts.update(
+                sql_str(old["id"]),
+                {"active": False, "superseded_by": new["id"], "superseded_at": now, "superseded_reason": "invalidated"},
+            )
+            self.facts.add_events(
+                [
+                    self._event(
+                        old, "invalidated", other_fact_id=new["id"], decided_by=d.decided_by, reason=d.reason, at=now
+                    ),
+                    self._event(
+                        new, "replaced", other_fact_id=old["id"], decided_by=d.decided_by, reason=d.reason, at=now
+                    ),
+                ]
+            )
             return None
         merged = self._text(d.merged_text or "")
         vector = self.embedder.embed_passage(merged)
-        self.facts.update(sql_str(old["id"]), {"text": merged, "updated_at": now,
-                                               "confidence": max(float(old["confidence"]), float(new["confidence"]))},
-                          vector=vector)
-        self.facts.update(sql_str(new["id"]), {"active": False, "superseded_by": old["id"], "superseded_at": now,
-                                               "superseded_reason": "merged"})
-        self.facts.add_events([
-            self._event({**old, "text": merged}, "merged", previous_text=old["text"], other_fact_id=new["id"],
-                        decided_by=d.decided_by, reason=d.reason, at=now),
-            self._event(new, "merged_into", other_fact_id=old["id"], decided_by=d.decided_by, reason=d.reason,
-                        at=now),
-        ])
+        self.facts.update(
+            sql_str(old["id"]),
+            {"text": merged, "updated_at": now, "confidence": max(float(old["confidence"]), float(new["confidence"]))},
+            vector=vector,
+        )
+        self.facts.update(
+            sql_str(new["id"]),
+            {"active": False, "superseded_by": old["id"], "superseded_at": now, "superseded_reason": "merged"},
+        )
+        self.facts.add_events(
+            [
+                self._event(
+                    {**old, "text": merged},
+                    "merged",
+                    previous_text=old["text"],
+                    other_fact_id=new["id"],
+                    decided_by=d.decided_by,
+                    reason=d.reason,
+                    at=now,
+                ),
+                self._event(
+                    new, "merged_into", other_fact_id=old["id"], decided_by=d.decided_by, reason=d.reason, at=now
+                ),
+            ]
+        )
         return self._get(old["id"])
 
     # ------------------------------------------------------------------ commands
@@ -246,20 +380,33 @@ class FactService(ContextBlocks):
     def remember(self, req: RememberRequest) -> RememberedResponse:
         self.set_names({req.user_id: req.username})
         confidence = float(req.confidence) if req.confidence is not None else DEFAULT_CONFIDENCE[req.source]
-        result = self.consolidate(req.user_id, req.text, self._category(req.category), req.source, confidence,
-                                  req.message_id)
+        result = self.consolidate(
+            req.user_id, req.text, self._category(req.category), req.source, confidence, req.message_id
+        )
         assert result is not None
         return RememberedResponse(**result.model_dump())
 
     def extract_inline(self, req: ExtractInlineRequest) -> ExtractedResponse:
         self.set_names({req.user_id: req.username})
         found = extract(req.reply, self.categories)
-        results = [r for f in found.facts
-                   if (r := self.consolidate(req.user_id, f.text, f.category, "chat", DEFAULT_CONFIDENCE["chat"],
-                                             req.message_id)) is not None]
-        return ExtractedResponse(reply=found.reply, facts=results,
-                                 rejected=[RejectedTag(tag=r.tag, reason=r.reason, message=r.message)  # type: ignore[arg-type]
-                                           for r in found.rejected])
+        results = [
+            r
+            for f in found.facts
+            if (
+                r := self.consolidate(
+                    req.user_id, f.text, f.category, "chat", DEFAULT_CONFIDENCE["chat"], req.message_id
+                )
+            )
+            is not None
+        ]
+        return ExtractedResponse(
+            reply=found.reply,
+            facts=results,
+            rejected=[
+                RejectedTag(tag=r.tag, reason=r.reason, message=r.message)  # type: ignore[arg-type]
+                for r in found.rejected
+            ],
+        )
 
     def instructions(self, req: MemoryInstructionsRequest | None = None) -> InstructionsResponse:
         return InstructionsResponse(text=memory_instructions(self.categories), categories=list(self.categories))
@@ -274,12 +421,15 @@ class FactService(ContextBlocks):
                 raise InvalidRequest("fact_id and candidate_id belong to different users")
             for row, field in ((new, "fact_id"), (old, "candidate_id")):
                 if not row["active"]:
-                    raise InvalidRequest(f"`{field}` {quote(row['id'])} is no longer active "
-                                         f"({row.get('superseded_reason')} by {row.get('superseded_by')})")
+                    raise InvalidRequest(
+                        f"`{field}` {quote(row['id'])} is no longer active "
+                        f"({row.get('superseded_reason')} by {row.get('superseded_by')})"
+                    )
             reason = req.reason if req.reason and req.reason.strip() else None
             self._apply(new, old, Decision(req.action, req.merged_text, "host", reason))
-            return ResolvedResponse(action=req.action, fact=self._out(self._get(new["id"])),
-                                    candidate=self._out(self._get(old["id"])))
+            return ResolvedResponse(
+                action=req.action, fact=self._out(self._get(new["id"])), candidate=self._out(self._get(old["id"]))
+            )
 
     def _where(self, user_id: str, category: str | list[str] | None, include_inactive: bool) -> str:
         clauses = [f"user_id = {sql_str(user_id)}"]
@@ -292,9 +442,16 @@ class FactService(ContextBlocks):
             clauses.append("category IN (" + ", ".join(sql_str(normalise_category(c)) for c in cats) + ")")
         return " AND ".join(clauses)
 
-    def _user_rows(self, user_id: str, text_vector: np.ndarray | None, category: str | list[str] | None,
-                   include_inactive: bool, limit: int, text: str | None = None,
-                   mode: str = "semantic") -> list[dict[str, Any]]:
+    def _user_rows(
+        self,
+        user_id: str,
+        text_vector: np.ndarray | None,
+        category: str | list[str] | None,
+        include_inactive: bool,
+        limit: int,
+        text: str | None = None,
+        mode: str = "semantic",
+    ) -> list[dict[str, Any]]:
         """Best first for the text (semantic: by similarity, ties most recent then id; keyword/hybrid: by
         rank), or most recent first without a text."""
         where = self._where(user_id, category, include_inactive)
@@ -307,11 +464,20 @@ class FactService(ContextBlocks):
         rows.sort(key=lambda r: (-r["updated_at"], r["id"]))
         return rows[:limit]
 
-    def _user_facts(self, user_id: str, text_vector: np.ndarray | None, category: str | list[str] | None,
-                    include_inactive: bool, limit: int, text: str | None = None,
-                    mode: str = "semantic") -> list[FactOut]:
-        return [self._out(r, r.get("similarity"))
-                for r in self._user_rows(user_id, text_vector, category, include_inactive, limit, text, mode)]
+    def _user_facts(
+        self,
+        user_id: str,
+        text_vector: np.ndarray | None,
+        category: str | list[str] | None,
+        include_inactive: bool,
+        limit: int,
+        text: str | None = None,
+        mode: str = "semantic",
+    ) -> list[FactOut]:
+        return [
+            self._out(r, r.get("similarity"))
+            for r in self._user_rows(user_id, text_vector, category, include_inactive, limit, text, mode)
+        ]
 
     def _check_limit(self, limit: int, field: str = "limit") -> None:
         if limit > self.max_limit:
@@ -327,35 +493,56 @@ class FactService(ContextBlocks):
     def list_facts(self, req: FactsRequest) -> FactsResponse:
         self._check_limit(req.limit)
         self.set_names({req.user_id: req.username})
-        return FactsResponse(facts=self._user_facts(req.user_id, self._vector(req.text), req.category,
-                                                    req.include_inactive, req.limit, req.text, req.mode))
+        return FactsResponse(
+            facts=self._user_facts(
+                req.user_id, self._vector(req.text), req.category, req.include_inactive, req.limit, req.text, req.mode
+            )
+        )
 
     def recall(self, req: RecallRequest) -> RecallResponse:
         self._check_limit(req.limit)
         self._check_users(req.users)
         self.set_names(req.users)
         vector = self._vector(req.text)
-        return RecallResponse(users=[
-            UserFacts(user_id=u, username=self.facts.name(u),
-                      facts=self._user_facts(u, vector, req.category, False, req.limit, req.text, req.mode))
-            for u in req.users])
+        return RecallResponse(
+            users=[
+                UserFacts(
+                    user_id=u,
+                    username=self.facts.name(u),
+                    facts=self._user_facts(u, vector, req.category, False, req.limit, req.text, req.mode),
+                )
+                for u in req.users
+            ]
+        )
 
     def history(self, req: FactHistoryRequest) -> FactHistoryResponse:
         fact = self._get(req.fact_id, req.user_id)
         events = self.facts.history(f"fact_id = {sql_str(req.fact_id)}")
-        return FactHistoryResponse(fact=self._out(fact), events=[
-            FactEventOut(at=round(e["at"], 3), action=e["action"], text=e.get("text"),
-                         previous_text=e.get("previous_text"), other_fact_id=e.get("other_fact_id"),
-                         decided_by=e.get("decided_by"), reason=e.get("reason"))
-            for e in events])
+        return FactHistoryResponse(
+            fact=self._out(fact),
+            events=[
+                FactEventOut(
+                    at=round(e["at"], 3),
+                    action=e["action"],
+                    text=e.get("text"),
+                    previous_text=e.get("previous_text"),
+                    other_fact_id=e.get("other_fact_id"),
+                    decided_by=e.get("decided_by"),
+                    reason=e.get("reason"),
+                )
+                for e in events
+            ],
+        )
 
     def update(self, req: UpdateFactRequest) -> FactResponse:
         with self.write_lock:
             fact = self._get(req.fact_id, req.user_id)
             if not fact["active"]:
-                raise InvalidRequest(f"fact {quote(req.fact_id)} is no longer active "
-                                     f"({fact.get('superseded_reason')} by {fact.get('superseded_by')}); "
-                                     "correct the fact that replaced it")
+                raise InvalidRequest(
+                    f"fact {quote(req.fact_id)} is no longer active "
+                    f"({fact.get('superseded_reason')} by {fact.get('superseded_by')}); "
+                    "correct the fact that replaced it"
+                )
             values: dict[str, Any] = {"updated_at": self.clock(), "confidence": 1.0}
             vector = None
             if req.category is not None:
@@ -365,8 +552,18 @@ class FactService(ContextBlocks):
                 vector = self.embedder.embed_passage(values["text"])
             self.facts.update(sql_str(fact["id"]), values, vector=vector)
             reason = req.reason if req.reason and req.reason.strip() else "correction"
-            self.facts.add_events([self._event({**fact, **values}, "updated", previous_text=fact["text"],
-                                               decided_by="host", reason=reason, at=values["updated_at"])])
+            self.facts.add_events(
+                [
+                    self._event(
+                        {**fact, **values},
+                        "updated",
+                        previous_text=fact["text"],
+                        decided_by="host",
+                        reason=reason,
+                        at=values["updated_at"],
+                    )
+                ]
+            )
             return FactResponse(fact=self._out(self._get(fact["id"])))
 
     def forget(self, req: ForgetFactRequest) -> OkResponse:

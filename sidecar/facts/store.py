@@ -31,53 +31,84 @@ FACTS = "facts"
 EVENTS = "fact_events"
 USERS = "users"
 
-FACT_COLUMNS = ["id", "user_id", "text", "category", "source", "confidence", "message_id", "created_at",
-                "updated_at", "active", "superseded_by", "superseded_at", "superseded_reason"]
+FACT_COLUMNS = [
+    "id",
+    "user_id",
+    "text",
+    "category",
+    "source",
+    "confidence",
+    "message_id",
+    "created_at",
+    "updated_at",
+    "active",
+    "superseded_by",
+    "superseded_at",
+    "superseded_reason",
+]
 FACT_POOL = 50  # hybrid: each signal's best rows that are fused
 FACT_RRF_K = 60  # the usual reciprocal-rank constant (no fact benchmark to tune it on)
-EVENT_COLUMNS = ["id", "fact_id", "user_id", "seq", "at", "action", "text", "previous_text", "other_fact_id",
-                 "decided_by", "reason"]
+EVENT_COLUMNS = [
+    "id",
+    "fact_id",
+    "user_id",
+    "seq",
+    "at",
+    "action",
+    "text",
+    "previous_text",
+    "other_fact_id",
+    "decided_by",
+    "reason",
+]
 
 
 def fact_schema(dim: int) -> pa.Schema:
-    return pa.schema([
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("text", pa.string(), nullable=False),
+            pa.field("category", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("confidence", pa.float64(), nullable=False),
+            pa.field("message_id", pa.string()),
+            pa.field("created_at", pa.float64(), nullable=False),
+            pa.field("updated_at", pa.float64(), nullable=False),
+            pa.field("active", pa.bool_(), nullable=False),
+            pa.field("superseded_by", pa.string()),
+            pa.field("superseded_at", pa.float64()),
+            pa.field("superseded_reason", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            *keywords.FIELDS,  # derived from `text` (keywords.py)
+        ],
+        metadata={keywords.ANALYSIS_KEY: keywords.ANALYSIS},
+    )
+
+
+EVENT_SCHEMA = pa.schema(
+    [
         pa.field("id", pa.string(), nullable=False),
+        pa.field("fact_id", pa.string(), nullable=False),
         pa.field("user_id", pa.string(), nullable=False),
-        pa.field("text", pa.string(), nullable=False),
-        pa.field("category", pa.string(), nullable=False),
-        pa.field("source", pa.string(), nullable=False),
-        pa.field("confidence", pa.float64(), nullable=False),
-        pa.field("message_id", pa.string()),
-        pa.field("created_at", pa.float64(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("at", pa.float64(), nullable=False),
+        pa.field("action", pa.string(), nullable=False),
+        pa.field("text", pa.string()),
+        pa.field("previous_text", pa.string()),
+        pa.field("other_fact_id", pa.string()),
+        pa.field("decided_by", pa.string()),
+        pa.field("reason", pa.string()),
+    ]
+)
+
+USER_SCHEMA = pa.schema(
+    [
+        pa.field("user_id", pa.string(), nullable=False),
+        pa.field("username", pa.string(), nullable=False),
         pa.field("updated_at", pa.float64(), nullable=False),
-        pa.field("active", pa.bool_(), nullable=False),
-        pa.field("superseded_by", pa.string()),
-        pa.field("superseded_at", pa.float64()),
-        pa.field("superseded_reason", pa.string()),
-        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-        *keywords.FIELDS,  # derived from `text` (keywords.py)
-    ], metadata={keywords.ANALYSIS_KEY: keywords.ANALYSIS})
-
-
-EVENT_SCHEMA = pa.schema([
-    pa.field("id", pa.string(), nullable=False),
-    pa.field("fact_id", pa.string(), nullable=False),
-    pa.field("user_id", pa.string(), nullable=False),
-    pa.field("seq", pa.int64(), nullable=False),
-    pa.field("at", pa.float64(), nullable=False),
-    pa.field("action", pa.string(), nullable=False),
-    pa.field("text", pa.string()),
-    pa.field("previous_text", pa.string()),
-    pa.field("other_fact_id", pa.string()),
-    pa.field("decided_by", pa.string()),
-    pa.field("reason", pa.string()),
-])
-
-USER_SCHEMA = pa.schema([
-    pa.field("user_id", pa.string(), nullable=False),
-    pa.field("username", pa.string(), nullable=False),
-    pa.field("updated_at", pa.float64(), nullable=False),
-])
+    ]
+)
 
 
 def create_tables(database: Database) -> None:
@@ -89,8 +120,7 @@ def create_tables(database: Database) -> None:
 
 class FactStore:
     @classmethod
-    def attach(cls, database: Database, lock: threading.RLock, on_write: Any = None,
-               reembed: Any = None) -> "FactStore":
+    def attach(cls, database: Database, lock: threading.RLock, on_write: Any = None, reembed: Any = None) -> FactStore:
         """The fact tables of an open data dir, created when missing and re-embedded when the data dir's
         model changed (with `reembed`)."""
         create_tables(database)
@@ -140,7 +170,8 @@ class FactStore:
 
     def _vectors(self, vectors: np.ndarray) -> pa.FixedSizeListArray:
         return pa.FixedSizeListArray.from_arrays(
-            pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)), self.dim)
+            pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)), self.dim
+        )
 
     # ------------------------------------------------------------------ facts
 
@@ -175,8 +206,9 @@ class FactStore:
             rows = self.facts.search().where(where).select(FACT_COLUMNS).limit(None).to_arrow().to_pylist()
         return rows
 
-    def search(self, vector: np.ndarray, where: str, limit: int, text: str | None = None,
-               mode: str = "semantic") -> list[dict[str, Any]]:
+    def search(
+        self, vector: np.ndarray, where: str, limit: int, text: str | None = None, mode: str = "semantic"
+    ) -> list[dict[str, Any]]:
         """Facts matching `where`, best first, each with its cosine `similarity` to `vector`.
 
         semantic: nearest vectors; keyword: BM25 over the fact text; hybrid: both, fused by
@@ -187,11 +219,14 @@ class FactStore:
         with self.lock:
             if mode == "keyword":
                 return self._keyword(text, vector, where, limit)
-            lists = {"semantic": self._semantic(vector, where, FACT_POOL),
-                     "keyword": self._keyword(text, vector, where, FACT_POOL)}
+            lists = {
+                "semantic": self._semantic(vector, where, FACT_POOL),
+                "keyword": self._keyword(text, vector, where, FACT_POOL),
+            }
         by_id = {r["id"]: r for rows in lists.values() for r in rows}
-        scores = rrf({k: [r["id"] for r in rows] for k, rows in lists.items()}, {"semantic": 1.0, "keyword": 1.0},
-                     k=FACT_RRF_K)
+        scores = rrf(
+            {k: [r["id"] for r in rows] for k, rows in lists.items()}, {"semantic": 1.0, "keyword": 1.0}, k=FACT_RRF_K
+        )
         best = sorted(scores, key=lambda i: (-scores[i], -by_id[i]["similarity"], i))[:limit]
         return [by_id[i] for i in best]
 
@@ -214,11 +249,13 @@ class FactStore:
         query = keywords.query(text, self.languages)
         if query is None:  # stop words alone
             return []
-        result = (self.facts.search(query, query_type="fts")
-                  .where(where, prefilter=True)
-                  .select([*FACT_COLUMNS, "vector", "_score"])
-                  .limit(limit)
-                  .to_arrow())
+        result = (
+            self.facts.search(query, query_type="fts")
+            .where(where, prefilter=True)
+            .select([*FACT_COLUMNS, "vector", "_score"])
+            .limit(limit)
+            .to_arrow()
+        )
         if not result.num_rows:
             return []
         vectors = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
@@ -252,8 +289,9 @@ class FactStore:
             for r in rows:
                 r.setdefault("at", now)
                 r["seq"] = next(self._seq)
-            self.events.add(pa.Table.from_pylist([{c: r.get(c) for c in EVENT_COLUMNS} for r in rows],
-                                                 schema=EVENT_SCHEMA))
+            self.events.add(
+                pa.Table.from_pylist([{c: r.get(c) for c in EVENT_COLUMNS} for r in rows], schema=EVENT_SCHEMA)
+            )
             self._on_write()
 
     def history(self, where: str) -> list[dict[str, Any]]:
@@ -273,11 +311,11 @@ class FactStore:
         if not changed:
             return
         now = time.time()
-        data = pa.Table.from_pylist([{"user_id": u, "username": n, "updated_at": now} for u, n in changed.items()],
-                                    schema=USER_SCHEMA)
+        data = pa.Table.from_pylist(
+            [{"user_id": u, "username": n, "updated_at": now} for u, n in changed.items()], schema=USER_SCHEMA
+        )
         with self.lock:
-            (self.users.merge_insert("user_id").when_matched_update_all().when_not_matched_insert_all()
-             .execute(data))
+            (self.users.merge_insert("user_id").when_matched_update_all().when_not_matched_insert_all().execute(data))
             self._names.update(changed)
             self._on_write()
 
@@ -295,8 +333,9 @@ class FactStore:
 
     def existing(self, kind: str, ids: list[str]) -> set[str]:
         """Which of these fact, fact_event or user (user_id) ids are stored."""
-        table, key = {"fact": (self.facts, "id"), "fact_event": (self.events, "id"),
-                      "user": (self.users, "user_id")}[kind]
+        table, key = {"fact": (self.facts, "id"), "fact_event": (self.events, "id"), "user": (self.users, "user_id")}[
+            kind
+        ]
         with self.lock:
             found = table.search().where(sql_in(key, ids)).select([key]).limit(None).to_arrow()
         return set(found.column(key).to_pylist())
@@ -314,8 +353,12 @@ class FactStore:
     def restore_events(self, rows: list[dict[str, Any]], overwrite: bool) -> None:
         """History events as exported, their order (`seq`) kept; new events are numbered after them."""
         with self.lock:
-            self._merge(self.events, "id", pa.Table.from_pylist([{c: r.get(c) for c in EVENT_COLUMNS} for r in rows],
-                                                                 schema=EVENT_SCHEMA), overwrite)
+            self._merge(
+                self.events,
+                "id",
+                pa.Table.from_pylist([{c: r.get(c) for c in EVENT_COLUMNS} for r in rows], schema=EVENT_SCHEMA),
+                overwrite,
+            )
             self._seq = itertools.count(self._max_seq() + 1)
 
     def restore_users(self, rows: list[dict[str, Any]], overwrite: bool) -> None:

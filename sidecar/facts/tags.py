@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..text import written_without_spaces
 from .rules import MAX_FACT_CHARS, normalise_category, normalise_text
@@ -104,7 +104,7 @@ class _Open:
 
 def _judge(reply: str, o: _Open, content: str, close_end: int, categories: Sequence[str]) -> Found | Rejected:
     """What one closed tag yields: a fact, or the reason it is refused."""
-    raw = reply[o.start:close_end]
+    raw = reply[o.start : close_end]
     if o.has_child:
         return Rejected(_cap(raw), "nested", "a memory tag inside another memory tag; the outer tag is not saved")
     cat = o.attrs.get("category")
@@ -112,7 +112,9 @@ def _judge(reply: str, o: _Open, content: str, close_end: int, categories: Seque
     if cat is None or not cat.strip():
         return Rejected(_cap(raw), "missing_category", "the tag has no category attribute")
     if normalise_category(cat) not in categories:
-        return Rejected(_cap(raw), "unknown_category", f"category {cat.strip()!r} is not one of: {', '.join(categories)}")
+        return Rejected(
+            _cap(raw), "unknown_category", f"category {cat.strip()!r} is not one of: {', '.join(categories)}"
+        )
     if not text:
         return Rejected(_cap(raw), "empty", "the tag has no content")
     if len(text) > MAX_FACT_CHARS:
@@ -130,9 +132,9 @@ def _remove_spans(reply: str, spans: list[tuple[int, int]]) -> str:
             merged[-1][1] = max(merged[-1][1], e)
         else:
             merged.append([s, e])
-    segments = [reply[:merged[0][0]]]
+    segments = [reply[: merged[0][0]]]
     for i, (_s, e) in enumerate(merged):
-        segments.append(reply[e:merged[i + 1][0]] if i + 1 < len(merged) else reply[e:])
+        segments.append(reply[e : merged[i + 1][0]] if i + 1 < len(merged) else reply[e:])
     out = segments[0]
     for seg in segments[1:]:
         out = _join(out, seg)
@@ -154,7 +156,7 @@ def extract(reply: str, categories: Sequence[str]) -> Extraction:
             o = stack.pop()
             if stack:
                 stack[-1].has_child = True
-            found.append((o.start, _judge(reply, o, reply[o.end:m.start()], m.end(), categories)))
+            found.append((o.start, _judge(reply, o, reply[o.end : m.start()], m.end(), categories)))
             # the whole tag (with its content) goes; inner spans inside it are covered by it
             spans.append((o.start, m.end()))
         elif tok.endswith(">"):
@@ -175,11 +177,22 @@ def extract(reply: str, categories: Sequence[str]) -> Extraction:
         nxt = _TOKEN.search(reply, o.end)
         nl = reply.find("\n", o.end)
         stop = min(x for x in (nxt.start() if nxt else len(reply), nl if nl >= 0 else len(reply)))
-        found.append((o.start, Rejected(_cap(reply[o.start:stop]), "unclosed",
-                                        "an opening tag that is never closed; removed up to the end of its line")))
+        found.append(
+            (
+                o.start,
+                Rejected(
+                    _cap(reply[o.start : stop]),
+                    "unclosed",
+                    "an opening tag that is never closed; removed up to the end of its line",
+                ),
+            )
+        )
         spans.append((o.start, stop))
 
     # 3. remove the union of all spans
     found.sort(key=lambda x: x[0])
-    return Extraction(_remove_spans(reply, spans), [f for _, f in found if isinstance(f, Found)],
-                      [r for _, r in found if isinstance(r, Rejected)])
+    return Extraction(
+        _remove_spans(reply, spans),
+        [f for _, f in found if isinstance(f, Found)],
+        [r for _, r in found if isinstance(r, Rejected)],
+    )

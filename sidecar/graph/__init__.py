@@ -7,8 +7,8 @@ the conversation domain for the pyramid's word cut."""
 from .companion import GraphCompanion
 from .names import NameMatcher
 from .service import GraphService
-from .tables import TABLES as GRAPH_TABLES
 from .store import GraphStore
+from .tables import TABLES as GRAPH_TABLES
 from .tables import read_graphs
 
-__all__ = ["GraphCompanion", "GraphService", "GraphStore", "NameMatcher", "GRAPH_TABLES", "read_graphs"]
+__all__ = ["GRAPH_TABLES", "GraphCompanion", "GraphService", "GraphStore", "NameMatcher", "read_graphs"]

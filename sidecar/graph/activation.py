@@ -12,8 +12,8 @@ function node -> {neighbour: weight}; seeds are node -> starting activation.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,9 @@ class Params:
     theta: float = 0.3
 
 
-def spread(neighbours: Callable[[str], Mapping[str, float]], seeds: Mapping[str, float],
-           p: Params = Params()) -> dict[str, float]:
+def spread(
+    neighbours: Callable[[str], Mapping[str, float]], seeds: Mapping[str, float], p: Params = Params()
+) -> dict[str, float]:
     """Fired activation (0..1) of every node reached from the seeds; `neighbours(node)` gives a node's
     {neighbour: weight} (asked once per node: a large graph is never built whole)."""
     memo: dict[str, Mapping[str, float]] = {}
@@ -58,9 +59,9 @@ def inhibit(active: Mapping[str, float], p: Params, exempt: set[str] = frozenset
     and drops out at or below 0. Seeds (`exempt`) are never inhibited: a memory that answers the
     question directly is not suppressed by a strongly connected one (the paper's "cognitive tunneling")."""
     ranked = sorted(active.items(), key=lambda kv: (-kv[1], kv[0]))
-    winners = [a for _, a in ranked[:p.top_m]]
-    out = dict(ranked[:p.top_m])
-    for node, a in ranked[p.top_m:]:
+    winners = [a for _, a in ranked[: p.top_m]]
+    out = dict(ranked[: p.top_m])
+    for node, a in ranked[p.top_m :]:
         left = a if node in exempt else a - p.beta * sum(w - a for w in winners if w > a)
         if left > 0:
             out[node] = left
@@ -69,4 +70,3 @@ def inhibit(active: Mapping[str, float], p: Params, exempt: set[str] = frozenset
 
 def fire(active: Mapping[str, float], p: Params) -> dict[str, float]:
     return {n: 1.0 / (1.0 + math.exp(-p.gamma * (u - p.theta))) for n, u in active.items()}
-

@@ -17,7 +17,8 @@ import queue
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +49,7 @@ CATCH_UP_AHEAD = 1024  # the catch-up queues more stored messages only while few
 EPISODE_CHARS = 32_000
 RULE_CONFIDENCE = 0.6  # a relation read by the rule tier (the LLM tier's: 0.8; a host's facts stand apart)
 
+
 class Changes:
     """What one batch changed in one user's graph: the builder saves exactly this."""
 
@@ -66,15 +68,23 @@ def self_entity(g: UserGraph, username: str | None) -> Entity:
     return entity
 
 
-def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent: np.ndarray | None,
-                  changes: Changes, extra: Callable[[str], list[Mention]] | None = None,
-                  same_fact: Callable[[str, str], str | None] | None = None, similar: Similar | None = None) -> Episode:
+def build_episode(
+    g: UserGraph,
+    row: dict[str, Any],
+    vector: np.ndarray,
+    recent: np.ndarray | None,
+    changes: Changes,
+    extra: Callable[[str], list[Mention]] | None = None,
+    same_fact: Callable[[str, str], str | None] | None = None,
+    similar: Similar | None = None,
+) -> Episode:
     """Add one message to the user's graph (pure in-memory work; `changes` collects what to save)."""
     content = row["content"]
     low = is_backchannel(content)
     best = float(np.max(recent @ vector)) if recent is not None and len(recent) else None
-    episode = Episode(row["id"], float(row["timestamp"]), row.get("channel_id"), row.get("message_id"),
-                      row.get("reply_to"), 0.0, low)
+    episode = Episode(
+        row["id"], float(row["timestamp"]), row.get("channel_id"), row.get("message_id"), row.get("reply_to"), 0.0, low
+    )
     new = 0
     mentions: list[Mention] = []
     g.note_username(row.get("username"))
@@ -103,8 +113,14 @@ def build_episode(g: UserGraph, row: dict[str, Any], vector: np.ndarray, recent:
     return episode
 
 
-def _relations(g: UserGraph, row: dict[str, Any], episode: Episode, changes: Changes,
-               same_fact: Callable[[str, str], str | None] | None, similar: Similar | None) -> None:
+def _relations(
+    g: UserGraph,
+    row: dict[str, Any],
+    episode: Episode,
+    changes: Changes,
+    same_fact: Callable[[str, str], str | None] | None,
+    similar: Similar | None,
+) -> None:
     found = find_relations(row["content"], g.gazetteer()[0])
     if not found:
         return
@@ -141,12 +157,16 @@ def _names_entity(g: UserGraph, name: str) -> bool:
 
 def _a_person(g: UserGraph, entity: Entity) -> bool:
     """Relations know this entity as a person: the subject of one, or the object of a family or friend one."""
-    return any(r.subject_id == entity.id or r.object_id == entity.id and PREDICATES[r.predicate][1] == "person"
-               for r in g.relations.values() if r.predicate in PREDICATES)
+    return any(
+        r.subject_id == entity.id or (r.object_id == entity.id and PREDICATES[r.predicate][1] == "person")
+        for r in g.relations.values()
+        if r.predicate in PREDICATES
+    )
 
 
-def _entity_of(g: UserGraph, name: str, type_: str, episode: Episode, changes: Changes,
-               similar: Similar | None) -> Entity:
+def _entity_of(
+    g: UserGraph, name: str, type_: str, episode: Episode, changes: Changes, similar: Similar | None
+) -> Entity:
     """The entity a relation names, mentioned by this episode. The relation says what it is better than
     capitals did ("at Siemens" looked like a place; "I work at Siemens" says it is an organisation)."""
     entity, _new = g.resolve(name, type_, similar)
@@ -164,11 +184,17 @@ class Builder:
     built in one user's graph into table rows and `commit` writes a batch's; `after_batch(n)` is told how
     many episodes were built (the consolidation schedule)."""
 
-    def __init__(self, lock: threading.RLock, graphs: Callable[[str], UserGraph],
-                 save: Callable[[tuple[UserGraph, Changes], Any], Any], commit: Callable[[Any], None],
-                 after_batch: Callable[[int], None],
-                 extra: Callable[[str], list[Mention]] | None = None,
-                 same_fact: Callable[[str, str], str | None] | None = None, similar: Similar | None = None):
+    def __init__(
+        self,
+        lock: threading.RLock,
+        graphs: Callable[[str], UserGraph],
+        save: Callable[[tuple[UserGraph, Changes], Any], Any],
+        commit: Callable[[Any], None],
+        after_batch: Callable[[int], None],
+        extra: Callable[[str], list[Mention]] | None = None,
+        same_fact: Callable[[str, str], str | None] | None = None,
+        similar: Similar | None = None,
+    ):
         self.lock = lock
         self.similar = similar  # resolution by meaning (names.NameMatcher), or None
         self.same_fact = same_fact  # the facts domain: the id of the user's fact that states a text
@@ -181,7 +207,7 @@ class Builder:
         self.commit = commit  # rows -> None: the batch written, one commit per table
         self.after_batch = after_batch
         self.extra = extra
-        self.queue: "queue.Queue[tuple[list[dict[str, Any]], np.ndarray] | None]" = queue.Queue()
+        self.queue: queue.Queue[tuple[list[dict[str, Any]], np.ndarray] | None] = queue.Queue()
         self.pending = 0  # rows queued or being built
         self.submitted = 0  # rows ever queued
         self.processed = 0  # rows ever taken off the queue and built (or failed)
@@ -209,8 +235,9 @@ class Builder:
 
     def submit(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
         # what the graph reads of a long memory: cut once, here, so no step after (and no queued row) holds more
-        rows = [r if len(r["content"]) <= EPISODE_CHARS else {**r, "content": r["content"][:EPISODE_CHARS]}
-                for r in rows]
+        rows = [
+            r if len(r["content"]) <= EPISODE_CHARS else {**r, "content": r["content"][:EPISODE_CHARS]} for r in rows
+        ]
         with self._count:
             if self.pending > QUEUE_MAX:
                 if not self.overflowed:
@@ -224,15 +251,20 @@ class Builder:
 
     def with_in_hand(self, done: Callable[[list[str]], pa.Array]) -> Callable[[list[str]], pa.Array]:
         """`done(users)` (ids with episodes) and the ids queued or being built, for a catch-up to leave alone."""
+
         def both(users: list[str]) -> pa.Array:
             with self._count:  # read first: a row built and written in between is in one or the other
                 queued = pa.array(list(self._in_hand), pa.string())
             have = done(users)
             return pa.concat_arrays([have, queued.cast(have.type)]) if len(queued) else have
+
         return both
 
-    def catch_up(self, missing: Callable[[], Iterable[tuple[pa.Array, int, int, int]]],
-                 embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]]) -> int:
+    def catch_up(
+        self,
+        missing: Callable[[], Iterable[tuple[pa.Array, int, int, int]]],
+        embedded: Callable[[list[str]], tuple[list[dict[str, Any]], np.ndarray]],
+    ) -> int:
         """Queue the stored messages `missing()` names, a group of users at a time ((Arrow string array, the
         group's first and last user by number, users in all); read by `embedded`, 256 at a time, each slice
         made Python strings only then), only as fast as they are built; how many. Blocks."""
@@ -241,16 +273,21 @@ class Builder:
             with self._catching:
                 for ids, first, last, users in missing():
                     if ids:
-                        log.warning("graph: building %d stored messages in the background (users %d-%d of %d)",
-                                    len(ids), first, last, users)
+                        log.warning(
+                            "graph: building %d stored messages in the background (users %d-%d of %d)",
+                            len(ids),
+                            first,
+                            last,
+                            users,
+                        )
                     for start in range(0, len(ids), 256):
                         self.wait_room(CATCH_UP_AHEAD)
-                        rows, vectors = embedded(ids[start:start + 256].to_pylist())
+                        rows, vectors = embedded(ids[start : start + 256].to_pylist())
                         if rows:
                             self.submit(rows, vectors)
                     total += len(ids)
                 return total
-        except Exception:  # noqa: BLE001 - the messages are safe; the next start tries again
+        except Exception:
             log.exception("graph catch-up failed")
             return total
 
@@ -332,7 +369,7 @@ class Builder:
             vectors = np.concatenate([v for _, v in batch])
             try:
                 self.build(rows, vectors)
-            except Exception:  # noqa: BLE001 - the messages are safe; they are built again at the next start
+            except Exception:
                 log.exception("graph building failed for %d messages", len(rows))
                 self.failed += len(rows)
             with self._count:
@@ -375,7 +412,7 @@ class Builder:
         written, episodes = None, set()
         start = 0
         while start < len(users):
-            group = users[start:start + max(1, min(USER_GROUP, self.group_size()))]
+            group = users[start : start + max(1, min(USER_GROUP, self.group_size()))]
             start += len(group)
             self._step_aside()
             with self.lock:
@@ -403,8 +440,9 @@ class Builder:
             time.sleep(YIELD_STEP)
             waited += YIELD_STEP
 
-    def _build_user(self, user_id: str, idx: list[int], rows: list[dict[str, Any]],
-                    vectors: np.ndarray) -> tuple[UserGraph, Changes]:
+    def _build_user(
+        self, user_id: str, idx: list[int], rows: list[dict[str, Any]], vectors: np.ndarray
+    ) -> tuple[UserGraph, Changes]:
         idx.sort(key=lambda k: rows[k]["timestamp"])
         g = self.graphs(user_id)
         changes = Changes()
@@ -416,5 +454,5 @@ class Builder:
             if self.on_built is not None:
                 self.on_built(g, ep, rows[k])
             # a copy: a view would keep the builder's whole batch of vectors alive for as long as the graph
-            g.recent = [*g.recent[-RECENT + 1:], vectors[k].astype(np.float32)]
+            g.recent = [*g.recent[-RECENT + 1 :], vectors[k].astype(np.float32)]
         return g, changes

@@ -14,7 +14,7 @@ and the builder, under the GIL) went to that sum by the end of a 100,000-request
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .model import UserGraph
 
@@ -22,7 +22,7 @@ from .model import UserGraph
 class GraphCache:
     def __init__(self, budget: int):
         self.budget = budget
-        self._graphs: "OrderedDict[str, UserGraph]" = OrderedDict()
+        self._graphs: OrderedDict[str, UserGraph] = OrderedDict()
         self._sizes: dict[str, int] = {}
         self._used: set[str] = set()  # users whose graphs a command or recall has used since they were loaded
         self.total = 0  # bytes of the graphs held, as last measured

@@ -17,8 +17,8 @@ episode joined to one already in a trace joins that trace (which is then consoli
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -79,7 +79,7 @@ def edges(episodes: Sequence[Episode], vectors: np.ndarray, hubs: set[str]) -> l
             other, sim = episodes[j], float(sims[j - lo])
             session = ep.ts - other.ts <= SESSION_GAP
             conf = 0.0
-            if ep.reply_to is not None and by_message.get(ep.reply_to) == j or sim >= DUPLICATE:
+            if (ep.reply_to is not None and by_message.get(ep.reply_to) == j) or sim >= DUPLICATE:
                 conf = 1.0
             if j == last_same_channel and session:
                 conf = max(conf, 0.6 + 0.4 * max(0.0, sim))
@@ -92,8 +92,9 @@ def edges(episodes: Sequence[Episode], vectors: np.ndarray, hubs: set[str]) -> l
     return out
 
 
-def group(episodes: Sequence[Episode], vectors: np.ndarray, hubs: set[str], new: set[str],
-          trace_sizes: dict[str, int]) -> list[Group]:
+def group(
+    episodes: Sequence[Episode], vectors: np.ndarray, hubs: set[str], new: set[str], trace_sizes: dict[str, int]
+) -> list[Group]:
     """Groups of the `new` episodes (ids), each possibly joining the trace of an older episode in
     `episodes` (the context before them). Low-quality episodes join nothing."""
     ids = [e.id for e in episodes]

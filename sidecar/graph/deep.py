@@ -14,8 +14,9 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..llm import LLMClient, LLMError
 from ..llm.worker import JobQueue
@@ -103,23 +104,31 @@ class DeepTier:
         if time.monotonic() - at > 30:
             ok = self.llm.reachable()
             self._reachable = (time.monotonic(), ok)
-        return {"configured": True, "reachable": ok, "pending": self.pending(), "done": self.done,
-                "failed": self.failed, "dropped": self.dropped}
+        return {
+            "configured": True,
+            "reachable": ok,
+            "pending": self.pending(),
+            "done": self.done,
+            "failed": self.failed,
+            "dropped": self.dropped,
+        }
 
     def stop(self) -> None:
         self.jobs.stop()
 
     def _one(self, job: DeepJob) -> None:
         try:
-            user = json.dumps({"author": job.username or "the author", "message": job.content[:2000]},
-                              ensure_ascii=False)
-            entities, relations = self.llm.ask_json("graph extraction", SYSTEM, user,
-                                                    lambda obj: parse(obj, job.content))
+            user = json.dumps(
+                {"author": job.username or "the author", "message": job.content[:2000]}, ensure_ascii=False
+            )
+            entities, relations = self.llm.ask_json(
+                "graph extraction", SYSTEM, user, lambda obj: parse(obj, job.content)
+            )
             self.apply(job, entities, relations)
             self.done += 1
         except LLMError as exc:
             self.failed += 1
             log.warning("graph LLM tier gave up on episode %s: %s", job.episode_id, exc)
-        except Exception:  # noqa: BLE001 - the worker must survive anything
+        except Exception:
             self.failed += 1
             log.exception("graph LLM tier failed on episode %s", job.episode_id)

@@ -24,8 +24,8 @@ What it finds, in this order (an earlier, longer match wins an overlap):
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .model import fold_chars
 
@@ -33,18 +33,24 @@ TYPES = ("person", "place", "organisation", "thing", "event", "date", "other")
 
 # Letters of every script with their combining marks (Python's \w leaves out the vowel signs of Devanagari and
 # its kin, and combining accents), for words and @mentions in any script
-WORD_CHARS = (r"\w\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
-              r"\u0900-\u0963\u0966-\u0dff\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u200c\u200d"
-              r"\u3099\u309a")
+WORD_CHARS = (
+    r"\w\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+    r"\u0900-\u0963\u0966-\u0dff\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u200c\u200d"
+    r"\u3099\u309a"
+)
 # Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, Chinese, Japanese), and Korean, whose
 # particles glue to the word before them: a known name is looked for inside their runs
-SPACELESS = (r"\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff\u3130-\u318f"
-             r"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff")
+SPACELESS = (
+    r"\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff\u3130-\u318f"
+    r"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+)
 # given names that are also ordinary words: a known one counts only when written with a capital
-WORD_NAMES = frozenset("""will may rose grace hope joy faith mark bill pat sue rich frank jack dawn summer autumn iris
+WORD_NAMES = frozenset(
+    """will may rose grace hope joy faith mark bill pat sue rich frank jack dawn summer autumn iris
 lily ruby amber jade olive ivy daisy violet holly cliff drew gene rob chase hunter miles max art ray sky june april
 august sunny buck don guy sandy rusty angel star crystal penny ginger pepper honey cookie buddy lucky bear
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -56,10 +62,14 @@ class Mention:
 
 
 _WEEKDAYS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:mon|tue|wed|thu|fri|sat|sun)\b\.?"
-_MONTHS = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
-           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_MONTHS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
 _UNIT = r"(?:second|minute|hour|day|night|week|weekend|month|year|season|summer|winter|spring|autumn|fall|semester)s?"
-_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+few|a\s+couple(?:\s+of)?|several)"
+_NUM = (
+    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+few|a\s+couple(?:\s+of)?|several)"
+)
 _DATE = re.compile(
     r"\b(?:"
     rf"(?:about\s+|around\s+)?{_NUM}\s+{_UNIT}\s+ago"
@@ -74,49 +84,161 @@ _DATE = re.compile(
     r"|(?:19|20)\d{2}"
     rf"|(?:{_MONTHS})"
     rf"|{_NUM}\s+{_UNIT}"
-    r")\b", re.IGNORECASE)
-MONTH_WORDS = frozenset("january february march april may june july august september october november december "
-                        "jan feb mar apr jun jul aug sep sept oct nov dec".split())
-WEEKDAY_WORDS = frozenset("monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs "
-                          "fri sat sun".split())
+    r")\b",
+    re.IGNORECASE,
+)
+MONTH_WORDS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+WEEKDAY_WORDS = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun".split()
+)
 # words that look like months/dates but rarely are in chat
 _DATE_STOP = {"may", "march", "sun", "mar", "jan", "sat", "wed", "a day", "an hour"}
 # month names that are also given names: a person's unless time words are around them ("in May", "May 3")
 _NAME_MONTHS = {"may", "june", "april", "august"}
-_TIME_BEFORE = re.compile(r"\b(?:in|on|since|until|till|by|from|to|through|last|next|this|early|mid|late|of|during|"
-                          r"before|after|every|each|around|end\s+of|beginning\s+of|start\s+of)\s+$", re.IGNORECASE)
+_TIME_BEFORE = re.compile(
+    r"\b(?:in|on|since|until|till|by|from|to|through|last|next|this|early|mid|late|of|during|"
+    r"before|after|every|each|around|end\s+of|beginning\s+of|start\s+of)\s+$",
+    re.IGNORECASE,
+)
 _TIME_AFTER = re.compile(r"\s*(?:\d{1,2}(?:st|nd|rd|th)?\b|\d{4}\b|-|–)")
 _MENTION = re.compile(rf"<@!?\d+>|(?<![\w.])@[{WORD_CHARS}][{WORD_CHARS}.]{{0,31}}[{WORD_CHARS}]")
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _URL = re.compile(r"\bhttps?://[^\s<>\"']+|\bwww\.[^\s<>\"']+", re.IGNORECASE)
-_AMOUNT = re.compile(r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|euros|pounds|"
-                     r"bucks|usd|eur|gbp)\b)", re.IGNORECASE)
+_AMOUNT = re.compile(
+    r"(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|euros|pounds|"
+    r"bucks|usd|eur|gbp)\b)",
+    re.IGNORECASE,
+)
 _SENTENCE_START = re.compile(r"(?:^|[.!?…:]\s+|\n\s*|[\"“(]\s*)$")
 # capitalised words that are not names on their own
 _NOT_NAMES = {
-    "i", "i'm", "i've", "i'll", "i'd", "im", "ok", "okay", "yes", "yeah", "no", "nope", "hey", "hi", "hello", "thanks",
-    "thank", "wow", "oh", "omg", "lol", "haha", "the", "a", "an", "my", "we", "you", "he", "she", "they", "it", "this",
-    "that", "these", "those", "what", "when", "where", "who", "why", "how", "and", "but", "or", "so", "if", "also",
-    "just", "sure", "great", "cool", "nice", "awesome", "love", "congrats", "sounds", "yep", "well", "anyway", "btw",
-    "dear", "mom", "dad", "mum", "god", "bye", "man", "people", "time", "art", "nature", "life", "woah", "whoa", "gotcha", "hah", "ugh", "mmm", "woohoo", "yo",
-    "jealous", "thoughts", "books", "rpg", "lgbtq", "lgbt", "lgbtq+", "tv", "dm", "pm", "am", "ai", "ps", "ps5", "usa",
+    "i",
+    "i'm",
+    "i've",
+    "i'll",
+    "i'd",
+    "im",
+    "ok",
+    "okay",
+    "yes",
+    "yeah",
+    "no",
+    "nope",
+    "hey",
+    "hi",
+    "hello",
+    "thanks",
+    "thank",
+    "wow",
+    "oh",
+    "omg",
+    "lol",
+    "haha",
+    "the",
+    "a",
+    "an",
+    "my",
+    "we",
+    "you",
+    "he",
+    "she",
+    "they",
+    "it",
+    "this",
+    "that",
+    "these",
+    "those",
+    "what",
+    "when",
+    "where",
+    "who",
+    "why",
+    "how",
+    "and",
+    "but",
+    "or",
+    "so",
+    "if",
+    "also",
+    "just",
+    "sure",
+    "great",
+    "cool",
+    "nice",
+    "awesome",
+    "love",
+    "congrats",
+    "sounds",
+    "yep",
+    "well",
+    "anyway",
+    "btw",
+    "dear",
+    "mom",
+    "dad",
+    "mum",
+    "god",
+    "bye",
+    "man",
+    "people",
+    "time",
+    "art",
+    "nature",
+    "life",
+    "woah",
+    "whoa",
+    "gotcha",
+    "hah",
+    "ugh",
+    "mmm",
+    "woohoo",
+    "yo",
+    "jealous",
+    "thoughts",
+    "books",
+    "rpg",
+    "lgbtq",
+    "lgbt",
+    "lgbtq+",
+    "tv",
+    "dm",
+    "pm",
+    "am",
+    "ai",
+    "ps",
+    "ps5",
+    "usa",
 }
-_PLACE_CUES = re.compile(r"(?:\b(?:in|at|from|to|near|visit(?:ed|ing)?|around|across|into)\s+(?:the\s+)?)$",
-                         re.IGNORECASE)
-_ORG_WORDS = re.compile(r"\b(?:Inc|Corp|Corporation|Ltd|LLC|GmbH|Company|Co|University|College|School|Institute|"
-                        r"Academy|Bank|Group|Foundation|Association|Club|Team|Agency|Hospital|Center|Centre|"
-                        r"Labs?|Studios?|Society|Activists|Council|Church)\b")
-_PLACE_WORDS = re.compile(r"\b(?:City|Street|St|Avenue|Ave|Road|Park|Lake|Mountains?|River|Beach|Island|County|"
-                          r"Tower|Bridge|Square|Cliffs|Valley|Bay|Coast|Falls)\b")
-_EVENTS = re.compile(r"\b(?:Christmas|Thanksgiving|Easter|Halloween|Hanukkah|Diwali|Ramadan|Eid|New Year(?:'s)?(?:"
-                     r" Eve)?|Pride|Festival|Conference|Parade|Marathon|Olympics|Wedding|Birthday)\b")
-_ORG_CUES = re.compile(r"(?:\b(?:work(?:s|ed|ing)?|job|jobs|intern(?:ship|ing)?|employed|hired|position|role|"
-                       r"career|shift)\s+(?:\w+\s+){0,2}?(?:at|for|with|by)\s+(?:the\s+)?|\b(?:joined|joining|join|"
-                       r"quit|quitting|resigned\s+from|retired\s+from|laid\s+off\s+(?:from|by)|fired\s+from|"
-                       r"stud(?:y|ies|ying|ied)\s+(?:\w+\s+){0,2}?at|student\s+at|enrolled\s+(?:at|in)|"
-                       r"graduated\s+from|degree\s+(?:at|from))\s+(?:the\s+)?)$", re.IGNORECASE)
+_PLACE_CUES = re.compile(
+    r"(?:\b(?:in|at|from|to|near|visit(?:ed|ing)?|around|across|into)\s+(?:the\s+)?)$", re.IGNORECASE
+)
+_ORG_WORDS = re.compile(
+    r"\b(?:Inc|Corp|Corporation|Ltd|LLC|GmbH|Company|Co|University|College|School|Institute|"
+    r"Academy|Bank|Group|Foundation|Association|Club|Team|Agency|Hospital|Center|Centre|"
+    r"Labs?|Studios?|Society|Activists|Council|Church)\b"
+)
+_PLACE_WORDS = re.compile(
+    r"\b(?:City|Street|St|Avenue|Ave|Road|Park|Lake|Mountains?|River|Beach|Island|County|"
+    r"Tower|Bridge|Square|Cliffs|Valley|Bay|Coast|Falls)\b"
+)
+_EVENTS = re.compile(
+    r"\b(?:Christmas|Thanksgiving|Easter|Halloween|Hanukkah|Diwali|Ramadan|Eid|New Year(?:'s)?(?:"
+    r" Eve)?|Pride|Festival|Conference|Parade|Marathon|Olympics|Wedding|Birthday)\b"
+)
+_ORG_CUES = re.compile(
+    r"(?:\b(?:work(?:s|ed|ing)?|job|jobs|intern(?:ship|ing)?|employed|hired|position|role|"
+    r"career|shift)\s+(?:\w+\s+){0,2}?(?:at|for|with|by)\s+(?:the\s+)?|\b(?:joined|joining|join|"
+    r"quit|quitting|resigned\s+from|retired\s+from|laid\s+off\s+(?:from|by)|fired\s+from|"
+    r"stud(?:y|ies|ying|ied)\s+(?:\w+\s+){0,2}?at|student\s+at|enrolled\s+(?:at|in)|"
+    r"graduated\s+from|degree\s+(?:at|from))\s+(?:the\s+)?)$",
+    re.IGNORECASE,
+)
 # a nationality or language is never a person
-NATIONALITIES = frozenset("""
+NATIONALITIES = frozenset(
+    """
 english french german spanish italian portuguese dutch swedish norwegian danish finnish polish russian ukrainian
 greek turkish arabic hebrew persian farsi hindi urdu bengali punjabi tamil telugu chinese mandarin cantonese
 japanese korean thai vietnamese indonesian malay filipino tagalog swahili irish scottish welsh british american
@@ -124,24 +246,39 @@ canadian mexican brazilian argentinian argentine australian indian african europ
 nigerian kenyan egyptian moroccan israeli iranian pakistani iraqi syrian lebanese czech hungarian romanian
 bulgarian serbian croatian austrian swiss belgian icelandic jamaican cuban colombian peruvian chilean venezuelan
 ethiopian ghanaian turkish scandinavian nordic mediterranean caribbean midwestern southern northern
-""".split())
-_PETS = (r"(?:dog|puppy|pup|doggo|cat|kitten|kitty|pet|parrot|bird|hamster|rabbit|bunny|horse|pony|turtle|tortoise|"
-         r"fish|goldfish|snake|lizard|gecko|ferret|guinea\s+pig|budgie|hedgehog|rat|mouse)s?")
-_PET_BEFORE = re.compile(rf"\b{_PETS}\s*,?\s+(?:(?:is|was)\s+)?(?:(?:called|named)\s+)?$|"
-                         rf"\bnamed?\s+(?:him|her|it)\s+$", re.IGNORECASE)
-_PET_AFTER = re.compile(rf"\s*,\s*(?:my|our|the|his|her|their)\s+(?:\w+\s+)?{_PETS}\b|\s+the\s+{_PETS}\b",
-                        re.IGNORECASE)
+""".split()
+)
+_PETS = (
+    r"(?:dog|puppy|pup|doggo|cat|kitten|kitty|pet|parrot|bird|hamster|rabbit|bunny|horse|pony|turtle|tortoise|"
+    r"fish|goldfish|snake|lizard|gecko|ferret|guinea\s+pig|budgie|hedgehog|rat|mouse)s?"
+)
+_PET_BEFORE = re.compile(
+    rf"\b{_PETS}\s*,?\s+(?:(?:is|was)\s+)?(?:(?:called|named)\s+)?$|"
+    rf"\bnamed?\s+(?:him|her|it)\s+$",
+    re.IGNORECASE,
+)
+_PET_AFTER = re.compile(
+    rf"\s*,\s*(?:my|our|the|his|her|their)\s+(?:\w+\s+)?{_PETS}\b|\s+the\s+{_PETS}\b", re.IGNORECASE
+)
 _PET_NAME_IS = re.compile(r"\b(?:(?:his|her|its|their)\s+name(?:'s|’s|\s+is)|named|called)\s+$", re.IGNORECASE)
 _PET_NEAR = re.compile(rf"\b{_PETS}\b", re.IGNORECASE)
 _PLACE_AFTER = re.compile(r"\s+(?:trip|vacation|holiday|flight|apartment|office)\b", re.IGNORECASE)
-_PLACE_BEFORE = re.compile(r"(?:\b(?:country|city|town|state|province|island|village|hometown)\s*,\s*|"
-                           r"\b(?:king|queen|capital|city|streets|people|kingdom|republic|mayor)\s+of\s+)$",
-                           re.IGNORECASE)
-_MEDIA_AFTER = re.compile(r"\s+(?:universe|franchise|series|saga|trilogy|books|novels|movies|films|fandom|merch|"
-                          r"cosplay|memorabilia|characters|episodes?|seasons?|sequel|prequel|spin-?off|fanfic(?:tion)?|"
-                          r"soundtrack|themed)\b", re.IGNORECASE)
-_THING_CUES = re.compile(r"(?:\b(?:read(?:ing)?|watch(?:ed|ing)?|play(?:ed|ing)?|listen(?:ed|ing)?\s+to|bought|"
-                         r"using|use[ds]?|on)\s+)$", re.IGNORECASE)
+_PLACE_BEFORE = re.compile(
+    r"(?:\b(?:country|city|town|state|province|island|village|hometown)\s*,\s*|"
+    r"\b(?:king|queen|capital|city|streets|people|kingdom|republic|mayor)\s+of\s+)$",
+    re.IGNORECASE,
+)
+_MEDIA_AFTER = re.compile(
+    r"\s+(?:universe|franchise|series|saga|trilogy|books|novels|movies|films|fandom|merch|"
+    r"cosplay|memorabilia|characters|episodes?|seasons?|sequel|prequel|spin-?off|fanfic(?:tion)?|"
+    r"soundtrack|themed)\b",
+    re.IGNORECASE,
+)
+_THING_CUES = re.compile(
+    r"(?:\b(?:read(?:ing)?|watch(?:ed|ing)?|play(?:ed|ing)?|listen(?:ed|ing)?\s+to|bought|"
+    r"using|use[ds]?|on)\s+)$",
+    re.IGNORECASE,
+)
 
 
 _fold = fold_chars  # the gazetteer's keys are folded the same way (graph/model.py)
@@ -166,7 +303,7 @@ def _gazetteer_hits(text: str, gazetteer: Mapping[str, str], max_words: int) -> 
         firsts = {m.group(0) for key in gazetteer if (m := _GZ_WORD.match(key))}
     hits, i = [], 0
     while i < len(words):
-        if firsts is not None and folded[words[i][0]:words[i][1]] not in firsts:
+        if firsts is not None and folded[words[i][0] : words[i][1]] not in firsts:
             i += 1
             continue
         for n in range(min(max_words, len(words) - i), 0, -1):
@@ -183,13 +320,15 @@ def _gazetteer_hits(text: str, gazetteer: Mapping[str, str], max_words: int) -> 
     if lengths is None and _SPACELESS_RUN.search(folded):  # a plain mapping (tests, the bench): its keys
         lengths = {len(k) for k in gazetteer if len(k) > 1 and _SPACELESS_RUN.fullmatch(k)}
     if lengths:
-        hits += _spaceless_hits(text, folded, gazetteer, sorted(lengths, reverse=True),
-                                [(h.start, h.end) for h in hits])
+        hits += _spaceless_hits(
+            text, folded, gazetteer, sorted(lengths, reverse=True), [(h.start, h.end) for h in hits]
+        )
     return hits
 
 
-def _spaceless_hits(text: str, folded: str, gazetteer: Mapping[str, str], lengths: list[int],
-                    taken: list[tuple[int, int]]) -> list[Mention]:
+def _spaceless_hits(
+    text: str, folded: str, gazetteer: Mapping[str, str], lengths: list[int], taken: list[tuple[int, int]]
+) -> list[Mention]:
     """Known names inside runs of a script written without spaces ("王伟" in "我和王伟去了北京"), or glued to a
     Korean particle ("민수가"): at each position the longest key that starts there (a look-up per length)."""
     hits = []
@@ -199,8 +338,8 @@ def _spaceless_hits(text: str, folded: str, gazetteer: Mapping[str, str], length
         i, end = run.start(), run.end()
         while i < end:
             for n in lengths:
-                if i + n <= end and (kind := gazetteer.get(folded[i:i + n])) is not None:
-                    hits.append(Mention(text[i:i + n], i, i + n, kind))
+                if i + n <= end and (kind := gazetteer.get(folded[i : i + n])) is not None:
+                    hits.append(Mention(text[i : i + n], i, i + n, kind))
                     i += n
                     break
             else:
@@ -214,8 +353,8 @@ def _ordinary_key(key: str) -> bool:
 
 
 def _type_of_caps(text: str, span: str, start: int, end: int) -> str:
-    before = text[max(0, start - 30):start]
-    after = text[end:end + 40]
+    before = text[max(0, start - 30) : start]
+    after = text[end : end + 40]
     folded = span.casefold()
     if folded in MONTH_WORDS or folded in WEEKDAY_WORDS:
         if folded in _NAME_MONTHS and not (_TIME_BEFORE.search(before) or _TIME_AFTER.match(after)):
@@ -227,13 +366,20 @@ def _type_of_caps(text: str, span: str, start: int, end: int) -> str:
         return "organisation"
     if folded in NATIONALITIES:
         return "other"
-    if (_PET_BEFORE.search(before) or _PET_AFTER.match(after)
-            or (_PET_NAME_IS.search(before) and _PET_NEAR.search(text, max(0, start - 80), start))):
+    if (
+        _PET_BEFORE.search(before)
+        or _PET_AFTER.match(after)
+        or (_PET_NAME_IS.search(before) and _PET_NEAR.search(text, max(0, start - 80), start))
+    ):
         return "other"  # a named animal
-    if (_PLACE_WORDS.search(span) or _PLACE_CUES.search(before) or _PLACE_BEFORE.search(before)
-            or _PLACE_AFTER.match(after)):
+    if (
+        _PLACE_WORDS.search(span)
+        or _PLACE_CUES.search(before)
+        or _PLACE_BEFORE.search(before)
+        or _PLACE_AFTER.match(after)
+    ):
         return "place"
-    if _THING_CUES.search(before) and (len(span.split()) > 1 or span.isupper()) or _MEDIA_AFTER.match(after):
+    if (_THING_CUES.search(before) and (len(span.split()) > 1 or span.isupper())) or _MEDIA_AFTER.match(after):
         return "thing"  # "watched Little Women", "the Harry Potter universe"
     if re.search(r"\s(?:of|the)\s", span):
         return "thing"  # a title: "Game of Thrones", "Lord of the Rings"
@@ -241,7 +387,8 @@ def _type_of_caps(text: str, span: str, start: int, end: int) -> str:
 
 
 # Ordinary words that open sentences in chat: capitalised there, never names on their own.
-COMMON = frozenset("""
+COMMON = frozenset(
+    """
 about after again all almost already also always am an and another any anyway anything are around as at
 back be because been before being best better both but by can can't cause could did didn't do does doesn't
 doing don't done during each even ever every everyone everything exactly feel feeling feels finally first
@@ -260,13 +407,16 @@ agreed amazing awesome aww beautiful cheers congrats congratulations cool defini
 fantastic great haha hahaha happy hey hi hello hmm lol love lovely luckily nah neat no omg ooh oops
 sadly speaking sounds super thankfully unfortunately welcome wonderful yeah yikes btw imo tbh anyways
 went came started made took gave found bought tried used loved liked felt watched read played visited
-""".split())
+""".split()
+)
 _JOINERS = {"of", "the", "de", "da", "van", "von", "&"}
 _WORD = re.compile(r"[^\W\d_][\w\u0300-\u036f'’.-]*[\w\u0300-\u036f]|[^\W\d_]")
 _TITLE_SMALL = {"of", "the", "a", "an", "and", "in", "on", "to", "for", "with", "at", "by", "from", "or", "&"}
 _QUOTED = re.compile(r"[\"“]([^\"“”\n]{2,80})[\"”]")
-_VENUE_END = re.compile(r"\s*(?:$|[,.;:!?)]|\s(?:and|for|on|in|at|last|yesterday|tonight|today|with|to|was|is|"
-                        r"again|earlier|later|this|that|next)\b)")
+_VENUE_END = re.compile(
+    r"\s*(?:$|[,.;:!?)]|\s(?:and|for|on|in|at|last|yesterday|tonight|today|with|to|was|is|"
+    r"again|earlier|later|this|that|next)\b)"
+)
 
 
 def _ordinary(word: str) -> bool:
@@ -284,7 +434,7 @@ def _may_open(text: str, word: str, start: int, end: int) -> bool:
     folded = word.casefold().replace("’", "'")
     if folded in _NOT_NAMES or folded.split("'")[0] in _NOT_NAMES:
         return False
-    after = text[end:end + 2]
+    after = text[end : end + 2]
     nxt = _WORD.match(text, end + 1) if after[:1] == " " else None
     followed = bool(nxt and nxt.group(0)[0].isupper() and not _ordinary(nxt.group(0)))
     opener = bool(_SENTENCE_START.search(text[:start]))
@@ -306,9 +456,9 @@ def _caps(text: str, taken: bytearray) -> list[Mention]:
             run.pop()
         if run:
             start, end = run[0].start(), run[-1].end()
-            if text[end - 2:end] in ("'s", "’s"):
-                venue = _VENUE_END.match(text, end) and _PLACE_CUES.search(text[max(0, start - 30):start])
-                if not venue or _ORG_CUES.search(text[max(0, start - 30):start]):
+            if text[end - 2 : end] in ("'s", "’s"):
+                venue = _VENUE_END.match(text, end) and _PLACE_CUES.search(text[max(0, start - 30) : start])
+                if not venue or _ORG_CUES.search(text[max(0, start - 30) : start]):
                     end -= 2  # "Aragorn's" -> "Aragorn"; "dinner at Luigi's" keeps its venue
             span = text[start:end]
             if span.casefold() not in _NOT_NAMES and len(span) > 1:
@@ -348,8 +498,9 @@ def _quoted_titles(text: str) -> list[Mention]:
         if any(not (w[:1].isupper() or w[:1].isdigit() or w.casefold() in _TITLE_SMALL) for w in words):
             continue
         first = words[0].casefold()
-        if (first in _NOT_NAMES or first in COMMON) and first not in ("the", "a", "an") or (
-                len(words) == 1 and _ordinary(words[0])):
+        if ((first in _NOT_NAMES or first in COMMON) and first not in ("the", "a", "an")) or (
+            len(words) == 1 and _ordinary(words[0])
+        ):
             continue
         start = m.start(1) + m.group(1).index(title)
         out.append(Mention(title, start, start + len(title), "thing"))
@@ -362,7 +513,7 @@ def _extend_first_names(text: str, hits: list[Mention], gazetteer: Mapping[str, 
     out = []
     for h in hits:
         if h.type == "person" and " " not in h.text:
-            m = re.match(r"(?:[ \t]+[A-Z][\w'’-]*)+", text[h.end:h.end + 60])
+            m = re.match(r"(?:[ \t]+[A-Z][\w'’-]*)+", text[h.end : h.end + 60])
             if m:
                 words = m.group(0).split()
                 keep = []
@@ -375,7 +526,7 @@ def _extend_first_names(text: str, hits: list[Mention], gazetteer: Mapping[str, 
                         break
                 if keep:
                     end = text.index(keep[-1], h.end) + len(keep[-1])
-                    h = Mention(text[h.start:end], h.start, end, "person")
+                    h = Mention(text[h.start : end], h.start, end, "person")
         out.append(h)
     return out
 
@@ -401,6 +552,6 @@ def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_wor
     for mention in found:
         if taken.find(1, mention.start, mention.end) < 0:
             kept.append(mention)
-            taken[mention.start:mention.end] = b"\x01" * (mention.end - mention.start)
+            taken[mention.start : mention.end] = b"\x01" * (mention.end - mention.start)
     kept += _caps(text, taken)
     return sorted(kept, key=lambda x: x.start)

@@ -12,8 +12,9 @@ import hashlib
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 SALIENCE_STEP = 0.1  # each resolved mention raises salience by this, up to 1
 HALF_LIFE_DAYS = 7.0  # activation loses half of what it has above FLOOR in a week without use
@@ -33,8 +34,10 @@ ARRAY_BYTES = 112  # a numpy array's own header, on top of its data
 
 _ACCENTS = re.compile("[\u0300-\u036f]+")
 # a key wholly in a script written without spaces (or Korean): the fast tier looks for it inside runs of text
-_SPACELESS_KEY = re.compile("[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff"
-                            "\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_SPACELESS_KEY = re.compile(
+    "[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff"
+    "\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+)
 USERNAMES = 512
 
 
@@ -185,7 +188,7 @@ class UserGraph(Validity):
                 if len(tokens) > 1:
                     self.last_names.setdefault(tokens[-1], set()).add(entity.id)
 
-    def gazetteer(self) -> tuple["_Types", int]:
+    def gazetteer(self) -> tuple[_Types, int]:
         """(folded name or alias -> entity type, the longest name in words) for the fast tier: a live view
         of the index, so a new name costs nothing to add."""
         return _Types(self), self.max_words
@@ -244,15 +247,23 @@ class UserGraph(Validity):
             found = []
             for index, at in ((self.first_names, 0), (self.last_names, -1)):
                 ids = index.get(tokens[0], ())
-                found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
-                         and len(fold(self.entities[i].name).split()) > 1
-                         and fold(self.entities[i].name).split()[at] == tokens[0]]
+                found = [
+                    self.entities[i]
+                    for i in ids
+                    if i in self.entities
+                    and self.entities[i].type == "person"
+                    and len(fold(self.entities[i].name).split()) > 1
+                    and fold(self.entities[i].name).split()[at] == tokens[0]
+                ]
                 if found:
                     break
         else:  # a full name: the one known person of that single name
             ids = self.single_names.get(tokens[0], ())
-            found = [self.entities[i] for i in ids if i in self.entities and self.entities[i].type == "person"
-                     and fold(self.entities[i].name) == tokens[0]]
+            found = [
+                self.entities[i]
+                for i in ids
+                if i in self.entities and self.entities[i].type == "person" and fold(self.entities[i].name) == tokens[0]
+            ]
         return found[0] if len(found) == 1 else None
 
     def salience(self, entity: Entity) -> float:
@@ -348,4 +359,3 @@ class _Types:
     def __iter__(self):
         yield from self.g.by_key
         yield from self.g.usernames
-

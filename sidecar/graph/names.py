@@ -14,7 +14,7 @@ precision decides. Vectors are cached per graph by folded name (float16), never 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -98,7 +98,7 @@ def is_backchannel(text: str) -> bool:
         if _REACTION.fullmatch(low) or _REACTION.fullmatch(low.replace("soo ", "so ")):
             continue
         # "thanks Caroline", "bye Mel", "haha yes", "ok cool": a reaction then names or more reactions
-        if all(_REACTION.fullmatch(w.casefold()) or _NAME.fullmatch(w) and i > 0 for i, w in enumerate(core.split())):
+        if all(_REACTION.fullmatch(w.casefold()) or (_NAME.fullmatch(w) and i > 0) for i, w in enumerate(core.split())):
             continue
         if len(core.split()) == 1 and _NAME.fullmatch(core) and len(clauses) > 1:
             continue  # the addressed name in "Thanks, Caroline!"

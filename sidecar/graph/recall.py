@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from . import activation as act, recall_validity as validity
+from . import activation as act
+from . import recall_validity as validity
 from .consolidation import HUB_SHARE, SESSION_GAP
 from .mentions import find_mentions
 from .model import UserGraph, fold
@@ -42,9 +43,11 @@ GATE = 0.12
 VALID_START = 0.9  # an episode stating the relation a question asks about, valid when it asks (recall_validity.py)
 BELOW = 0.9  # the others of that relation: at most this x the least active of those
 _WORD = re.compile(r"[a-z0-9]{3,}")
-_STOP = frozenset("the and for are was were you your with what when where who why how did does that this have has "
-                  "had from about they them their there been will would could should which into over more most "
-                  "some than then also just like very much many any all not but can its our out get got".split())
+_STOP = frozenset(
+    "the and for are was were you your with what when where who why how did does that this have has "
+    "had from about they them their there been will would could should which into over more most "
+    "some than then also just like very much many any all not but can its our out get got".split()
+)
 
 
 @dataclass
@@ -110,19 +113,31 @@ def unknown_names(g: UserGraph, view: GraphView, query: str) -> list[str]:
     out = []
     for m in find_mentions(query, *g.gazetteer()):
         key = fold(m.text)
-        if m.type in ("person", "place", "organisation") and key not in g.by_key and not set(key.split()) <= view.name_words:
+        if (
+            m.type in ("person", "place", "organisation")
+            and key not in g.by_key
+            and not set(key.split()) <= view.name_words
+        ):
             out.append(m.text)  # neither a known name nor part of one ("Bob" of "Bob Smith")
     return out
 
 
 def named(g: UserGraph, query: str) -> list[str]:
     """The known entities the query names (the fast tier with the user's gazetteer), in order, once each."""
-    return list(dict.fromkeys(g.by_key[fold(m.text)] for m in find_mentions(query, *g.gazetteer())
-                              if fold(m.text) in g.by_key))
+    return list(
+        dict.fromkeys(g.by_key[fold(m.text)] for m in find_mentions(query, *g.gazetteer()) if fold(m.text) in g.by_key)
+    )
 
 
-def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation, names: list[str] | None = None,
-         valid: Order | None = None) -> dict[str, float]:
+def seed(
+    g: UserGraph,
+    view: GraphView,
+    s: Seeds,
+    query: str,
+    trace_activation,
+    names: list[str] | None = None,
+    valid: Order | None = None,
+) -> dict[str, float]:
     seeds: dict[str, float] = {}
 
     def put(node: str, a: float) -> None:
@@ -134,23 +149,31 @@ def seed(g: UserGraph, view: GraphView, s: Seeds, query: str, trace_activation, 
     traces = [t for t in g.traces.values() if t.vector is not None and len(t.vector)]
     if traces:
         sims = np.stack([t.vector for t in traces]) @ s.query_vector
-        ranked = sorted(((0.7 * float(sim) + 0.3 * trace_activation(t), float(sim), t.id)
-                         for t, sim in zip(traces, sims) if sim >= MIN_SIMILARITY), reverse=True)
+        ranked = sorted(
+            (
+                (0.7 * float(sim) + 0.3 * trace_activation(t), float(sim), t.id)
+                for t, sim in zip(traces, sims)
+                if sim >= MIN_SIMILARITY
+            ),
+            reverse=True,
+        )
         for _, sim, tid in ranked[:SEMANTIC_SEEDS]:
             put(f"t:{tid}", sim)
     for e in [e for e in s.keyword_episodes if e in g.episodes][:LEXICAL_SEEDS]:
         put(f"e:{e}", LEXICAL_START)
     qw = words(query)
     if qw:
-        overlap = sorted(((n, tid) for tid, n in Counter(t for w in qw for t in view.summary_index.get(w, ())).items()),
-                         reverse=True)
+        overlap = sorted(
+            ((n, tid) for tid, n in Counter(t for w in qw for t in view.summary_index.get(w, ())).items()), reverse=True
+        )
         for _, tid in overlap[:LEXICAL_SEEDS]:
             put(f"t:{tid}", LEXICAL_START)
     for nid in (named(g, query) if names is None else names)[:NAMED_ENTITIES]:
         put(f"n:{nid}", ENTITY_START)
-        latest = sorted({g.episodes[e].trace_id for e in g.entities[nid].episodes
-                         if e in g.episodes and g.episodes[e].trace_id},
-                        key=lambda t: -g.traces[t].end if t in g.traces else 0)
+        latest = sorted(
+            {g.episodes[e].trace_id for e in g.entities[nid].episodes if e in g.episodes and g.episodes[e].trace_id},
+            key=lambda t: -g.traces[t].end if t in g.traces else 0,
+        )
         for tid in latest[:NAMED_TRACES]:
             put(f"t:{tid}", ENTITY_START)
     if valid and valid.seed:  # the relation the question asks about, valid when it asks (recall_validity.py)
@@ -167,8 +190,10 @@ def rank_by_validity(g: UserGraph, fired: dict[str, float], valid: Order) -> dic
         return fired
     held = favoured_traces(g, valid)
     below = {f"e:{e}" for e in valid.disfavoured} | {
-        f"t:{g.episodes[e].trace_id}" for e in valid.disfavoured
-        if e in g.episodes and g.episodes[e].trace_id and g.episodes[e].trace_id not in held}
+        f"t:{g.episodes[e].trace_id}"
+        for e in valid.disfavoured
+        if e in g.episodes and g.episodes[e].trace_id and g.episodes[e].trace_id not in held
+    }
     return validity.rank_below(fired, {f"e:{e}" for e in valid.favoured}, below, BELOW, lift=valid.seed)
 
 
@@ -177,8 +202,16 @@ def favoured_traces(g: UserGraph, valid: Order) -> set[str]:
     return {g.episodes[e].trace_id for e in valid.favoured if e in g.episodes and g.episodes[e].trace_id}
 
 
-def recall(g: UserGraph, view: GraphView, s: Seeds, query: str, params: act.Params, trace_activation,
-           gate: float = GATE, valid: Order | None = None) -> tuple[bool, float, dict[str, float]]:
+def recall(
+    g: UserGraph,
+    view: GraphView,
+    s: Seeds,
+    query: str,
+    params: act.Params,
+    trace_activation,
+    gate: float = GATE,
+    valid: Order | None = None,
+) -> tuple[bool, float, dict[str, float]]:
     """(known, confidence, fired activation by node). The activation is computed either way: query mode
     `graph` ranks by it with no gate. `valid`: the question's order by validity (recall_validity.py), for its seeds
     (the caller ranks by it last: rank_by_validity)."""

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Iterable, Mapping
 
 from .model import Relation, UserGraph
 from .relations import AS_FACT, PREDICATES
@@ -39,10 +39,14 @@ from .relations import AS_FACT, PREDICATES
 PRESENT, PAST, BOTH = "present", "past", "both"
 SEEDED_PER_RELATION = 5  # a relation stated again and again: its latest episodes seed recall
 
-_PRESENT_WORDS = re.compile(r"\b(?:now|nowadays|currently|current|these days|at the moment|at present|presently|"
-                            r"right now|still|anymore|any more|today|latest|new)\b")
-_PAST_WORDS = re.compile(r"\b(?:before|used to|use to|previously|previous|formerly|former|earlier|in the past|"
-                         r"back then|back in|back when|originally|prior)\b|(?<!how )\bold\b")
+_PRESENT_WORDS = re.compile(
+    r"\b(?:now|nowadays|currently|current|these days|at the moment|at present|presently|"
+    r"right now|still|anymore|any more|today|latest|new)\b"
+)
+_PAST_WORDS = re.compile(
+    r"\b(?:before|used to|use to|previously|previous|formerly|former|earlier|in the past|"
+    r"back then|back in|back when|originally|prior)\b|(?<!how )\bold\b"
+)
 # a relation word's tense, from the auxiliary before it or its own form ("'s" is also a possessive: weaker)
 _PRESENT_AUX = re.compile(r"\b(?:does|do|is|are|am|has|have|lives|works|studies|living|working|studying)\b")
 _PAST_AUX = re.compile(r"\b(?:did|was|were|had|lived|worked|studied)\b")
@@ -52,21 +56,55 @@ _MOVED_FROM = re.compile(r"\b(?:move|moved|moving|relocate|relocated|relocating)
 # the words of a question that point at a predicate (relations.py's names): the first tuple names it plainly
 # (a tense alone is read with these), the second only with a word of time ("his old office", "home now")
 _PREDICATE_WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "lives_in": (("live", "lives", "living", "lived", "reside", "resides", "residing", "resided", "move", "moved",
-                  "moving", "relocate", "relocated", "based"),
-                 ("home", "city", "town", "country", "address", "apartment", "flat", "house", "place")),
-    "works_at": (("work", "works", "working", "worked", "job", "jobs", "employer", "employed", "hired", "joined",
-                  "quit"),
-                 ("company", "office", "firm", "boss", "colleague", "colleagues", "workplace")),
-    "job_title": (("job", "jobs", "profession", "occupation", "career", "for a living", "work as", "works as",
-                   "worked as"),
-                  ("role", "position", "title")),
-    "studies_at": (("study", "studies", "studying", "studied", "school", "university", "college", "student",
-                    "enrolled"),
-                   ("uni", "degree", "major")),
-    "partner": (("partner", "wife", "husband", "girlfriend", "boyfriend", "married", "marry", "dating", "spouse",
-                 "fiance", "fiancé", "fiancee", "fiancée"),
-                ("seeing",)),
+    "lives_in": (
+        (
+            "live",
+            "lives",
+            "living",
+            "lived",
+            "reside",
+            "resides",
+            "residing",
+            "resided",
+            "move",
+            "moved",
+            "moving",
+            "relocate",
+            "relocated",
+            "based",
+        ),
+        ("home", "city", "town", "country", "address", "apartment", "flat", "house", "place"),
+    ),
+    "works_at": (
+        ("work", "works", "working", "worked", "job", "jobs", "employer", "employed", "hired", "joined", "quit"),
+        ("company", "office", "firm", "boss", "colleague", "colleagues", "workplace"),
+    ),
+    "job_title": (
+        ("job", "jobs", "profession", "occupation", "career", "for a living", "work as", "works as", "worked as"),
+        ("role", "position", "title"),
+    ),
+    "studies_at": (
+        ("study", "studies", "studying", "studied", "school", "university", "college", "student", "enrolled"),
+        ("uni", "degree", "major"),
+    ),
+    "partner": (
+        (
+            "partner",
+            "wife",
+            "husband",
+            "girlfriend",
+            "boyfriend",
+            "married",
+            "marry",
+            "dating",
+            "spouse",
+            "fiance",
+            "fiancé",
+            "fiancee",
+            "fiancée",
+        ),
+        ("seeing",),
+    ),
 }
 
 
@@ -156,7 +194,9 @@ def order(g: UserGraph, question: str, named: Iterable[str], window: tuple[float
             groups.setdefault(r.predicate, []).append(r)
         for rels in groups.values():
             good = [r for r in rels if when == BOTH or _valid(r, when)]
-            if when == BOTH and all(r.valid_to is None for r in rels) or when != BOTH and len(good) in (0, len(rels)):
+            if (when == BOTH and all(r.valid_to is None for r in rels)) or (
+                when != BOTH and len(good) in (0, len(rels))
+            ):
                 continue  # one kind only: nothing to rank above anything
             for r in good:
                 stated = sorted((e for e in r.episode_ids if e in g.episodes), key=lambda e: -g.episodes[e].ts)
@@ -168,8 +208,9 @@ def order(g: UserGraph, question: str, named: Iterable[str], window: tuple[float
     return Order(favoured, disfavoured - favoured, bool(asked)) if favoured else Order()
 
 
-def rank_below(scores: dict[str, float], favoured: set[str], disfavoured: set[str], factor: float,
-               lift: bool = False) -> dict[str, float]:
+def rank_below(
+    scores: dict[str, float], favoured: set[str], disfavoured: set[str], factor: float, lift: bool = False
+) -> dict[str, float]:
     """Scores with every disfavoured key capped below the lowest favoured one (times `factor`), so what the
     question asks for ranks above what it does not; `lift`: the favoured ones also rise to the best score
     (the question names the relation: the episodes stating it answer it; the caller breaks the tie in
@@ -236,20 +277,37 @@ def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -
     # 10,000 relations of one user are looked at in a few milliseconds)
     pool = {r.id: r for rels in groups.values() for r in heapq.nlargest(limit, rels, key=_FROM)}
     if folded:
-        pool.update((r.id, r) for rels in groups.values() for r in rels
-                    if (r.object_id in named or r.object_value.casefold() in folded) and named_obj(r))
+        pool.update(
+            (r.id, r)
+            for rels in groups.values()
+            for r in rels
+            if (r.object_id in named or r.object_value.casefold() in folded) and named_obj(r)
+        )
     hits = {rid for rid, r in pool.items() if folded and named_obj(r)}
 
     def key(r: Relation) -> tuple:
-        return (r.predicate not in asked and r.id not in hits, r.subject_id != me, rank.get(r.predicate, len(rank)),
-                -r.valid_from, r.id)
+        return (
+            r.predicate not in asked and r.id not in hits,
+            r.subject_id != me,
+            rank.get(r.predicate, len(rank)),
+            -r.valid_from,
+            r.id,
+        )
 
     out = []
     for r in sorted(pool.values(), key=key)[:limit]:
-        subject = None if r.subject_id == me else (g.entities[r.subject_id].name if r.subject_id in g.entities
-                                                    else None)
+        subject = (
+            None if r.subject_id == me else (g.entities[r.subject_id].name if r.subject_id in g.entities else None)
+        )
         if r.subject_id != me and subject is None:
             continue  # a relation of an entity gone meanwhile: nothing to say it of
-        out.append({"sentence": sentence(r.predicate, obj(r), subject), "object": obj(r), "predicate": r.predicate,
-                    "since": r.valid_from if r.predicate in CHANGING else None, "fact_id": r.fact_id})
+        out.append(
+            {
+                "sentence": sentence(r.predicate, obj(r), subject),
+                "object": obj(r),
+                "predicate": r.predicate,
+                "since": r.valid_from if r.predicate in CHANGING else None,
+                "fact_id": r.fact_id,
+            }
+        )
     return out

@@ -5,7 +5,8 @@ strengthening the traces it returns."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -13,12 +14,12 @@ from ..messages import named_window
 from ..storage import sql_in
 from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, RecalledEpisode, RecalledTrace
 from ..wire.errors import TooLarge
-from . import activation as act, recall_validity as validity
+from . import activation as act
+from . import recall_validity as validity
 from .model import UserGraph
-from .service import BATCH, decayed
-from .recall import (BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity,
-                     recall)
+from .recall import BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity, recall
 from .recall_validity import Order
+from .service import BATCH, decayed
 
 USE_BOOST = 0.1
 TIME_BOOST = 1.0  # an episode inside the time the query names (messages/timewords.py): activation x (1 + this)
@@ -39,8 +40,16 @@ class Recaller:
             g.view = (g.version, GraphView(g))
         return g.view[1]
 
-    def _fired(self, user_id: str, text: str, vector: np.ndarray, since: float | None, until: float | None,
-               params: act.Params, gate: float) -> tuple[UserGraph, bool, float, dict[str, float], Order]:
+    def _fired(
+        self,
+        user_id: str,
+        text: str,
+        vector: np.ndarray,
+        since: float | None,
+        until: float | None,
+        params: act.Params,
+        gate: float,
+    ) -> tuple[UserGraph, bool, float, dict[str, float], Order]:
         """The user's graph, known, confidence, the fired activation, and the question's order by validity
         (recall_validity.py: already applied to the activation; query mode graph applies it to its scores too)."""
         svc = self.service
@@ -56,14 +65,18 @@ class Recaller:
             valid = validity.order(g, text, named(g, text), window)
             if since is not None or until is not None:  # a hard window: no favoured episode from outside it
                 valid.favoured = {e for e in valid.favoured if self._inside(g, e, since, until)}
-            known, best, fired = recall(g, self.view(g), seeds, text, params,
-                                        lambda t: decayed(t.activation, t.updated_at, now), gate, valid)
+            known, best, fired = recall(
+                g, self.view(g), seeds, text, params, lambda t: decayed(t.activation, t.updated_at, now), gate, valid
+            )
             if since is not None or until is not None:
-                fired = {n: a for n, a in fired.items()
-                         if not n.startswith("e:") or self._inside(g, n[2:], since, until)}
+                fired = {
+                    n: a for n, a in fired.items() if not n.startswith("e:") or self._inside(g, n[2:], since, until)
+                }
             elif window is not None:  # the query names a time: episodes then rank up
-                fired = {n: min(1.0, a * (1 + TIME_BOOST)) if n.startswith("e:") and self._inside(g, n[2:], *window)
-                         else a for n, a in fired.items()}
+                fired = {
+                    n: min(1.0, a * (1 + TIME_BOOST)) if n.startswith("e:") and self._inside(g, n[2:], *window) else a
+                    for n, a in fired.items()
+                }
             fired = rank_by_validity(g, fired, valid)
         return g, known, best, fired, valid
 
@@ -79,17 +92,22 @@ class Recaller:
         o = req.params.model_dump(exclude_none=True) if req.params is not None else {}
         gate = o.pop("gate", GATE)
         params = act.Params(**o)
-        g, known, best, fired, valid = self._fired(req.user_id, req.text, self.embed(req.text), req.since,
-                                                   req.until, params, gate)
+        g, known, best, fired, valid = self._fired(
+            req.user_id, req.text, self.embed(req.text), req.since, req.until, params, gate
+        )
         if not known:
             return GraphRecallResponse(known=False, confidence=round(best, 4), traces=[])
         ranked = self._traces(g, fired, valid)
         if req.since is not None or req.until is not None:
-            ranked = [(t, a) for t, a in ranked if any(self._inside(g, e, req.since, req.until)
-                                                       for e in g.traces[t].episode_ids)]
-        ranked = ranked[:req.limit]
-        traces = [self._trace_out(g, tid, a, fired, req.episodes, req.since, req.until, valid.favoured)
-                  for tid, a in ranked]
+            ranked = [
+                (t, a)
+                for t, a in ranked
+                if any(self._inside(g, e, req.since, req.until) for e in g.traces[t].episode_ids)
+            ]
+        ranked = ranked[: req.limit]
+        traces = [
+            self._trace_out(g, tid, a, fired, req.episodes, req.since, req.until, valid.favoured) for tid, a in ranked
+        ]
         traces = [t for t in traces if t.episodes]
         if req.strengthen and traces:
             self.strengthen(req.user_id, [t.id for t in traces], USE_BOOST)
@@ -108,24 +126,57 @@ class Recaller:
         first = favoured_traces(g, valid)
         return sorted(score.items(), key=lambda kv: (-kv[1], kv[0] not in first, -g.traces[kv[0]].end, kv[0]))
 
-    def _trace_out(self, g: UserGraph, tid: str, a: float, fired: dict[str, float], n: int, since: float | None,
-                   until: float | None, first: set[str]) -> RecalledTrace:
+    def _trace_out(
+        self,
+        g: UserGraph,
+        tid: str,
+        a: float,
+        fired: dict[str, float],
+        n: int,
+        since: float | None,
+        until: float | None,
+        first: set[str],
+    ) -> RecalledTrace:
         t = g.traces[tid]
         inside = [e for e in t.episode_ids if self._inside(g, e, since, until)]
-        eps = sorted(inside, key=lambda e: (-fired.get(f"e:{e}", 0.0), e not in first,
-                                            g.episodes[e].ts if e in g.episodes else 0.0))[:n]
+        eps = sorted(
+            inside,
+            key=lambda e: (-fired.get(f"e:{e}", 0.0), e not in first, g.episodes[e].ts if e in g.episodes else 0.0),
+        )[:n]
         rows = {r["id"]: r for r in self.service.reader.rows(sql_in("id", eps))} if eps else {}
-        episodes = [RecalledEpisode(id=e, content=rows[e]["content"], timestamp=int(rows[e]["timestamp"]),
-                                    is_bot=rows[e]["is_bot"], username=rows[e].get("username"),
-                                    message_id=rows[e].get("message_id"), channel_id=rows[e].get("channel_id"),
-                                    activation=round(fired.get(f"e:{e}", 0.0), 4)) for e in eps if e in rows]
-        ents = [RecalledEntity(id=x, name=g.entities[x].name, type=g.entities[x].type) for x in t.entity_ids
-                if x in g.entities]
-        return RecalledTrace(id=t.id, summary=t.summary, strength=len(t.episode_ids), activation=round(a, 4),
-                             entities=ents, episodes=episodes, start=int(t.start), end=int(t.end))
+        episodes = [
+            RecalledEpisode(
+                id=e,
+                content=rows[e]["content"],
+                timestamp=int(rows[e]["timestamp"]),
+                is_bot=rows[e]["is_bot"],
+                username=rows[e].get("username"),
+                message_id=rows[e].get("message_id"),
+                channel_id=rows[e].get("channel_id"),
+                activation=round(fired.get(f"e:{e}", 0.0), 4),
+            )
+            for e in eps
+            if e in rows
+        ]
+        ents = [
+            RecalledEntity(id=x, name=g.entities[x].name, type=g.entities[x].type)
+            for x in t.entity_ids
+            if x in g.entities
+        ]
+        return RecalledTrace(
+            id=t.id,
+            summary=t.summary,
+            strength=len(t.episode_ids),
+            activation=round(a, 4),
+            entities=ents,
+            episodes=episodes,
+            start=int(t.start),
+            end=int(t.end),
+        )
 
-    def search(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
-               until: float | None) -> list[dict[str, Any]]:
+    def search(
+        self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None, until: float | None
+    ) -> list[dict[str, Any]]:
         """Query mode `graph`: the activated episodes ranked by SIMILARITY_WEIGHT x cosine + (1 -
         SIMILARITY_WEIGHT) x fired activation (the paper's fusion without its global prior; no gate)."""
         g, _known, _best, fired, valid = self._fired(user_id, text, vector, since, until, act.Params(), 0.0)

@@ -11,18 +11,35 @@ import logging
 import re
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from ..wire import (ConsolidatedResponse, ConsolidateRequest, EntitiesRequest, EntitiesResponse, EntityRequest,
-    EntityResponse, MergedResponse, MergeEntitiesRequest)
+from ..wire import (
+    ConsolidatedResponse,
+    ConsolidateRequest,
+    EntitiesRequest,
+    EntitiesResponse,
+    EntityRequest,
+    EntityResponse,
+    MergedResponse,
+    MergeEntitiesRequest,
+)
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import consolidation as cons
 from .builder import USER_GROUP, Builder, Changes
 from .cache import GraphCache
-from .model import (FLOOR, HALF_LIFE_DAYS, Entity, Episode, Similar, Trace, UserGraph, decayed,  # noqa: F401
-                    fold, stable_id)
+from .model import (
+    Entity,
+    Episode,
+    Similar,
+    Trace,
+    UserGraph,
+    decayed,  # noqa: F401
+    fold,
+    stable_id,
+)
 from .store import GraphStore
 from .tables import graph_of
 from .wire_out import entity_out, relation_out, trace_out
@@ -38,11 +55,22 @@ FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
 
 class GraphService:
-    def __init__(self, store: GraphStore, reader: Any, cut: Callable[[str, int], str], *, cache_bytes: int = 64 << 20,
-                 max_limit: int = 100, clock: Callable[[], float] = time.time, extra_tier: Any = None,
-                 same_fact: Callable[[str, str], str | None] | None = None, llm: Any = None,
-                 embed: Callable[[str], np.ndarray] | None = None, consolidate_every: int = CONSOLIDATE_EVERY,
-                 similar: Similar | None = None):
+    def __init__(
+        self,
+        store: GraphStore,
+        reader: Any,
+        cut: Callable[[str, int], str],
+        *,
+        cache_bytes: int = 64 << 20,
+        max_limit: int = 100,
+        clock: Callable[[], float] = time.time,
+        extra_tier: Any = None,
+        same_fact: Callable[[str, str], str | None] | None = None,
+        llm: Any = None,
+        embed: Callable[[str], np.ndarray] | None = None,
+        consolidate_every: int = CONSOLIDATE_EVERY,
+        similar: Similar | None = None,
+    ):
         self.store = store
         self.reader, self.cut = reader, cut  # the messages domain's MessageReader; the pyramid's word cut (summaries)
         self.consolidate_every = consolidate_every  # 0: only on demand (`consolidate`, recall)
@@ -58,15 +86,21 @@ class GraphService:
         commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
         graphs = lambda u: self.graph(u, background=True)  # noqa: E731
         self.builder = Builder(self.lock, graphs, self._save, commit, self._built, extra_tier, same_fact, similar)
-        self.builder.preload, self.builder.release, self.builder.group_size = self.preload, self.release, self.group_size
+        self.builder.preload, self.builder.release, self.builder.group_size = (
+            self.preload,
+            self.release,
+            self.group_size,
+        )
         self.builder.on_overflow = self.catch_up
         self.caught_up = threading.Event()  # set once the start-up catch-up has queued what it found
         self.llm, self.deep = llm, None
         if llm is not None:
             from .deep import DeepTier
+
             self.deep = DeepTier(llm, self._apply_deep)
             self.builder.on_built = self._to_deep_tier
         from .recaller import Recaller
+
         self.recaller = Recaller(self, embed) if embed is not None else None
 
     # ------------------------------------------------------------------ graphs
@@ -120,8 +154,9 @@ class GraphService:
         g, c = built
         g.version += 1
         self._cache.measure(g.user_id)  # grown by what was built
-        return self.store.rows([(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])],
-                               into=rows)
+        return self.store.rows(
+            [(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])], into=rows
+        )
 
     def _built(self, n: int) -> None:
         self._unconsolidated += n
@@ -181,23 +216,33 @@ class GraphService:
             if not new:
                 return {"episodes": 0, "traces_created": 0, "traces_updated": 0, "links": 0}
             first = ordered.index(new[0])
-            context = [e for e in ordered[max(0, first - cons.WINDOW):first] if e.trace_id]
+            context = [e for e in ordered[max(0, first - cons.WINDOW) : first] if e.trace_id]
             window = sorted(context + new, key=lambda e: (e.ts, e.id))
             rows, vectors = self.reader.embedded([e.id for e in window], user_id)
             present = {r["id"] for r in rows}
             window = [e for e in window if e.id in present]
             hubs = self._hubs(g)
-            groups = cons.group(window, vectors, hubs, {e.id for e in new if e.id in present},
-                                {t.id: len(t.episode_ids) for t in g.traces.values()})
+            groups = cons.group(
+                window,
+                vectors,
+                hubs,
+                {e.id for e in new if e.id in present},
+                {t.id: len(t.episode_ids) for t in g.traces.values()},
+            )
             created, updated = self._apply(g, groups)
             g.version += 1
             changed = created | updated
             links = self._link(g, changed)
-            self.store.save(g, episodes=[e for e in window if e.id in present],
-                            traces=[g.traces[t] for t in changed], links=links)
+            self.store.save(
+                g, episodes=[e for e in window if e.id in present], traces=[g.traces[t] for t in changed], links=links
+            )
             self._cache.measure(user_id)  # grown by its traces
-            return {"episodes": len(new), "traces_created": len(created), "traces_updated": len(updated),
-                    "links": len(links)}
+            return {
+                "episodes": len(new),
+                "traces_created": len(created),
+                "traces_updated": len(updated),
+                "links": len(links),
+            }
 
     def _hubs(self, g: UserGraph) -> set[str]:
         n = max(1, len(g.episodes))
@@ -213,8 +258,17 @@ class GraphService:
                 trace.episode_ids = list(dict.fromkeys(trace.episode_ids + grp.episode_ids))
                 updated.add(trace.id)
             else:
-                trace = Trace(stable_id(g.user_id, "trace", grp.episode_ids[0]), "", list(grp.episode_ids), [], 0.5,
-                              0.0, 0.0, now, now)
+                trace = Trace(
+                    stable_id(g.user_id, "trace", grp.episode_ids[0]),
+                    "",
+                    list(grp.episode_ids),
+                    [],
+                    0.5,
+                    0.0,
+                    0.0,
+                    now,
+                    now,
+                )
                 g.traces[trace.id] = trace
                 created.add(trace.id)
             for ep_id in grp.episode_ids:
@@ -284,8 +338,12 @@ class GraphService:
 
     def _to_deep_tier(self, g: UserGraph, ep: Episode, row: dict[str, Any]) -> None:
         """The pre-filter: an episode with a named mention or a first-person statement goes to the LLM."""
-        if self.deep is not None and not ep.low and not row.get("is_bot") and (
-                ep.entity_ids or FIRST_PERSON.search(row["content"])):
+        if (
+            self.deep is not None
+            and not ep.low
+            and not row.get("is_bot")
+            and (ep.entity_ids or FIRST_PERSON.search(row["content"]))
+        ):
             from .deep import DeepJob
 
             self.deep.submit(DeepJob(g.user_id, ep.id, row["content"], row.get("username")))
@@ -313,7 +371,9 @@ class GraphService:
                 changed[me.id] = me
                 for predicate, value in relations:
                     obj = g.find(value)
-                    rel, closed = g.add_relation(me, predicate, single_valued(predicate), obj, value, ep, LLM_CONFIDENCE)
+                    rel, closed = g.add_relation(
+                        me, predicate, single_valued(predicate), obj, value, ep, LLM_CONFIDENCE
+                    )
                     rels += [rel, *closed]
             self.store.save(g, entities=changed.values(), relations=rels)
             self.store.replace_mentions(g, [ep.id])
@@ -356,11 +416,14 @@ class GraphService:
         with self.lock:
             g = self.graph(req.user_id)
             prefix = fold(req.prefix) if req.prefix else None
-            found = [e for e in g.entities.values()
-                     if (req.entity_type is None or e.type == req.entity_type)
-                     and (prefix is None or any(k.startswith(prefix) for k in e.keys()))]
+            found = [
+                e
+                for e in g.entities.values()
+                if (req.entity_type is None or e.type == req.entity_type)
+                and (prefix is None or any(k.startswith(prefix) for k in e.keys()))
+            ]
             found.sort(key=lambda e: (-len(e.episodes), fold(e.name), e.id))
-            return EntitiesResponse(entities=[entity_out(g, e) for e in found[:req.limit]])
+            return EntitiesResponse(entities=[entity_out(g, e) for e in found[: req.limit]])
 
     def entity(self, req: EntityRequest) -> EntityResponse:
         self.settled()
@@ -370,12 +433,17 @@ class GraphService:
             if e is None:
                 raise NotFound(f"user {quote(req.user_id)} has no entity {quote(req.id or req.name)}")
             # what is true now first, then what was (each in the order it was stated)
-            rels = sorted((r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),
-                          key=lambda r: (r.valid_to is not None, r.valid_from, r.predicate, r.object_value, r.id))
+            rels = sorted(
+                (r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),
+                key=lambda r: (r.valid_to is not None, r.valid_from, r.predicate, r.object_value, r.id),
+            )
             traces = sorted((t for t in g.traces.values() if e.id in t.entity_ids), key=lambda t: (t.start, t.id))
             now = self.clock()
-            return EntityResponse(entity=entity_out(g, e), relations=[relation_out(g, r) for r in rels],
-                                  traces=[trace_out(t, now) for t in traces])
+            return EntityResponse(
+                entity=entity_out(g, e),
+                relations=[relation_out(g, r) for r in rels],
+                traces=[trace_out(t, now) for t in traces],
+            )
 
     def merge_entities(self, req: MergeEntitiesRequest) -> MergedResponse:
         if req.source == req.target:
@@ -392,13 +460,22 @@ class GraphService:
             g.version += 1
             self.store.delete_rows(g, entities=[source.id], relations=g.fold_relations())  # relations made one
             self.store.replace_mentions(g, episodes)
-            self.store.save(g, entities=[target], relations=g.relations.values(),
-                            traces=[t for t in g.traces.values() if target.id in t.entity_ids])
+            self.store.save(
+                g,
+                entities=[target],
+                relations=g.relations.values(),
+                traces=[t for t in g.traces.values() if target.id in t.entity_ids],
+            )
             return MergedResponse(entity=entity_out(g, target), moved=moved)
 
     def consolidate(self, req: ConsolidateRequest) -> ConsolidatedResponse:
         return ConsolidatedResponse(**self.consolidate_all(req.user_id))
 
     def health(self) -> dict[str, Any]:
-        return {**self.store.counts(), "queue": self.builder.pending, "last_consolidation": self.last_consolidation,
-                "cached_users": len(self._cache), "cached_bytes": self._cache.total}
+        return {
+            **self.store.counts(),
+            "queue": self.builder.pending,
+            "last_consolidation": self.last_consolidation,
+            "cached_users": len(self._cache),
+            "cached_bytes": self._cache.total,
+        }

@@ -30,17 +30,29 @@ import logging
 import threading
 import time
 import warnings
+from collections.abc import Iterable
 from contextlib import nullcontext
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..storage import Database, compact_tables, sql_in, sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
-from .tables import (ENTITIES, EPISODES, LINKS, MENTIONS, RELATIONS, REV, TRACES, graph_of, last_of_each, read_rows,
-                     schemas)
+from .tables import (
+    ENTITIES,
+    EPISODES,
+    LINKS,
+    MENTIONS,
+    RELATIONS,
+    REV,
+    TRACES,
+    graph_of,
+    last_of_each,
+    read_rows,
+    schemas,
+)
 
 
 class GraphStore:
@@ -51,9 +63,13 @@ class GraphStore:
         self._on_write = on_write or (lambda: None)
         self._schemas = schemas(self.dim)
         self._db = database.db
-        self.tables: dict[str, Any] = {name: database.open_or_create(name, schema)
-                                       for name, schema in self._schemas.items()}
-        if self.tables[TRACES].schema.field("vector").type.list_size != self.dim and database.read_only_reason() is None:
+        self.tables: dict[str, Any] = {
+            name: database.open_or_create(name, schema) for name, schema in self._schemas.items()
+        }
+        if (
+            self.tables[TRACES].schema.field("vector").type.list_size != self.dim
+            and database.read_only_reason() is None
+        ):
             self._traces_at_width()  # the data dir moves to a model of another width (--reembed)
         self._written = True
         self._rev = 0
@@ -68,10 +84,19 @@ class GraphStore:
         data = self.tables[TRACES].to_arrow()
         schema = self._schemas[TRACES]
         zeros = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(data.num_rows * self.dim, np.float32)), self.dim)
-        cols = {f.name: (zeros if f.name == "vector" else data.column(f.name) if f.name in data.column_names
-                         else pa.nulls(data.num_rows, f.type)) for f in schema}
-        self.tables[TRACES] = self._db.create_table(TRACES, data=pa.table(cols, schema=schema), schema=schema,
-                                                    mode="overwrite")
+        cols = {
+            f.name: (
+                zeros
+                if f.name == "vector"
+                else data.column(f.name)
+                if f.name in data.column_names
+                else pa.nulls(data.num_rows, f.type)
+            )
+            for f in schema
+        }
+        self.tables[TRACES] = self._db.create_table(
+            TRACES, data=pa.table(cols, schema=schema), schema=schema, mode="overwrite"
+        )
 
     def revector_traces(self, vectors_of: Any) -> int:
         """Every trace's vector made again from its episodes' message vectors (the mean, unit length, as
@@ -97,8 +122,9 @@ class GraphStore:
                 self._ensure_indexes()
             self._written = True
             self._on_write()
-        logging.getLogger("sidecar.graph").warning("graph: %d trace vectors made again from the re-embedded memories",
-                                                   data.num_rows)
+        logging.getLogger("sidecar.graph").warning(
+            "graph: %d trace vectors made again from the re-embedded memories", data.num_rows
+        )
         return data.num_rows
 
     def _add_rev(self) -> None:
@@ -149,15 +175,30 @@ class GraphStore:
         users: set[str] = set()
         with self.lock:
             for start in range(0, len(episode_ids), 500):
-                chunk = ", ".join(sql_str(i) for i in episode_ids[start:start + 500])
-                users.update(self.tables[EPISODES].search().where(f"id IN ({chunk})").select(["user_id"])
-                             .limit(None).to_arrow().column("user_id").to_pylist())
+                chunk = ", ".join(sql_str(i) for i in episode_ids[start : start + 500])
+                users.update(
+                    self.tables[EPISODES]
+                    .search()
+                    .where(f"id IN ({chunk})")
+                    .select(["user_id"])
+                    .limit(None)
+                    .to_arrow()
+                    .column("user_id")
+                    .to_pylist()
+                )
         return users
 
     def users_with_unconsolidated(self) -> list[str]:
         with self.lock:
-            col = (self.tables[EPISODES].search().where("trace_id IS NULL AND low = false").select(["user_id"])
-                   .limit(None).to_arrow().column("user_id"))
+            col = (
+                self.tables[EPISODES]
+                .search()
+                .where("trace_id IS NULL AND low = false")
+                .select(["user_id"])
+                .limit(None)
+                .to_arrow()
+                .column("user_id")
+            )
         return sorted(set(col.to_pylist()))
 
     def counts(self) -> dict[str, int]:
@@ -166,9 +207,13 @@ class GraphStore:
         with self.writes, self.lock:
             rel = self.tables[RELATIONS]
             current = rel.count_rows("valid_to IS NULL")
-            return {"episodes": self.tables[EPISODES].count_rows(), "entities": self.tables[ENTITIES].count_rows(),
-                    "relations_current": current, "relations_closed": rel.count_rows() - current,
-                    "traces": self.tables[TRACES].count_rows()}
+            return {
+                "episodes": self.tables[EPISODES].count_rows(),
+                "entities": self.tables[ENTITIES].count_rows(),
+                "relations_current": current,
+                "relations_closed": rel.count_rows() - current,
+                "traces": self.tables[TRACES].count_rows(),
+            }
 
     # ------------------------------------------------------------------ writes
 
@@ -188,7 +233,7 @@ class GraphStore:
         if not append:  # by id alone: a `user_id` filter beside them cost the same (LanceDB scans; measured)
             ids = data.column("id").to_pylist()
             for start in range(0, len(ids), 5000):
-                chunk = sql_in("id", ids[start:start + 5000])
+                chunk = sql_in("id", ids[start : start + 5000])
                 self.tables[name].delete(f"{chunk} AND ({REV} IS NULL OR {REV} <> {rev})")
         self._on_write()
 
@@ -203,46 +248,83 @@ class GraphStore:
             # one row left: the commit's own delete came after the read
             twice = sorted((i, max(found)) for i, found in revs.items() if len(found) > 1)
             for start in range(0, len(twice), 200):
-                self._delete(name, " OR ".join(f"(id = {sql_str(i)} AND ({REV} IS NULL OR {REV} < {m}))"
-                                               for i, m in twice[start:start + 200]))
+                self._delete(
+                    name,
+                    " OR ".join(
+                        f"(id = {sql_str(i)} AND ({REV} IS NULL OR {REV} < {m}))" for i, m in twice[start : start + 200]
+                    ),
+                )
 
     def _stored(self, name: str, ids: list[str], columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """The stored rows of these ids (500 at a time), their `id` and `columns`."""
         found: list[dict[str, Any]] = []
         for start in range(0, len(ids), 500):
-            found += (self.tables[name].search().where(sql_in("id", ids[start:start + 500]))
-                      .select(["id", *columns]).limit(None).to_arrow().to_pylist())
+            found += (
+                self.tables[name]
+                .search()
+                .where(sql_in("id", ids[start : start + 500]))
+                .select(["id", *columns])
+                .limit(None)
+                .to_arrow()
+                .to_pylist()
+            )
         return found
 
     def _delete(self, name: str, where: str) -> None:
         self.tables[name].delete(where)
         self._written = True
 
-    def save(self, g: UserGraph, episodes: Iterable[Episode] = (), entities: Iterable[Entity] = (),
-             relations: Iterable[Relation] = (), traces: Iterable[Trace] = (),
-             links: Iterable[tuple[str, str]] = (), new_episodes: bool = False) -> None:
+    def save(
+        self,
+        g: UserGraph,
+        episodes: Iterable[Episode] = (),
+        entities: Iterable[Entity] = (),
+        relations: Iterable[Relation] = (),
+        traces: Iterable[Trace] = (),
+        links: Iterable[tuple[str, str]] = (),
+        new_episodes: bool = False,
+    ) -> None:
         """Write what changed in one user's graph (see `save_many`)."""
-        self.save_many([(g, list(episodes), list(entities), list(relations), list(traces), list(links))],
-                       new_episodes)
+        self.save_many([(g, list(episodes), list(entities), list(relations), list(traces), list(links))], new_episodes)
 
-    def save_many(self, items: list[tuple[UserGraph, list, list, list, list, list]], new_episodes: bool = False) -> None:
+    def save_many(
+        self, items: list[tuple[UserGraph, list, list, list, list, list]], new_episodes: bool = False
+    ) -> None:
         """What changed in several users' graphs, in one commit per table (see `commit`)."""
         self.commit(self.rows(items), new_episodes)
 
-    def rows(self, items: list[tuple[UserGraph, list, list, list, list, list]],
-             into: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, list[dict[str, Any]]]:
+    def rows(
+        self,
+        items: list[tuple[UserGraph, list, list, list, list, list]],
+        into: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
         """The table rows of what changed in these users' graphs (added to `into` when given)."""
         rows = into if into is not None else {name: [] for name in self._schemas}
         for g, episodes, entities, relations, traces, links in items:
             uid = g.user_id
-            rows[ENTITIES] += [{"id": e.id, "user_id": uid, "name": e.name, "type": e.type,
-                                "aliases": sorted(e.aliases), "activation": e.activation} for e in entities]
-            rows[MENTIONS] += [{"id": f"{ep.id}:{i}", "user_id": uid, "episode_id": ep.id, "entity_id": eid, "seq": i}
-                               for ep in episodes for i, eid in enumerate(ep.entity_ids)]
+            rows[ENTITIES] += [
+                {
+                    "id": e.id,
+                    "user_id": uid,
+                    "name": e.name,
+                    "type": e.type,
+                    "aliases": sorted(e.aliases),
+                    "activation": e.activation,
+                }
+                for e in entities
+            ]
+            rows[MENTIONS] += [
+                {"id": f"{ep.id}:{i}", "user_id": uid, "episode_id": ep.id, "entity_id": eid, "seq": i}
+                for ep in episodes
+                for i, eid in enumerate(ep.entity_ids)
+            ]
             rows[RELATIONS] += [_relation_row(uid, r) for r in relations]
             rows[TRACES] += [_trace_row(uid, t, self.dim) for t in traces]
-            rows[LINKS] += [{"id": f"{a}|{b}", "user_id": uid, "a": a, "b": b, "weight": g.links[(a, b)]}
-                            for a, b in links if (a, b) in g.links]
+            rows[LINKS] += [
+                {"id": f"{a}|{b}", "user_id": uid, "a": a, "b": b, "weight": g.links[(a, b)]}
+                for a, b in links
+                if (a, b) in g.links
+            ]
             rows[EPISODES] += [_episode_row(uid, ep) for ep in episodes]
         return rows
 
@@ -257,8 +339,9 @@ class GraphStore:
             for name in (ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS, EPISODES):
                 self._upsert(name, rows[name], append=new_episodes and name in (MENTIONS, EPISODES))
 
-    def restore(self, name: str, rows: list[tuple[int, dict[str, Any]]],
-                overwrite: bool) -> tuple[list[tuple[int, str]], int]:
+    def restore(
+        self, name: str, rows: list[tuple[int, dict[str, Any]]], overwrite: bool
+    ) -> tuple[list[tuple[int, str]], int]:
         """Rows of one table as exported (line number, row), by `id`: new ones inserted, stored ones kept
         or (overwrite) replaced. Returns the rows that do not fit the table, (line, reason), and the rows
         written."""
@@ -290,27 +373,40 @@ class GraphStore:
             return
         with self.writes, self.lock:
             for start in range(0, len(ids), 500):
-                chunk = ", ".join(sql_str(i) for i in ids[start:start + 500])
+                chunk = ", ".join(sql_str(i) for i in ids[start : start + 500])
                 self._delete(MENTIONS, f"user_id = {sql_str(g.user_id)} AND episode_id IN ({chunk})")
         self.save(g, episodes=[g.episodes[i] for i in ids])
 
-    def delete_rows(self, g: UserGraph, entities: Iterable[str] = (), relations: Iterable[str] = (),
-                    traces: Iterable[str] = (), episodes: Iterable[str] = ()) -> None:
-        self.delete_many([g.user_id], {"entities": entities, "relations": relations, "traces": traces,
-                                       "episodes": episodes})
+    def delete_rows(
+        self,
+        g: UserGraph,
+        entities: Iterable[str] = (),
+        relations: Iterable[str] = (),
+        traces: Iterable[str] = (),
+        episodes: Iterable[str] = (),
+    ) -> None:
+        self.delete_many(
+            [g.user_id], {"entities": entities, "relations": relations, "traces": traces, "episodes": episodes}
+        )
 
     def delete_many(self, users: list[str], ids: dict[str, Iterable[str]]) -> None:
         """Rows of these users' graphs, by kind (entities, relations, traces, episodes: ids unique across
         users), in one commit per table and 500 ids."""
         user = sql_in("user_id", sorted(users))
-        kinds = ((ENTITIES, "id", "entities"), (RELATIONS, "id", "relations"), (TRACES, "id", "traces"),
-                 (EPISODES, "id", "episodes"), (MENTIONS, "episode_id", "episodes"), (LINKS, "a", "traces"),
-                 (LINKS, "b", "traces"))
+        kinds = (
+            (ENTITIES, "id", "entities"),
+            (RELATIONS, "id", "relations"),
+            (TRACES, "id", "traces"),
+            (EPISODES, "id", "episodes"),
+            (MENTIONS, "episode_id", "episodes"),
+            (LINKS, "a", "traces"),
+            (LINKS, "b", "traces"),
+        )
         with self.writes, self.lock:
             for name, column, kind in kinds:
                 chosen = sorted(ids.get(kind, ()))
                 for start in range(0, len(chosen), 500):
-                    self._delete(name, f"{user} AND {sql_in(column, chosen[start:start + 500])}")
+                    self._delete(name, f"{user} AND {sql_in(column, chosen[start : start + 500])}")
 
     def forget_user(self, user_id: str) -> int:
         """Delete every graph row of the user; returns the episodes deleted."""
@@ -326,7 +422,7 @@ class GraphStore:
         background schedule, and only when written since the last one) only graph writes wait: versions
         younger than a minute stay for the reads running meanwhile. It held the request lock until
         2026-11-25, up to 171 ms per compaction by the end of a 300,000-request soak."""
-        with self.writes, (self.lock if exclusive else nullcontext()):
+        with self.writes, self.lock if exclusive else nullcontext():
             if not exclusive and not self._written:
                 return
             self._written = False
@@ -334,19 +430,47 @@ class GraphStore:
 
 
 def _episode_row(uid: str, ep: Episode) -> dict[str, Any]:
-    return {"id": ep.id, "user_id": uid, "ts": ep.ts, "channel_id": ep.channel_id, "message_id": ep.message_id,
-            "reply_to": ep.reply_to, "quality": ep.quality, "low": ep.low, "trace_id": ep.trace_id}
+    return {
+        "id": ep.id,
+        "user_id": uid,
+        "ts": ep.ts,
+        "channel_id": ep.channel_id,
+        "message_id": ep.message_id,
+        "reply_to": ep.reply_to,
+        "quality": ep.quality,
+        "low": ep.low,
+        "trace_id": ep.trace_id,
+    }
 
 
 def _relation_row(uid: str, r: Relation) -> dict[str, Any]:
-    return {"id": r.id, "user_id": uid, "subject_id": r.subject_id, "predicate": r.predicate, "object_id": r.object_id,
-            "object_value": r.object_value, "valid_from": r.valid_from, "valid_to": r.valid_to,
-            "episode_ids": r.episode_ids, "confidence": r.confidence, "fact_id": r.fact_id}
+    return {
+        "id": r.id,
+        "user_id": uid,
+        "subject_id": r.subject_id,
+        "predicate": r.predicate,
+        "object_id": r.object_id,
+        "object_value": r.object_value,
+        "valid_from": r.valid_from,
+        "valid_to": r.valid_to,
+        "episode_ids": r.episode_ids,
+        "confidence": r.confidence,
+        "fact_id": r.fact_id,
+    }
 
 
 def _trace_row(uid: str, t: Trace, dim: int) -> dict[str, Any]:
     vector = t.vector if t.vector is not None else np.zeros(dim, dtype=np.float32)
-    return {"id": t.id, "user_id": uid, "summary": t.summary, "episode_ids": t.episode_ids,
-            "entity_ids": t.entity_ids, "activation": t.activation, "start": t.start, "end": t.end,
-            "created_at": t.created_at, "updated_at": t.updated_at,
-            "vector": np.asarray(vector, np.float32)}  # as an array: a list made 384 Python floats a trace
+    return {
+        "id": t.id,
+        "user_id": uid,
+        "summary": t.summary,
+        "episode_ids": t.episode_ids,
+        "entity_ids": t.entity_ids,
+        "activation": t.activation,
+        "start": t.start,
+        "end": t.end,
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+        "vector": np.asarray(vector, np.float32),
+    }  # as an array: a list made 384 Python floats a trace

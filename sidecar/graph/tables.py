@@ -13,9 +13,14 @@ import pyarrow.compute as pc
 from ..storage import sql_str
 from .model import Entity, Episode, Relation, Trace, UserGraph
 
-
 EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS = (
-    "graph_episodes", "graph_entities", "graph_mentions", "graph_relations", "graph_traces", "graph_links")
+    "graph_episodes",
+    "graph_entities",
+    "graph_mentions",
+    "graph_relations",
+    "graph_traces",
+    "graph_links",
+)
 _S, _F, _I = pa.string(), pa.float64(), pa.int32()
 REV = "rev"  # the commit that wrote a row (store.py's docstring)
 
@@ -25,23 +30,65 @@ def schemas(dim: int) -> dict[str, pa.Schema]:
         return pa.schema([pa.field(n, t, nullable=null) for n, t, null in (*fields, (REV, pa.int64(), True))])
 
     return {
-        EPISODES: s(("id", _S, False), ("user_id", _S, False), ("ts", _F, False), ("channel_id", _S, True),
-                    ("message_id", _S, True), ("reply_to", _S, True), ("quality", pa.float32(), False),
-                    ("low", pa.bool_(), False), ("trace_id", _S, True)),
-        ENTITIES: s(("id", _S, False), ("user_id", _S, False), ("name", _S, False), ("type", _S, False),
-                    ("aliases", pa.list_(_S), False), ("activation", pa.float32(), False)),
-        MENTIONS: s(("id", _S, False), ("user_id", _S, False), ("episode_id", _S, False), ("entity_id", _S, False),
-                    ("seq", _I, False)),
-        RELATIONS: s(("id", _S, False), ("user_id", _S, False), ("subject_id", _S, False), ("predicate", _S, False),
-                     ("object_id", _S, True), ("object_value", _S, False), ("valid_from", _F, False),
-                     ("valid_to", _F, True), ("episode_ids", pa.list_(_S), False), ("confidence", pa.float32(), False),
-                     ("fact_id", _S, True)),
-        TRACES: s(("id", _S, False), ("user_id", _S, False), ("summary", _S, False),
-                  ("episode_ids", pa.list_(_S), False), ("entity_ids", pa.list_(_S), False),
-                  ("activation", pa.float32(), False), ("start", _F, False), ("end", _F, False),
-                  ("created_at", _F, False), ("updated_at", _F, False), ("vector", pa.list_(pa.float32(), dim), False)),
-        LINKS: s(("id", _S, False), ("user_id", _S, False), ("a", _S, False), ("b", _S, False),
-                 ("weight", pa.float32(), False)),
+        EPISODES: s(
+            ("id", _S, False),
+            ("user_id", _S, False),
+            ("ts", _F, False),
+            ("channel_id", _S, True),
+            ("message_id", _S, True),
+            ("reply_to", _S, True),
+            ("quality", pa.float32(), False),
+            ("low", pa.bool_(), False),
+            ("trace_id", _S, True),
+        ),
+        ENTITIES: s(
+            ("id", _S, False),
+            ("user_id", _S, False),
+            ("name", _S, False),
+            ("type", _S, False),
+            ("aliases", pa.list_(_S), False),
+            ("activation", pa.float32(), False),
+        ),
+        MENTIONS: s(
+            ("id", _S, False),
+            ("user_id", _S, False),
+            ("episode_id", _S, False),
+            ("entity_id", _S, False),
+            ("seq", _I, False),
+        ),
+        RELATIONS: s(
+            ("id", _S, False),
+            ("user_id", _S, False),
+            ("subject_id", _S, False),
+            ("predicate", _S, False),
+            ("object_id", _S, True),
+            ("object_value", _S, False),
+            ("valid_from", _F, False),
+            ("valid_to", _F, True),
+            ("episode_ids", pa.list_(_S), False),
+            ("confidence", pa.float32(), False),
+            ("fact_id", _S, True),
+        ),
+        TRACES: s(
+            ("id", _S, False),
+            ("user_id", _S, False),
+            ("summary", _S, False),
+            ("episode_ids", pa.list_(_S), False),
+            ("entity_ids", pa.list_(_S), False),
+            ("activation", pa.float32(), False),
+            ("start", _F, False),
+            ("end", _F, False),
+            ("created_at", _F, False),
+            ("updated_at", _F, False),
+            ("vector", pa.list_(pa.float32(), dim), False),
+        ),
+        LINKS: s(
+            ("id", _S, False),
+            ("user_id", _S, False),
+            ("a", _S, False),
+            ("b", _S, False),
+            ("weight", pa.float32(), False),
+        ),
     }
 
 
@@ -55,8 +102,18 @@ COLUMNS = {
     EPISODES: ("id", "ts", "channel_id", "message_id", "reply_to", "quality", "low", "trace_id"),
     ENTITIES: ("id", "name", "type", "aliases", "activation"),
     MENTIONS: ("episode_id", "entity_id", "seq"),
-    RELATIONS: ("id", "subject_id", "predicate", "object_id", "object_value", "valid_from", "valid_to", "episode_ids",
-                "confidence", "fact_id"),
+    RELATIONS: (
+        "id",
+        "subject_id",
+        "predicate",
+        "object_id",
+        "object_value",
+        "valid_from",
+        "valid_to",
+        "episode_ids",
+        "confidence",
+        "fact_id",
+    ),
     TRACES: ("id", "summary", "episode_ids", "entity_ids", "activation", "start", "end", "created_at", "updated_at"),
     LINKS: ("a", "b", "weight"),
 }
@@ -86,14 +143,15 @@ def _per_user(data: pa.Table) -> dict[str, pa.Table]:
     return {uid: data.slice(bounds[k], bounds[k + 1] - bounds[k]) for k, uid in enumerate(codes.dictionary.to_pylist())}
 
 
-def read_rows(tables: dict[str, Any], user_ids: list[str],
-              stale: dict[str, set[str]] | None = None) -> dict[str, dict[str, pa.Table]]:
+def read_rows(
+    tables: dict[str, Any], user_ids: list[str], stale: dict[str, set[str]] | None = None
+) -> dict[str, dict[str, pa.Table]]:
     """Several users' rows from the graph tables (name -> LanceDB table), one read per table per 200 users:
     user id -> table name -> that user's rows (Arrow, as read: compact, until `graph_of` makes the objects).
     Ids found twice are added to `stale` (table name -> ids) when given."""
     by_user: dict[str, dict[str, pa.Table]] = {uid: {} for uid in user_ids}
     for start in range(0, len(user_ids), 200):
-        where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start:start + 200])})"
+        where = f"user_id IN ({', '.join(sql_str(u) for u in user_ids[start : start + 200])})"
         for name in TABLES:
             data = _read(tables[name], where, None if stale is None else stale.setdefault(name, set()))
             for uid, rows in _per_user(data).items():
@@ -104,8 +162,9 @@ def read_rows(tables: dict[str, Any], user_ids: list[str],
     return by_user
 
 
-def read_graphs(tables: dict[str, Any], user_ids: list[str],
-                stale: dict[str, set[str]] | None = None) -> dict[str, UserGraph]:
+def read_graphs(
+    tables: dict[str, Any], user_ids: list[str], stale: dict[str, set[str]] | None = None
+) -> dict[str, UserGraph]:
     """Several users' graphs (see `read_rows`). Only reads: also used by the read-only inspector, beside a
     running sidecar."""
     return {uid: graph_of(uid, rows) for uid, rows in read_rows(tables, user_ids, stale).items()}
@@ -141,8 +200,9 @@ def graph_of(user_id: str, data: dict[str, pa.Table]) -> UserGraph:
             g.by_message_id[message_id] = id_
     for id_, name, type_, aliases, activation in _columns(data, ENTITIES):
         g.entities[id_] = Entity(id_, name, type_, set(aliases), activation)
-    order = sorted(_columns(data, MENTIONS), key=lambda m: (g.episodes[m[0]].ts if m[0] in g.episodes else 0.0,
-                                                           m[0], m[2]))
+    order = sorted(
+        _columns(data, MENTIONS), key=lambda m: (g.episodes[m[0]].ts if m[0] in g.episodes else 0.0, m[0], m[2])
+    )
     for episode_id, entity_id, _seq in order:
         entity, episode = g.entities.get(entity_id), g.episodes.get(episode_id)
         if entity is not None and episode is not None and entity.id not in episode.entity_ids:
@@ -154,8 +214,9 @@ def graph_of(user_id: str, data: dict[str, pa.Table]) -> UserGraph:
     eps = {k: k for k in g.episodes}
     ents = {k: k for k in g.entities}
     for id_, subject, predicate, obj, value, start, end, episode_ids, confidence, fact_id in _columns(data, RELATIONS):
-        g.relations[id_] = Relation(id_, subject, predicate, obj, value, start, end,
-                                    [eps.get(e, e) for e in episode_ids], confidence, fact_id)
+        g.relations[id_] = Relation(
+            id_, subject, predicate, obj, value, start, end, [eps.get(e, e) for e in episode_ids], confidence, fact_id
+        )
     _fill_traces(g, data, eps, ents)
     tids = {k: k for k in g.traces}
     for ep in g.episodes.values():
@@ -174,6 +235,17 @@ def _fill_traces(g: UserGraph, data: dict[str, pa.Table], eps: dict[str, str], e
     flat = rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     matrix = flat.reshape(rows.num_rows, -1).astype(np.float16)
     for (id_, summary, episode_ids, entity_ids, activation, start, end, created, updated), vector in zip(
-            _columns(data, TRACES), matrix):
-        g.traces[id_] = Trace(id_, summary, [eps.get(e, e) for e in episode_ids], [ents.get(e, e) for e in entity_ids],
-                              activation, start, end, created, updated, vector)
+        _columns(data, TRACES), matrix
+    ):
+        g.traces[id_] = Trace(
+            id_,
+            summary,
+            [eps.get(e, e) for e in episode_ids],
+            [ents.get(e, e) for e in entity_ids],
+            activation,
+            start,
+            end,
+            created,
+            updated,
+            vector,
+        )

@@ -5,14 +5,15 @@ cheap whatever the number a user has (10,000: a scan of all of them each time be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .model import Entity, Episode, Relation
 
 
 class Validity:
-    relations: dict[str, "Relation"]
+    relations: dict[str, Relation]
     rel_index: dict[tuple[str, str], tuple[dict[str, list[str]], set[str]]] | None
     user_id: str
 
@@ -32,8 +33,16 @@ class Validity:
             self.rel_index = index
         return self.rel_index.setdefault((subject_id, predicate), ({}, set()))
 
-    def add_relation(self, subject: Entity, predicate: str, single: bool, obj: Entity | None, value: str,
-                     episode: Episode, confidence: float) -> tuple[Relation, list[Relation]]:
+    def add_relation(
+        self,
+        subject: Entity,
+        predicate: str,
+        single: bool,
+        obj: Entity | None,
+        value: str,
+        episode: Episode,
+        confidence: float,
+    ) -> tuple[Relation, list[Relation]]:
         """Record a stated relation (or one more episode stating a current one). For a single-valued
         predicate, a current relation with another object is closed at this episode's time (not
         deleted). Returns the relation and the ones it closed."""
@@ -55,14 +64,23 @@ class Validity:
                     rel.valid_to = episode.ts
                     current.discard(rel_id)
                     closed.append(rel)
-        rel = _relation(_model().stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id), subject.id,
-                       predicate, obj.id if obj is not None else None, obj.name if obj is not None else value,
-                       episode.ts, None, [episode.id], confidence)
+        rel = _relation(
+            _model().stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id),
+            subject.id,
+            predicate,
+            obj.id if obj is not None else None,
+            obj.name if obj is not None else value,
+            episode.ts,
+            None,
+            [episode.id],
+            confidence,
+        )
         self._put(rel)
         return rel, closed
 
-    def end_relation(self, subject: Entity, predicate: str, obj: Entity | None, value: str, episode: Episode,
-                     confidence: float) -> tuple[Relation, list[Relation]]:
+    def end_relation(
+        self, subject: Entity, predicate: str, obj: Entity | None, value: str, episode: Episode, confidence: float
+    ) -> tuple[Relation, list[Relation]]:
         """A statement that a relation no longer holds ("I quit Siemens", "I used to live in Oslo"): the current
         one with this object is closed at this episode's time; with none, a relation is recorded that ended
         then (valid_from = valid_to = the episode's time: known to have held, not since when). Returns it and
@@ -79,9 +97,17 @@ class Validity:
                 rel.episode_ids.append(episode.id)
                 current.discard(rel_id)
                 return rel, [rel]
-        rel = _relation(_model().stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id, "ended"),
-                       subject.id, predicate, obj.id if obj is not None else None,
-                       obj.name if obj is not None else value, episode.ts, episode.ts, [episode.id], confidence)
+        rel = _relation(
+            _model().stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id, "ended"),
+            subject.id,
+            predicate,
+            obj.id if obj is not None else None,
+            obj.name if obj is not None else value,
+            episode.ts,
+            episode.ts,
+            [episode.id],
+            confidence,
+        )
         self._put(rel)
         return rel, []
 
@@ -103,6 +129,7 @@ class Validity:
 
             def single(p: str) -> bool:
                 return PREDICATES.get(p, (False, ""))[0]
+
         self.rel_index = None
         dropped: list[str] = []
         keep: dict[tuple[str, str, str], Relation] = {}
@@ -147,5 +174,5 @@ def _model():
     return model
 
 
-def _relation(*args) -> "Relation":
+def _relation(*args) -> Relation:
     return _model().Relation(*args)

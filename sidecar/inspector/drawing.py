@@ -21,8 +21,14 @@ WIDTH, HEIGHT, MARGIN = 1000.0, 640.0, 48.0
 LABEL_ROOM = 150.0  # right of the rightmost node: its label
 MAX_ENTITIES = 120  # the most mentioned ones are drawn; every one is listed in the tables
 MAX_TRACES = 40
-TYPE_COLOURS = {"person": "#3b82f6", "place": "#16a34a", "organisation": "#d97706", "organization": "#d97706",
-                "thing": "#7c3aed", "event": "#db2777"}
+TYPE_COLOURS = {
+    "person": "#3b82f6",
+    "place": "#16a34a",
+    "organisation": "#d97706",
+    "organization": "#d97706",
+    "thing": "#7c3aed",
+    "event": "#db2777",
+}
 OTHER_COLOUR = "#64748b"
 TRACE_COLOUR = "#0f766e"
 
@@ -69,15 +75,32 @@ class Node:
 
 def _nodes(g: Any) -> list[Node]:
     entities = sorted(g.entities.values(), key=lambda e: (-len(e.episodes), e.name, e.id))[:MAX_ENTITIES]
-    nodes = [Node(e.id, e.name, "entity", TYPE_COLOURS.get(e.type, OTHER_COLOUR), 7 + 9 * g.salience(e),
-                  f"{e.name} ({e.type}), {len(e.episodes)} mentions"
-                  + (f", also: {', '.join(sorted(e.aliases))}" if e.aliases else ""))
-             for e in entities]
+    nodes = [
+        Node(
+            e.id,
+            e.name,
+            "entity",
+            TYPE_COLOURS.get(e.type, OTHER_COLOUR),
+            7 + 9 * g.salience(e),
+            f"{e.name} ({e.type}), {len(e.episodes)} mentions"
+            + (f", also: {', '.join(sorted(e.aliases))}" if e.aliases else ""),
+        )
+        for e in entities
+    ]
     shown = {n.id for n in nodes}
     traces = sorted(g.traces.values(), key=lambda t: (-t.activation, t.id))[:MAX_TRACES]
-    nodes += [Node(t.id, _short(t.summary, 28), "trace", TRACE_COLOUR, 6.0,
-                   f"trace: {t.summary} ({len(t.episode_ids)} episodes)")
-              for t in traces if any(e in shown for e in t.entity_ids)]
+    nodes += [
+        Node(
+            t.id,
+            _short(t.summary, 28),
+            "trace",
+            TRACE_COLOUR,
+            6.0,
+            f"trace: {t.summary} ({len(t.episode_ids)} episodes)",
+        )
+        for t in traces
+        if any(e in shown for e in t.entity_ids)
+    ]
     return nodes
 
 
@@ -92,13 +115,16 @@ def svg(g: Any) -> tuple[str, int, int]:
     nodes = _nodes(g)
     index = {n.id: k for k, n in enumerate(nodes)}
     relations = [r for r in g.relations.values() if r.subject_id in index and r.object_id in index]
-    ties = [(index[n.id], index[e]) for n in nodes if n.kind == "trace" for e in g.traces[n.id].entity_ids
-            if e in index]
+    ties = [
+        (index[n.id], index[e]) for n in nodes if n.kind == "trace" for e in g.traces[n.id].entity_ids if e in index
+    ]
     pos = force_layout(len(nodes), [(index[r.subject_id], index[r.object_id]) for r in relations] + ties)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" viewBox="0 0 {WIDTH:.0f} {HEIGHT:.0f}" '
-           'role="img" aria-label="entity graph">',
-           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#475569"/></marker></defs>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" viewBox="0 0 {WIDTH:.0f} {HEIGHT:.0f}" '
+        'role="img" aria-label="entity graph">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#475569"/></marker></defs>',
+    ]
     for a, b in ties:
         out.append(_line(pos[a], pos[b], 'class="tie" stroke="#99f6e4" stroke-width="1"'))
     for r in sorted(relations, key=lambda r: r.id):
@@ -106,17 +132,24 @@ def svg(g: Any) -> tuple[str, int, int]:
         d = b - a
         b = b - d / max(float(np.linalg.norm(d)), 1e-9) * (nodes[index[r.object_id]].radius + 2)  # arrow tip
         closed = r.valid_to is not None
-        style = ('stroke="#cbd5e1" stroke-dasharray="5 4"' if closed else 'stroke="#475569"')
-        out.append(f'<g class="relation{" closed" if closed else ""}">'
-                   + _line(a, b, f'{style} stroke-width="1.5" marker-end="url(#arrow)"')
-                   + f'<text x="{(a[0] + b[0]) / 2:.1f}" y="{(a[1] + b[1]) / 2 - 3:.1f}" class="edge-label">'
-                   f'{escape(r.predicate)}</text></g>')
+        style = 'stroke="#cbd5e1" stroke-dasharray="5 4"' if closed else 'stroke="#475569"'
+        out.append(
+            f'<g class="relation{" closed" if closed else ""}">'
+            + _line(a, b, f'{style} stroke-width="1.5" marker-end="url(#arrow)"')
+            + f'<text x="{(a[0] + b[0]) / 2:.1f}" y="{(a[1] + b[1]) / 2 - 3:.1f}" class="edge-label">'
+            f"{escape(r.predicate)}</text></g>"
+        )
     for n, (x, y) in zip(nodes, pos):
-        shape = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{n.radius:.1f}" fill="{n.colour}"/>' if n.kind == "entity"
-                 else f'<rect x="{x - 6:.1f}" y="{y - 6:.1f}" width="12" height="12" fill="{n.colour}"/>')
-        out.append(f'<a href="#{n.kind}-{escape(n.id)}" class="node {n.kind}" data-id="{escape(n.id)}">'
-                   f'<title>{escape(n.title)}</title>{shape}'
-                   f'<text x="{x + n.radius + 3:.1f}" y="{y + 4:.1f}">{escape(_short(n.label, 40))}</text></a>')
+        shape = (
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{n.radius:.1f}" fill="{n.colour}"/>'
+            if n.kind == "entity"
+            else f'<rect x="{x - 6:.1f}" y="{y - 6:.1f}" width="12" height="12" fill="{n.colour}"/>'
+        )
+        out.append(
+            f'<a href="#{n.kind}-{escape(n.id)}" class="node {n.kind}" data-id="{escape(n.id)}">'
+            f"<title>{escape(n.title)}</title>{shape}"
+            f'<text x="{x + n.radius + 3:.1f}" y="{y + 4:.1f}">{escape(_short(n.label, 40))}</text></a>'
+        )
     out.append("</svg>")
     return "\n".join(out), sum(n.kind == "entity" for n in nodes), len(g.entities)
 

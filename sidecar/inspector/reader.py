@@ -10,9 +10,10 @@ sidecar's write-ahead log still holds (committed within about a second) are not 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import orjson
@@ -20,8 +21,7 @@ import orjson
 from ..facts import EVENT_COLUMNS, EVENTS, FACT_COLUMNS, FACTS, USERS
 from ..graph import GRAPH_TABLES, read_graphs
 from ..messages import MESSAGES, RESULT_COLUMNS, search_table
-from ..storage import (LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, same_model, sql_str,
-                        table_names)
+from ..storage import LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, same_model, sql_str, table_names
 
 MODES = ("hybrid", "semantic", "keyword")
 WAL_DIR = "wal"  # the sidecar's write-ahead log (messages/store.py), only listed here
@@ -36,15 +36,19 @@ class ReadOnlyData:
         self.path = data_dir
         meta = data_dir / META_FILE
         if not (data_dir / LANCE_DIR).is_dir() or not meta.is_file():
-            raise InspectorError(f"{data_dir} is not a memory-sidecar data dir (no {META_FILE} and {LANCE_DIR}/): "
-                                 "start the sidecar on it once, or pass the right --data-dir")
+            raise InspectorError(
+                f"{data_dir} is not a memory-sidecar data dir (no {META_FILE} and {LANCE_DIR}/): "
+                "start the sidecar on it once, or pass the right --data-dir"
+            )
         try:
             self.meta = orjson.loads(meta.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
             raise InspectorError(f"{meta} is unreadable: {exc}") from None
         if int(self.meta.get("schema_version", 0)) > SCHEMA_VERSION:
-            raise InspectorError(f"{data_dir} has schema version {self.meta.get('schema_version')}, newer than this "
-                                 f"inspector's {SCHEMA_VERSION}; upgrade memory-sidecar")
+            raise InspectorError(
+                f"{data_dir} has schema version {self.meta.get('schema_version')}, newer than this "
+                f"inspector's {SCHEMA_VERSION}; upgrade memory-sidecar"
+            )
         stored = self.meta.get("model", {})
         self.model = model
         self.same_model = same_model(stored, model)
@@ -87,8 +91,9 @@ class ReadOnlyData:
         out: dict[str, dict[str, Any]] = {}
 
         def user(uid: str) -> dict[str, Any]:
-            return out.setdefault(uid, {"user_id": uid, "username": None, "messages": 0, "facts": 0,
-                                        "entities": 0, "last": None})
+            return out.setdefault(
+                uid, {"user_id": uid, "username": None, "messages": 0, "facts": 0, "entities": 0, "last": None}
+            )
 
         for r in self._rows(MESSAGES, None, ["user_id", "username", "timestamp"]):
             u = user(r["user_id"])
@@ -108,14 +113,16 @@ class ReadOnlyData:
         """A page of the user's messages, newest first, and how many there are."""
         rows = self._rows(MESSAGES, f"user_id = {sql_str(user_id)}", RESULT_COLUMNS)
         rows.sort(key=lambda r: (-r["timestamp"], r["id"]))
-        return rows[offset:offset + limit], len(rows)
+        return rows[offset : offset + limit], len(rows)
 
     def search(self, user_id: str, text: str, mode: str, limit: int) -> list[dict[str, Any]]:
         if mode not in MODES:
             raise InspectorError(f"unknown search mode {mode!r} (one of {', '.join(MODES)})")
         if not self.same_model and mode != "keyword":
-            raise InspectorError("this data dir was embedded by another model than the one loaded here: only "
-                                 "keyword search is meaningful (pass the right --model-dir)")
+            raise InspectorError(
+                "this data dir was embedded by another model than the one loaded here: only "
+                "keyword search is meaningful (pass the right --model-dir)"
+            )
         table = self.table(MESSAGES)
         if table is None:
             return []
@@ -153,8 +160,19 @@ class ReadOnlyData:
         if episodes is not None and relations is not None:
             built = episodes.count_rows()
             messages = (tables.get(MESSAGES) or {}).get("rows", 0)
-            graph = {"episodes": built, "not_built": max(0, messages - built), "unconsolidated": episodes.count_rows(
-                "trace_id IS NULL AND low = false"), "relations_current": relations.count_rows("valid_to IS NULL")}
-        return {"tables": tables, "disk_bytes": dir_bytes(self.path / LANCE_DIR), "meta": self.meta,
-                "wal_files": len(wal), "wal_bytes": sum(p.stat().st_size for p in wal), "graph": graph,
-                "same_model": self.same_model, "model": self.model}
+            graph = {
+                "episodes": built,
+                "not_built": max(0, messages - built),
+                "unconsolidated": episodes.count_rows("trace_id IS NULL AND low = false"),
+                "relations_current": relations.count_rows("valid_to IS NULL"),
+            }
+        return {
+            "tables": tables,
+            "disk_bytes": dir_bytes(self.path / LANCE_DIR),
+            "meta": self.meta,
+            "wal_files": len(wal),
+            "wal_bytes": sum(p.stat().st_size for p in wal),
+            "graph": graph,
+            "same_model": self.same_model,
+            "model": self.model,
+        }

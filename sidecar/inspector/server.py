@@ -14,10 +14,11 @@ from __future__ import annotations
 import hmac
 import logging
 import sys
+from collections.abc import Callable
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..wire.errors import clip
@@ -27,8 +28,9 @@ from .reader import InspectorError, ReadOnlyData
 log = logging.getLogger("sidecar.inspector")
 
 HOST = "127.0.0.1"
-CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
-       "frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
 PAGE_SIZE = 100
 
 
@@ -64,7 +66,7 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
     timeout = 60  # seconds a connection may stay silent before its thread lets it go
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 
     def do_HEAD(self) -> None:
@@ -74,8 +76,9 @@ class Handler(BaseHTTPRequestHandler):
         self._answer(body=True)
 
     def _refuse_method(self) -> None:
-        self._send(HTTPStatus.METHOD_NOT_ALLOWED, "text/plain", b"read-only: GET and HEAD only\n", True,
-                   {"Allow": "GET, HEAD"})
+        self._send(
+            HTTPStatus.METHOD_NOT_ALLOWED, "text/plain", b"read-only: GET and HEAD only\n", True, {"Allow": "GET, HEAD"}
+        )
 
     def __getattr__(self, name: str) -> Any:
         # the base class looks up `do_<METHOD>` for whatever method the request line names (TRACE, CONNECT,
@@ -100,9 +103,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, kind: str, payload: bytes, body: bool, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
-        headers = {"Content-Type": f"{kind}; charset=utf-8", "Content-Length": str(len(payload)),
-                   "Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
-                   "Referrer-Policy": "no-referrer", "Cache-Control": "no-store", **(extra or {})}
+        headers = {
+            "Content-Type": f"{kind}; charset=utf-8",
+            "Content-Length": str(len(payload)),
+            "Content-Security-Policy": CSP,
+            "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY",
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "no-store",
+            **(extra or {}),
+        }
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
@@ -126,9 +136,16 @@ class Handler(BaseHTTPRequestHandler):
                 return
             # once seen in the URL, the token lives in a cookie and leaves the address bar (and history)
             rest = "&".join(p for p in parts.query.split("&") if not p.startswith("token="))
-            self._send(HTTPStatus.SEE_OTHER, "text/plain", b"", body, {
-                "Location": parts.path + ("?" + rest if rest else ""),
-                "Set-Cookie": f"{self.server.cookie}={token}; HttpOnly; SameSite=Strict; Path=/"})
+            self._send(
+                HTTPStatus.SEE_OTHER,
+                "text/plain",
+                b"",
+                body,
+                {
+                    "Location": parts.path + ("?" + rest if rest else ""),
+                    "Set-Cookie": f"{self.server.cookie}={token}; HttpOnly; SameSite=Strict; Path=/",
+                },
+            )
             return
         if token and not self._cookie_ok(token):
             self._send(HTTPStatus.FORBIDDEN, "text/plain", b"no token: open the URL printed on stderr\n", body)
@@ -145,10 +162,14 @@ class Handler(BaseHTTPRequestHandler):
         except (InspectorError, ValueError) as exc:
             self._html(HTTPStatus.BAD_REQUEST, "error", pages.error_page(clip(str(exc), 1000)), body)
             return
-        except Exception as exc:  # noqa: BLE001 - a page that fails says why; the server goes on
+        except Exception as exc:
             log.exception("page %s failed", parts.path)
-            self._html(HTTPStatus.INTERNAL_SERVER_ERROR, "error",
-                       pages.error_page(clip(f"{type(exc).__name__}: {exc}", 1000)), body)
+            self._html(
+                HTTPStatus.INTERNAL_SERVER_ERROR,
+                "error",
+                pages.error_page(clip(f"{type(exc).__name__}: {exc}", 1000)),
+                body,
+            )
             return
         self._html(HTTPStatus.OK, title, inner, body)
 
@@ -156,7 +177,7 @@ class Handler(BaseHTTPRequestHandler):
         cookie = SimpleCookie()
         try:
             cookie.load(self.headers.get("Cookie") or "")
-        except Exception:  # noqa: BLE001 - a malformed cookie is no token
+        except Exception:
             return False
         morsel = cookie.get(self.server.cookie)
         return morsel is not None and hmac.compare_digest(morsel.value.encode(), token.encode())
@@ -214,4 +235,9 @@ def _stats(data: ReadOnlyData, params: dict[str, str]) -> tuple[str, str]:
 
 
 ROUTES: dict[str, Callable[[ReadOnlyData, dict[str, str]], tuple[str, str]]] = {
-    "/": _users, "/messages": _messages, "/facts": _facts, "/graph": _graph, "/stats": _stats}
+    "/": _users,
+    "/messages": _messages,
+    "/facts": _facts,
+    "/graph": _graph,
+    "/stats": _stats,
+}

@@ -14,8 +14,9 @@ import re
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger("sidecar.llm")
 T = TypeVar("T")
@@ -54,7 +55,7 @@ def parse_json_object(content: str) -> dict[str, Any]:
         if start < 0 or end <= start:
             raise LLMError(f"answer is not JSON: {content[:120]!r}") from None
         try:
-            obj = json.loads(text[start:end + 1])
+            obj = json.loads(text[start : end + 1])
         except json.JSONDecodeError:
             raise LLMError(f"answer is not JSON: {content[:120]!r}") from None
     if not isinstance(obj, dict):
@@ -99,7 +100,7 @@ class LLMClient:
             headers["Authorization"] = f"Bearer {s.api_key}"
         req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=timeout or s.timeout) as resp:  # noqa: S310 - URL from configuration
+            with urllib.request.urlopen(req, timeout=timeout or s.timeout) as resp:
                 raw = resp.read(MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as exc:
             detail = exc.read(300).decode("utf-8", "replace") if exc.fp else ""
@@ -131,15 +132,28 @@ class LLMClient:
             except LLMError as exc:
                 if attempt >= retries:
                     raise
-                log.warning("LLM %s failed (attempt %d of %d): %s; retrying in %.1f s", what, attempt + 1,
-                            retries + 1, exc, delay)
+                log.warning(
+                    "LLM %s failed (attempt %d of %d): %s; retrying in %.1f s",
+                    what,
+                    attempt + 1,
+                    retries + 1,
+                    exc,
+                    delay,
+                )
                 if self.stop.wait(delay):
                     raise LLMError(f"stopped while retrying: {exc}") from None
                 delay = min(delay * 2, 30.0)
         raise AssertionError("unreachable")
 
-    def ask_json(self, what: str, system: str, user: str, parse: Callable[[dict[str, Any]], T],
-                 retries: int | None = None, timeout: float | None = None) -> T:
+    def ask_json(
+        self,
+        what: str,
+        system: str,
+        user: str,
+        parse: Callable[[dict[str, Any]], T],
+        retries: int | None = None,
+        timeout: float | None = None,
+    ) -> T:
         """One system + user prompt; the answer's JSON object through `parse` (which raises LLMError on
         anything unexpected), with retries (see `_with_retries`)."""
         return self._with_retries(what, lambda: parse(parse_json_object(self._post(system, user, timeout))), retries)
@@ -148,7 +162,7 @@ class LLMClient:
         """Whether the server answers at all (GET <base>/models; any HTTP status counts as an answer)."""
         req = urllib.request.Request(self.settings.base_url.rstrip("/") + "/models", method="GET")
         try:
-            with urllib.request.urlopen(req, timeout=timeout):  # noqa: S310 - URL from configuration
+            with urllib.request.urlopen(req, timeout=timeout):
                 return True
         except urllib.error.HTTPError:
             return True

@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("sidecar.llm")
 
@@ -84,7 +85,7 @@ class JobQueue:
                 self._cancelled = False
             try:
                 self.run_one(self.current)
-            except Exception:  # noqa: BLE001 - the worker must survive anything
+            except Exception:
                 log.exception("background job failed")
             finally:
                 with self._cond:

@@ -4,7 +4,8 @@ other tools take. The same answer also goes out whole as structured content (ser
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def when(ts: float | int) -> str:
@@ -25,7 +26,9 @@ def _search(r: Any, user: str) -> str:
     lines = [f"{count(len(r.messages), 'memory', 'memories')} for user {user!r}, best first:"]
     for i, m in enumerate(r.messages, 1):
         who = "assistant" if m.is_bot else (m.username or "user")
-        lines.append(f"{i}. [{when(m.timestamp)}, {who}, score {m.score:.3g}, similarity {m.similarity:.2f}, id {m.id}] {m.content}")
+        lines.append(
+            f"{i}. [{when(m.timestamp)}, {who}, score {m.score:.3g}, similarity {m.similarity:.2f}, id {m.id}] {m.content}"
+        )
     return "\n".join(lines)
 
 
@@ -41,8 +44,11 @@ def _facts(r: Any, user: str) -> str:
 
 
 def _remember_fact(r: Any, user: str) -> str:
-    head = {"added": "Fact stored", "duplicate": "Already known (not stored twice)",
-            "merged": "Fact merged into an existing one"}.get(r.action, r.action)
+    head = {
+        "added": "Fact stored",
+        "duplicate": "Already known (not stored twice)",
+        "merged": "Fact merged into an existing one",
+    }.get(r.action, r.action)
     lines = [f"{head} for user {user!r}:", _fact_line(r.fact)]
     if r.candidates:
         lines.append("Similar facts already known (forget one with `forget` if it is now wrong):")
@@ -52,8 +58,10 @@ def _remember_fact(r: Any, user: str) -> str:
 
 def _forget(r: Any, user: str) -> str:
     if r.facts_deleted is not None or r.graph_episodes_deleted is not None:
-        return (f"Forgot everything about user {user!r}: {count(r.deleted or 0, 'memory', 'memories')}, "
-                f"{count(r.facts_deleted or 0, 'fact')}, {count(r.graph_episodes_deleted or 0, 'graph episode')}.")
+        return (
+            f"Forgot everything about user {user!r}: {count(r.deleted or 0, 'memory', 'memories')}, "
+            f"{count(r.facts_deleted or 0, 'fact')}, {count(r.graph_episodes_deleted or 0, 'graph episode')}."
+        )
     return f"Forgot {count(r.deleted or 0, 'item')}."
 
 
@@ -81,11 +89,19 @@ def _entities(r: Any, user: str) -> str:
     lines = [f"{count(len(r.entities), 'entity', 'entities')} for user {user!r}, most salient first:"]
     for e in r.entities:
         aliases = f", also {', '.join(e.aliases)}" if e.aliases else ""
-        lines.append(f"- {e.name} ({e.type}, {count(e.mentions, 'mention')}, last {when(e.last_seen)}{aliases}; id {e.id})")
+        lines.append(
+            f"- {e.name} ({e.type}, {count(e.mentions, 'mention')}, last {when(e.last_seen)}{aliases}; id {e.id})"
+        )
     return "\n".join(lines)
 
 
 RENDER: dict[str, Callable[[Any, str], str]] = {
-    "remember": _remember, "search": _search, "facts": _facts, "remember_fact": _remember_fact,
-    "forget": _forget, "context": _context, "graph_recall": _graph_recall, "entities": _entities,
+    "remember": _remember,
+    "search": _search,
+    "facts": _facts,
+    "remember_fact": _remember_fact,
+    "forget": _forget,
+    "context": _context,
+    "graph_recall": _graph_recall,
+    "entities": _entities,
 }

@@ -5,8 +5,9 @@ request handler in a worker thread, one call at a time (the order the services e
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 import jsonschema
@@ -36,11 +37,19 @@ Handle = Callable[[Any], BaseModel]  # a typed wire request -> its response; rai
 
 
 def _tool(spec: ToolSpec, settings: Settings) -> types.Tool:
-    hints = types.ToolAnnotations(title=spec.title, read_only_hint=spec.read_only,
-                                  destructive_hint=spec.destructive if not spec.read_only else None,
-                                  open_world_hint=False)
-    return types.Tool(name=spec.name, title=spec.title, description=spec.description,
-                      input_schema=spec.input_schema(settings), annotations=hints)
+    hints = types.ToolAnnotations(
+        title=spec.title,
+        read_only_hint=spec.read_only,
+        destructive_hint=spec.destructive if not spec.read_only else None,
+        open_world_hint=False,
+    )
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema(settings),
+        annotations=hints,
+    )
 
 
 def _schema_message(exc: jsonschema.ValidationError) -> str:
@@ -73,8 +82,9 @@ class Tools:
     async def call_tool(self, _ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = TOOLS_BY_NAME.get(params.name)
         if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"unknown tool {quote(params.name)}; known tools: "
-                                                 f"{', '.join(TOOLS_BY_NAME)}")
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown tool {quote(params.name)}; known tools: {', '.join(TOOLS_BY_NAME)}"
+            )
         args = dict(params.arguments or {})
         try:
             jsonschema.validate(args, self.schemas[spec.name])
@@ -91,14 +101,21 @@ class Tools:
         except SidecarError as exc:
             return _error(f"{exc.code}: {exc.message}")
         data = response.model_dump(exclude_none=True, exclude={"request_id"})
-        return types.CallToolResult(content=[types.TextContent(text=RENDER[spec.name](response, user))],
-                                    structured_content=data)
+        return types.CallToolResult(
+            content=[types.TextContent(text=RENDER[spec.name](response, user))], structured_content=data
+        )
 
 
 def build_server(handle: Handle, settings: Settings) -> Server:
     tools = Tools(handle, settings)
-    return Server("memory-sidecar", version=__version__, title="memory-sidecar", instructions=INSTRUCTIONS,
-                  on_list_tools=tools.list_tools, on_call_tool=tools.call_tool)
+    return Server(
+        "memory-sidecar",
+        version=__version__,
+        title="memory-sidecar",
+        instructions=INSTRUCTIONS,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+    )
 
 
 async def _watch(should_stop: Callable[[], bool], scope: anyio.CancelScope) -> None:
@@ -119,8 +136,7 @@ async def _serve(server: Server, proto_in: int, proto_out: int, should_stop: Cal
         tg.cancel_scope.cancel()
 
 
-def serve(handle: Handle, settings: Settings, proto_in: int, proto_out: int,
-          should_stop: Callable[[], bool]) -> None:
+def serve(handle: Handle, settings: Settings, proto_in: int, proto_out: int, should_stop: Callable[[], bool]) -> None:
     """Serve MCP on the given descriptors until the input ends or `should_stop()` turns true.
     A tool call in progress finishes first (worker threads are not abandoned)."""
     anyio.run(partial(_serve, build_server(handle, settings), proto_in, proto_out, should_stop))

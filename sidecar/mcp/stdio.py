@@ -32,7 +32,7 @@ class Wire:
 
     # -- the SDK reads: `async for line in stdin`
 
-    def __aiter__(self) -> "Wire":
+    def __aiter__(self) -> Wire:
         return self
 
     async def __anext__(self) -> str:
@@ -67,6 +67,5 @@ class Wire:
 
 def open_wire(proto_in: int, proto_out: int) -> Wire:
     stdin = io.TextIOWrapper(open(proto_in, "rb", buffering=1 << 16), encoding="utf-8", errors="replace")
-    stdout = io.TextIOWrapper(open(proto_out, "wb", buffering=0), encoding="utf-8", newline="\n",
-                              write_through=True)
+    stdout = io.TextIOWrapper(open(proto_out, "wb", buffering=0), encoding="utf-8", newline="\n", write_through=True)
     return Wire(stdin, stdout)

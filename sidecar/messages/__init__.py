@@ -8,5 +8,15 @@ from .service import MemoryService, content_over_limit
 from .store import MessageStore
 from .timewords import named_window
 
-__all__ = ["Companion", "GraphSearch", "MessageReader", "MemoryService", "MessageStore", "MESSAGES", "RESULT_COLUMNS",
-           "content_over_limit", "named_window", "search_table"]
+__all__ = [
+    "MESSAGES",
+    "RESULT_COLUMNS",
+    "Companion",
+    "GraphSearch",
+    "MemoryService",
+    "MessageReader",
+    "MessageStore",
+    "content_over_limit",
+    "named_window",
+    "search_table",
+]

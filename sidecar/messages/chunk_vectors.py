@@ -45,8 +45,13 @@ class ChunkVectors:
 
     def add(self, rows: np.ndarray, spans: np.ndarray, vectors: np.ndarray) -> None:
         """Chunks of rows (positions in the user's rows), their [start, end) spans and vectors."""
-        self._parts.append((np.asarray(vectors, dtype=np.float16).astype(np.float32), np.asarray(rows, np.int64),
-                            np.asarray(spans, dtype=np.int32).reshape(-1, 2)))
+        self._parts.append(
+            (
+                np.asarray(vectors, dtype=np.float16).astype(np.float32),
+                np.asarray(rows, np.int64),
+                np.asarray(spans, dtype=np.int32).reshape(-1, 2),
+            )
+        )
         self.count += len(rows)
         main = len(self._parts[0][1])
         if len(self._parts) > 1 and self.count - main > max(MERGE_MIN, main // 8):

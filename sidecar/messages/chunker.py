@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,14 @@ Commit = Callable[[dict[str, Any], list[tuple[int, int]], np.ndarray], bool]
 
 
 class Chunker:
-    def __init__(self, pending: PendingChunks, windows: Windows, embed: EmbedWindows,
-                 fetch: Callable[[str], dict[str, Any] | None], commit: Commit):
+    def __init__(
+        self,
+        pending: PendingChunks,
+        windows: Windows,
+        embed: EmbedWindows,
+        fetch: Callable[[str], dict[str, Any] | None],
+        commit: Commit,
+    ):
         self.pending = pending
         self._windows = windows
         self._embed = embed
@@ -60,7 +67,7 @@ class Chunker:
             rid = job if isinstance(job, str) else job["id"]
             try:
                 self._run(job)
-            except Exception:  # noqa: BLE001 - left pending: tried again at the next start
+            except Exception:
                 log.exception("chunking memory %s failed", rid)
 
     def _run(self, job: dict[str, Any] | str) -> None:

@@ -16,9 +16,10 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import orjson
@@ -38,15 +39,17 @@ PENDING_FILE = "chunks.pending"
 
 
 def chunk_schema(dim: int) -> pa.Schema:
-    return pa.schema([
-        pa.field("message_id", pa.string(), nullable=False),
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("is_bot", pa.bool_(), nullable=False),  # the memory's, for the same filters as the messages
-        pa.field("timestamp", pa.float64(), nullable=False),
-        pa.field("start", pa.int32(), nullable=False),  # the chunk's characters: content[start:end]
-        pa.field("end", pa.int32(), nullable=False),
-        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-    ])
+    return pa.schema(
+        [
+            pa.field("message_id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("is_bot", pa.bool_(), nullable=False),  # the memory's, for the same filters as the messages
+            pa.field("timestamp", pa.float64(), nullable=False),
+            pa.field("start", pa.int32(), nullable=False),  # the chunk's characters: content[start:end]
+            pa.field("end", pa.int32(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ]
+    )
 
 
 class ChunkTable:
@@ -69,11 +72,18 @@ class ChunkTable:
 
     def add(self, row: dict[str, Any], spans: list[tuple[int, int]], vectors: np.ndarray) -> None:
         n = len(spans)
-        data = pa.table({
-            "message_id": [row["id"]] * n, "user_id": [row["user_id"]] * n, "is_bot": [bool(row["is_bot"])] * n,
-            "timestamp": [float(row["timestamp"])] * n, "start": [s for s, _ in spans], "end": [e for _, e in spans],
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype(np.float32).reshape(-1)), self.dim),
-        }, schema=chunk_schema(self.dim))
+        data = pa.table(
+            {
+                "message_id": [row["id"]] * n,
+                "user_id": [row["user_id"]] * n,
+                "is_bot": [bool(row["is_bot"])] * n,
+                "timestamp": [float(row["timestamp"])] * n,
+                "start": [s for s, _ in spans],
+                "end": [e for _, e in spans],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype(np.float32).reshape(-1)), self.dim),
+            },
+            schema=chunk_schema(self.dim),
+        )
         with self.write_lock:
             self.table.add(data)
             self._written = True
@@ -84,14 +94,14 @@ class ChunkTable:
         """The ids among these that have chunks."""
         found: set[str] = set()
         for start in range(0, len(ids), 500):
-            got = self.table.search().where(sql_in("message_id", ids[start:start + 500])).select(["message_id"])
+            got = self.table.search().where(sql_in("message_id", ids[start : start + 500])).select(["message_id"])
             found.update(got.limit(None).to_arrow().column("message_id").to_pylist())
         return found
 
     def delete_ids(self, ids: list[str]) -> None:
         with self.write_lock:
             for start in range(0, len(ids), 500):
-                self.table.delete(sql_in("message_id", ids[start:start + 500]))
+                self.table.delete(sql_in("message_id", ids[start : start + 500]))
                 self._written = True
 
     def delete_all(self) -> None:
@@ -105,10 +115,21 @@ class ChunkTable:
         wanted = [u for u in user_ids if u in self.users]
         if not wanted:
             return {}
-        data = (self.table.search().where(sql_in("user_id", wanted))
-                .select(["user_id", "message_id", "start", "end", "vector"]).limit(None).to_arrow())
-        vectors = (data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-                   .reshape(-1, self.dim).astype(np.float16))
+        data = (
+            self.table.search()
+            .where(sql_in("user_id", wanted))
+            .select(["user_id", "message_id", "start", "end", "vector"])
+            .limit(None)
+            .to_arrow()
+        )
+        vectors = (
+            data.column("vector")
+            .combine_chunks()
+            .flatten()
+            .to_numpy(zero_copy_only=False)
+            .reshape(-1, self.dim)
+            .astype(np.float16)
+        )
         spans = np.stack([data.column("start").to_numpy(), data.column("end").to_numpy()], axis=1).astype(np.int32)
         users = data.column("user_id").to_pylist()
         ids = data.column("message_id").to_pylist()
@@ -150,7 +171,7 @@ class PendingChunks:
         only; the lease holder queues every long memory without chunks instead (`_queue_all_long`)."""
         self.path = data_dir / PENDING_FILE if data_dir is not None else None
         self.lock = threading.Lock()
-        self.ids: "OrderedDict[str, None]" = OrderedDict()
+        self.ids: OrderedDict[str, None] = OrderedDict()
         self._file: Any = None
         self._lines = 0
         if self.path is None:

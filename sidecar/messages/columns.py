@@ -8,7 +8,7 @@ structures: no I/O.
 from __future__ import annotations
 
 from array import array
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class TextColumn:
         if end < 0:
             return None
         start = self._ends[i - 1] if i else 0
-        return self._data[start if start >= 0 else -1 - start:end].decode()
+        return self._data[start if start >= 0 else -1 - start : end].decode()
 
     @property
     def nbytes(self) -> int:
@@ -88,11 +88,15 @@ class IdIndex:
         for k, wanted in enumerate(ids):
             found = None
             if tail is not None:
-                found = next((done + j for j in np.flatnonzero(tail == keys[k]).tolist()[::-1]
-                              if column[done + j] == wanted), None)
+                found = next(
+                    (done + j for j in np.flatnonzero(tail == keys[k]).tolist()[::-1] if column[done + j] == wanted),
+                    None,
+                )
             if found is None:
-                found = next((p for p in sorted(self._sorted_pos[lo[k]:hi[k]].tolist(), reverse=True)
-                              if column[p] == wanted), None)
+                found = next(
+                    (p for p in sorted(self._sorted_pos[lo[k] : hi[k]].tolist(), reverse=True) if column[p] == wanted),
+                    None,
+                )
             out.append(found)
         return out
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -79,8 +80,10 @@ class CommitLog:
                     self.wal.unseal(sealed)
                 if not isinstance(exc, Exception):
                     raise
-                raise StoreError(f"cannot commit {sum(len(r) for r, _ in items)} logged memories to LanceDB "
-                                 f"({exc}); they stay in the write-ahead log") from exc
+                raise StoreError(
+                    f"cannot commit {sum(len(r) for r, _ in items)} logged memories to LanceDB "
+                    f"({exc}); they stay in the write-ahead log"
+                ) from exc
             with self.lock:
                 self._committing = []
             self.wal.remove(sealed)
@@ -102,7 +105,7 @@ class CommitLog:
             try:
                 self.flush()
                 backoff = 0.0
-            except Exception:  # noqa: BLE001 - e.g. a full disk: the rows are safe in the log
+            except Exception:
                 log.exception("background commit failed; retrying")
                 backoff = min(30.0, max(1.0, backoff * 2))
                 with self.lock:
@@ -137,13 +140,24 @@ class CommitLog:
         have: set[str] = set()
         ids = [r["id"] for r in rows]
         for start in range(0, len(ids), 500):  # committed before the crash, log not yet dropped
-            have.update(table.search().where(sql_in("id", ids[start:start + 500])).select(["id"])
-                        .limit(None).to_arrow().column("id").to_pylist())
+            have.update(
+                table.search()
+                .where(sql_in("id", ids[start : start + 500]))
+                .select(["id"])
+                .limit(None)
+                .to_arrow()
+                .column("id")
+                .to_pylist()
+            )
         keep = [i for i, r in enumerate(rows) if r["id"] not in have]
         if keep:
             self._commit([rows[i] for i in keep], np.concatenate(vectors)[keep])
-        log.warning("write-ahead log: %d acknowledged memories recovered from %d segments (%d were already "
-                    "committed)", len(keep), len(segments), len(rows) - len(keep))
+        log.warning(
+            "write-ahead log: %d acknowledged memories recovered from %d segments (%d were already committed)",
+            len(keep),
+            len(segments),
+            len(rows) - len(keep),
+        )
         self.wal.remove(segments)
 
     def close(self) -> None:
@@ -186,9 +200,10 @@ class DirectCommit:
         with self.flush_lock:
             try:
                 self._commit(rows, vectors)
-            except Exception as exc:  # noqa: BLE001 - nothing was stored; the request fails
-                raise StoreError(f"cannot commit {len(rows)} memories to the object store ({exc}); nothing was "
-                                 "stored") from exc
+            except Exception as exc:
+                raise StoreError(
+                    f"cannot commit {len(rows)} memories to the object store ({exc}); nothing was stored"
+                ) from exc
 
     def flush(self) -> None:
         pass

@@ -8,7 +8,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -26,8 +27,17 @@ class MessageReader(Protocol):
         all that user's): read from memory when the messages domain holds them, at its precision (int8 with a
         scale per row, messages/quantized.py) either way."""
 
-    def search(self, vector: Any, user_id: str, limit: int, include_bot: bool = True, since: float | None = None,
-               until: float | None = None, text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:
+    def search(
+        self,
+        vector: Any,
+        user_id: str,
+        limit: int,
+        include_bot: bool = True,
+        since: float | None = None,
+        until: float | None = None,
+        text: str | None = None,
+        mode: str = "semantic",
+    ) -> list[dict[str, Any]]:
         """The user's best messages for a query (rows with `similarity`), best first."""
 
     def missing_by_users(self, done: Callable[[list[str]], pa.Array]) -> Iterator[tuple[pa.Array, int, int, int]]:
@@ -55,6 +65,7 @@ class Companion(Protocol):
 
 
 class GraphSearch(Protocol):
-    def __call__(self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None,
-                 until: float | None) -> list[dict[str, Any]]:
+    def __call__(
+        self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None, until: float | None
+    ) -> list[dict[str, Any]]:
         """Message rows (with `similarity`) ranked by the graph's activation for the query."""

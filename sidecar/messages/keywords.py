@@ -71,8 +71,9 @@ class KeywordIndex:
 
     def extend(self, contents: list[str], prev: list[int], prev2: list[int]) -> None:
         """Index rows numbered from `self.rows` on; prev/prev2: the positions of their previous rows (-1: none)."""
-        columns: dict[Postings, tuple[list[int], ...]] = {p: ([], [], [], []) for p in (self._words, self._pairs,
-                                                                                       self._grams)}
+        columns: dict[Postings, tuple[list[int], ...]] = {
+            p: ([], [], [], []) for p in (self._words, self._pairs, self._grams)
+        }
         lengths, borrowed, glengths, gborrowed = [], [], [], []
         for k, content in enumerate(contents):
             row = self.rows + k
@@ -131,8 +132,7 @@ class KeywordIndex:
             parts = getattr(self, name)
             if len(parts) > 1:
                 setattr(self, name, [np.concatenate(parts)])
-        return (self._length[0], self._borrowed[0], self._prev[0], self._prev2[0], self._glength[0],
-                self._gborrowed[0])
+        return (self._length[0], self._borrowed[0], self._prev[0], self._prev2[0], self._glength[0], self._gborrowed[0])
 
     def _frequencies(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Dense per-row term frequencies of one term: in the row's text, and in its borrowed part."""
@@ -162,8 +162,11 @@ class KeywordIndex:
         if len(query) <= most:
             return query
         found = self._document_frequencies(list(query))
-        scored = [(times * math.log(1 + (self.rows - n + 0.5) / (n + 0.5)), term)
-                  for (term, times), n in zip(query.items(), found.tolist()) if n]
+        scored = [
+            (times * math.log(1 + (self.rows - n + 0.5) / (n + 0.5)), term)
+            for (term, times), n in zip(query.items(), found.tolist())
+            if n
+        ]
         return {term: query[term] for _, term in sorted(scored, reverse=True)[:most]}
 
     def _document_frequencies(self, terms: list[str]) -> np.ndarray:

@@ -9,7 +9,8 @@ module stays about messages.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +39,11 @@ class LongMemories:
         self.chunker: Chunker | None = None
         self.also_compact.append(self.chunks.compact)
 
-    def start_chunking(self, windows: Callable[[str, int, int], tuple[list[tuple[int, int]], list[list[int]]]],
-                       embed: Callable[[list[list[int]]], Iterator[np.ndarray]]) -> None:
+    def start_chunking(
+        self,
+        windows: Callable[[str, int, int], tuple[list[tuple[int, int]], list[list[int]]]],
+        embed: Callable[[list[list[int]]], Iterator[np.ndarray]],
+    ) -> None:
         """Start the background chunker (the composition root hands it the embedder's functions); it
         resumes the memories left pending by the last run (on an object store, which keeps no pending file,
         the lease holder queues every long memory that has no chunks)."""
@@ -62,12 +66,19 @@ class LongMemories:
 
     def _queue_all_long(self) -> None:
         """Every stored memory that may run past the window becomes pending (migration, re-embedding)."""
-        data = (self.table.search().where(f"character_length(content) > {SHORT_CHARS}").select(["id"])
-                .limit(None).to_arrow())
+        data = (
+            self.table.search()
+            .where(f"character_length(content) > {SHORT_CHARS}")
+            .select(["id"])
+            .limit(None)
+            .to_arrow()
+        )
         ids = data.column("id").to_pylist()
         have = self.chunks.having(ids)
         self.pending_chunks.add([i for i in ids if i not in have])
-        log.info("%d long memories queued for chunked embedding", len(ids) - len(have))  # routine: every object-store start
+        log.info(
+            "%d long memories queued for chunked embedding", len(ids) - len(have)
+        )  # routine: every object-store start
 
     def _migrate_4_to_5(self) -> None:
         """Version 5 adds the chunks table (created at open); the long memories already stored are chunked

@@ -45,7 +45,7 @@ def scores(rows: np.ndarray, scales: np.ndarray, query: np.ndarray) -> np.ndarra
         block = _buffers.block = np.empty((BLOCK_ROWS, rows.shape[1]), dtype=np.float32)
     for i in range(0, len(rows), BLOCK_ROWS):
         n = min(BLOCK_ROWS, len(rows) - i)
-        np.copyto(block[:n], rows[i:i + n], casting="unsafe")
-        np.matmul(block[:n], q, out=out[i:i + n])
+        np.copyto(block[:n], rows[i : i + n], casting="unsafe")
+        np.matmul(block[:n], q, out=out[i : i + n])
     out *= scales
     return out

@@ -21,8 +21,11 @@ TIME_WEIGHT = 1.0
 def named_speakers(text: str, usernames: set[str]) -> set[str]:
     """The display names (of the rows at hand) that the query text names as a whole word, case-insensitively."""
     lowered = text.casefold()
-    return {u for u in usernames
-            if u.strip() and re.search(r"(?<!\w)" + re.escape(u.strip().casefold()) + r"(?!\w)", lowered)}
+    return {
+        u
+        for u in usernames
+        if u.strip() and re.search(r"(?<!\w)" + re.escape(u.strip().casefold()) + r"(?!\w)", lowered)
+    }
 
 
 def hybrid_scores(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -38,8 +41,9 @@ def hybrid_scores(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[st
     return scores
 
 
-def fuse_hybrid(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]],
-                limit: int) -> list[dict[str, Any]]:
+def fuse_hybrid(
+    text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]], limit: int
+) -> list[dict[str, Any]]:
     """The best `limit` rows of `by_id` by fused rank of the id lists (semantic, content, search_text), each
     with its fused `score`; ties broken by similarity, then id."""
     scores = hybrid_scores(text, ids, by_id)
@@ -50,8 +54,9 @@ def fuse_hybrid(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str,
 def fuse_window(everywhere: list[dict[str, Any]], inside: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """The best `limit` rows of two rankings, over all time and inside the time the query names, fused
     by reciprocal rank with the window's at TIME_WEIGHT; each with that fused `score`."""
-    scores = rrf({"all": [r["id"] for r in everywhere], "window": [r["id"] for r in inside]},
-                 {"all": 1.0, "window": TIME_WEIGHT})
+    scores = rrf(
+        {"all": [r["id"] for r in everywhere], "window": [r["id"] for r in inside]}, {"all": 1.0, "window": TIME_WEIGHT}
+    )
     by_id = {r["id"]: r for r in inside + everywhere}
     best = sorted(scores, key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
     return [{**by_id[i], "score": scores[i]} for i in best[:limit]]

@@ -18,8 +18,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -68,8 +69,13 @@ def zero_vectors(table: Any, dim: int) -> pa.Table:
 class Reembedder:
     """The background half: embeds the memories of the ids file from meta.json's `done` on."""
 
-    def __init__(self, store: Any, embed: Callable[[list[str]], np.ndarray], busy: Callable[[], bool] | None = None,
-                 done_hooks: list[Callable[[], None]] | None = None):
+    def __init__(
+        self,
+        store: Any,
+        embed: Callable[[list[str]], np.ndarray],
+        busy: Callable[[], bool] | None = None,
+        done_hooks: list[Callable[[], None]] | None = None,
+    ):
         self.store = store
         self.embed = embed
         self.busy = busy
@@ -82,8 +88,13 @@ class Reembedder:
         self._thread = threading.Thread(target=self._run, name="reembed", daemon=True)
 
     def start(self) -> None:
-        log.warning("re-embedding %d memories with %s in the background (%d done before); queries meanwhile find "
-                    "the ones not yet done by keyword", self.total, self.store.database.model.get("name"), self.done)
+        log.warning(
+            "re-embedding %d memories with %s in the background (%d done before); queries meanwhile find "
+            "the ones not yet done by keyword",
+            self.total,
+            self.store.database.model.get("name"),
+            self.done,
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -101,14 +112,14 @@ class Reembedder:
             aside_until = time.monotonic() + STEP_ASIDE_MAX
             while self.busy is not None and self.busy() and time.monotonic() < aside_until:
                 time.sleep(0.005)
-            parts.append(self.embed(texts[start:start + EMBED_BATCH]))
+            parts.append(self.embed(texts[start : start + EMBED_BATCH]))
         return np.concatenate(parts) if parts else np.empty((0, self.store.dim), np.float32)
 
     def _run(self) -> None:
         try:
             last = time.monotonic()
             while self.done < self.total and not self._stop.is_set():
-                batch = self.ids[self.done:self.done + BATCH]
+                batch = self.ids[self.done : self.done + BATCH]
                 self.store.reembed_rows(batch, self._embed_stepping)
                 self.done += len(batch)
                 self.store.database.note_reembed(done=self.done)
@@ -122,7 +133,7 @@ class Reembedder:
             self.store.database.end_reembed()
             (self.store.data_dir / IDS_FILE).unlink(missing_ok=True)
             log.warning("re-embedding done: every memory is embedded by %s", self.store.database.model.get("name"))
-        except Exception:  # noqa: BLE001 - the state stays in meta.json: the next start resumes
+        except Exception:
             log.exception("re-embedding stopped by an error; it resumes at the next start")
 
 
@@ -134,8 +145,9 @@ def rows_of(table: Any, ids: list[str], dim: int) -> pa.Table:
 
 def with_vectors(rows: pa.Table, vectors: np.ndarray, dim: int) -> pa.Table:
     flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
-    rows = rows.set_column(rows.schema.get_field_index("vector"), "vector",
-                           pa.FixedSizeListArray.from_arrays(pa.array(flat), dim))
+    rows = rows.set_column(
+        rows.schema.get_field_index("vector"), "vector", pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
+    )
     return rows.cast(message_schema(dim))
 
 
@@ -155,8 +167,10 @@ class Reembedding:
         --reembed, or one whose move was cut before its conversion ended. From here on it is the new model's."""
         db = self.database
         self.reembedder = None
-        self._convert_now = db.shared is None and (db.model_changed and allow_reembed or (
-            db.reembedding is not None and db.reembedding.get("phase") != "embed"))
+        self._convert_now = db.shared is None and (
+            (db.model_changed and allow_reembed)
+            or (db.reembedding is not None and db.reembedding.get("phase") != "embed")
+        )
         if self._convert_now:
             db.begin_reembed(0)  # a crash from here on resumes the move
             if CHUNKS in db.tables():
@@ -198,15 +212,20 @@ class Reembedding:
         new width with zero vectors, long memories queued for their chunks."""
         data = zero_vectors(self.table, self.dim)
         write_ids(self.data_dir, data.column("id").to_pylist())
-        log.warning("re-embedding: %d memories converted to %d-d, to be embedded in the background", data.num_rows,
-                    self.dim)
+        log.warning(
+            "re-embedding: %d memories converted to %d-d, to be embedded in the background", data.num_rows, self.dim
+        )
         self.table = self.database.db.create_table(MESSAGES, data=data, schema=data.schema, mode="overwrite")
         self._queue_all_long()
         self.cache.clear()
         self.database.note_reembed(phase="embed", total=data.num_rows, done=0)
 
-    def start_reembedding(self, embed: Callable[[list[str]], np.ndarray], busy: Callable[[], bool] | None = None,
-                          done_hooks: list[Callable[[], None]] | None = None) -> None:
+    def start_reembedding(
+        self,
+        embed: Callable[[list[str]], np.ndarray],
+        busy: Callable[[], bool] | None = None,
+        done_hooks: list[Callable[[], None]] | None = None,
+    ) -> None:
         """Embed, in the background, the memories a model change left without a vector (reembed.py)."""
         if self.database.shared is None and self.database.reembedding is not None:
             self.reembedder = Reembedder(self, embed, busy, done_hooks)
@@ -236,8 +255,13 @@ class Reembedding:
         out: dict[str, np.ndarray] = {}
         with self._reading():
             for start in range(0, len(ids), 500):
-                part = (self.table.search().where(sql_in("id", ids[start:start + 500])).select(["id", "vector"])
-                        .limit(None).to_arrow())
+                part = (
+                    self.table.search()
+                    .where(sql_in("id", ids[start : start + 500]))
+                    .select(["id", "vector"])
+                    .limit(None)
+                    .to_arrow()
+                )
                 flat = part.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
                 out.update(zip(part.column("id").to_pylist(), flat.reshape(-1, self.dim)))
         return out

@@ -16,30 +16,31 @@ MESSAGES = "messages"
 
 
 def message_schema(dim: int) -> pa.Schema:
-    return pa.schema([
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("content", pa.string(), nullable=False),
-        pa.field("is_bot", pa.bool_(), nullable=False),
-        pa.field("timestamp", pa.float64(), nullable=False),
-        pa.field("message_id", pa.string()),
-        pa.field("channel_id", pa.string()),
-        pa.field("reply_to", pa.string()),
-        pa.field("username", pa.string()),
-        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
-        # keyword-search text: the previous two messages of the same user in the same channel, then this one
-        pa.field("search_text", pa.string(), nullable=False),
-        pa.field("prev_id", pa.string()),  # the rows search_text borrowed from (reset when one is deleted)
-        pa.field("prev2_id", pa.string()),
-    ])
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("user_id", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("is_bot", pa.bool_(), nullable=False),
+            pa.field("timestamp", pa.float64(), nullable=False),
+            pa.field("message_id", pa.string()),
+            pa.field("channel_id", pa.string()),
+            pa.field("reply_to", pa.string()),
+            pa.field("username", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            # keyword-search text: the previous two messages of the same user in the same channel, then this one
+            pa.field("search_text", pa.string(), nullable=False),
+            pa.field("prev_id", pa.string()),  # the rows search_text borrowed from (reset when one is deleted)
+            pa.field("prev2_id", pa.string()),
+        ]
+    )
 
 
 # The columns requests filter on: user_id (query, forget_user), channel_id (channel windows),
 # message_id (before_message_id and reply-chain look-ups: 15 -> 8 ms on 100k rows).
 SCALAR_INDEXES = ("user_id", "channel_id", "message_id")
 
-RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to",
-                  "username"]
+RESULT_COLUMNS = ["id", "user_id", "content", "is_bot", "timestamp", "message_id", "channel_id", "reply_to", "username"]
 CACHE_COLUMNS = [*RESULT_COLUMNS, "prev_id", "prev2_id"]  # what the vector cache is loaded with
 
 # Columns that had LanceDB full-text indexes before keyword search moved in process (keywords.py): an
@@ -105,8 +106,12 @@ def migrate_2_to_3(db: Any, table: Any, dim: int) -> Any:
     columns["search_text"] = pa.array([r["search_text"] for r in rows], pa.string())
     columns["prev_id"] = pa.array([r["prev_id"] for r in rows], pa.string())
     columns["prev2_id"] = pa.array([r["prev2_id"] for r in rows], pa.string())
-    new = db.create_table(MESSAGES, data=pa.table({f.name: columns[f.name] for f in schema}, schema=schema),
-                          schema=schema, mode="overwrite")
+    new = db.create_table(
+        MESSAGES,
+        data=pa.table({f.name: columns[f.name] for f in schema}, schema=schema),
+        schema=schema,
+        mode="overwrite",
+    )
     log.warning("migration to schema 3: %d memories rewritten; building the indexes", data.num_rows)
     return new
 
@@ -119,8 +124,11 @@ def reembedded(db: Any, table: Any, dim: int, embed: Any) -> Any:
     vectors = np.empty((len(contents), dim), dtype=np.float32)
     step = 1024
     for start in range(0, len(contents), step):
-        vectors[start:start + step] = embed(contents[start:start + step])
+        vectors[start : start + step] = embed(contents[start : start + step])
         log.warning("re-embedded %d/%d", min(start + step, len(contents)), len(contents))
-    data = data.set_column(data.schema.get_field_index("vector"), "vector",
-                           pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim))
+    data = data.set_column(
+        data.schema.get_field_index("vector"),
+        "vector",
+        pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim),
+    )
     return db.create_table(MESSAGES, data=data, schema=message_schema(dim), mode="overwrite")

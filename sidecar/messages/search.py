@@ -5,7 +5,8 @@ cache warm-up reads, and a whole search straight on a table (read-only, for the 
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,9 +34,15 @@ def where(user_id: str, include_bot: bool, since: float | None, until: float | N
     return " AND ".join(clauses)
 
 
-def rank_rows(entry: UserRows, text: str, vector: np.ndarray, mode: str, limit: int,
-              flt: Filter = (True, None, None), keyword_ids: Callable[..., list[list[str]]] | None = None,
-              ) -> tuple[list[dict[str, Any]], dict[str, list[str]], dict[str, dict[str, Any]]]:
+def rank_rows(
+    entry: UserRows,
+    text: str,
+    vector: np.ndarray,
+    mode: str,
+    limit: int,
+    flt: Filter = (True, None, None),
+    keyword_ids: Callable[..., list[list[str]]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, list[str]], dict[str, dict[str, Any]]]:
     """A keyword or hybrid search over one user's rows in memory: keyword, the best `limit` by BM25 over
     the text (messages/keywords.py); hybrid, BM25 over the text and over search_text (the previous two
     messages, then this one) fused with the semantic list by weighted reciprocal rank (ranking.py).
@@ -63,8 +70,9 @@ def rank_rows(entry: UserRows, text: str, vector: np.ndarray, mode: str, limit: 
     return rows, ids, by_id
 
 
-def user_rows(table: Any, user_id: str, dim: int,
-              chunks: tuple[list[str], np.ndarray, np.ndarray] | None = None) -> UserRows:
+def user_rows(
+    table: Any, user_id: str, dim: int, chunks: tuple[list[str], np.ndarray, np.ndarray] | None = None
+) -> UserRows:
     """One user's rows (and their long memories' chunks, when given) read from the table into a UserRows
     of their own, for one search: not cached, not counted in any budget."""
     entry = UserRows(dim)
@@ -78,7 +86,7 @@ def rows_by_ids(table: Any, ids: list[str], vector: np.ndarray, dim: int) -> lis
     """Result rows for ids (in that order) with their cosine similarity to `vector`, read from the table."""
     if not ids:
         return []
-    result = (table.search().where(sql_in("id", ids)).select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow())
+    result = table.search().where(sql_in("id", ids)).select([*RESULT_COLUMNS, "vector"]).limit(None).to_arrow()
     vectors = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     sims = vectors.reshape(-1, dim) @ vector.astype(np.float32)
     rows = {r["id"]: {**r, "similarity": float(sim)} for r, sim in zip(result.select(RESULT_COLUMNS).to_pylist(), sims)}
@@ -97,8 +105,16 @@ def newest_timestamps(table: Any, where: str, limit: int) -> list[float]:
     from lancedb.query import ColumnOrdering
 
     newest_first = [ColumnOrdering(column_name="timestamp", ascending=False)]
-    return (table.search().where(where).select(["timestamp"]).order_by(newest_first).limit(limit)
-            .to_arrow().column("timestamp").to_pylist())
+    return (
+        table.search()
+        .where(where)
+        .select(["timestamp"])
+        .order_by(newest_first)
+        .limit(limit)
+        .to_arrow()
+        .column("timestamp")
+        .to_pylist()
+    )
 
 
 def user_sizes(table: Any, dim: int) -> dict[str, int]:
@@ -111,13 +127,18 @@ def user_sizes(table: Any, dim: int) -> dict[str, int]:
         total = pc.fill_null(pc.binary_length(batch.column(TEXT_FIELDS[0])), 0)
         for field in TEXT_FIELDS[1:]:
             total = pc.add(total, pc.fill_null(pc.binary_length(batch.column(field)), 0))
-        parts.append(pa.table({"user_id": batch.column("user_id"), "bytes": total}).group_by("user_id").aggregate(
-            [("bytes", "sum"), ("bytes", "count")]))
+        parts.append(
+            pa.table({"user_id": batch.column("user_id"), "bytes": total})
+            .group_by("user_id")
+            .aggregate([("bytes", "sum"), ("bytes", "count")])
+        )
     if not parts:
         return {}
     per_user = pa.concat_tables(parts).group_by("user_id").aggregate([("bytes_sum", "sum"), ("bytes_count", "sum")])
-    return {uid: row_bytes(dim, 0) * n + int(b) for uid, b, n in
-            zip(*(per_user.column(c).to_pylist() for c in ("user_id", "bytes_sum_sum", "bytes_count_sum")))}
+    return {
+        uid: row_bytes(dim, 0) * n + int(b)
+        for uid, b, n in zip(*(per_user.column(c).to_pylist() for c in ("user_id", "bytes_sum_sum", "bytes_count_sum")))
+    }
 
 
 def fitting(sizes: dict[str, int], budget: int) -> list[str]:
@@ -140,8 +161,8 @@ def warm_cache(store: Any) -> int:
     chosen = fitting(sizes, store.cache.budget)
     for start in range(0, len(chosen), 20):  # a few users per scan keeps the transient memory small
         with store._reading():
-            rows, vectors = cache_rows(store.table, sql_in("user_id", chosen[start:start + 20]), store.dim)
-            chunks = store.chunks.of_users(chosen[start:start + 20])
+            rows, vectors = cache_rows(store.table, sql_in("user_id", chosen[start : start + 20]), store.dim)
+            chunks = store.chunks.of_users(chosen[start : start + 20])
             per_user: dict[str, list[int]] = {}
             for i, r in enumerate(rows):
                 per_user.setdefault(r["user_id"], []).append(i)
@@ -157,11 +178,22 @@ def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[s
     rows: list[dict[str, Any]] = []
     parts: list[np.ndarray] = []
     for start in range(0, len(ids), 500):
-        got = (table.search().where(sql_in("id", ids[start:start + 500])).select([*RESULT_COLUMNS, "vector"])
-               .limit(None).to_arrow())
+        got = (
+            table.search()
+            .where(sql_in("id", ids[start : start + 500]))
+            .select([*RESULT_COLUMNS, "vector"])
+            .limit(None)
+            .to_arrow()
+        )
         rows += got.select(RESULT_COLUMNS).to_pylist()
-        parts.append(got.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-                     .reshape(-1, dim).astype(np.float32, copy=False))
+        parts.append(
+            got.column("vector")
+            .combine_chunks()
+            .flatten()
+            .to_numpy(zero_copy_only=False)
+            .reshape(-1, dim)
+            .astype(np.float32, copy=False)
+        )
     vectors = np.concatenate(parts) if parts else np.empty((0, dim), np.float32)
     order = {i: k for k, i in enumerate(ids)}
     perm = sorted(range(len(rows)), key=lambda k: order[rows[k]["id"]])
@@ -171,13 +203,16 @@ def rows_with_vectors(table: Any, ids: list[str], dim: int) -> tuple[list[dict[s
 def table_users(table: Any) -> list[str]:
     """Every user id the table holds, sorted (its user_id column scanned in batches, each batch's distinct ids
     kept)."""
-    seen = [pc.unique(b.column("user_id"))
-            for b in table.search().select(["user_id"]).limit(None).to_batches(SCAN_BATCH_ROWS)]
+    seen = [
+        pc.unique(b.column("user_id"))
+        for b in table.search().select(["user_id"]).limit(None).to_batches(SCAN_BATCH_ROWS)
+    ]
     return sorted(pc.unique(pa.concat_arrays(seen)).to_pylist()) if seen else []
 
 
-def missing_by_users(read: Callable[[], Any], done: Callable[[list[str]], pa.Array]
-                     ) -> Iterator[tuple[pa.Array, int, int, int]]:
+def missing_by_users(
+    read: Callable[[], Any], done: Callable[[list[str]], pa.Array]
+) -> Iterator[tuple[pa.Array, int, int, int]]:
     """The ids of the rows that `done(users)` (an Arrow string array of ids) does not name, user by user, oldest
     first, COHORT_USERS users at a time: (ids, the group's first and last user by number from 1, users in all).
     `read()` is a context manager giving the table for one read; each group is one, and nothing is held between
@@ -185,7 +220,7 @@ def missing_by_users(read: Callable[[], Any], done: Callable[[list[str]], pa.Arr
     with read() as table:
         users = table_users(table)
     for start in range(0, len(users), COHORT_USERS):
-        group = users[start:start + COHORT_USERS]
+        group = users[start : start + COHORT_USERS]
         have = done(group)
         with read() as table:
             ids = ids_not_in(table, have, group)
@@ -212,14 +247,17 @@ def ids_not_in(table: Any, have: pa.Array, of_users: list[str]) -> pa.Array:
     del batch, keep  # the last batch read, as each one before it, is not held through the sort
     found, owners, times = pa.concat_arrays(ids), pa.concat_arrays(users), pa.concat_arrays(stamps)
     del ids, users, stamps  # the kept parts, now copied into one array each
-    order = pc.sort_indices(pa.table({"user_id": owners, "timestamp": times, "id": found}),
-                            sort_keys=[("user_id", "ascending"), ("timestamp", "ascending"), ("id", "ascending")])
+    order = pc.sort_indices(
+        pa.table({"user_id": owners, "timestamp": times, "id": found}),
+        sort_keys=[("user_id", "ascending"), ("timestamp", "ascending"), ("id", "ascending")],
+    )
     del owners, times
     return found.take(order)
 
 
-def search_table(table: Any, embed: Callable[[], np.ndarray], text: str, user_id: str, mode: str, limit: int,
-                 dim: int) -> list[dict[str, Any]]:
+def search_table(
+    table: Any, embed: Callable[[], np.ndarray], text: str, user_id: str, mode: str, limit: int, dim: int
+) -> list[dict[str, Any]]:
     """One user's best messages for a query, read straight from a messages table: no store, no vector
     cache, no commit of logged rows, nothing written (the inspector's search; the same lists and the
     same fusion as `MessageStore.search`). Each row carries its cosine `similarity`, `ranks` (its place
@@ -243,11 +281,11 @@ def newest_by_key(table: Any, keys: list[tuple[str, str | None]], n: int) -> dic
     1,000 new users at 50k rows)."""
     wanted = set(keys)
     users = sql_in("user_id", sorted({u for u, _ in wanted}))
-    narrow = (table.search().where(users).select(["id", "user_id", "channel_id", "timestamp"])
-              .limit(None).to_arrow())
+    narrow = table.search().where(users).select(["id", "user_id", "channel_id", "timestamp"]).limit(None).to_arrow()
     found: dict[tuple[str, str | None], list[tuple[float, str]]] = {}
-    for mid, user, channel, ts in zip(*(narrow.column(c).to_pylist() for c in ("id", "user_id", "channel_id",
-                                                                                 "timestamp"))):
+    for mid, user, channel, ts in zip(
+        *(narrow.column(c).to_pylist() for c in ("id", "user_id", "channel_id", "timestamp"))
+    ):
         if (user, channel) in wanted:
             found.setdefault((user, channel), []).append((ts, mid))
     chosen = {key: heapq.nlargest(n, rows, key=lambda r: r[0]) for key, rows in found.items()}

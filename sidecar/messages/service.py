@@ -9,7 +9,8 @@ import functools
 import logging
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -70,11 +71,20 @@ def _library_versions() -> dict[str, str]:
 
 
 class MemoryService:
-    def __init__(self, embedder: Embedder, store: MessageStore, *, ttl_days: float = 30.0,
-                 max_content_bytes: int = 1_000_000, max_content_chars: int | None = None, max_batch: int = 1_000,
-                 max_limit: int = 100,
-                 clock: Callable[[], float] = time.time, companions: tuple[Companion, ...] = (),
-                 graph_search: GraphSearch | None = None):
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: MessageStore,
+        *,
+        ttl_days: float = 30.0,
+        max_content_bytes: int = 1_000_000,
+        max_content_chars: int | None = None,
+        max_batch: int = 1_000,
+        max_limit: int = 100,
+        clock: Callable[[], float] = time.time,
+        companions: tuple[Companion, ...] = (),
+        graph_search: GraphSearch | None = None,
+    ):
         self.embedder = embedder
         self.store = store
         self.ttl_days = ttl_days
@@ -109,7 +119,7 @@ class MemoryService:
             if isinstance(rows, SidecarError):
                 out.append(rows)
             else:
-                out.append(self._stored(req, rows, vectors[at:at + len(rows)]))
+                out.append(self._stored(req, rows, vectors[at : at + len(rows)]))
                 at += len(rows)
         return out
 
@@ -124,17 +134,19 @@ class MemoryService:
             over = content_over_limit(m.content, self.max_content_bytes, self.max_content_chars)
             if over is not None:
                 raise TooLarge(where + over)
-            rows.append({
-                "id": str(uuid.uuid4()),
-                "user_id": m.user_id,
-                "content": m.content,
-                "is_bot": m.is_bot,
-                "timestamp": float(m.timestamp) if m.timestamp is not None else now,
-                "message_id": m.message_id,
-                "channel_id": m.channel_id,
-                "reply_to": m.reply_to,
-                "username": m.username,
-            })
+            rows.append(
+                {
+                    "id": str(uuid.uuid4()),
+                    "user_id": m.user_id,
+                    "content": m.content,
+                    "is_bot": m.is_bot,
+                    "timestamp": float(m.timestamp) if m.timestamp is not None else now,
+                    "message_id": m.message_id,
+                    "channel_id": m.channel_id,
+                    "reply_to": m.reply_to,
+                    "username": m.username,
+                }
+            )
         return rows
 
     def _commit(self, rows: list[dict[str, Any]]) -> np.ndarray:
@@ -162,8 +174,9 @@ class MemoryService:
         if req.mode == "graph":
             if self.graph_search is None:
                 raise Disabled("query mode `graph` needs graph memory, which is switched off (--graph false)")
-            rows = self.graph_search(req.user_id, text, self.embedder.embed_query(text), req.limit, req.since,
-                                     req.until)
+            rows = self.graph_search(
+                req.user_id, text, self.embedder.embed_query(text), req.limit, req.since, req.until
+            )
             rows = [r for r in rows if req.include_bot or not r["is_bot"]]
         else:
             rows = self._search(req)
@@ -186,14 +199,33 @@ class MemoryService:
                 vector.append(self.embedder.embed_query(text))
             return vector[0]
 
-        window = (named_window(text, self.clock()) if req.mode == "hybrid" and req.since is None and req.until is None
-                  else None)
+        window = (
+            named_window(text, self.clock())
+            if req.mode == "hybrid" and req.since is None and req.until is None
+            else None
+        )
         limit = max(req.limit, POOL) if window else req.limit
-        rows = self.store.search(embed, req.user_id, limit, include_bot=req.include_bot, since=req.since,
-                                 until=req.until, text=text, mode=req.mode)
+        rows = self.store.search(
+            embed,
+            req.user_id,
+            limit,
+            include_bot=req.include_bot,
+            since=req.since,
+            until=req.until,
+            text=text,
+            mode=req.mode,
+        )
         if window:  # the query names a time: what is inside it ranks up (messages/timewords.py)
-            inside = self.store.search(embed, req.user_id, POOL, include_bot=req.include_bot, since=window[0],
-                                       until=window[1], text=text, mode="hybrid")
+            inside = self.store.search(
+                embed,
+                req.user_id,
+                POOL,
+                include_bot=req.include_bot,
+                since=window[0],
+                until=window[1],
+                text=text,
+                mode="hybrid",
+            )
             rows = fuse_window(rows, inside, req.limit)
         return rows
 
@@ -249,8 +281,9 @@ class MemoryService:
             chunks=self.store.chunk_stats(),
             reembed=self.store.reembed_stats(),
             disk_bytes=self.store.disk_bytes(),
-            model=ModelInfo(name=files.name, dim=files.dim, digest=files.digest, source=files.source,
-                            **files.spec.describe()),
+            model=ModelInfo(
+                name=files.name, dim=files.dim, digest=files.digest, source=files.source, **files.spec.describe()
+            ),
             version=__version__,
             protocol=PROTOCOL_VERSION,
             schema_version=SCHEMA_VERSION,

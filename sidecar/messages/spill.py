@@ -58,7 +58,7 @@ class Spill:
         self._key = os.urandom(32)
         # user -> (bytes on disk, the entry's nbytes when written): files that, with their tails, hold the
         # user's current rows, least recently evicted first
-        self._valid: "OrderedDict[str, tuple[int, int]]" = OrderedDict()
+        self._valid: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self._stale: dict[str, int] = {}  # user -> bytes on disk: files never to be read again
         self.nbytes = 0  # both kinds
         self._warned = False
@@ -87,8 +87,11 @@ class Spill:
         except OSError as exc:
             self.drop(user_id)
             if not self._warned:
-                log.warning("cache spill: cannot write to %s (%s); evicted users are read from the table", self.dir,
-                            exc.strerror or exc)
+                log.warning(
+                    "cache spill: cannot write to %s (%s); evicted users are read from the table",
+                    self.dir,
+                    exc.strerror or exc,
+                )
                 self._warned = True
             return
         self.nbytes -= held[0] if held is not None else self._stale.pop(user_id, 0)

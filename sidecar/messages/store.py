@@ -17,24 +17,35 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ..storage import (COMPACT_MAX_DUTY, CompactionSchedule, Database, SharedStore, StoreError, TableReads, sql_in,
-    compact_table, sql_num, sql_str)
+from ..storage import (
+    COMPACT_MAX_DUTY,
+    CompactionSchedule,
+    Database,
+    SharedStore,
+    StoreError,
+    TableReads,
+    compact_table,
+    sql_in,
+    sql_num,
+    sql_str,
+)
 from . import search
 from .commit_log import CommitLog, DirectCommit
 from .freshness import Freshness
 from .long_memories import LongMemories
-from .reembed import Reembedding
 from .quantized import quantize, widen
-from .schema import (CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, to_arrow)
+from .reembed import Reembedding
+from .schema import CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, to_arrow
 from .tables import complete_new, ensure_indexes
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
@@ -47,11 +58,20 @@ LAST_KEYS = 4096  # (user, channel) pairs whose newest message is remembered for
 DELETE_SLICE = 500  # rows a background delete (expiry) removes per hold of the lock
 HEAR_SECONDS = 10.0  # object store: how often an idle lease holder looks for other sidecars' writes to compact
 
+
 class MessageStore(LongMemories, Reembedding):
-    def __init__(self, data_dir: Path | SharedStore, model: dict[str, Any], compact_every_writes: int = 200,
-                 compact_interval_seconds: float = 60.0, reembed: Callable[[list[str]], np.ndarray] | None = None,
-                 cache_bytes: int = 16 << 20, compact_max_duty: float = COMPACT_MAX_DUTY, spill_bytes: int = 0,
-                 allow_reembed: bool = False):
+    def __init__(
+        self,
+        data_dir: Path | SharedStore,
+        model: dict[str, Any],
+        compact_every_writes: int = 200,
+        compact_interval_seconds: float = 60.0,
+        reembed: Callable[[list[str]], np.ndarray] | None = None,
+        cache_bytes: int = 16 << 20,
+        compact_max_duty: float = COMPACT_MAX_DUTY,
+        spill_bytes: int = 0,
+        allow_reembed: bool = False,
+    ):
         self.data_dir = data_dir
         self.dim = int(model["dim"])
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)
@@ -61,7 +81,7 @@ class MessageStore(LongMemories, Reembedding):
         self.also_close: list[Callable[[], None]] = []  # under `lock`, before the database closes (their reads end)
         self._maintenance = threading.Lock()  # one compaction at a time; deletes never overlap one
         self._reads = TableReads()  # reads running outside `lock`: an exclusive compaction waits for them
-        self._last: "OrderedDict[tuple[str, str | None], Context]" = OrderedDict()  # (user, channel) -> newest
+        self._last: OrderedDict[tuple[str, str | None], Context] = OrderedDict()  # (user, channel) -> newest
         self.on_stale: list[Callable[[], None]] = []  # told when other sidecars changed the table (object store)
         self._heard = 0.0  # the last background version check (object store, lease holder)
 
@@ -69,10 +89,14 @@ class MessageStore(LongMemories, Reembedding):
         self.fresh = Freshness(lambda: self.table.version, db.refresh_seconds, self._stale)
         try:
             self._begin_move(allow_reembed)
-            self.pending = (CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit) if db.shared is None
-                            else DirectCommit(self._commit, db.read_only_reason))
-            self.cache = VectorCache(self.dim, cache_bytes, data_dir / SPILL_DIR if db.shared is None else None,
-                                     spill_bytes)  # evicted users spill to a local dir's disk
+            self.pending = (
+                CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit)
+                if db.shared is None
+                else DirectCommit(self._commit, db.read_only_reason)
+            )
+            self.cache = VectorCache(
+                self.dim, cache_bytes, data_dir / SPILL_DIR if db.shared is None else None, spill_bytes
+            )  # evicted users spill to a local dir's disk
             self._open_chunks()
             self._open(reembed)
         except OSError as exc:
@@ -203,7 +227,7 @@ class MessageStore(LongMemories, Reembedding):
             pairs = sorted(zip(found.column("user_id").to_pylist(), found.column("id").to_pylist()))
             step = max(len(pairs), 1) if exclusive else DELETE_SLICE
             for start in range(0, len(pairs), step):
-                users, part = zip(*pairs[start:start + step])
+                users, part = zip(*pairs[start : start + step])
                 if not exclusive:  # the user_id index narrows the scan to the slice's users
                     where_part = f"({where}) AND {sql_in('user_id', sorted(set(users)))} AND {sql_in('id', part)}"
                 with self._reading():
@@ -233,17 +257,27 @@ class MessageStore(LongMemories, Reembedding):
         # rows that borrowed a deleted row's text for keyword search get their own text back,
         # so no deleted content survives in another row (they are the same users' rows)
         for start in range(0, len(gone), 500):
-            ids = ", ".join(sql_str(i) for i in gone[start:start + 500])
-            self.table.update(where=f"{sql_in('user_id', sorted(users))} AND (prev_id IN ({ids}) OR prev2_id IN ({ids}))",
-                              values_sql={"search_text": "content", "prev_id": "NULL", "prev2_id": "NULL"})
+            ids = ", ".join(sql_str(i) for i in gone[start : start + 500])
+            self.table.update(
+                where=f"{sql_in('user_id', sorted(users))} AND (prev_id IN ({ids}) OR prev2_id IN ({ids}))",
+                values_sql={"search_text": "content", "prev_id": "NULL", "prev2_id": "NULL"},
+            )
         self.fresh.reset()
         return gone
 
     # ------------------------------------------------------------------ reads
 
-    def search(self, vector: np.ndarray | Callable[[], np.ndarray], user_id: str, limit: int,
-               include_bot: bool = True, since: float | None = None, until: float | None = None,
-               text: str | None = None, mode: str = "semantic") -> list[dict[str, Any]]:
+    def search(
+        self,
+        vector: np.ndarray | Callable[[], np.ndarray],
+        user_id: str,
+        limit: int,
+        include_bot: bool = True,
+        since: float | None = None,
+        until: float | None = None,
+        text: str | None = None,
+        mode: str = "semantic",
+    ) -> list[dict[str, Any]]:
         """One user's best memories for a query, best first, each with its cosine `similarity`. semantic:
         nearest vectors; keyword: BM25 over the message text; hybrid: both, plus BM25 over search_text (the
         previous two messages of the user in the channel, then this one), fused by weighted reciprocal rank,
@@ -285,8 +319,9 @@ class MessageStore(LongMemories, Reembedding):
             entry = self.cache.put(user_id, rows, vectors, self.chunks.of_users([user_id]).get(user_id))
         return entry
 
-    def _semantic(self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool,
-                  since: float | None, until: float | None) -> list[dict[str, Any]]:
+    def _semantic(
+        self, vector: np.ndarray, user_id: str, limit: int, include_bot: bool, since: float | None, until: float | None
+    ) -> list[dict[str, Any]]:
         with self._user_entry(user_id) as entry:
             if entry is not None:
                 return entry.search(vector, limit, include_bot, since, until)
@@ -399,8 +434,13 @@ class MessageStore(LongMemories, Reembedding):
                 other(exclusive, self.keep_versions)
             took = time.perf_counter() - t0
             pause = self.schedule.done(pending, took)
-            log.info("compacted %s in %.0f ms%s; the next background compaction in %.0f s at the earliest",
-                     MESSAGES, took * 1000, "" if exclusive else " (concurrent)", pause)
+            log.info(
+                "compacted %s in %.0f ms%s; the next background compaction in %.0f s at the earliest",
+                MESSAGES,
+                took * 1000,
+                "" if exclusive else " (concurrent)",
+                pause,
+            )
 
     def close(self) -> None:
         """Commit what the log holds (it is replayed at the next start if that fails) and unlock."""

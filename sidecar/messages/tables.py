@@ -22,8 +22,7 @@ def complete_new(db: Any, dim: int, where: Any) -> Any:
     if table is None:
         return db.create_table(MESSAGES, schema=message_schema(dim), mode="overwrite")
     if table.count_rows():
-        raise StoreError(f"{where} has a messages table but no meta.json; refusing to guess "
-                         "which model made it")
+        raise StoreError(f"{where} has a messages table but no meta.json; refusing to guess which model made it")
     # an empty table and no meta.json: the first start-up was killed before it wrote
     # meta.json (the last step), so finish creating the data dir
     log.warning("%s: completing a data dir whose first start-up was interrupted", where)

@@ -21,13 +21,27 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 DAY = 86_400.0
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december"]
-_M = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul" \
-     r"|aug|sept|sep|oct|nov|dec)\.?"
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_M = (
+    r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul"
+    r"|aug|sept|sep|oct|nov|dec)\.?"
+)
 _YEAR_SEP = r"(?:,\s*|\s+)"  # "1 February, 2023", "December 1,2023", "May 2023"
 _ORD = r"(?:st|nd|rd|th)?"
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
@@ -36,34 +50,70 @@ _MONTH_YEAR = re.compile(rf"\b{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
 # days of one month: "August 11-15, 2023", "August 11 and 15, 2023", "11 to 15 August 2023"
 _TO_DAY = r"\s*(?:-|–|to|and|through|until|till)\s*"
 _MONTH_DAYS_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}}){_ORD}{_TO_DAY}(\d{{1,2}}){_ORD}{_YEAR_SEP}(\d{{4}})\b", re.I)
-_DAYS_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}}){_ORD}{_TO_DAY}(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I)
+_DAYS_MONTH_YEAR = re.compile(
+    rf"\b(\d{{1,2}}){_ORD}{_TO_DAY}(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_M}{_YEAR_SEP}(\d{{4}})\b", re.I
+)
 # a bare year counts after a word that makes it a time ("in 2022", "early 2023"), not in "the 2023 trip"; after
 # "by", "to", "and", "between", "year" only when no noun follows it ("by 2025 for the house", not "by 2000 steps",
 # "to 2024 points", "the year 2000 problem")
 _GLUE = r"and|or|to|until|till|through|for|in|on|at|when|with|i|we|you|he|she|they|it|but|so|if|because"
-_YEAR = re.compile(r"\b(?:(?:in|of|during|from|for|since|before|after|until|till|early|mid|late)[\s-]+((?:19|20)\d\d)\b"
-                   rf"|(?:by|to|and|between|year)\s+((?:19|20)\d\d)\b(?!\s+(?!(?:{_GLUE})\b)[a-z]))", re.I)
+_YEAR = re.compile(
+    r"\b(?:(?:in|of|during|from|for|since|before|after|until|till|early|mid|late)[\s-]+((?:19|20)\d\d)\b"
+    rf"|(?:by|to|and|between|year)\s+((?:19|20)\d\d)\b(?!\s+(?!(?:{_GLUE})\b)[a-z]))",
+    re.I,
+)
 _BARE_YEAR = re.compile(r"((?:19|20)\d\d)\b")  # the second year of a range: "from 2021 to 2023 in Paris"
 # words just before an absolute time that move or narrow its window (matched on the text before it, lower case)
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-            "nine": 9, "ten": 10, "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "several": 3}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a couple": 2,
+    "couple of": 2,
+    "a few": 3,
+    "several": 3,
+}
 _COUNT = "|".join([r"\d{1,4}", *sorted(_NUMBERS, key=len, reverse=True)])  # "a couple of" before "a"
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30.44, "year": 365.25}
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _SPAN_DAYS = {**_UNIT_DAYS, "weekend": 7, "fortnight": 14}  # a weekday ("the Sunday before"): 7
-_SPAN_BEFORE_AFTER = re.compile(rf"(?:\b({_COUNT})\s+)?\b(day|weekend|week|fortnight|month|year|{'|'.join(_WEEKDAYS)})s?"
-                                r"\s+(before|after|prior to)$")
+_SPAN_BEFORE_AFTER = re.compile(
+    rf"(?:\b({_COUNT})\s+)?\b(day|weekend|week|fortnight|month|year|{'|'.join(_WEEKDAYS)})s?"
+    r"\s+(before|after|prior to)$"
+)
 _OPEN_ENDED = re.compile(r"\b(before|prior to|after|since|until|till|by|as of|up to)$")
 _TO = re.compile(r"\s*(?:(and|to|until|till|through)\s+|-\s*)", re.I)  # "<time> to <time>"; "and" only after "between"
 # the text before a range's second time: from the last "between" / "from" ("work from home between 11 and")
-_BETWEEN = re.compile(r"\b(?:between|from)\s+((?:(?!\b(?:between|from)\b).){1,40}?)\s+(?:and|to|until|till|through)"
-                      r"(?:\s+the)?$")
+_BETWEEN = re.compile(
+    r"\b(?:between|from)\s+((?:(?!\b(?:between|from)\b).){1,40}?)\s+(?:and|to|until|till|through)"
+    r"(?:\s+the)?$"
+)
 _CLOSE = re.compile(r"\s*,?\s*(?:and|but)\s+(before|until|till|by|prior to)\s", re.I)  # "after May 3 and before May 9"
-_PARTS = {"beginning": (0, 1 / 3), "start": (0, 1 / 3), "early": (0, 1 / 3), "middle": (1 / 3, 2 / 3),
-          "mid": (1 / 3, 2 / 3), "end": (2 / 3, 1), "late": (2 / 3, 1), "first half": (0, 0.5),
-          "second half": (0.5, 1)}
-_PART = re.compile(r"(?:\b(?:the\s+)?(beginning|start|middle|end|first half|second half|(?:first|second|third|fourth|last)"
-                   r"\s+week)\s+of(?:\s+the\s+(?:month|year)(?:\s+of)?)?|\b(early|mid|late))[\s-]*$")
+_PARTS = {
+    "beginning": (0, 1 / 3),
+    "start": (0, 1 / 3),
+    "early": (0, 1 / 3),
+    "middle": (1 / 3, 2 / 3),
+    "mid": (1 / 3, 2 / 3),
+    "end": (2 / 3, 1),
+    "late": (2 / 3, 1),
+    "first half": (0, 0.5),
+    "second half": (0.5, 1),
+}
+_PART = re.compile(
+    r"(?:\b(?:the\s+)?(beginning|start|middle|end|first half|second half|(?:first|second|third|fourth|last)"
+    r"\s+week)\s+of(?:\s+the\s+(?:month|year)(?:\s+of)?)?|\b(early|mid|late))[\s-]*$"
+)
 FAR_PAST, FAR_FUTURE = -2_208_988_800.0, 4_102_444_800.0  # 1900 and 2100: the open ends of "before" and "after"
 # numeric dates, any language around them (a digit before or after is another number: "12024-03-05")
 _ISO_DATE = re.compile(r"(?<![\d.\-/])((?:19|20)\d\d)([-/.])(\d{1,2})\2(\d{1,2})(?![\d.\-/]?\d)")
@@ -80,7 +130,7 @@ def _month(name: str) -> int:
 
 
 def _utc(y: int, m: int, d: int = 1) -> float:
-    return datetime(y, m, d, tzinfo=timezone.utc).timestamp()
+    return datetime(y, m, d, tzinfo=UTC).timestamp()
 
 
 def _anchor(text: str) -> tuple[float, float, int, int, str] | None:
@@ -148,7 +198,7 @@ def _range_start(first: str, start: float, end: float) -> tuple[float, float, in
     """The first time of "between <first> and <time>" / "from <first> to <time>", which may leave out what
     the second names: "between 11 and 15 August 2023", "between the 11th and 15th of August 2023", "between
     August 11 and August 15 2023", "between December 20 and January 5, 2024", "from 2021 to May 2023"."""
-    named = datetime.fromtimestamp(start, timezone.utc)
+    named = datetime.fromtimestamp(start, UTC)
     if re.fullmatch(r"(?:19|20)\d\d", first):
         tries = [f"in {first}"]
     elif (day := re.fullmatch(rf"(?:the\s+)?(\d{{1,2}}){_ORD}", first)) is not None:
@@ -164,7 +214,7 @@ def _range_end(text: str, stop: int, before: str, start: float) -> tuple[float, 
     """The second time of "<time> to <time>", "between <time> and <time>", "from 2021-2023", if the text
     goes on with one right after the first (ending at `stop`)."""
     m = _TO.match(text, stop)
-    if m is None or (m.group(1) or "").lower() == "and" and not before.endswith("between"):
+    if m is None or ((m.group(1) or "").lower() == "and" and not before.endswith("between")):
         return None
     b = _anchor(text[stop:])
     if b is None or b[2] != m.end() - stop:
@@ -188,7 +238,7 @@ def _absolute(text: str) -> tuple[float, float] | None:
         return _widen(a[0], end, kind, a[4])
     if kind != "day" and (m := _PART.search(before)) is not None:  # "the end of May 2023", "early 2023"
         start, end = _part(" ".join((m.group(1) or m.group(2)).split()), start, end)
-        kind, before = "day", before[:m.start()].rstrip()  # a part gets a day's slack; "since the end of ..."
+        kind, before = "day", before[: m.start()].rstrip()  # a part gets a day's slack; "since the end of ..."
     if (m := _SPAN_BEFORE_AFTER.search(before)) is not None:
         word = " ".join((m.group(1) or "a").split())
         days = (int(word) if word.isdigit() else _NUMBERS[word]) * _SPAN_DAYS.get(m.group(2), 7)
@@ -207,8 +257,8 @@ def _closed(text: str, stop: int, window: tuple[float, float]) -> tuple[float, f
     since = window[0]
     if (m := _CLOSE.match(text, stop)) is not None:
         word = m.group(1).casefold()
-        b = _anchor(text[m.start(1):])  # from the word on: "before 2024" is a year only with its word
-        if b is not None and text[m.start(1):m.start(1) + b[2]].strip().casefold() in ("", word) and b[0] >= since:
+        b = _anchor(text[m.start(1) :])  # from the word on: "before 2024" is a year only with its word
+        if b is not None and text[m.start(1) : m.start(1) + b[2]].strip().casefold() in ("", word) and b[0] >= since:
             return since, (b[0] if word in ("before", "prior to") else b[1]) + DAY
     return window
 
@@ -251,7 +301,7 @@ def _relative(text: str, now: float) -> tuple[float, float] | None:
 
 
 def _relative_time(text: str, now: float) -> tuple[float, float, int] | None:
-    today = datetime.fromtimestamp(now, timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    today = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     m = _AGO.search(text)
     if m:
         word = " ".join(m.group(1).lower().split())
@@ -271,11 +321,13 @@ def _relative_time(text: str, now: float) -> tuple[float, float, int] | None:
     month = today.replace(day=1)
     year = today.replace(month=1, day=1)
     spans = {
-        "this week": (week, today + timedelta(days=1)), "last week": (week - timedelta(days=7), week),
+        "this week": (week, today + timedelta(days=1)),
+        "last week": (week - timedelta(days=7), week),
         "last weekend": (week - timedelta(days=2), week),
         "this month": (month, today + timedelta(days=1)),
         "last month": ((month - timedelta(days=1)).replace(day=1), month),
-        "this year": (year, today + timedelta(days=1)), "last year": (year.replace(year=year.year - 1), year),
+        "this year": (year, today + timedelta(days=1)),
+        "last year": (year.replace(year=year.year - 1), year),
     }
     start, end = spans[word]
     return start.timestamp(), end.timestamp(), m.start()

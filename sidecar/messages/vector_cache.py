@@ -74,9 +74,17 @@ class UserRows:
         """Row i as a result row (schema.py's RESULT_COLUMNS)."""
         _, timestamps, is_bot = self._joined()
         t, n = self._text, self._named
-        return {"id": t["id"][i], "user_id": self.user_id, "content": t["content"][i], "is_bot": bool(is_bot[i]),
-                "timestamp": float(timestamps[i]), "message_id": t["message_id"][i], "channel_id": n["channel_id"][i],
-                "reply_to": t["reply_to"][i], "username": n["username"][i]}
+        return {
+            "id": t["id"][i],
+            "user_id": self.user_id,
+            "content": t["content"][i],
+            "is_bot": bool(is_bot[i]),
+            "timestamp": float(timestamps[i]),
+            "message_id": t["message_id"][i],
+            "channel_id": n["channel_id"][i],
+            "reply_to": t["reply_to"][i],
+            "username": n["username"][i],
+        }
 
     def positions(self, ids: list[str]) -> list[int | None]:
         return self._ids.find(ids, self._text["id"])
@@ -126,8 +134,16 @@ class UserRows:
         self.keywords.extend([content[i] for i in range(start, len(self))], links[:, 0].tolist(), links[:, 1].tolist())
         self.nbytes += self.keywords.nbytes - before
 
-    def keyword_ids(self, text: str, fields: tuple[str, ...], limit: int, include_bot: bool = True,
-                    since: float | None = None, until: float | None = None, scored: bool = False) -> list[list[Any]]:
+    def keyword_ids(
+        self,
+        text: str,
+        fields: tuple[str, ...],
+        limit: int,
+        include_bot: bool = True,
+        since: float | None = None,
+        until: float | None = None,
+        scored: bool = False,
+    ) -> list[list[Any]]:
         """Per field ("content", "search_text"): the ids of the best `limit` rows by BM25, best first
         (messages/keywords.py), filtered before ranking; `scored`: (id, BM25 score) pairs. Builds the user's
         keyword index on first use."""
@@ -161,8 +177,11 @@ class UserRows:
         if not keep:
             return
         before = self._chunks.nbytes
-        self._chunks.add(np.array([positions[k] for k in keep], dtype=np.int64),
-                         np.asarray(spans, dtype=np.int32).reshape(-1, 2)[keep], np.asarray(vectors)[keep])
+        self._chunks.add(
+            np.array([positions[k] for k in keep], dtype=np.int64),
+            np.asarray(spans, dtype=np.int32).reshape(-1, 2)[keep],
+            np.asarray(vectors)[keep],
+        )
         self._chunked.update(message_ids[k] for k in keep)
         self.nbytes += self._chunks.nbytes - before
 
@@ -184,13 +203,25 @@ class UserRows:
             self._links = [np.concatenate(self._links)]
         return self._links[0]
 
-    def search(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
-               until: float | None = None) -> list[dict[str, Any]]:
+    def search(
+        self,
+        query: np.ndarray,
+        limit: int,
+        include_bot: bool = True,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[dict[str, Any]]:
         """The best `limit` rows for the query vector, best first, each with its cosine `similarity`."""
         return self.results(self.ranked(query, limit, include_bot, since, until), query)
 
-    def ranked(self, query: np.ndarray, limit: int, include_bot: bool = True, since: float | None = None,
-               until: float | None = None) -> list[tuple[int, float]]:
+    def ranked(
+        self,
+        query: np.ndarray,
+        limit: int,
+        include_bot: bool = True,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[tuple[int, float]]:
         """`search` as (position, similarity) pairs: no result rows built (a hybrid query fuses 100 of these
         and returns 5)."""
         if not len(self):
@@ -273,10 +304,13 @@ class VectorCache:
     def __init__(self, dim: int, budget_bytes: int, spill_dir: Path | None = None, spill_bytes: int = 0):
         self.dim = dim
         self.budget = budget_bytes
-        self._users: "OrderedDict[str, UserRows]" = OrderedDict()
+        self._users: OrderedDict[str, UserRows] = OrderedDict()
         self.nbytes = 0
-        self.spill = (Spill(spill_dir, spill_bytes, budget_bytes // TAIL_SHARE)
-                      if budget_bytes and spill_bytes and spill_dir else None)
+        self.spill = (
+            Spill(spill_dir, spill_bytes, budget_bytes // TAIL_SHARE)
+            if budget_bytes and spill_bytes and spill_dir
+            else None
+        )
         # every user with rows in the table (read by the start-up warm-up, then kept by `append`); None:
         # not known (before the warm-up, or after another sidecar wrote to the table)
         self.known: set[str] | None = None
@@ -295,8 +329,13 @@ class VectorCache:
             self._evict()
         return entry
 
-    def put(self, user_id: str, rows: list[dict[str, Any]], vectors: np.ndarray,
-            chunks: tuple[list[str], np.ndarray, np.ndarray] | None = None) -> UserRows:
+    def put(
+        self,
+        user_id: str,
+        rows: list[dict[str, Any]],
+        vectors: np.ndarray,
+        chunks: tuple[list[str], np.ndarray, np.ndarray] | None = None,
+    ) -> UserRows:
         """Cache a user's complete row set and its chunks (message ids, spans, vectors), replacing any
         entry; returns it even if it cannot be kept."""
         self.discard(user_id)
@@ -402,8 +441,13 @@ class VectorCache:
     def stats(self) -> dict[str, int]:
         spill = self.spill
         tails = spill.tail_nbytes if spill else 0  # rows of spilled users, held for their files (spill.py)
-        return {"users": len(self), "bytes": self.nbytes + tails, "budget_bytes": self.budget,
-                "spilled_users": len(spill) if spill else 0, "spilled_bytes": spill.nbytes if spill else 0}
+        return {
+            "users": len(self),
+            "bytes": self.nbytes + tails,
+            "budget_bytes": self.budget,
+            "spilled_users": len(spill) if spill else 0,
+            "spilled_bytes": spill.nbytes if spill else 0,
+        }
 
     def close(self) -> None:
         """Empty the cache and remove the spill's files."""

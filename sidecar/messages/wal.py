@@ -22,8 +22,9 @@ import logging
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import orjson
@@ -54,7 +55,7 @@ def decode_records(data: bytes, dim: int) -> Iterator[tuple[list[dict[str, Any]]
         end = start + body_len + n * dim * 4
         if end > len(data):
             return
-        body, vec = data[start:start + body_len], data[start + body_len:end]
+        body, vec = data[start : start + body_len], data[start + body_len : end]
         if zlib.crc32(vec, zlib.crc32(body)) != crc:
             return
         try:
@@ -81,8 +82,9 @@ class WriteAheadLog:
 
     def segments(self) -> list[Path]:
         """Segments on disk, oldest first."""
-        return sorted((p for p in self.dir.iterdir() if p.suffix == SUFFIX and p.stem.isdigit()),
-                      key=lambda p: int(p.stem))
+        return sorted(
+            (p for p in self.dir.iterdir() if p.suffix == SUFFIX and p.stem.isdigit()), key=lambda p: int(p.stem)
+        )
 
     def read(self, path: Path) -> Iterator[tuple[list[dict[str, Any]], np.ndarray]]:
         data = path.read_bytes()
@@ -96,8 +98,9 @@ class WriteAheadLog:
                 self._path = self.dir / f"{self._next:012d}{SUFFIX}"
                 self._next += 1
                 # O_BINARY: without it Windows opens the fd in text mode and writes every \n byte as \r\n
-                self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0),
-                                   0o600)
+                self._fd = os.open(
+                    self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o600
+                )
                 self._size = 0
             written = os.write(self._fd, record)
             if written != len(record):

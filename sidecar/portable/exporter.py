@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -40,8 +41,11 @@ def _rows(batch: Any, kind: str, vectors: bool, dim: int) -> Iterator[dict[str, 
         if vectors:
             column = batch.column(names.index("vector"))
             vecs = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim).astype(np.float32)
-        batch = batch.drop_columns(["vector"]) if hasattr(batch, "drop_columns") else batch.select(
-            [n for n in names if n != "vector"])
+        batch = (
+            batch.drop_columns(["vector"])
+            if hasattr(batch, "drop_columns")
+            else batch.select([n for n in names if n != "vector"])
+        )
     for i, row in enumerate(batch.to_pylist()):
         if vecs is not None:
             row["vector"] = encode_vector(vecs[i])
@@ -64,10 +68,21 @@ class Exporter:
         writer = Writer(out, overwrite)
         counts = {"messages": 0, "facts": 0, "fact_events": 0, "users": 0, "graph": 0}
         try:
-            writer.write({"kind": "header", "format": FORMAT, "format_version": FORMAT_VERSION,
-                          "product_version": __version__, "created_at": time.time(), "user_id": user_id,
-                          "vectors": vectors, "vector_encoding": VECTOR_ENCODING, "model": {k: self.identity[k] for k in ModelIdentity.model_fields},
-                          "schema_version": SCHEMA_VERSION, "graph": graph})
+            writer.write(
+                {
+                    "kind": "header",
+                    "format": FORMAT,
+                    "format_version": FORMAT_VERSION,
+                    "product_version": __version__,
+                    "created_at": time.time(),
+                    "user_id": user_id,
+                    "vectors": vectors,
+                    "vector_encoding": VECTOR_ENCODING,
+                    "model": {k: self.identity[k] for k in ModelIdentity.model_fields},
+                    "schema_version": SCHEMA_VERSION,
+                    "graph": graph,
+                }
+            )
             with s.messages.snapshot() as messages:  # no compaction or delete meanwhile
                 self._table(writer, messages, where, "message", "messages", vectors, counts)
                 self._table(writer, s.facts.facts, where, "fact", "facts", vectors, counts, [*FACT_COLUMNS, "vector"])
@@ -83,8 +98,17 @@ class Exporter:
             raise
         return counts
 
-    def _table(self, writer: Writer, table: Any, where: str | None, kind: str, key: str, vectors: bool,
-               counts: dict[str, int], columns: list[str] | None = None) -> None:
+    def _table(
+        self,
+        writer: Writer,
+        table: Any,
+        where: str | None,
+        kind: str,
+        key: str,
+        vectors: bool,
+        counts: dict[str, int],
+        columns: list[str] | None = None,
+    ) -> None:
         """`columns`: what a record holds (None: every column; facts leave out what their text derives)."""
         dim = int(self.identity["dim"])
         for batch in batches(table, where, columns):

@@ -18,16 +18,17 @@ import stat
 import tempfile
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 import orjson
 from pydantic import ValidationError
 
 from ..wire import describe
-from ..wire.portable import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_INVALID
 from ..wire.errors import clip, quote
+from ..wire.portable import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_INVALID
 from .records import FORMAT, FORMAT_VERSION, RECORD, Header, PlainRecord
 
 MAX_LINE = 8 << 20  # a longer line is reported and skipped, never held whole
@@ -95,9 +96,14 @@ def shown(path: Path | str) -> str:
 
 
 def _kind_of(mode: int) -> str:
-    for test, what in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link")):
+    for test, what in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return what
     return "not a regular file"
@@ -137,8 +143,11 @@ class Writer:
         fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".partial")
         self.partial = Path(partial)
         self._raw = os.fdopen(fd, "wb")
-        self._out: IO[bytes] = (gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=1)  # type: ignore[assignment]
-                                if path.name.endswith(".gz") else self._raw)
+        self._out: IO[bytes] = (
+            gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=1)  # type: ignore[assignment]
+            if path.name.endswith(".gz")
+            else self._raw
+        )
         self._buf: list[bytes] = []
 
     def _check(self) -> None:
@@ -150,17 +159,20 @@ class Writer:
             return  # a file where a folder should be: mkdir says so (io_error)
         where = shown(self.path)
         if stat.S_ISLNK(st.st_mode):
-            raise Refused("invalid_request", f"`out` {where} is a symbolic link; export never writes through one: "
-                                             "give the path of the file itself")
+            raise Refused(
+                "invalid_request",
+                f"`out` {where} is a symbolic link; export never writes through one: give the path of the file itself",
+            )
         if stat.S_ISDIR(st.st_mode):
-            raise Refused("invalid_request", f"`out` names a directory ({where}); give a file name, e.g. "
-                                             "memory.jsonl.gz")
+            raise Refused(
+                "invalid_request", f"`out` names a directory ({where}); give a file name, e.g. memory.jsonl.gz"
+            )
         if not stat.S_ISREG(st.st_mode):
-            raise Refused("invalid_request", f"`out` {where} is {_kind_of(st.st_mode)}; export writes regular "
-                                             "files only")
+            raise Refused(
+                "invalid_request", f"`out` {where} is {_kind_of(st.st_mode)}; export writes regular files only"
+            )
         if not self.overwrite:
-            raise Refused("conflict", f"`out` {where} exists; give \"overwrite\": true (CLI: --overwrite) to "
-                                      "replace it")
+            raise Refused("conflict", f'`out` {where} exists; give "overwrite": true (CLI: --overwrite) to replace it')
 
     def write(self, obj: dict[str, Any]) -> None:
         self._buf.append(orjson.dumps(obj))
@@ -261,8 +273,10 @@ class Reader:
                 while chunk := z.read(CHUNK):
                     total += len(chunk)
                     if cap is not None and total > cap:
-                        raise OverLimit(f"{shown(self.path)} expands past {ratio} times its size ({size:,} bytes "
-                                        f"of gzip, more than {cap:,} bytes of content; max_expansion {ratio})")
+                        raise OverLimit(
+                            f"{shown(self.path)} expands past {ratio} times its size ({size:,} bytes "
+                            f"of gzip, more than {cap:,} bytes of content; max_expansion {ratio})"
+                        )
                     yield chunk
 
     def _lines(self) -> Iterator[tuple[int, bytes | LineProblem]]:
@@ -304,7 +318,7 @@ class Reader:
                 line = buf[start:end] if end >= 0 else buf[start:]
                 pos = end + 1 if end >= 0 else len(buf)
                 if n == 1 and line.startswith(BOM):
-                    line = line[len(BOM):]
+                    line = line[len(BOM) :]
                 if line.strip():
                     yield n, line
                 if end >= 0:
@@ -329,11 +343,15 @@ class Reader:
             raise FileProblem(f"{where}: the header (line 1) has no field `format_version`")
         version = obj["format_version"]
         if type(version) is not int or version < 1:  # not bool, float or string: "2", 2.0 and 1e30 are no versions
-            raise FileProblem(f"{where}: the header's field `format_version` must be a positive integer, got "
-                              f"{clip(orjson.dumps(version).decode())}")
+            raise FileProblem(
+                f"{where}: the header's field `format_version` must be a positive integer, got "
+                f"{clip(orjson.dumps(version).decode())}"
+            )
         if version > FORMAT_VERSION:
-            raise FileProblem(f"{where} has export format version {version}, newer than this sidecar's "
-                              f"{FORMAT_VERSION}; upgrade memory-sidecar to import it")
+            raise FileProblem(
+                f"{where} has export format version {version}, newer than this sidecar's "
+                f"{FORMAT_VERSION}; upgrade memory-sidecar to import it"
+            )
         if any(v not in UPGRADES for v in range(version, FORMAT_VERSION)):
             raise FileProblem(f"{where} has export format version {version}, older than any this sidecar reads")
         try:
@@ -374,15 +392,19 @@ class Reader:
             if isinstance(record, LineProblem) and record.record:
                 invalid += 1
                 if 0 < self.limits.max_invalid < invalid:
-                    raise OverLimit(f"{shown(self.path)}: more than {self.limits.max_invalid} invalid records "
-                                    f"(the last at line {n}: {record.message}; max_invalid "
-                                    f"{self.limits.max_invalid})")
+                    raise OverLimit(
+                        f"{shown(self.path)}: more than {self.limits.max_invalid} invalid records "
+                        f"(the last at line {n}: {record.message}; max_invalid "
+                        f"{self.limits.max_invalid})"
+                    )
             yield n, record
             if isinstance(record, LineProblem) and record.fatal:
                 return
         if self.header is not None and not ended:
-            yield last + 1, LineProblem(last + 1, "the file ends without its `end` record: it was cut short",
-                                        record=False)
+            yield (
+                last + 1,
+                LineProblem(last + 1, "the file ends without its `end` record: it was cut short", record=False),
+            )
 
     def _parse(self, n: int, line: bytes) -> Any:
         try:

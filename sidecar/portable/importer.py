@@ -13,9 +13,10 @@ are logged on stderr, the rest only counted.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ MAX_ERRORS = 20  # line errors listed in the answer and logged on stderr (all ar
 GRAPH_QUEUE = 20_000  # messages waiting for the graph builder before the import waits for it
 
 
-__all__ = ["Importer", "Outcome", "Refused", "GRAPH_QUEUE"]
+__all__ = ["GRAPH_QUEUE", "Importer", "Outcome", "Refused"]
 
 
 @dataclass
@@ -60,15 +61,19 @@ class Outcome:
             self.errors.append((line, message))
             log.warning("import: line %d: %s", line, message)
         if record and 0 < self.max_invalid < self.invalid:
-            raise OverLimit(f"more than {self.max_invalid} invalid records (the last at line {line}: {message}; "
-                            f"max_invalid {self.max_invalid})")
+            raise OverLimit(
+                f"more than {self.max_invalid} invalid records (the last at line {line}: {message}; "
+                f"max_invalid {self.max_invalid})"
+            )
 
     def any_written(self) -> bool:
         return any((self.messages, self.facts, self.fact_events, self.users, self.graph))
 
     def written(self) -> str:
-        return (f"{self.messages} messages, {self.facts} facts, {self.fact_events} fact events, {self.users} names "
-                f"and {self.graph} graph rows")
+        return (
+            f"{self.messages} messages, {self.facts} facts, {self.fact_events} fact events, {self.users} names "
+            f"and {self.graph} graph rows"
+        )
 
 
 def _kind(record: Any) -> str:
@@ -76,8 +81,15 @@ def _kind(record: Any) -> str:
 
 
 class Importer:
-    def __init__(self, stores: Any, identity: dict[str, Any], on_conflict: str = "skip", strict: bool = False,
-                 progress: Callable[[str, int], None] | None = None, limits: Limits = Limits()):
+    def __init__(
+        self,
+        stores: Any,
+        identity: dict[str, Any],
+        on_conflict: str = "skip",
+        strict: bool = False,
+        progress: Callable[[str, int], None] | None = None,
+        limits: Limits = Limits(),
+    ):
         self.s = stores  # portable.service.Stores
         self.identity = identity
         self.dim = int(identity["dim"])
@@ -107,8 +119,12 @@ class Importer:
             raise Refused("bad_file", f"import stopped: {exc}; {done}") from None
         finally:
             if self.out.problems > len(self.out.errors):
-                log.warning("import: %d problems in all (%d invalid records); the first %d are logged above",
-                            self.out.problems, self.out.invalid, len(self.out.errors))
+                log.warning(
+                    "import: %d problems in all (%d invalid records); the first %d are logged above",
+                    self.out.problems,
+                    self.out.invalid,
+                    len(self.out.errors),
+                )
         self._finish()
         return self.out
 
@@ -142,10 +158,12 @@ class Importer:
             self.out.notes.append(
                 f"the file was made with model {clip(h.model.name)} (dim {h.model.dim}, sha256 {h.model.digest[:12]}...), "
                 f"this sidecar runs {self.identity['name']} (sha256 {self.identity['digest'][:12]}...): its vectors "
-                "are not used; messages and facts are re-embedded and the graph is rebuilt from the messages")
+                "are not used; messages and facts are re-embedded and the graph is rebuilt from the messages"
+            )
         elif not h.vectors:
-            self.out.notes.append("the file has no vectors: messages and facts are re-embedded and the graph is "
-                                  "rebuilt from the messages")
+            self.out.notes.append(
+                "the file has no vectors: messages and facts are re-embedded and the graph is rebuilt from the messages"
+            )
 
     # ------------------------------------------------------------------ the first pass (strict, fail)
 
@@ -175,8 +193,11 @@ class Importer:
         found = self.s.existing(kind, list(ids))
         if found:
             first = min(found, key=lambda i: ids[i])
-            raise Refused("conflict", f"{shown(path)}: line {ids[first]}: {kind} {quote(first)} is already stored "
-                          f"({len(found)} in that part of the file); on_conflict is `fail`, nothing was imported")
+            raise Refused(
+                "conflict",
+                f"{shown(path)}: line {ids[first]}: {kind} {quote(first)} is already stored "
+                f"({len(found)} in that part of the file); on_conflict is `fail`, nothing was imported",
+            )
 
     # ------------------------------------------------------------------ writing
 
@@ -194,12 +215,14 @@ class Importer:
         elif kind == "fact":
             self._facts(batch)
         elif kind == "fact_event":
-            self.s.facts.restore_events([r.model_dump(exclude={"kind"}) for _, r in batch],
-                                        self.on_conflict == "overwrite")
+            self.s.facts.restore_events(
+                [r.model_dump(exclude={"kind"}) for _, r in batch], self.on_conflict == "overwrite"
+            )
             self.out.fact_events += len(batch)
         elif kind == "user":
-            self.s.facts.restore_users([r.model_dump(exclude={"kind"}) for _, r in batch],
-                                       self.on_conflict == "overwrite")
+            self.s.facts.restore_users(
+                [r.model_dump(exclude={"kind"}) for _, r in batch], self.on_conflict == "overwrite"
+            )
             self.out.users += len(batch)
 
     def _policy(self, kind: str, batch: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
@@ -261,8 +284,9 @@ class Importer:
     def _facts(self, batch: list[tuple[int, Any]]) -> None:
         batch, vectors = self._vectors(batch, [r.text for _, r in batch])
         if batch:
-            self.s.facts.restore_facts([r.model_dump(exclude={"kind", "vector"}) for _, r in batch], vectors,
-                                       self.on_conflict == "overwrite")
+            self.s.facts.restore_facts(
+                [r.model_dump(exclude={"kind", "vector"}) for _, r in batch], vectors, self.on_conflict == "overwrite"
+            )
             self.out.facts += len(batch)
 
     def _graph(self, table: str, batch: list[tuple[int, Any]]) -> None:
@@ -290,4 +314,3 @@ class Importer:
             self.s.graph.reload(sorted(self.out.graph_users))
         # every imported message without an episode is built in the background (the catch-up blocks)
         self.s.graph.catch_up_in_background()
-

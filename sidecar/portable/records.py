@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr,
-    TypeAdapter)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+)
 
 FORMAT = "memory-sidecar-export"
 FORMAT_VERSION = 1
@@ -40,9 +49,9 @@ def _id(value: str | int) -> str:
     return _nonblank(text)
 
 
-Id = Annotated[Union[StrictStr, StrictInt], AfterValidator(_id)]
+Id = Annotated[StrictStr | StrictInt, AfterValidator(_id)]
 Text = Annotated[StrictStr, AfterValidator(_nonblank)]
-Num = Annotated[Union[StrictInt, StrictFloat], Field(ge=0, le=253_402_300_799)]
+Num = Annotated[StrictInt | StrictFloat, Field(ge=0, le=253_402_300_799)]
 Float = Union[StrictInt, StrictFloat]
 Vector = Annotated[StrictStr, Field(description=f"{VECTOR_ENCODING}: base64 of the little-endian float32 values.")]
 
@@ -63,7 +72,7 @@ class Header(_Record):
     format_version: StrictInt = Field(ge=1)
     product_version: StrictStr
     created_at: Float
-    user_id: Optional[StrictStr] = Field(None, description="The one user exported, or null: everyone.")
+    user_id: StrictStr | None = Field(None, description="The one user exported, or null: everyone.")
     vectors: StrictBool
     vector_encoding: Literal["base64-f32le"] = VECTOR_ENCODING
     model: ModelIdentity
@@ -78,40 +87,55 @@ class MessageRecord(_Record):
     content: Text
     is_bot: StrictBool = False
     timestamp: Num
-    message_id: Optional[Id] = None
-    channel_id: Optional[Id] = None
-    reply_to: Optional[Id] = None
-    username: Optional[StrictStr] = None
-    search_text: Optional[StrictStr] = Field(None, description="Keyword-search text (previous messages of the "
-                                             "same user and channel, then this one); rebuilt when absent.")
-    prev_id: Optional[StrictStr] = None
-    prev2_id: Optional[StrictStr] = None
-    vector: Optional[Vector] = None
+    message_id: Id | None = None
+    channel_id: Id | None = None
+    reply_to: Id | None = None
+    username: StrictStr | None = None
+    search_text: StrictStr | None = Field(
+        None,
+        description="Keyword-search text (previous messages of the "
+        "same user and channel, then this one); rebuilt when absent.",
+    )
+    prev_id: StrictStr | None = None
+    prev2_id: StrictStr | None = None
+    vector: Vector | None = None
 
 
 class PlainRecord(_Record):
     """A line of plain JSON Lines (no header): the easy path from any other system."""
 
     model_config = ConfigDict(extra="ignore", strict=True)
-    kind: Optional[Literal["message"]] = None
-    id: Optional[Id] = Field(None, description="Default: derived from user, channel, message_id, timestamp and "
-                             "content, so importing the same file twice stores each message once.")
+    kind: Literal["message"] | None = None
+    id: Id | None = Field(
+        None,
+        description="Default: derived from user, channel, message_id, timestamp and "
+        "content, so importing the same file twice stores each message once.",
+    )
     user_id: Id
     content: Text
     timestamp: Num = Field(description="Unix seconds.")
     is_bot: StrictBool = False
-    message_id: Optional[Id] = None
-    channel_id: Optional[Id] = None
-    reply_to: Optional[Id] = None
-    username: Optional[StrictStr] = None
+    message_id: Id | None = None
+    channel_id: Id | None = None
+    reply_to: Id | None = None
+    username: StrictStr | None = None
 
     def message(self) -> MessageRecord:
-        key = "\x1f".join(str(x) for x in (self.user_id, self.channel_id, self.message_id, self.timestamp,
-                                             self.content))
-        return MessageRecord(kind="message", id=self.id or str(uuid.uuid5(PLAIN_NAMESPACE, key)),
-                             user_id=self.user_id, content=self.content, is_bot=self.is_bot,
-                             timestamp=self.timestamp, message_id=self.message_id, channel_id=self.channel_id,
-                             reply_to=self.reply_to, username=self.username)
+        key = "\x1f".join(
+            str(x) for x in (self.user_id, self.channel_id, self.message_id, self.timestamp, self.content)
+        )
+        return MessageRecord(
+            kind="message",
+            id=self.id or str(uuid.uuid5(PLAIN_NAMESPACE, key)),
+            user_id=self.user_id,
+            content=self.content,
+            is_bot=self.is_bot,
+            timestamp=self.timestamp,
+            message_id=self.message_id,
+            channel_id=self.channel_id,
+            reply_to=self.reply_to,
+            username=self.username,
+        )
 
 
 class FactRecord(_Record):
@@ -122,14 +146,14 @@ class FactRecord(_Record):
     category: StrictStr
     source: StrictStr
     confidence: Float
-    message_id: Optional[StrictStr] = None
+    message_id: StrictStr | None = None
     created_at: Float
     updated_at: Float
     active: StrictBool
-    superseded_by: Optional[StrictStr] = None
-    superseded_at: Optional[Float] = None
-    superseded_reason: Optional[StrictStr] = None
-    vector: Optional[Vector] = None
+    superseded_by: StrictStr | None = None
+    superseded_at: Float | None = None
+    superseded_reason: StrictStr | None = None
+    vector: Vector | None = None
 
 
 class FactEventRecord(_Record):
@@ -140,11 +164,11 @@ class FactEventRecord(_Record):
     seq: StrictInt = Field(description="Order of the events (kept, so the history reads the same).")
     at: Float
     action: StrictStr
-    text: Optional[StrictStr] = None
-    previous_text: Optional[StrictStr] = None
-    other_fact_id: Optional[StrictStr] = None
-    decided_by: Optional[StrictStr] = None
-    reason: Optional[StrictStr] = None
+    text: StrictStr | None = None
+    previous_text: StrictStr | None = None
+    other_fact_id: StrictStr | None = None
+    decided_by: StrictStr | None = None
+    reason: StrictStr | None = None
 
 
 class UserRecord(_Record):
@@ -172,8 +196,9 @@ class EndRecord(_Record):
     counts: dict[str, StrictInt] = Field(description="Records of each kind written.")
 
 
-Record = Annotated[Union[MessageRecord, FactRecord, FactEventRecord, UserRecord, GraphRecord, EndRecord],
-                   Field(discriminator="kind")]
+Record = Annotated[
+    MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord, Field(discriminator="kind")
+]
 RECORD = TypeAdapter(Record)
 KEYS = {"message": "id", "fact": "id", "fact_event": "id", "user": "user_id"}
 
@@ -195,16 +220,20 @@ def decode_vector(text: str, dim: int) -> np.ndarray:
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of one line of an export file (protocol/export.schema.json)."""
-    line = TypeAdapter(Annotated[Union[Header, MessageRecord, FactRecord, FactEventRecord, UserRecord, GraphRecord,
-                                       EndRecord], Field(discriminator="kind")]).json_schema()
+    line = TypeAdapter(
+        Annotated[
+            Header | MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord,
+            Field(discriminator="kind"),
+        ]
+    ).json_schema()
     plain = TypeAdapter(PlainRecord).json_schema()
     defs = {**line.pop("$defs", {}), **plain.pop("$defs", {})}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "memory-sidecar export file",
         "description": f"Format version {FORMAT_VERSION}. JSON Lines (gzip when the name ends in .gz): a `header` "
-                       "line, then messages, facts, fact events, users and graph rows, then an `end` line. An "
-                       "import also reads plain JSON Lines of `plain` records (no header).",
+        "line, then messages, facts, fact events, users and graph rows, then an `end` line. An "
+        "import also reads plain JSON Lines of `plain` records (no header).",
         "format_version": FORMAT_VERSION,
         "line": line,
         "plain": plain,

@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -77,8 +78,14 @@ REFUSALS = {"bad_file": BadFile, "conflict": Conflict, "invalid_request": Invali
 
 
 class PortableService:
-    def __init__(self, stores: Stores, identity: dict[str, Any], data_dir: Path | None, ttl_days: float = 0.0,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        stores: Stores,
+        identity: dict[str, Any],
+        data_dir: Path | None,
+        ttl_days: float = 0.0,
+        clock: Callable[[], float] = time.time,
+    ):
         """data_dir: the local data dir, whose files no export may replace nor import read; None for an
         object store."""
         self.stores = stores
@@ -94,9 +101,11 @@ class PortableService:
         real = Path(os.path.realpath(path if field == "path" else path.parent))
         data = Path(os.path.realpath(self.data_dir))
         if real == data or data in real.parents:
-            raise InvalidRequest(f"`{field}` {shown(path)} is inside the data dir ({shown(data)}), whose files are "
-                                 "the store's own; give a path outside it (a relative path is relative to the "
-                                 "working directory)")
+            raise InvalidRequest(
+                f"`{field}` {shown(path)} is inside the data dir ({shown(data)}), whose files are "
+                "the store's own; give a path outside it (a relative path is relative to the "
+                "working directory)"
+            )
 
     def export(self, req: ExportRequest, progress: Callable[[str, int], None] | None = None) -> ExportedResponse:
         out = resolve_path(req.out, "out")
@@ -109,17 +118,30 @@ class PortableService:
         except OSError as exc:
             raise IoError(f"cannot write {shown(out)}: {exc.strerror or exc}; nothing was written") from None
         log.info("exported %s to %s", counts, out)
-        return ExportedResponse(path=str(out), bytes=counts["bytes"], messages=counts["messages"],
-                                facts=counts["facts"], fact_events=counts["fact_events"], users=counts["users"],
-                                graph=counts["graph"], vectors=req.vectors,
-                                seconds=round(time.monotonic() - t0, 3))
+        return ExportedResponse(
+            path=str(out),
+            bytes=counts["bytes"],
+            messages=counts["messages"],
+            facts=counts["facts"],
+            fact_events=counts["fact_events"],
+            users=counts["users"],
+            graph=counts["graph"],
+            vectors=req.vectors,
+            seconds=round(time.monotonic() - t0, 3),
+        )
 
     def import_(self, req: ImportRequest, progress: Callable[[str, int], None] | None = None) -> ImportedResponse:
         path = resolve_path(req.path, "path")
         self._outside_data_dir(path, "path")
         t0 = time.monotonic()
-        importer = Importer(self.stores, self.identity, req.on_conflict, req.strict, progress,
-                            Limits(req.max_invalid, req.max_expansion))
+        importer = Importer(
+            self.stores,
+            self.identity,
+            req.on_conflict,
+            req.strict,
+            progress,
+            Limits(req.max_invalid, req.max_expansion),
+        )
         try:
             out = importer.run(path)
         except FileProblem as exc:
@@ -127,15 +149,33 @@ class PortableService:
         except Refused as exc:
             raise REFUSALS[exc.code](exc.message) from None
         if self.ttl_days > 0 and out.messages and importer.oldest < self.clock() - self.ttl_days * DAY:
-            out.notes.append(f"some imported messages are older than --ttl-days {self.ttl_days:g}: the next "
-                             "automatic expiry deletes them (start with --ttl-days 0 to keep them)")
-        log.info("imported %s: %d messages, %d facts, %d skipped, %d invalid", path, out.messages, out.facts,
-                 out.skipped, out.invalid)
+            out.notes.append(
+                f"some imported messages are older than --ttl-days {self.ttl_days:g}: the next "
+                "automatic expiry deletes them (start with --ttl-days 0 to keep them)"
+            )
+        log.info(
+            "imported %s: %d messages, %d facts, %d skipped, %d invalid",
+            path,
+            out.messages,
+            out.facts,
+            out.skipped,
+            out.invalid,
+        )
         return ImportedResponse(
-            path=str(path), format="plain" if importer.plain else "export", messages=out.messages, facts=out.facts,
-            fact_events=out.fact_events, users=out.users, graph=out.graph, skipped=out.skipped,
-            overwritten=out.overwritten, invalid=out.invalid, reembedded=out.reembedded,
+            path=str(path),
+            format="plain" if importer.plain else "export",
+            messages=out.messages,
+            facts=out.facts,
+            fact_events=out.fact_events,
+            users=out.users,
+            graph=out.graph,
+            skipped=out.skipped,
+            overwritten=out.overwritten,
+            invalid=out.invalid,
+            reembedded=out.reembedded,
             vectors="reused" if importer.reuse else "reembedded",
             graph_source="restored" if importer.restore_graph else "rebuilt",
-            errors=[LineError(line=n, message=m) for n, m in out.errors], notes=out.notes,
-            seconds=round(time.monotonic() - t0, 3))
+            errors=[LineError(line=n, message=m) for n, m in out.errors],
+            notes=out.notes,
+            seconds=round(time.monotonic() - t0, 3),
+        )

@@ -8,9 +8,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .. import text
 from .config import Config
@@ -77,11 +78,18 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
 
     graph_store = GraphStore(store.database, store.lock, store.schedule.note_write)
     store.also_compact.append(lambda exclusive, keep: graph_store.compact(exclusive=exclusive, keep=keep))
-    graph = GraphService(graph_store, store, cut_words, cache_bytes=cfg.graph_cache_mb << 20,
-                         consolidate_every=cfg.graph_consolidate_every,
-                         max_limit=cfg.max_limit, same_fact=facts.same_fact,
-                         llm=llm if cfg.graph_llm else None, embed=embedder.embed_query,
-                         similar=NameMatcher(embedder.embed_queries))  # names against names: e5's symmetric rule
+    graph = GraphService(
+        graph_store,
+        store,
+        cut_words,
+        cache_bytes=cfg.graph_cache_mb << 20,
+        consolidate_every=cfg.graph_consolidate_every,
+        max_limit=cfg.max_limit,
+        same_fact=facts.same_fact,
+        llm=llm if cfg.graph_llm else None,
+        embed=embedder.embed_query,
+        similar=NameMatcher(embedder.embed_queries),
+    )  # names against names: e5's symmetric rule
     graph.builder.start()
     store.on_stale.append(graph.drop_cached)  # another sidecar wrote or forgot (object store)
     graph.writable = lambda: store.database.read_only_reason() is None
@@ -101,8 +109,15 @@ def _llm(cfg: Config) -> Any:
         return None
     from ..llm import LLMClient, LLMSettings
 
-    llm = LLMClient(LLMSettings(cfg.llm_base_url, cfg.llm_model or "", os.environ.get(cfg.llm_api_key_env),
-                                timeout=cfg.llm_timeout, retries=cfg.llm_retries))
+    llm = LLMClient(
+        LLMSettings(
+            cfg.llm_base_url,
+            cfg.llm_model or "",
+            os.environ.get(cfg.llm_api_key_env),
+            timeout=cfg.llm_timeout,
+            retries=cfg.llm_retries,
+        )
+    )
     log.info("LLM endpoint %s, model %s", llm.url, cfg.llm_model)
     return llm
 
@@ -113,12 +128,20 @@ def location(cfg: Config) -> Any:
         return cfg.data_dir
     from ..storage import ObjectLocation, ObjectStoreSettings, SharedStore
 
-    settings = ObjectStoreSettings.resolve(os.environ, cfg.s3_endpoint, cfg.s3_region, cfg.s3_access_key_id,
-                                           cfg.s3_secret_access_key_env)
-    log.info("object store %s (%s), refresh %.1f s, lease %.0f s, writers %s", cfg.data_dir, settings.describe(),
-             cfg.refresh_seconds, cfg.lease_seconds, cfg.s3_writers)
-    return SharedStore(ObjectLocation.parse(str(cfg.data_dir)), settings, cfg.refresh_seconds, cfg.lease_seconds,
-                       cfg.s3_writers)
+    settings = ObjectStoreSettings.resolve(
+        os.environ, cfg.s3_endpoint, cfg.s3_region, cfg.s3_access_key_id, cfg.s3_secret_access_key_env
+    )
+    log.info(
+        "object store %s (%s), refresh %.1f s, lease %.0f s, writers %s",
+        cfg.data_dir,
+        settings.describe(),
+        cfg.refresh_seconds,
+        cfg.lease_seconds,
+        cfg.s3_writers,
+    )
+    return SharedStore(
+        ObjectLocation.parse(str(cfg.data_dir)), settings, cfg.refresh_seconds, cfg.lease_seconds, cfg.s3_writers
+    )
 
 
 def which_model(cfg: Config) -> tuple[str | None, str | None, str | None]:
@@ -135,9 +158,17 @@ def _message_store(cfg: Config, model: ModelLoad) -> Any:
     log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
     # an object store re-embeds at the opening; a local data dir in the background (messages/reembed.py)
     reembed = model.embedder().embed_passages if cfg.reembed and cfg.shared else None
-    return MessageStore(location(cfg), files.identity, cfg.compact_every_writes, cfg.compact_interval_seconds,
-                        compact_max_duty=cfg.compact_max_duty, reembed=reembed, cache_bytes=cfg.cache_mb << 20,
-                        spill_bytes=cfg.cache_disk_mb << 20, allow_reembed=cfg.reembed and not cfg.shared)
+    return MessageStore(
+        location(cfg),
+        files.identity,
+        cfg.compact_every_writes,
+        cfg.compact_interval_seconds,
+        compact_max_duty=cfg.compact_max_duty,
+        reembed=reembed,
+        cache_bytes=cfg.cache_mb << 20,
+        spill_bytes=cfg.cache_disk_mb << 20,
+        allow_reembed=cfg.reembed and not cfg.shared,
+    )
 
 
 def build(cfg: Config, model: ModelLoad | None = None) -> App:
@@ -162,17 +193,25 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
         embedder = model.embedder()
         store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
         moving = cfg.reembed or store.database.reembedding is not None  # begun now, or resumed
-        fact_store = FactStore.attach(store.database, store.lock, store.schedule.note_write,
-                                      embedder.embed_passages if moving else None)
+        fact_store = FactStore.attach(
+            store.database, store.lock, store.schedule.note_write, embedder.embed_passages if moving else None
+        )
         store.also_compact.append(lambda exclusive, keep: fact_store.compact(if_written=not exclusive, keep=keep))
         store.also_close.append(fact_store.wait_reads)  # the graph's fact lookups, outside the lock
         resynced = store.database.model_changed  # an object store re-embedded at the opening
         if resynced:
             store.database.commit_meta()  # every domain has re-embedded
         llm = _llm(cfg)
-        facts = FactService(embedder, fact_store, categories=cfg.fact_categories,
-                            duplicate_threshold=cfg.duplicate_threshold, candidate_threshold=cfg.candidate_threshold,
-                            llm=llm, max_limit=cfg.max_limit, max_users=cfg.max_batch)
+        facts = FactService(
+            embedder,
+            fact_store,
+            categories=cfg.fact_categories,
+            duplicate_threshold=cfg.duplicate_threshold,
+            candidate_threshold=cfg.candidate_threshold,
+            llm=llm,
+            max_limit=cfg.max_limit,
+            max_users=cfg.max_batch,
+        )
         if store.fresh.enabled:  # other sidecars write facts too: kept answers no older than LanceDB's own reads
             facts.answers_ttl = min(facts.answers_ttl, store.fresh.interval / 2)
         extractor = None
@@ -183,24 +222,38 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
         companion = FactsCompanion(facts, extractor, extract_by_default=cfg.llm_extract)
         graph = _graph(cfg, store, facts, llm, embedder) if cfg.graph else None
         companions = (companion,) if graph is None else (companion, GraphCompanion(graph))
-        service = MemoryService(embedder, store, ttl_days=cfg.ttl_days, max_content_bytes=cfg.max_content_bytes,
-                                max_content_chars=cfg.max_content_chars, max_batch=cfg.max_batch, max_limit=cfg.max_limit, companions=companions,
-                                graph_search=graph.search if graph is not None else None)
-        conversation = ConversationService(store, opt_out_marker=cfg.opt_out_marker, max_window=cfg.max_window,
-                                           max_content_bytes=cfg.max_content_bytes,
-                                           max_content_chars=cfg.max_content_chars)
+        service = MemoryService(
+            embedder,
+            store,
+            ttl_days=cfg.ttl_days,
+            max_content_bytes=cfg.max_content_bytes,
+            max_content_chars=cfg.max_content_chars,
+            max_batch=cfg.max_batch,
+            max_limit=cfg.max_limit,
+            companions=companions,
+            graph_search=graph.search if graph is not None else None,
+        )
+        conversation = ConversationService(
+            store,
+            opt_out_marker=cfg.opt_out_marker,
+            max_window=cfg.max_window,
+            max_content_bytes=cfg.max_content_bytes,
+            max_content_chars=cfg.max_content_chars,
+        )
         portable = _portable(cfg, store, fact_store, graph, embedder, facts, service, identity)
         if graph is not None and resynced:
             _revector(graph, store)
     except BaseException:
         store.close()
         raise
-    dispatcher = Dispatcher(service, conversation, facts, companion, graph, portable,
-                            read_only=store.database.read_only_reason)
+    dispatcher = Dispatcher(
+        service, conversation, facts, companion, graph, portable, read_only=store.database.read_only_reason
+    )
     app = App(service, store, dispatcher, extractor, graph, portable)
     embedder.busy = app.activity.busy  # long memories' windows step aside for requests too
-    store.start_reembedding(embedder.embed_passages, app.activity.busy,
-                            [lambda: _revector(graph, store)] if graph is not None else [])
+    store.start_reembedding(
+        embedder.embed_passages, app.activity.busy, [lambda: _revector(graph, store)] if graph is not None else []
+    )
     if graph is not None:
         graph.builder.busy = app.activity.busy
     sys.setswitchinterval(SWITCH_INTERVAL)
@@ -229,8 +282,16 @@ class PortableOnDemand:
         return self._get().import_(req, progress)
 
 
-def _portable(cfg: Config, store: Any, fact_store: Any, graph: Any, embedder: Any, facts: Any, service: Any,
-              identity: dict[str, Any]) -> PortableOnDemand:
+def _portable(
+    cfg: Config,
+    store: Any,
+    fact_store: Any,
+    graph: Any,
+    embedder: Any,
+    facts: Any,
+    service: Any,
+    identity: dict[str, Any],
+) -> PortableOnDemand:
     def make() -> Any:
         from ..portable import PortableService, Stores
 

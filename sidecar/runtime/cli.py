@@ -8,9 +8,11 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
-from . import process_start  # noqa: F401,I001 - first: its import time is startup_ms's fallback start
+from . import process_start  # noqa: F401 - first: its import time is startup_ms's fallback start
+
+# isort: split
 from . import collector, native_memory
 from .platform import ParentWatch
 

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .. import __version__
 from ..embedding.model import parse_repo_id
 from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
 from ..text import parse_languages
 from ..wire.errors import MAX_QUOTE, clip, quote
-from .face_values import _port, _token, _user_id
+from .face_values import parse_port, parse_token, parse_user_id
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 
@@ -133,103 +134,278 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("data_dir", str, None, "Directory holding the LanceDB tables, the lock file and meta.json, or an "
-           "object-store location s3://bucket/prefix that several sidecars may share (docs/portability.md, Scale out). "
-           "Default: the per-user app-data directory (platformdirs)."),
-    Option("model", parse_repo_id, None, "The embedding model: a HuggingFace repo id of a sentence-transformers model "
-           "with ONNX weights (docs/models.md). Default: the bundled sentence-transformers/all-MiniLM-L6-v2."),
-    Option("model_dir", str, None, "Directory with model.onnx, tokenizer.json and configs; tried before every other source."),
+    Option(
+        "data_dir",
+        str,
+        None,
+        "Directory holding the LanceDB tables, the lock file and meta.json, or an "
+        "object-store location s3://bucket/prefix that several sidecars may share (docs/portability.md, Scale out). "
+        "Default: the per-user app-data directory (platformdirs).",
+    ),
+    Option(
+        "model",
+        parse_repo_id,
+        None,
+        "The embedding model: a HuggingFace repo id of a sentence-transformers model "
+        "with ONNX weights (docs/models.md). Default: the bundled sentence-transformers/all-MiniLM-L6-v2.",
+    ),
+    Option(
+        "model_dir",
+        str,
+        None,
+        "Directory with model.onnx, tokenizer.json and configs; tried before every other source.",
+    ),
     Option("query_prefix", str, None, "Put before every query (default: the model's prompts or card; empty: none)."),
     Option("passage_prefix", str, None, "Put before every stored memory, fact and name (default: as --query-prefix)."),
     Option("model_sha256", str, None, "Require the ONNX file to have this sha256 (hex); start-up fails otherwise."),
-    Option("offline", _bool, False, "Never contact the HuggingFace Hub (HF_HUB_OFFLINE=1 has the same effect).",
-           flag_only=True),
-    Option("ttl_days", _non_negative(float), 30.0, "Memories older than this many days are deleted automatically; 0 disables."),
-    Option("cleanup_interval_hours", _non_negative(float), 24.0,
-           "How often automatic expiry runs (it also runs once at start-up); 0 disables the schedule."),
+    Option(
+        "offline",
+        _bool,
+        False,
+        "Never contact the HuggingFace Hub (HF_HUB_OFFLINE=1 has the same effect).",
+        flag_only=True,
+    ),
+    Option(
+        "ttl_days",
+        _non_negative(float),
+        30.0,
+        "Memories older than this many days are deleted automatically; 0 disables.",
+    ),
+    Option(
+        "cleanup_interval_hours",
+        _non_negative(float),
+        24.0,
+        "How often automatic expiry runs (it also runs once at start-up); 0 disables the schedule.",
+    ),
     Option("compact_every_writes", _positive_int, 200, "Compact the table after this many write commits."),
-    Option("compact_interval_seconds", _non_negative(float), 60.0,
-           "Compact at most this long after the first uncompacted write (0: only by write count)."),
-    Option("compact_max_duty", _share, 0.1, "Largest share of wall time background compaction may take: after "
-           "one that took d seconds, the next waits at least d * (1 / share - 1); 1 removes the pause."),
-    Option("cache_mb", _non_negative(int), 16, "Memory budget of the per-user in-memory vector cache that serves queries without a "
-           "LanceDB round trip (16 MB: about 20,000 short memories; least recently used users go to the disk spill); 0 disables it."),
-    Option("cache_disk_mb", _non_negative(int), 2048, "Disk budget for users evicted from the in-memory cache: kept "
-           "in the data dir's spill/ folder (emptied at every start), they come back with a file read instead of "
-           "a LanceDB read of their rows; 0 turns the spill off. Local data dirs only."),
+    Option(
+        "compact_interval_seconds",
+        _non_negative(float),
+        60.0,
+        "Compact at most this long after the first uncompacted write (0: only by write count).",
+    ),
+    Option(
+        "compact_max_duty",
+        _share,
+        0.1,
+        "Largest share of wall time background compaction may take: after "
+        "one that took d seconds, the next waits at least d * (1 / share - 1); 1 removes the pause.",
+    ),
+    Option(
+        "cache_mb",
+        _non_negative(int),
+        16,
+        "Memory budget of the per-user in-memory vector cache that serves queries without a "
+        "LanceDB round trip (16 MB: about 20,000 short memories; least recently used users go to the disk spill); 0 disables it.",
+    ),
+    Option(
+        "cache_disk_mb",
+        _non_negative(int),
+        2048,
+        "Disk budget for users evicted from the in-memory cache: kept "
+        "in the data dir's spill/ folder (emptied at every start), they come back with a file read instead of "
+        "a LanceDB read of their rows; 0 turns the spill off. Local data dirs only.",
+    ),
     Option("threads", _positive_int, None, "onnxruntime intra-op threads. Default: min(2, CPU count)."),
-    Option("max_line_bytes", _positive_int, None, "Longest request line accepted, in bytes (checked while reading). "
-           "Default: 6 x --max-content-bytes + 64 KiB (6,065,536), so that a content at the limit fits even if "
-           "every byte of it is JSON-escaped (\\u00XX)."),
-    Option("max_content_bytes", _positive_int, 1_000_000, "Longest memory content accepted, in UTF-8 bytes "
-           "(1 MB); a longer one is refused with `too_large`."),
-    Option("max_content_chars", _positive_int, None, "Also cap memory content at this many characters (unset: only "
-           "--max-content-bytes applies)."),
-    Option("max_batch", _positive_int, 1_000, "Most messages accepted in one batch store, and most users in one "
-           "recall or context request."),
+    Option(
+        "max_line_bytes",
+        _positive_int,
+        None,
+        "Longest request line accepted, in bytes (checked while reading). "
+        "Default: 6 x --max-content-bytes + 64 KiB (6,065,536), so that a content at the limit fits even if "
+        "every byte of it is JSON-escaped (\\u00XX).",
+    ),
+    Option(
+        "max_content_bytes",
+        _positive_int,
+        1_000_000,
+        "Longest memory content accepted, in UTF-8 bytes (1 MB); a longer one is refused with `too_large`.",
+    ),
+    Option(
+        "max_content_chars",
+        _positive_int,
+        None,
+        "Also cap memory content at this many characters (unset: only --max-content-bytes applies).",
+    ),
+    Option(
+        "max_batch",
+        _positive_int,
+        1_000,
+        "Most messages accepted in one batch store, and most users in one recall or context request.",
+    ),
     Option("max_limit", _positive_int, 100, "Largest `limit` a query may ask for."),
-    Option("max_window", _positive_int, 1_000, "Most messages a channel_context or history request may read "
-           "(its limit or its sum of counts) or send inline."),
-    Option("opt_out_marker", str, "\U0001F6AB", "When the user's text on context, channel_context or history contains "
-           "this (case-insensitively), the blocks are empty. An empty value disables the check."),
+    Option(
+        "max_window",
+        _positive_int,
+        1_000,
+        "Most messages a channel_context or history request may read (its limit or its sum of counts) or send inline.",
+    ),
+    Option(
+        "opt_out_marker",
+        str,
+        "\U0001f6ab",
+        "When the user's text on context, channel_context or history contains "
+        "this (case-insensitively), the blocks are empty. An empty value disables the check.",
+    ),
     Option("log_level", _log_level, "warning", "stderr log level: debug, info, warning or error."),
-    Option("reembed", _bool, False, "Move a data dir made with another model to this one, in the background "
-           "(progress in stats `reembed`; docs/models.md).", flag_only=True),
-    Option("languages", parse_languages, None, "The languages memories are written in, as ISO 639-1 codes (`en,de`), "
-           "for keyword search: each memory is stemmed in the one a detector picks (one per script: no detector). "
-           "Default `auto`: any language (docs/languages.md)."),
-    Option("fact_categories", parse_categories, DEFAULT_CATEGORIES,
-           "Comma-separated fact categories accepted in <memory> tags, remember and extraction."),
-    Option("duplicate_threshold", _fraction, DUPLICATE_THRESHOLD,
-           "Cosine similarity at or above which a new fact is a duplicate of an active one (same numbers too)."),
-    Option("candidate_threshold", _fraction, CANDIDATE_THRESHOLD,
-           "Cosine similarity at or above which an active fact is a consolidation candidate (at most 3)."),
-    Option("llm_base_url", _url, None, "OpenAI-compatible chat-completions base URL (the part before "
-           "/chat/completions), e.g. http://127.0.0.1:11434/v1 for Ollama. Unset: no LLM."),
+    Option(
+        "reembed",
+        _bool,
+        False,
+        "Move a data dir made with another model to this one, in the background "
+        "(progress in stats `reembed`; docs/models.md).",
+        flag_only=True,
+    ),
+    Option(
+        "languages",
+        parse_languages,
+        None,
+        "The languages memories are written in, as ISO 639-1 codes (`en,de`), "
+        "for keyword search: each memory is stemmed in the one a detector picks (one per script: no detector). "
+        "Default `auto`: any language (docs/languages.md).",
+    ),
+    Option(
+        "fact_categories",
+        parse_categories,
+        DEFAULT_CATEGORIES,
+        "Comma-separated fact categories accepted in <memory> tags, remember and extraction.",
+    ),
+    Option(
+        "duplicate_threshold",
+        _fraction,
+        DUPLICATE_THRESHOLD,
+        "Cosine similarity at or above which a new fact is a duplicate of an active one (same numbers too).",
+    ),
+    Option(
+        "candidate_threshold",
+        _fraction,
+        CANDIDATE_THRESHOLD,
+        "Cosine similarity at or above which an active fact is a consolidation candidate (at most 3).",
+    ),
+    Option(
+        "llm_base_url",
+        _url,
+        None,
+        "OpenAI-compatible chat-completions base URL (the part before "
+        "/chat/completions), e.g. http://127.0.0.1:11434/v1 for Ollama. Unset: no LLM.",
+    ),
     Option("llm_model", str, None, "Model name sent to the LLM endpoint (required with --llm-base-url)."),
-    Option("llm_api_key_env", _env_name, "MEMORY_SIDECAR_LLM_API_KEY",
-           "Name of the environment variable holding the LLM API key (sent as a Bearer token when set)."),
-    Option("llm_timeout", _positive_float, 30.0, "Seconds to wait for one LLM answer; on the request path, the budget for all decisions about "
-           "one new fact."),
-    Option("llm_retries", _non_negative(int), 2,
-           "Extra attempts (exponential backoff from 1 s) for background LLM work; requests try once."),
-    Option("llm_extract", _bool, True, "With an LLM: extract facts from stored user messages in the background "
-           "(per request: `extract`)."),
-    Option("graph", _bool, True, "Graph memory: build episodes, entities, relations and traces from stored messages "
-           "in the background (MEMORY_SIDECAR_GRAPH=0 or --graph false: vector memory only)."),
-    Option("graph_llm", _bool, False, "With an LLM: also ask it, in the background, for the entities and relations of "
-           "episodes the rule tier flags (the graph's deep tier)."),
-    Option("graph_consolidate_every", _non_negative(int), 200, "Consolidate the graph in the background after this "
-           "many new episodes (or 5 minutes after the first); 0: only on demand (`consolidate`, `graph_recall`)."),
-    Option("graph_cache_mb", _non_negative(int), 32, "Memory budget of the per-user graphs held in memory (least "
-           "recently used users leave first; graphs no command has read, an eighth of it)."),
-    Option("s3_endpoint", _url, None, "Object store: the S3 API endpoint (MinIO, Ceph, R2, ...). Unset: "
-           "AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then AWS S3 in the region."),
-    Option("s3_region", str, None, "Object store: the region. Unset: AWS_REGION, then AWS_DEFAULT_REGION, then us-east-1."),
+    Option(
+        "llm_api_key_env",
+        _env_name,
+        "MEMORY_SIDECAR_LLM_API_KEY",
+        "Name of the environment variable holding the LLM API key (sent as a Bearer token when set).",
+    ),
+    Option(
+        "llm_timeout",
+        _positive_float,
+        30.0,
+        "Seconds to wait for one LLM answer; on the request path, the budget for all decisions about one new fact.",
+    ),
+    Option(
+        "llm_retries",
+        _non_negative(int),
+        2,
+        "Extra attempts (exponential backoff from 1 s) for background LLM work; requests try once.",
+    ),
+    Option(
+        "llm_extract",
+        _bool,
+        True,
+        "With an LLM: extract facts from stored user messages in the background (per request: `extract`).",
+    ),
+    Option(
+        "graph",
+        _bool,
+        True,
+        "Graph memory: build episodes, entities, relations and traces from stored messages "
+        "in the background (MEMORY_SIDECAR_GRAPH=0 or --graph false: vector memory only).",
+    ),
+    Option(
+        "graph_llm",
+        _bool,
+        False,
+        "With an LLM: also ask it, in the background, for the entities and relations of "
+        "episodes the rule tier flags (the graph's deep tier).",
+    ),
+    Option(
+        "graph_consolidate_every",
+        _non_negative(int),
+        200,
+        "Consolidate the graph in the background after this "
+        "many new episodes (or 5 minutes after the first); 0: only on demand (`consolidate`, `graph_recall`).",
+    ),
+    Option(
+        "graph_cache_mb",
+        _non_negative(int),
+        32,
+        "Memory budget of the per-user graphs held in memory (least "
+        "recently used users leave first; graphs no command has read, an eighth of it).",
+    ),
+    Option(
+        "s3_endpoint",
+        _url,
+        None,
+        "Object store: the S3 API endpoint (MinIO, Ceph, R2, ...). Unset: "
+        "AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then AWS S3 in the region.",
+    ),
+    Option(
+        "s3_region", str, None, "Object store: the region. Unset: AWS_REGION, then AWS_DEFAULT_REGION, then us-east-1."
+    ),
     Option("s3_access_key_id", str, None, "Object store: the access key id. Unset: AWS_ACCESS_KEY_ID."),
-    Option("s3_secret_access_key_env", _env_name, "AWS_SECRET_ACCESS_KEY", "Object store: the name of the environment "
-           "variable holding the secret access key (the secret itself is never a flag)."),
-    Option("refresh_seconds", _positive_float, 2.0, "Object store: a write acknowledged by another sidecar of the "
-           "same location is seen by this one's queries within this many seconds (deletes and forgets too)."),
-    Option("lease_seconds", _positive_float, 15.0, "Object store: the maintenance lease's time to live: the sidecar "
-           "holding it compacts and expires; another takes it over when it has not been renewed for this long."),
-    Option("s3_writers", _writers, "auto", "Object store: which sidecars write. auto: all of them when the store "
-           "refuses a second conditional write (If-None-Match), as LanceDB's safe commits need, else only the lease "
-           "holder; many: all; one: only the lease holder (the others answer writes with `disabled`)."),
+    Option(
+        "s3_secret_access_key_env",
+        _env_name,
+        "AWS_SECRET_ACCESS_KEY",
+        "Object store: the name of the environment "
+        "variable holding the secret access key (the secret itself is never a flag).",
+    ),
+    Option(
+        "refresh_seconds",
+        _positive_float,
+        2.0,
+        "Object store: a write acknowledged by another sidecar of the "
+        "same location is seen by this one's queries within this many seconds (deletes and forgets too).",
+    ),
+    Option(
+        "lease_seconds",
+        _positive_float,
+        15.0,
+        "Object store: the maintenance lease's time to live: the sidecar "
+        "holding it compacts and expires; another takes it over when it has not been renewed for this long.",
+    ),
+    Option(
+        "s3_writers",
+        _writers,
+        "auto",
+        "Object store: which sidecars write. auto: all of them when the store "
+        "refuses a second conditional write (If-None-Match), as LanceDB's safe commits need, else only the lease "
+        "holder; many: all; one: only the lease holder (the others answer writes with `disabled`).",
+    ),
 )
 
 
 # Options of one face only: `memory-sidecar mcp` serves one user's memory (each tool call may name another);
 # `memory-sidecar inspect` serves a read-only web page.
 FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
-    "mcp": (Option("user", _user_id, "default", "The user whose memory the tools use when a call gives no "
-                   "user_id."),),
-    "inspect": (Option("port", _port, 0, "TCP port on 127.0.0.1 (0: a free one)."),
-                Option("token", _token, None, "The token the page's URL must carry (default: a new random one at "
-                       "each start; an empty value turns the check off)."),),
+    "mcp": (
+        Option("user", parse_user_id, "default", "The user whose memory the tools use when a call gives no user_id."),
+    ),
+    "inspect": (
+        Option("port", parse_port, 0, "TCP port on 127.0.0.1 (0: a free one)."),
+        Option(
+            "token",
+            parse_token,
+            None,
+            "The token the page's URL must carry (default: a new random one at "
+            "each start; an empty value turns the check off).",
+        ),
+    ),
 }
 # The shared options the inspector reads (it writes nothing, so expiry, compaction, LLM ... do not apply).
-INSPECT_SHARED = (*"data_dir model model_dir query_prefix passage_prefix model_sha256 offline threads log_level".split(),)
+INSPECT_SHARED = (
+    *"data_dir model model_dir query_prefix passage_prefix model_sha256 offline threads log_level".split(),
+)
 
 
 def _data_dir(value: str | None) -> Path | str:
@@ -241,8 +417,10 @@ def _data_dir(value: str | None) -> Path | str:
         except ValueError as exc:
             raise ConfigError(f"--data-dir: {_cut(str(exc))}") from None
     if value and "://" in value:
-        raise ConfigError(f"--data-dir: {quote(value)}: the only object store scheme is s3:// (S3 and S3-compatible "
-                          "servers); a local directory is a plain path")
+        raise ConfigError(
+            f"--data-dir: {quote(value)}: the only object store scheme is s3:// (S3 and S3-compatible "
+            "servers); a local directory is a plain path"
+        )
     return Path(value or _default_data_dir()).expanduser()
 
 
@@ -337,8 +515,9 @@ INSPECT_DESCRIPTION = (
 
 def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
     if face in ("mcp", "inspect"):
-        parser = argparse.ArgumentParser(prog=f"memory-sidecar {face}",
-                                         description=MCP_DESCRIPTION if face == "mcp" else INSPECT_DESCRIPTION)
+        parser = argparse.ArgumentParser(
+            prog=f"memory-sidecar {face}", description=MCP_DESCRIPTION if face == "mcp" else INSPECT_DESCRIPTION
+        )
         return add_options(parser, face_options(face))
     parser = argparse.ArgumentParser(
         prog="memory-sidecar",
@@ -365,11 +544,22 @@ def add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) ->
         shown = ",".join(opt.default) if isinstance(opt.default, tuple) else opt.default
         default_txt = "" if opt.default is None else f" (default: {shown})"
         if opt.flag_only:
-            parser.add_argument(opt.flag, dest=opt.name, action="store_const", const=True, default=None,
-                                help=f"{opt.help} [env {opt.env}]")
+            parser.add_argument(
+                opt.flag,
+                dest=opt.name,
+                action="store_const",
+                const=True,
+                default=None,
+                help=f"{opt.help} [env {opt.env}]",
+            )
         else:
-            parser.add_argument(opt.flag, dest=opt.name, default=None, metavar=opt.name.upper(),
-                                help=f"{opt.help}{default_txt} [env {opt.env}]")
+            parser.add_argument(
+                opt.flag,
+                dest=opt.name,
+                default=None,
+                metavar=opt.name.upper(),
+                help=f"{opt.help}{default_txt} [env {opt.env}]",
+            )
     return parser
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -15,7 +16,6 @@ from ..wire import (
     ChannelContextRequest,
     CleanupRequest,
     ConsolidateRequest,
-    GraphRecallRequest,
     ContextRequest,
     DeleteRequest,
     EntitiesRequest,
@@ -27,6 +27,7 @@ from ..wire import (
     ForgetFactRequest,
     ForgetUserRequest,
     GraphHealth,
+    GraphRecallRequest,
     HealthRequest,
     HealthResponse,
     HistoryRequest,
@@ -54,15 +55,34 @@ log = logging.getLogger("sidecar.dispatcher")
 
 
 # Requests that write: refused with `disabled` by a sidecar that serves an object store read-only
-WRITES = (StoreRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, SyncRequest, RememberRequest,
-          ExtractInlineRequest, ResolveRequest, UpdateFactRequest, ForgetFactRequest, ImportRequest,
-          MergeEntitiesRequest, ConsolidateRequest)
+WRITES = (
+    StoreRequest,
+    CleanupRequest,
+    DeleteRequest,
+    ForgetUserRequest,
+    SyncRequest,
+    RememberRequest,
+    ExtractInlineRequest,
+    ResolveRequest,
+    UpdateFactRequest,
+    ForgetFactRequest,
+    ImportRequest,
+    MergeEntitiesRequest,
+    ConsolidateRequest,
+)
 
 
 class Dispatcher:
-    def __init__(self, service: MemoryService, conversation: ConversationService, facts: FactService,
-                 companion: FactsCompanion, graph: Any = None, portable: Any = None,
-                 read_only: Callable[[], str | None] = lambda: None):
+    def __init__(
+        self,
+        service: MemoryService,
+        conversation: ConversationService,
+        facts: FactService,
+        companion: FactsCompanion,
+        graph: Any = None,
+        portable: Any = None,
+        read_only: Callable[[], str | None] = lambda: None,
+    ):
         self.service = service
         self.graph = graph
         self.read_only = read_only  # why this sidecar may not write now, or None
@@ -93,23 +113,26 @@ class Dispatcher:
         if portable is not None:
             self.handlers[ExportRequest] = portable.export
             self.handlers[ImportRequest] = portable.import_
-        for kind, name in ((EntitiesRequest, "entities"), (EntityRequest, "entity"),
-                           (MergeEntitiesRequest, "merge_entities"), (ConsolidateRequest, "consolidate"),
-                           (GraphRecallRequest, "graph_recall")):
+        for kind, name in (
+            (EntitiesRequest, "entities"),
+            (EntityRequest, "entity"),
+            (MergeEntitiesRequest, "merge_entities"),
+            (ConsolidateRequest, "consolidate"),
+            (GraphRecallRequest, "graph_recall"),
+        ):
             self.handlers[kind] = getattr(graph, name) if graph is not None else self._graph_off
 
     def _context(self, req: ContextRequest, conversation: ConversationService, facts: FactService) -> BaseModel:
         """The facts block (facts, what is true now from graph memory, the memories relevant to the text) and
         the conversation blocks, then (with `related`, `text` and graph memory) related memories."""
         if self.graph is None and "now" in req.include and "include" in req.model_fields_set:
-            raise Disabled("`include` \"now\" needs graph memory, which is switched off (--graph false)")
+            raise Disabled('`include` "now" needs graph memory, which is switched off (--graph false)')
         true_now = self.graph.true_now if self.graph is not None else None
         out = conversation.context(req, lambda r, memories: facts.context(r, true_now, memories))
         if req.related and req.text and not out.opted_out:
             if self.graph is None:
                 raise Disabled("`related` needs graph memory, which is switched off (--graph false)")
-            out.related_block = self.graph.related_block(list(req.user_map()), req.text, req.related,
-                                                         req.related_words)
+            out.related_block = self.graph.related_block(list(req.user_map()), req.text, req.related, req.related_words)
         return out
 
     @staticmethod
@@ -118,16 +141,26 @@ class Dispatcher:
 
     def _health(self, _req: Any) -> HealthResponse:
         g = self.graph.health() if self.graph is not None else {}
-        graph = GraphHealth(enabled=self.graph is not None, episodes=g.get("episodes", 0),
-                            entities=g.get("entities", 0), relations_current=g.get("relations_current", 0),
-                            relations_closed=g.get("relations_closed", 0), traces=g.get("traces", 0),
-                            queue=g.get("queue", 0), last_consolidation=g.get("last_consolidation"),
-                            cached_users=g.get("cached_users", 0), cached_bytes=g.get("cached_bytes", 0),
-                            ner={"loaded": False},
-                            llm=self.graph.llm_health() if self.graph is not None else {"configured": False,
-                                                                                        "reachable": None})
-        return HealthResponse(status="ok", uptime_seconds=round(time.monotonic() - self.service.started, 3),
-                              memories=self.service.store.count(), graph=graph)
+        graph = GraphHealth(
+            enabled=self.graph is not None,
+            episodes=g.get("episodes", 0),
+            entities=g.get("entities", 0),
+            relations_current=g.get("relations_current", 0),
+            relations_closed=g.get("relations_closed", 0),
+            traces=g.get("traces", 0),
+            queue=g.get("queue", 0),
+            last_consolidation=g.get("last_consolidation"),
+            cached_users=g.get("cached_users", 0),
+            cached_bytes=g.get("cached_bytes", 0),
+            ner={"loaded": False},
+            llm=self.graph.llm_health() if self.graph is not None else {"configured": False, "reachable": None},
+        )
+        return HealthResponse(
+            status="ok",
+            uptime_seconds=round(time.monotonic() - self.service.started, 3),
+            memories=self.service.store.count(),
+            graph=graph,
+        )
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:
         """Several queued lines, answered in order. Consecutive `store` requests are committed
@@ -172,7 +205,7 @@ class Dispatcher:
             if exc.request_id is None:
                 exc.request_id = request.request_id
             raise
-        except Exception as exc:  # noqa: BLE001 - a failed request must never take the process down
+        except Exception as exc:
             log.exception("request failed")
             raise Internal(f"internal error: {type(exc).__name__}: {exc}", request.request_id) from exc
         response.request_id = request.request_id
@@ -194,7 +227,7 @@ class Dispatcher:
             results = self.service.store_group(run)
         except Disabled as exc:
             results = [Disabled(str(exc)) for _ in run]
-        except Exception as exc:  # noqa: BLE001 - the commit failed: every request in it failed
+        except Exception as exc:
             log.exception("group store failed")
             results = [Internal(f"internal error: {type(exc).__name__}: {exc}") for _ in run]
         out = []

@@ -18,16 +18,25 @@ log = logging.getLogger("sidecar.inspector")
 def run(config: Config) -> int:
     """Serve until a signal; returns the exit code (0, or 1 when the data dir or the model cannot be opened)."""
     if config.shared:
-        print(f"memory-sidecar inspect: {config.data_dir} is an object-store location; the inspector reads local "
-              "data dirs only (export it with `memory-sidecar export` and import it into a local one)", file=sys.stderr)
+        print(
+            f"memory-sidecar inspect: {config.data_dir} is an object-store location; the inspector reads local "
+            "data dirs only (export it with `memory-sidecar export` and import it into a local one)",
+            file=sys.stderr,
+        )
         return 1
     try:
         from ..embedding.embedder import Embedder
         from ..embedding.model import resolve_model
         from ..inspector import InspectorError, InspectorServer, ReadOnlyData
 
-        files = resolve_model(config.model_dir, config.offline, config.model_sha256, config.model, config.query_prefix,
-                              config.passage_prefix)
+        files = resolve_model(
+            config.model_dir,
+            config.offline,
+            config.model_sha256,
+            config.model,
+            config.query_prefix,
+            config.passage_prefix,
+        )
         embedder = Embedder(files, threads=config.threads)
         identity = files.identity
         data = ReadOnlyData(config.data_dir, embedder.embed_query, identity)
@@ -37,8 +46,9 @@ def run(config: Config) -> int:
         print(f"memory-sidecar inspect: {exc}", file=sys.stderr)
         return 1
     if not data.same_model:
-        log.warning("%s was embedded by another model than %s: only keyword search is meaningful",
-                    config.data_dir, files.name)
+        log.warning(
+            "%s was embedded by another model than %s: only keyword search is meaningful", config.data_dir, files.name
+        )
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("received signal %d, stopping", signum)

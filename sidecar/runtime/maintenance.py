@@ -36,8 +36,11 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
                 next_trim = time.monotonic() + native_memory.TRIM_INTERVAL_SECONDS
             if time.monotonic() >= next_expiry and database.maintains():
                 service.expire(cfg.ttl_days, background=True)
-                next_expiry = (time.monotonic() + cfg.cleanup_interval_hours * 3600
-                               if cfg.cleanup_interval_hours > 0 else float("inf"))
+                next_expiry = (
+                    time.monotonic() + cfg.cleanup_interval_hours * 3600
+                    if cfg.cleanup_interval_hours > 0
+                    else float("inf")
+                )
             elif warm:
                 warm = False
                 t0 = time.monotonic()
@@ -51,7 +54,7 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
                 native_memory.trim()
             elif graph is not None and database.read_only_reason() is None and graph.consolidation_due():
                 graph.consolidate_all(budget=CONSOLIDATE_BUDGET)  # 200 new episodes, or 5 min after the first
-        except Exception:  # noqa: BLE001 - maintenance failing must not stop serving
+        except Exception:
             log.exception("background maintenance failed; will retry")
             if cfg.ttl_days > 0:  # expiry off stays off: expire(0) would delete every memory
                 next_expiry = time.monotonic() + 60

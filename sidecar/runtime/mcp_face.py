@@ -15,11 +15,12 @@ from .. import __version__
 from ..wire import MemoryInstructionsRequest
 from ..wire.transport import protect_stdout
 from . import native_memory
-from .platform import ParentWatch, on_stop_signals
 from .config import Config
 from .maintenance import maintain
+from .platform import ParentWatch, on_stop_signals
 
 log = logging.getLogger("sidecar.server")
+
 
 def install_hint(frozen: bool = False) -> str:
     """The pip command that installs the package with its `mcp` extra. memory-sidecar is on no package index
@@ -36,12 +37,13 @@ def extra_missing() -> str | None:
     from .frozen import bundle_dir
 
     if bundle_dir() is not None:
-        return ("the frozen binary has no MCP support (kept lean); use the Python package instead: "
-                f"{install_hint(frozen=True)}")
+        return (
+            "the frozen binary has no MCP support (kept lean); use the Python package instead: "
+            f"{install_hint(frozen=True)}"
+        )
     for module in ("mcp", "jsonschema"):
         if importlib.util.find_spec(module) is None:
-            return (f"the optional MCP extra is not installed (no `{module}` module); install it with: "
-                    f"{install_hint()}")
+            return f"the optional MCP extra is not installed (no `{module}` module); install it with: {install_hint()}"
     version = metadata.version("mcp")
     if not version.startswith("2."):
         return f"the MCP face needs the mcp SDK 2.x (mcp>=2.3,<3), found mcp {version}; run: {install_hint()}"
@@ -66,13 +68,18 @@ def run(config: Config, parent: ParentWatch) -> int:
 
         app = build(config)
         native_memory.release_code_pages()  # what loading mapped and serving does not use
-    except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
+    except Exception as exc:
         log.error("start-up failed: %s", exc if not isinstance(exc, ImportError) else f"missing dependency: {exc}")
         return 1
-    log.info("MCP server ready in %d ms (data dir %s, default user %r)",
-             (time.monotonic() - t0) * 1000, config.data_dir, config.user)
-    maintenance = threading.Thread(target=maintain, args=(config, app.service, app.graph, stop),
-                                   name="maintenance", daemon=True)
+    log.info(
+        "MCP server ready in %d ms (data dir %s, default user %r)",
+        (time.monotonic() - t0) * 1000,
+        config.data_dir,
+        config.user,
+    )
+    maintenance = threading.Thread(
+        target=maintain, args=(config, app.service, app.graph, stop), name="maintenance", daemon=True
+    )
     maintenance.start()
     try:
         from ..mcp import Settings, serve

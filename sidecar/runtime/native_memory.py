@@ -63,7 +63,7 @@ import os
 import platform
 import re
 import time
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 log = logging.getLogger("sidecar.memory")
 
@@ -73,7 +73,7 @@ MMAP_THRESHOLD = 128 * 1024
 _M_ARENA_MAX = -8  # from glibc's malloc.h
 _M_MMAP_THRESHOLD = -3
 
-_libc: "ctypes.CDLL | None" = None
+_libc: ctypes.CDLL | None = None
 
 
 def configure() -> bool:
@@ -96,12 +96,24 @@ def configure() -> bool:
 
 
 class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-                 "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
-def heap_bytes() -> "dict[str, int] | None":
+def heap_bytes() -> dict[str, int] | None:
     """glibc's own account, over all arenas: bytes in use and free in the heaps, and in mmapped blocks
     (None off glibc or before 2.33). Free heap bytes that grow while in-use ones do not are fragmentation."""
     if _libc is None or not hasattr(_libc, "mallinfo2"):
@@ -132,7 +144,7 @@ def release_code_pages() -> int:
             for start, end, kib in clean_library_mappings(f):
                 if _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), MADV_DONTNEED) == 0:
                     released += kib
-    except Exception:  # noqa: BLE001 - no /proc (a sandbox), an unexpected format: keep serving, release nothing more
+    except Exception:
         log.debug("releasing code pages failed", exc_info=True)
     log.debug("clean code pages released: %d KiB in %.0f ms", released, (time.monotonic() - t0) * 1000)
     return released
@@ -142,7 +154,7 @@ def clean_library_mappings(lines: Iterable[str]) -> Iterator[tuple[int, int, int
     """(start, end, resident KiB) of each read-only mapping of a shared library whose resident pages are
     all clean and shared with the file and none swapped out, from the lines of /proc/PID/smaps; each
     yielded as soon as the next record begins (or the lines end)."""
-    current: "dict[str, int] | None" = None
+    current: dict[str, int] | None = None
     for line in lines:
         key, _, rest = line.partition(" ")
         if key.endswith(":"):
@@ -153,15 +165,20 @@ def clean_library_mappings(lines: Iterable[str]) -> Iterator[tuple[int, int, int
         if current is not None and _clean(current):
             yield current["start"], current["end"], current["Rss"]
         fields = rest.split(None, 4)
-        keep = (len(fields) == 5 and "w" not in fields[0] and fields[4].startswith("/")
-                and not fields[4].startswith("/dev/") and _LIBRARY.search(fields[4].rstrip("\n")) is not None)
+        keep = (
+            len(fields) == 5
+            and "w" not in fields[0]
+            and fields[4].startswith("/")
+            and not fields[4].startswith("/dev/")
+            and _LIBRARY.search(fields[4].rstrip("\n")) is not None
+        )
         start, _, end = key.partition("-")
         current = {"start": int(start, 16), "end": int(end, 16)} if keep else None
     if current is not None and _clean(current):
         yield current["start"], current["end"], current["Rss"]
 
 
-def _clean(mapping: "dict[str, int]") -> bool:
+def _clean(mapping: dict[str, int]) -> bool:
     return mapping.get("Rss", 0) > 0 and all(mapping.get(key[:-1], 1) == 0 for key in _COUNTED[1:])
 
 

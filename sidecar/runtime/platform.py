@@ -31,7 +31,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger("sidecar.platform")
 
@@ -89,8 +89,9 @@ def _open_process(pid: int) -> tuple[object, bool]:
     error = ctypes.get_last_error()
     if error == _ERROR_INVALID_PARAMETER:
         return None, True  # the parent ended before we looked
-    log.warning("cannot watch the parent process %d (Windows error %d): the sidecar leaves when stdin closes",
-                pid, error)
+    log.warning(
+        "cannot watch the parent process %d (Windows error %d): the sidecar leaves when stdin closes", pid, error
+    )
     return None, False
 
 
@@ -109,8 +110,15 @@ def on_stop_signals(handler: Callable[[int, object], None]) -> None:
 
 def started_seconds_ago(pid: int) -> float | None:
     """How long ago process `pid` started, from the OS; None when it cannot be read."""
-    read = _started_windows if WINDOWS else _started_macos if sys.platform == "darwin" else \
-        _started_linux if sys.platform.startswith("linux") else None
+    read = (
+        _started_windows
+        if WINDOWS
+        else _started_macos
+        if sys.platform == "darwin"
+        else _started_linux
+        if sys.platform.startswith("linux")
+        else None
+    )
     if read is None:
         return None
     try:
@@ -153,11 +161,17 @@ def _started_windows(pid: int) -> float:
         raise OSError(ctypes.get_last_error(), f"OpenProcess {pid}")
     try:
         created, ended, kernel, user, now = (wintypes.FILETIME() for _ in range(5))
-        if not k.GetProcessTimes(wintypes.HANDLE(handle), ctypes.byref(created), ctypes.byref(ended),
-                                 ctypes.byref(kernel), ctypes.byref(user)):
+        if not k.GetProcessTimes(
+            wintypes.HANDLE(handle),
+            ctypes.byref(created),
+            ctypes.byref(ended),
+            ctypes.byref(kernel),
+            ctypes.byref(user),
+        ):
             raise OSError(ctypes.get_last_error(), f"GetProcessTimes {pid}")
         k.GetSystemTimeAsFileTime(ctypes.byref(now))
     finally:
         k.CloseHandle(wintypes.HANDLE(handle))
-    return (((now.dwHighDateTime << 32) | now.dwLowDateTime)
-            - ((created.dwHighDateTime << 32) | created.dwLowDateTime)) / 1e7  # FILETIMEs count 100 ns
+    return (
+        ((now.dwHighDateTime << 32) | now.dwLowDateTime) - ((created.dwHighDateTime << 32) | created.dwLowDateTime)
+    ) / 1e7  # FILETIMEs count 100 ns

@@ -17,10 +17,10 @@ from ..wire import PROTOCOL_VERSION, ReadyResponse, encode
 from ..wire.errors import StartupFailed, TooLarge
 from ..wire.transport import Eof, Incoming, Line, Oversized, StdioTransport
 from . import collector, native_memory, process_start
-from .platform import ParentWatch, on_stop_signals
 from .config import Config
 from .frozen import onefile_unpack_dir
 from .maintenance import maintain
+from .platform import ParentWatch, on_stop_signals
 
 log = logging.getLogger("sidecar.server")
 
@@ -68,12 +68,19 @@ class Server:
             from ..embedding.loading import ModelLoad
 
             cfg = self.config  # the model loads beside the imports that follow (embedding/loading.py)
-            model = ModelLoad(cfg.model_dir, cfg.offline, cfg.model_sha256, cfg.threads, cfg.model, cfg.query_prefix,
-                              cfg.passage_prefix)
+            model = ModelLoad(
+                cfg.model_dir,
+                cfg.offline,
+                cfg.model_sha256,
+                cfg.threads,
+                cfg.model,
+                cfg.query_prefix,
+                cfg.passage_prefix,
+            )
             from .app import build
 
             self.app = build(cfg, model)
-        except Exception as exc:  # noqa: BLE001 - any start-up failure: one clear line, exit 1
+        except Exception as exc:
             if model is not None:
                 model.settle()  # never exit while onnxruntime makes its session (ModelLoad.settle)
             message = str(exc) if not isinstance(exc, ImportError) else f"missing dependency: {exc}"
@@ -89,14 +96,27 @@ class Server:
             native_memory.release_code_pages()  # what loading mapped and serving does not use
             # from the start of the process the host spawned: a onefile build's launcher (our parent), else us
             since_spawn, _ = process_start.since_spawn(self.parent.pid if onefile_unpack_dir() else os.getpid())
-            ready = ReadyResponse(version=__version__, protocol=PROTOCOL_VERSION, model=files.name, dim=files.dim,
-                                  model_digest=files.digest, data_dir=str(self.config.data_dir),
-                                  memories=memories, startup_ms=round(since_spawn * 1000))
+            ready = ReadyResponse(
+                version=__version__,
+                protocol=PROTOCOL_VERSION,
+                model=files.name,
+                dim=files.dim,
+                model_digest=files.digest,
+                data_dir=str(self.config.data_dir),
+                memories=memories,
+                startup_ms=round(since_spawn * 1000),
+            )
             self.transport.send(encode(ready))
-            log.info("ready %d ms after the %s started (%d ms in Server.run)", ready.startup_ms,
-                     "launcher" if onefile_unpack_dir() else "process", (time.monotonic() - t0) * 1000)
+            log.info(
+                "ready %d ms after the %s started (%d ms in Server.run)",
+                ready.startup_ms,
+                "launcher" if onefile_unpack_dir() else "process",
+                (time.monotonic() - t0) * 1000,
+            )
             collector.settle()  # start-up's objects frozen, the collector back on (collector.py)
-            maintenance = threading.Thread(target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True)
+            maintenance = threading.Thread(
+                target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True
+            )
             maintenance.start()
             self._serve(self.app.dispatcher)
             self.stop.set()
@@ -137,8 +157,10 @@ class Server:
                 log.info("end of input, shutting down")
                 return
             if isinstance(item, Oversized):
-                err = TooLarge(f"request line of {item.size} bytes is over the limit of "
-                               f"{self.config.max_line_bytes} bytes (--max-line-bytes)")
+                err = TooLarge(
+                    f"request line of {item.size} bytes is over the limit of "
+                    f"{self.config.max_line_bytes} bytes (--max-line-bytes)"
+                )
                 results = [(encode(err.to_response()), False)]
             else:
                 lines = self._drain(item.data, backlog)

@@ -4,26 +4,52 @@ the sidecar; each domain keeps its own tables (messages/store.py, facts/store.py
 
 from .compaction import COMPACT_MAX_DUTY, CompactionSchedule, compact_table, compact_tables, compaction_due
 from .database import (
-                       LANCE_DIR,
-                       LOCK_FILE,
-                       META_FILE,
-                       SCHEMA_VERSION,
-                       Database,
-                       ModelMismatch,
-                       StoreError,
-                       StoreLocked,
-                       dir_bytes,
-                       same_model,
-                       write_json_atomic,
+    LANCE_DIR,
+    LOCK_FILE,
+    META_FILE,
+    SCHEMA_VERSION,
+    Database,
+    ModelMismatch,
+    StoreError,
+    StoreLocked,
+    dir_bytes,
+    same_model,
+    write_json_atomic,
 )
 from .lancedb_import import import_lancedb, table_names
-from .reads import TableReads
 from .objectstore import ObjectLocation, ObjectStoreSettings, is_object_uri
-from .shared import SharedStore
+from .reads import TableReads
 from .search import cosine_search, rrf
+from .shared import SharedStore
 from .sql import sql_in, sql_num, sql_str
 
-__all__ = ["COMPACT_MAX_DUTY", "CompactionSchedule", "compact_table", "compact_tables", "compaction_due", "LANCE_DIR", "LOCK_FILE", "META_FILE",
-           "SCHEMA_VERSION", "Database", "ModelMismatch", "StoreError", "StoreLocked", "dir_bytes", "same_model",
-           "write_json_atomic", "import_lancedb", "table_names",
-           "ObjectLocation", "ObjectStoreSettings", "is_object_uri", "SharedStore", "TableReads", "cosine_search", "rrf", "sql_in", "sql_num", "sql_str"]
+__all__ = [
+    "COMPACT_MAX_DUTY",
+    "LANCE_DIR",
+    "LOCK_FILE",
+    "META_FILE",
+    "SCHEMA_VERSION",
+    "CompactionSchedule",
+    "Database",
+    "ModelMismatch",
+    "ObjectLocation",
+    "ObjectStoreSettings",
+    "SharedStore",
+    "StoreError",
+    "StoreLocked",
+    "TableReads",
+    "compact_table",
+    "compact_tables",
+    "compaction_due",
+    "cosine_search",
+    "dir_bytes",
+    "import_lancedb",
+    "is_object_uri",
+    "rrf",
+    "same_model",
+    "sql_in",
+    "sql_num",
+    "sql_str",
+    "table_names",
+    "write_json_atomic",
+]

@@ -7,8 +7,9 @@ import logging
 import threading
 import time
 import warnings
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any
 
 # Background compaction takes at most this share of wall time by default (--compact-max-duty):
 # after one that took d seconds, the next waits at least d * (1 / share - 1). LanceDB's `optimize`
@@ -19,8 +20,14 @@ from typing import Any, Iterable
 COMPACT_MAX_DUTY = 0.1
 
 
-def compaction_due(now: float, pending_writes: int, first_pending_at: float | None, every_writes: int,
-                   interval_seconds: float, not_before: float) -> bool:
+def compaction_due(
+    now: float,
+    pending_writes: int,
+    first_pending_at: float | None,
+    every_writes: int,
+    interval_seconds: float,
+    not_before: float,
+) -> bool:
     """Whether a background compaction should start: something was written, not before `not_before`
     (the duty-cycle pause after the last one), and either `every_writes` commits are waiting or the
     oldest waited `interval_seconds` (0: never by time)."""
@@ -34,8 +41,7 @@ def compaction_due(now: float, pending_writes: int, first_pending_at: float | No
 class CompactionSchedule:
     """Commits counted since the last compaction, and the duty-cycle pause after one. Thread-safe."""
 
-    def __init__(self, every_writes: int = 200, interval_seconds: float = 60.0,
-                 max_duty: float = COMPACT_MAX_DUTY):
+    def __init__(self, every_writes: int = 200, interval_seconds: float = 60.0, max_duty: float = COMPACT_MAX_DUTY):
         self.every_writes = every_writes
         self.interval_seconds = interval_seconds
         self.max_duty = max_duty
@@ -52,8 +58,14 @@ class CompactionSchedule:
                 self._first_pending_at = time.monotonic()
 
     def due(self) -> bool:
-        return compaction_due(time.monotonic(), self._pending, self._first_pending_at, self.every_writes,
-                              self.interval_seconds, self._not_before)
+        return compaction_due(
+            time.monotonic(),
+            self._pending,
+            self._first_pending_at,
+            self.every_writes,
+            self.interval_seconds,
+            self._not_before,
+        )
 
     def pending(self) -> int:
         """The commits a compaction starting now folds in (pass to `done`)."""
@@ -93,5 +105,6 @@ def compact_tables(tables: Iterable[Any], what: str, keep: timedelta | None = No
     t0 = time.perf_counter()
     for table in tables:
         compact_table(table, exclusive, keep)
-    logging.getLogger("sidecar.storage").info("compacted %s%s in %.0f ms", what, "" if exclusive else " (concurrent)",
-                                              (time.perf_counter() - t0) * 1000)
+    logging.getLogger("sidecar.storage").info(
+        "compacted %s%s in %.0f ms", what, "" if exclusive else " (concurrent)", (time.perf_counter() - t0) * 1000
+    )

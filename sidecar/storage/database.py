@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -91,9 +92,11 @@ def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """May vectors made by model identity `a` be searched together with vectors made by `b`? Same name and dim,
     the same file or files of one family, and the same settings that shape a stored vector (pooling,
     normalisation, passage prefix)."""
-    return (a.get("name"), a.get("dim")) == (b.get("name"), b.get("dim")) and (
-        a.get("digest") == b.get("digest") or _family(a) == _family(b)) and (
-        a.get("embedding") or LEGACY_EMBEDDING) == (b.get("embedding") or LEGACY_EMBEDDING)
+    return (
+        (a.get("name"), a.get("dim")) == (b.get("name"), b.get("dim"))
+        and (a.get("digest") == b.get("digest") or _family(a) == _family(b))
+        and (a.get("embedding") or LEGACY_EMBEDDING) == (b.get("embedding") or LEGACY_EMBEDDING)
+    )
 
 
 class Database:
@@ -118,8 +121,10 @@ class Database:
             data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             if data_dir.exists() and not data_dir.is_dir():  # mkdir's own words: "File exists"
-                raise StoreError(f"data dir {data_dir} is a file, not a directory: pass a directory's path "
-                                 "(it is created if missing)") from None
+                raise StoreError(
+                    f"data dir {data_dir} is a file, not a directory: pass a directory's path "
+                    "(it is created if missing)"
+                ) from None
             raise StoreError(f"cannot create data dir {data_dir}: {exc.strerror or exc}") from None
         self._file_lock = FileLock(str(data_dir / LOCK_FILE))
         try:
@@ -127,7 +132,8 @@ class Database:
         except Timeout:
             raise StoreLocked(
                 f"data dir {data_dir} is in use by another memory-sidecar (lock {data_dir / LOCK_FILE} is held); "
-                "stop that process or use another --data-dir") from None
+                "stop that process or use another --data-dir"
+            ) from None
         except OSError as exc:
             raise StoreError(f"cannot lock data dir {data_dir}: {exc.strerror or exc}") from None
         try:
@@ -141,8 +147,9 @@ class Database:
     @staticmethod
     def _connect(uri: str, **kwargs: Any) -> Any:
         lancedb = import_lancedb()
-        session = lancedb.Session(index_cache_size_bytes=LANCE_INDEX_CACHE_BYTES,
-                                  metadata_cache_size_bytes=LANCE_METADATA_CACHE_BYTES)
+        session = lancedb.Session(
+            index_cache_size_bytes=LANCE_INDEX_CACHE_BYTES, metadata_cache_size_bytes=LANCE_METADATA_CACHE_BYTES
+        )
         return lancedb.connect(uri, session=session, **kwargs)
 
     def _open_shared(self, store: SharedStore, allow_reembed: bool) -> None:
@@ -153,16 +160,21 @@ class Database:
         try:
             self.meta = self.shared.read_meta()
             self._check(allow_reembed)
-            if (self.meta is None or self.schema_version < SCHEMA_VERSION or self.model_changed) \
-                    and not self.shared.maintains():
-                raise StoreError(f"{store} is being created, migrated or re-embedded, which only the lease holder "
-                                 f"does ({self.shared.lease.holder_name}): start this sidecar again once that one "
-                                 "is ready")
+            if (
+                self.meta is None or self.schema_version < SCHEMA_VERSION or self.model_changed
+            ) and not self.shared.maintains():
+                raise StoreError(
+                    f"{store} is being created, migrated or re-embedded, which only the lease holder "
+                    f"does ({self.shared.lease.holder_name}): start this sidecar again once that one "
+                    "is ready"
+                )
             # LanceDB looks for a newer version at most every half refresh interval, and the message store
             # checks the version as often: a write acknowledged elsewhere is seen within the interval
-            self.db = self._connect(store.location.child_uri(LANCE_DIR),
-                                    storage_options=store.settings.lance_options(),
-                                    read_consistency_interval=timedelta(seconds=store.refresh_seconds / 2))
+            self.db = self._connect(
+                store.location.child_uri(LANCE_DIR),
+                storage_options=store.settings.lance_options(),
+                read_consistency_interval=timedelta(seconds=store.refresh_seconds / 2),
+            )
         except SharedStoreError as exc:
             self.shared.close()
             raise StoreError(str(exc)) from None
@@ -191,30 +203,35 @@ class Database:
         try:
             return orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
-            raise StoreError(f"{path} is unreadable ({exc}); restore it from a backup or move the data dir "
-                             "away to start empty") from None
+            raise StoreError(
+                f"{path} is unreadable ({exc}); restore it from a backup or move the data dir away to start empty"
+            ) from None
 
     def _check(self, allow_reembed: bool) -> None:
         if self.meta is None:
             return
         version = int(self.meta.get("schema_version", 0))
         if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} has schema version {version}, newer than this sidecar's "
-                             f"{SCHEMA_VERSION}; upgrade memory-sidecar")
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this sidecar's "
+                f"{SCHEMA_VERSION}; upgrade memory-sidecar"
+            )
         old = self.meta.get("model", {})
         if self.model_changed and self.meta.get("reembed") and not allow_reembed:
             raise ModelMismatch(
                 f"{self.path} is being moved to model {old.get('name')} (dim {old.get('dim')}) by --reembed, which "
                 f"has not finished; this sidecar runs {self.model['name']} (dim {self.model['dim']}). Start with "
                 f"--model {old.get('name')} to let it finish (it resumes by itself), or with --reembed to move the "
-                "store to this model instead")
+                "store to this model instead"
+            )
         if self.model_changed and not allow_reembed:
             raise ModelMismatch(
                 f"{self.path} was made with model {old.get('name')} (dim {old.get('dim')}, sha256 "
                 f"{str(old.get('digest'))[:12]}...), but this sidecar runs {self.model['name']} (dim "
                 f"{self.model['dim']}, sha256 {self.model['digest'][:12]}...). Vectors from different models must "
                 "not be mixed: start once with --reembed to re-embed every memory with the current model, or use "
-                "another --data-dir")
+                "another --data-dir"
+            )
 
     @property
     def is_new(self) -> bool:
@@ -243,9 +260,19 @@ class Database:
         old = (self.meta or {}).get("model", {})
         if self.meta is not None and self.meta.get("reembed") and not self.model_changed:
             old = self.meta["reembed"].get("from", old)
-        self.meta = {**(self.meta or {"created_at": time.time()}), "schema_version": self.schema_version,
-                     "model": self.model, "reembed": {"from": old, "total": int(total), "done": 0, "facts": False,
-                                                      "phase": "convert", "started_at": time.time()}}
+        self.meta = {
+            **(self.meta or {"created_at": time.time()}),
+            "schema_version": self.schema_version,
+            "model": self.model,
+            "reembed": {
+                "from": old,
+                "total": int(total),
+                "done": 0,
+                "facts": False,
+                "phase": "convert",
+                "started_at": time.time(),
+            },
+        }
         self._write_meta()
 
     def note_reembed(self, **state: Any) -> None:
@@ -296,8 +323,11 @@ class Database:
 
     def commit_meta(self) -> None:
         """Record the current schema version and model: a new data dir is complete, or a re-embedding done."""
-        self.meta = {**(self.meta or {"created_at": time.time()}), "schema_version": SCHEMA_VERSION,
-                     "model": self.model}
+        self.meta = {
+            **(self.meta or {"created_at": time.time()}),
+            "schema_version": SCHEMA_VERSION,
+            "model": self.model,
+        }
         self._write_meta()
 
     def _write_meta(self) -> None:

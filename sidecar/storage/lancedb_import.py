@@ -49,9 +49,10 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 from .lazy_import import defer_package_init, import_with_stand_ins
 
@@ -69,6 +70,7 @@ def marking_overrides() -> Iterator[None]:
     if sys.version_info >= (3, 12) or "overrides" in sys.modules or "lancedb" in sys.modules:
         yield
         return
+
     def override(method):  # what typing.override does: mark when the object takes it, nothing else
         try:
             method.__override__ = True

@@ -58,7 +58,7 @@ class Deferred:
     """Stands for attribute `attr` of package `module` until first used, then hands every use to the real
     object (reading it runs the package's `__init__` in full, once)."""
 
-    __slots__ = ("_module", "_attr")
+    __slots__ = ("_attr", "_module")
 
     def __init__(self, module: str, attr: str):
         self._module, self._attr = module, attr
@@ -92,11 +92,12 @@ def import_with_stand_ins(top: str, stand_ins: tuple[str, ...]) -> ModuleType:
     _standing_in.update(deferred)
     try:
         return importlib.import_module(top)
-    except Exception:  # noqa: BLE001 - a version that uses a stood-in name at import: import it as it comes
+    except Exception:
         if not deferred:
             raise
-        log.info("%s did not import with %s standing in; importing it again in full", top, ", ".join(deferred),
-                 exc_info=True)
+        log.info(
+            "%s did not import with %s standing in; importing it again in full", top, ", ".join(deferred), exc_info=True
+        )
         _standing_in.difference_update(deferred)
         for name, module in list(sys.modules.items()):
             if name.split(".")[0] in (top, *deferred) and not _extension(module):

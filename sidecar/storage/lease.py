@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 
-
 import orjson
 
 from .objectstore import ObjectStoreError, PreconditionFailed, S3Client
@@ -47,8 +46,9 @@ class Lease:
         return time.monotonic() < self._valid_until
 
     def _body(self) -> bytes:
-        return orjson.dumps({"holder": self.name, "token": self.token, "ttl_seconds": self.ttl,
-                             "written_at": time.time()})
+        return orjson.dumps(
+            {"holder": self.name, "token": self.token, "ttl_seconds": self.ttl, "written_at": time.time()}
+        )
 
     def _read(self) -> tuple[dict, str] | None:
         got = self.client.get(self.key)
@@ -85,8 +85,11 @@ class Lease:
                 log.warning("lease %s: %s", self.key, exc)
                 now_held = self.held()  # still ours until it runs out
             if now_held != before:
-                log.warning("lease: this sidecar %s the maintenance lease%s", "now holds" if now_held else "lost",
-                            "" if now_held else f" (holder: {self.holder_name})")
+                log.warning(
+                    "lease: this sidecar %s the maintenance lease%s",
+                    "now holds" if now_held else "lost",
+                    "" if now_held else f" (holder: {self.holder_name})",
+                )
             return now_held
 
     def _step(self) -> bool:
@@ -132,5 +135,6 @@ class Lease:
                 if current is not None and current[0].get("token") == self.token:
                     self.client.delete(self.key)
             except ObjectStoreError as exc:
-                log.warning("lease %s not released (%s); another sidecar takes it after %.0f s", self.key, exc,
-                            self.ttl)
+                log.warning(
+                    "lease %s not released (%s); another sidecar takes it after %.0f s", self.key, exc, self.ttl
+                )

@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 SCHEMES = ("s3://",)
 DEFAULT_REGION = "us-east-1"
 TIMEOUT_SECONDS = 10.0
-CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken",
-                    "InvalidClientTokenId", "AuthorizationHeaderMalformed"}
+CREDENTIAL_CODES = {
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "InvalidClientTokenId",
+    "AuthorizationHeaderMalformed",
+}
 
 
 def is_object_uri(value: str) -> bool:
@@ -48,14 +55,24 @@ class ObjectStoreSettings:
     session_token: str | None = None
 
     @classmethod
-    def resolve(cls, environ: Mapping[str, str], endpoint: str | None = None, region: str | None = None,
-                access_key_id: str | None = None, secret_env: str = "AWS_SECRET_ACCESS_KEY") -> "ObjectStoreSettings":
+    def resolve(
+        cls,
+        environ: Mapping[str, str],
+        endpoint: str | None = None,
+        region: str | None = None,
+        access_key_id: str | None = None,
+        secret_env: str = "AWS_SECRET_ACCESS_KEY",
+    ) -> ObjectStoreSettings:
         """Configuration first, then the standard AWS variables."""
         endpoint = endpoint or environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or None
         region = region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
-        return cls(endpoint.rstrip("/") if endpoint else None, region,
-                   access_key_id or environ.get("AWS_ACCESS_KEY_ID") or None,
-                   environ.get(secret_env) or None, environ.get("AWS_SESSION_TOKEN") or None)
+        return cls(
+            endpoint.rstrip("/") if endpoint else None,
+            region,
+            access_key_id or environ.get("AWS_ACCESS_KEY_ID") or None,
+            environ.get(secret_env) or None,
+            environ.get("AWS_SESSION_TOKEN") or None,
+        )
 
     @property
     def base_url(self) -> str:
@@ -87,7 +104,7 @@ class ObjectLocation:
     prefix: str  # no leading or trailing slash; may be ""
 
     @classmethod
-    def parse(cls, uri: str) -> "ObjectLocation":
+    def parse(cls, uri: str) -> ObjectLocation:
         rest = uri.split("://", 1)[1]
         bucket, _, prefix = rest.partition("/")
         if not re.fullmatch(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", bucket):
@@ -111,7 +128,7 @@ _CODE = re.compile(r"<Code>([^<]+)</Code>")
 RETRIES = 2  # a request that fails to connect or gets a 5xx is tried this many more times, within the timeout
 
 
-def _error(exc: Exception, what: str) -> "ObjectStoreError":
+def _error(exc: Exception, what: str) -> ObjectStoreError:
     """obstore's exception as ours: the HTTP status and S3 error code it carries (0 and "" when the request
     never got an answer: no server, a refused connection, a timeout)."""
     from obstore.exceptions import AlreadyExistsError, PreconditionError
@@ -135,22 +152,34 @@ class S3Client:
             import obstore
             from obstore.store import S3Store
         except ImportError as exc:
-            raise ObjectStoreError(f"object-store data dirs need the obstore package ({exc}): "
-                                   "pip install 'obstore>=0.8'") from None
+            raise ObjectStoreError(
+                f"object-store data dirs need the obstore package ({exc}): pip install 'obstore>=0.8'"
+            ) from None
         self._obs = obstore
         s = settings
         config = {"endpoint": s.base_url, "region": s.region, "virtual_hosted_style_request": False}
-        for key, value in (("access_key_id", s.access_key_id), ("secret_access_key", s.secret_access_key),
-                           ("session_token", s.session_token)):
+        for key, value in (
+            ("access_key_id", s.access_key_id),
+            ("secret_access_key", s.secret_access_key),
+            ("session_token", s.session_token),
+        ):
             if value:
                 config[key] = value
         wait = dt.timedelta(seconds=timeout)
-        self._store = S3Store(bucket, config=config,
-                              client_options={"allow_http": s.base_url.startswith("http://"), "timeout": wait,
-                                              "connect_timeout": wait},
-                              retry_config={"max_retries": RETRIES, "retry_timeout": wait,
-                                            "backoff": {"init_backoff": dt.timedelta(milliseconds=100),
-                                                        "max_backoff": dt.timedelta(seconds=1), "base": 2}})
+        self._store = S3Store(
+            bucket,
+            config=config,
+            client_options={"allow_http": s.base_url.startswith("http://"), "timeout": wait, "connect_timeout": wait},
+            retry_config={
+                "max_retries": RETRIES,
+                "retry_timeout": wait,
+                "backoff": {
+                    "init_backoff": dt.timedelta(milliseconds=100),
+                    "max_backoff": dt.timedelta(seconds=1),
+                    "base": 2,
+                },
+            },
+        )
 
     def _where(self, method: str, key: str = "") -> str:
         return f"{method} {self.settings.base_url}/{self.bucket}/{key}".rstrip("/")
@@ -164,7 +193,7 @@ class S3Client:
             if "NoSuchBucket" in str(exc):
                 raise _error(exc, self._where("GET", key)) from None
             return None
-        except Exception as exc:  # noqa: BLE001 - obstore's errors, each mapped to ours
+        except Exception as exc:
             raise _error(exc, self._where("GET", key)) from None
 
     def put(self, key: str, body: bytes, if_none_match: bool = False, if_match: str | None = None) -> str:
@@ -172,7 +201,7 @@ class S3Client:
         mode: Any = "create" if if_none_match else {"e_tag": if_match} if if_match else "overwrite"
         try:
             result = self._obs.put(self._store, key, body, mode=mode, attributes={"Content-Type": "application/json"})
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _error(exc, self._where("PUT", key)) from None
         return result.get("e_tag") or ""
 
@@ -181,7 +210,7 @@ class S3Client:
             self._obs.delete(self._store, key)
         except FileNotFoundError:
             pass
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _error(exc, self._where("DELETE", key)) from None
 
     def sizes(self, prefix: str) -> Iterator[int]:
@@ -190,14 +219,14 @@ class S3Client:
             for page in self._obs.list(self._store, prefix):
                 for meta in page:
                     yield int(meta["size"])
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _error(exc, self._where("LIST", prefix)) from None
 
     def list_keys(self, prefix: str) -> None:
         """List the first page under `prefix` (what `check_access` needs to know the store answers)."""
         try:
             next(iter(self._obs.list(self._store, prefix, chunk_size=1)), None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _error(exc, self._where("LIST", prefix)) from None
 
 
@@ -205,15 +234,21 @@ def access_problem(exc: ObjectStoreError, location: ObjectLocation, settings: Ob
     """What went wrong reaching the location, and what to do: one sentence for `startup_failed`."""
     where = f"{location} ({settings.describe()})"
     if exc.status == 0:
-        return (f"cannot reach the object store for {where}: {exc}. Check the endpoint (--s3-endpoint, "
-                "MEMORY_SIDECAR_S3_ENDPOINT or AWS_ENDPOINT_URL) and that the server is running and reachable")
+        return (
+            f"cannot reach the object store for {where}: {exc}. Check the endpoint (--s3-endpoint, "
+            "MEMORY_SIDECAR_S3_ENDPOINT or AWS_ENDPOINT_URL) and that the server is running and reachable"
+        )
     if exc.code == "NoSuchBucket" or (exc.status == 404 and not exc.code):
-        return (f"bucket {location.bucket!r} does not exist at {settings.base_url}: create it first (for example "
-                f"`aws s3 mb s3://{location.bucket}`) or correct --data-dir")
+        return (
+            f"bucket {location.bucket!r} does not exist at {settings.base_url}: create it first (for example "
+            f"`aws s3 mb s3://{location.bucket}`) or correct --data-dir"
+        )
     if exc.code in CREDENTIAL_CODES or exc.status in (401, 403):
-        return (f"the object store refused the credentials for {where} ({exc.code or f'HTTP {exc.status}'}): check "
-                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), and that they may list, get, "
-                f"put and delete objects in bucket {location.bucket!r}")
+        return (
+            f"the object store refused the credentials for {where} ({exc.code or f'HTTP {exc.status}'}): check "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), and that they may list, get, "
+            f"put and delete objects in bucket {location.bucket!r}"
+        )
     if exc.status in (301, 307) or exc.code in ("PermanentRedirect", "AuthorizationHeaderMalformed"):
         return f"bucket {location.bucket!r} is in another region than {settings.region}: set AWS_DEFAULT_REGION or --s3-region"
     return f"the object store answered an error for {where}: {exc}"
@@ -224,8 +259,10 @@ def check_access(client: S3Client, location: ObjectLocation) -> None:
     Raises ValueError with `access_problem`'s sentence otherwise."""
     s = client.settings
     if not s.access_key_id or not s.secret_access_key:
-        raise ValueError(f"no credentials for {location}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                         "(or --s3-access-key-id and the variable named by --s3-secret-access-key-env)")
+        raise ValueError(
+            f"no credentials for {location}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+            "(or --s3-access-key-id and the variable named by --s3-secret-access-key-env)"
+        )
     try:
         client.list_keys(location.key(""))
     except ObjectStoreError as exc:

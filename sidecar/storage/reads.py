@@ -13,8 +13,9 @@ outlast that minute (an export) takes `MessageStore.snapshot()` instead, which h
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 
 class TableReads:

@@ -13,12 +13,14 @@ RRF_K = 10
 def cosine_search(table: Any, vector: np.ndarray, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
     """The `limit` rows of a LanceDB table nearest to `vector` among those matching `where` (filtered
     before ranking), best first, each with its cosine `similarity`."""
-    result = (table.search(vector.astype(np.float32), vector_column_name="vector")
-              .distance_type("cosine")
-              .where(where, prefilter=True)
-              .select([*columns, "_distance"])
-              .limit(limit)
-              .to_arrow())
+    result = (
+        table.search(vector.astype(np.float32), vector_column_name="vector")
+        .distance_type("cosine")
+        .where(where, prefilter=True)
+        .select([*columns, "_distance"])
+        .limit(limit)
+        .to_arrow()
+    )
     rows = result.to_pylist()
     for r in rows:
         r["similarity"] = 1.0 - float(r.pop("_distance"))

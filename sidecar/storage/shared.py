@@ -18,11 +18,17 @@ from typing import Any
 import orjson
 
 from .lease import LEASE_OBJECT, Lease
-from .objectstore import (ObjectLocation, ObjectStoreError, ObjectStoreSettings, S3Client, access_problem,
-                          check_access, conditional_put_works)
+from .objectstore import (
+    ObjectLocation,
+    ObjectStoreError,
+    ObjectStoreSettings,
+    S3Client,
+    access_problem,
+    check_access,
+    conditional_put_works,
+)
 
 log = logging.getLogger("sidecar.storage")
-
 
 
 class SharedStoreError(RuntimeError):
@@ -59,9 +65,11 @@ class SharedAccess:
             if store.writers == "auto":
                 self.concurrent = conditional_put_works(self.client, self.location, uuid.uuid4().hex)
                 if not self.concurrent:
-                    log.warning("%s: the store does not refuse a second conditional write (If-None-Match), so "
-                                "LanceDB cannot commit safely from several sidecars: only the lease holder writes",
-                                self.location)
+                    log.warning(
+                        "%s: the store does not refuse a second conditional write (If-None-Match), so "
+                        "LanceDB cannot commit safely from several sidecars: only the lease holder writes",
+                        self.location,
+                    )
             else:
                 self.concurrent = store.writers == "many"
             self.lease = Lease(self.client, self.location.key(LEASE_OBJECT), store.lease_seconds)
@@ -80,9 +88,11 @@ class SharedAccess:
         """None when this sidecar may write now; else why not, as a sentence for the host."""
         if self.concurrent or self.lease.held():
             return None
-        return (f"this sidecar serves {self.location} read-only: the store cannot guarantee safe concurrent "
-                f"commits, so only the lease holder ({self.lease.holder_name or 'another sidecar'}) writes; send "
-                f"writes to it (this sidecar takes over if it stops renewing the lease for {self.lease.ttl:.0f} s)")
+        return (
+            f"this sidecar serves {self.location} read-only: the store cannot guarantee safe concurrent "
+            f"commits, so only the lease holder ({self.lease.holder_name or 'another sidecar'}) writes; send "
+            f"writes to it (this sidecar takes over if it stops renewing the lease for {self.lease.ttl:.0f} s)"
+        )
 
     def read_meta(self) -> dict[str, Any] | None:
         try:
@@ -94,7 +104,9 @@ class SharedAccess:
         try:
             return orjson.loads(got[0])
         except orjson.JSONDecodeError as exc:
-            raise SharedStoreError(f"{self.location}/meta.json is unreadable ({exc}); restore it from a backup") from None
+            raise SharedStoreError(
+                f"{self.location}/meta.json is unreadable ({exc}); restore it from a backup"
+            ) from None
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         try:

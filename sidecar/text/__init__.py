@@ -3,10 +3,34 @@ by Unicode script (tokens.py), the language decision and the Snowball stemmers (
 (stopwords.py), and the terms of a memory or of a query (analysis.py). Pure; imports no other part of
 the sidecar."""
 
-from .analysis import (GRAM_MARK, analyse, analyse_fields, configure, language_of, parse_languages, query_fields,
-                       query_terms, settings, terms)
+from .analysis import (
+    GRAM_MARK,
+    analyse,
+    analyse_fields,
+    configure,
+    language_of,
+    parse_languages,
+    query_fields,
+    query_terms,
+    settings,
+    terms,
+)
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
 from .tokens import written_without_spaces
 
-__all__ = ["GRAM_MARK", "analyse", "analyse_fields", "configure", "query_fields", "language_of", "parse_languages", "query_terms", "settings", "terms", "KNOWN_LANGUAGES", "LANGUAGES",
-           "STEMMERS", "written_without_spaces"]
+__all__ = [
+    "GRAM_MARK",
+    "KNOWN_LANGUAGES",
+    "LANGUAGES",
+    "STEMMERS",
+    "analyse",
+    "analyse_fields",
+    "configure",
+    "language_of",
+    "parse_languages",
+    "query_fields",
+    "query_terms",
+    "settings",
+    "terms",
+    "written_without_spaces",
+]

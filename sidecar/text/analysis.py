@@ -30,7 +30,7 @@ Pure: no I/O. The stemmers are imported on first use (languages.py)."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, STEMMERS, Languages, stemmer
 from .stopwords import STOP_WORDS
@@ -46,9 +46,15 @@ _MISS = object()
 _SETTINGS = {"languages": Languages()}
 
 # Korean particles and copula endings, longest first (hangul_terms)
-HANGUL_ENDINGS = tuple(sorted("""
+HANGUL_ENDINGS = tuple(
+    sorted(
+        """
     이에요 예요 입니다 이야 이다 이고 이랑 랑 에서는 에서도 에서 에게서 에게 한테서 한테 께서 께 으로는 으로 로는 로
-    은 는 이 가 을 를 의 에는 에도 에 와 과 도 만 까지 부터 보다 처럼 마다 야 아""".split(), key=len, reverse=True))
+    은 는 이 가 을 를 의 에는 에도 에 와 과 도 만 까지 부터 보다 처럼 마다 야 아""".split(),
+        key=len,
+        reverse=True,
+    )
+)
 
 
 def configure(languages: list[str] | None) -> None:
@@ -67,8 +73,10 @@ def parse_languages(value: str) -> tuple[str, ...] | None:
     codes = tuple(dict.fromkeys(c.strip() for c in v.split(",") if c.strip())) if v != "auto" else ()
     unknown = [c for c in codes if c not in KNOWN_LANGUAGES]
     if unknown:
-        raise ValueError(f"unknown language code(s) {', '.join(c[:16] for c in unknown[:8])}: use ISO 639-1 codes such as "
-                         f"{', '.join(sorted(KNOWN_LANGUAGES)[:12])}, ... or auto (docs/languages.md)")
+        raise ValueError(
+            f"unknown language code(s) {', '.join(c[:16] for c in unknown[:8])}: use ISO 639-1 codes such as "
+            f"{', '.join(sorted(KNOWN_LANGUAGES)[:12])}, ... or auto (docs/languages.md)"
+        )
     return codes or None
 
 
@@ -117,7 +125,7 @@ def hangul_terms(word: str) -> list[str]:
 
 def grams(word: str) -> list[str]:
     """A word's distinct grams (normalised, accents folded), marked; none for a word shorter than GRAM."""
-    return list(dict.fromkeys(GRAM_MARK + word[i:i + GRAM] for i in range(len(word) - GRAM + 1)))
+    return list(dict.fromkeys(GRAM_MARK + word[i : i + GRAM] for i in range(len(word) - GRAM + 1)))
 
 
 def language_of(text: str) -> str | None:
@@ -138,8 +146,9 @@ def analyse(text: str, language: str | None = DECIDE) -> tuple[str | None, list[
     return language, out
 
 
-def analyse_fields(text: str, language: str | None = DECIDE,
-                   with_grams: bool = True) -> tuple[str | None, list[str], list[str]]:
+def analyse_fields(
+    text: str, language: str | None = DECIDE, with_grams: bool = True
+) -> tuple[str | None, list[str], list[str]]:
     """`analyse`, and the memory's grams (each word's distinct ones, in order)."""
     normal = normalize(text)
     if normal.isascii():
@@ -172,8 +181,7 @@ def analyse_fields(text: str, language: str | None = DECIDE,
     return language, out, found
 
 
-def _analyse_ascii(normal: str, language: str | None,
-                   with_grams: bool) -> tuple[str | None, list[str], list[str]]:
+def _analyse_ascii(normal: str, language: str | None, with_grams: bool) -> tuple[str | None, list[str], list[str]]:
     """`analyse_fields` of ASCII text, the common case made short: words only, each Latin or digits (no script)."""
     words = ascii_words(normal)
     if not words:

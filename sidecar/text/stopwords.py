@@ -7,14 +7,16 @@ other list is compared with the word as written (after NFKC and case folding, be
 
 from __future__ import annotations
 
-ENGLISH = frozenset("""
+ENGLISH = frozenset(
+    """
     i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself
     it its itself they them their theirs themselves what which who whom this that these those am is are was were be
     been being have has had having do does did doing a an the and but if or because as until while of at by for with
     about against between into through during before after above below to from up down in out on off over under
     again further then once here there when where why how all any both each few more most other some such no nor not
     only own same so than too very s t can will just don should now d ll m o re ve y ain aren couldn didn doesn
-    hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn""".split())
+    hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn""".split()
+)
 
 _LISTS = {
     "de": """aber als am an auch auf aus bei bin bis bist da damit dann das dass dem den denn der des dich dir doch
@@ -55,4 +57,7 @@ _LISTS = {
     "hi": """का की के को में से पर और है हैं था थी थे हो होता होती यह वह ये वो मैं तुम आप हम मुझे मेरा मेरी
         मेरे तुम्हारा उस उसका उसकी इस इसका ने भी तो ही कि जो नहीं एक लिए""",
 }
-STOP_WORDS: dict[str, frozenset[str]] = {"en": ENGLISH, **{lang: frozenset(words.split()) for lang, words in _LISTS.items()}}
+STOP_WORDS: dict[str, frozenset[str]] = {
+    "en": ENGLISH,
+    **{lang: frozenset(words.split()) for lang, words in _LISTS.items()},
+}

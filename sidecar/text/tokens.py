@@ -19,22 +19,23 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Iterator
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\u30fc"
 _HANGUL = r"\p{Hangul}"
 _SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 _OTHER = rf"[\p{{L}}\p{{N}}--[{_CJK}{_HANGUL}{_SEA}]]"
 # one alternative per kind of run; `\p{M}` keeps the marks that follow a letter in its run
-_TOKEN = (rf"(?P<cjk>[{_CJK}](?:[{_CJK}]|\p{{M}})*)"
-          rf"|(?P<hangul>[{_HANGUL}](?:[{_HANGUL}]|\p{{M}})*)"
-          rf"|(?P<sea>[{_SEA}](?:[{_SEA}]|\p{{M}})*)"
-          rf"|(?P<word>{_OTHER}(?:{_OTHER}|\p{{M}})*)")
+_TOKEN = (
+    rf"(?P<cjk>[{_CJK}](?:[{_CJK}]|\p{{M}})*)"
+    rf"|(?P<hangul>[{_HANGUL}](?:[{_HANGUL}]|\p{{M}})*)"
+    rf"|(?P<sea>[{_SEA}](?:[{_SEA}]|\p{{M}})*)"
+    rf"|(?P<word>{_OTHER}(?:{_OTHER}|\p{{M}})*)"
+)
 MAX_RUN = 256  # characters of one run handled at a time (a 1 MB line of Han is 4,000 such runs)
 # scripts that stem (languages.py) and are told apart by their first letter
-SCRIPTS = ("Latin", "Cyrillic", "Greek", "Arabic", "Devanagari", "Armenian", "Tamil", "Hebrew", "Bengali",
-           "Georgian")
+SCRIPTS = ("Latin", "Cyrillic", "Greek", "Arabic", "Devanagari", "Armenian", "Tamil", "Hebrew", "Bengali", "Georgian")
 _SCRIPT_OF: dict[str, str] = {}
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -46,9 +47,12 @@ def _rx() -> SimpleNamespace:
     import regex
 
     return SimpleNamespace(
-        token=regex.compile(_TOKEN, regex.V1), ignorable=regex.compile(r"\p{Default_Ignorable_Code_Point}+"),
-        cluster=regex.compile(r"\X"), mark=regex.compile(r"\p{M}"),
-        scripts=[(name, regex.compile(rf"\p{{Script={name}}}")) for name in SCRIPTS])
+        token=regex.compile(_TOKEN, regex.V1),
+        ignorable=regex.compile(r"\p{Default_Ignorable_Code_Point}+"),
+        cluster=regex.compile(r"\X"),
+        mark=regex.compile(r"\p{M}"),
+        scripts=[(name, regex.compile(rf"\p{{Script={name}}}")) for name in SCRIPTS],
+    )
 
 
 def normalize(text: str) -> str:
@@ -128,8 +132,9 @@ def fold_marks(word: str) -> str:
     """A Latin word without its accents (café -> cafe): what users type is often unaccented."""
     if word.isascii():
         return word
-    return unicodedata.normalize("NFC", "".join(c for c in unicodedata.normalize("NFD", word)
-                                                 if not unicodedata.combining(c)))
+    return unicodedata.normalize(
+        "NFC", "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+    )
 
 
 _SPACELESS_NAMES = ("CJK ", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC", "THAI", "LAO ", "KHMER", "MYANMAR")

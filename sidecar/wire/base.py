@@ -4,7 +4,7 @@ models of requests and responses, and the one rule every request obeys (no NUL a
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     AfterValidator,
@@ -19,7 +19,6 @@ from pydantic import (
 )
 
 from .errors import clip
-
 
 PROTOCOL_VERSION = 1
 
@@ -41,14 +40,15 @@ def _finite(value: float | int) -> float | int:
         raise ValueError("must be a finite number")
     return value
 
+
 # Ids may be JSON strings or integers (chat platforms use both); they are stored as strings.
-Id = Annotated[Union[StrictStr, StrictInt], AfterValidator(_id_to_str), Field(json_schema_extra={"maxLength": MAX_ID_CHARS})]
+Id = Annotated[StrictStr | StrictInt, AfterValidator(_id_to_str), Field(json_schema_extra={"maxLength": MAX_ID_CHARS})]
 
 
 RequestId = Union[StrictStr, StrictInt, None]
 
 
-Number = Annotated[Union[StrictInt, StrictFloat], AfterValidator(_finite)]
+Number = Annotated[StrictInt | StrictFloat, AfterValidator(_finite)]
 
 # Up to the end of year 9999: every stored timestamp can be rendered as a date (history, context).
 MAX_TIMESTAMP = 253_402_300_799
@@ -63,18 +63,21 @@ def check_window(since: float | None, until: float | None) -> None:
         raise ValueError(f"`since` ({since}) is after `until` ({until}): the window is empty; swap them")
 
 
-SCOPE = ("The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. "
-         "Without it, any user's id.")
+SCOPE = (
+    "The user the ids must belong to: an id of another user is answered `not_found`, like an unknown id. "
+    "Without it, any user's id."
+)
 
 
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 
 
-MODE_DESCRIPTION = ("semantic: nearest vectors (cosine); keyword: BM25 full-text match; hybrid (default): both, "
-                    "fused by rank.")
+MODE_DESCRIPTION = (
+    "semantic: nearest vectors (cosine); keyword: BM25 full-text match; hybrid (default): both, fused by rank."
+)
 
 
-class _Model(BaseModel):
+class WireModel(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, defer_build=True)
 
 
@@ -92,7 +95,7 @@ def _nul_path(value: Any, path: str) -> str | None:
     return None
 
 
-class _Request(_Model):
+class RequestBase(WireModel):
     request_id: RequestId = Field(None, description="Echoed on the response.")
 
     @model_validator(mode="before")
@@ -124,9 +127,11 @@ Action = Annotated[Literal["KEEP", "INVALIDATE", "MERGE"], BeforeValidator(_uppe
 Fraction = Annotated[Number, Field(ge=0, le=1)]
 
 # {"<user_id>": "<display name or null>", ...}; JSON object keys are always strings.
-UserMap = Annotated[dict[Annotated[StrictStr, AfterValidator(_id_to_str)], Optional[StrictStr]],
-                    Field(min_length=1, description="user_id -> display name (null: keep the stored name).")]
+UserMap = Annotated[
+    dict[Annotated[StrictStr, AfterValidator(_id_to_str)], StrictStr | None],
+    Field(min_length=1, description="user_id -> display name (null: keep the stored name)."),
+]
 
 
-class _Response(_Model):
+class ResponseBase(WireModel):
     request_id: RequestId = None

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Union
 import orjson
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from .base import PROTOCOL_VERSION, _Request
+from .base import PROTOCOL_VERSION, RequestBase
 from .conversation import (
     ChannelContextRequest,
     ChannelContextResponse,
@@ -17,7 +17,6 @@ from .conversation import (
     HistoryRequest,
     HistoryResponse,
 )
-from .portable import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest
 from .errors import MAX_QUOTE, InvalidJson, InvalidRequest, UnknownType, clip, quote
 from .facts import (
     ExtractedResponse,
@@ -39,14 +38,14 @@ from .facts import (
     UpdateFactRequest,
 )
 from .graph import (
-    GraphRecallRequest,
-    GraphRecallResponse,
     ConsolidatedResponse,
     ConsolidateRequest,
     EntitiesRequest,
     EntitiesResponse,
     EntityRequest,
     EntityResponse,
+    GraphRecallRequest,
+    GraphRecallResponse,
     HealthRequest,
     HealthResponse,
     MergedResponse,
@@ -61,6 +60,7 @@ from .messages import (
     ResultsResponse,
     StoreRequest,
 )
+from .portable import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest
 from .system import (
     ErrorResponse,
     PingRequest,
@@ -73,34 +73,103 @@ from .system import (
     SyncRequest,
 )
 
-
 Request = Annotated[
-    Union[StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
-          PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest, ExtractInlineRequest,
-          MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest, FactHistoryRequest,
-          UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest, EntitiesRequest, EntityRequest,
-          MergeEntitiesRequest, ConsolidateRequest, HealthRequest, GraphRecallRequest, ExportRequest,
-          ImportRequest],
+    StoreRequest
+    | QueryRequest
+    | CleanupRequest
+    | DeleteRequest
+    | ForgetUserRequest
+    | StatsRequest
+    | PingRequest
+    | ShutdownRequest
+    | ChannelContextRequest
+    | HistoryRequest
+    | RememberRequest
+    | ExtractInlineRequest
+    | MemoryInstructionsRequest
+    | ResolveRequest
+    | FactsRequest
+    | RecallRequest
+    | FactHistoryRequest
+    | UpdateFactRequest
+    | ForgetFactRequest
+    | ContextRequest
+    | SyncRequest
+    | EntitiesRequest
+    | EntityRequest
+    | MergeEntitiesRequest
+    | ConsolidateRequest
+    | HealthRequest
+    | GraphRecallRequest
+    | ExportRequest
+    | ImportRequest,
     Field(discriminator="type"),
 ]
 
-REQUEST_MODELS: dict[str, type[_Request]] = {
+REQUEST_MODELS: dict[str, type[RequestBase]] = {
     m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
-    for m in (StoreRequest, QueryRequest, CleanupRequest, DeleteRequest, ForgetUserRequest, StatsRequest,
-              PingRequest, ShutdownRequest, ChannelContextRequest, HistoryRequest, RememberRequest,
-              ExtractInlineRequest, MemoryInstructionsRequest, ResolveRequest, FactsRequest, RecallRequest,
-              FactHistoryRequest, UpdateFactRequest, ForgetFactRequest, ContextRequest, SyncRequest,
-              EntitiesRequest, EntityRequest, MergeEntitiesRequest, ConsolidateRequest, HealthRequest,
-              GraphRecallRequest, ExportRequest, ImportRequest)
+    for m in (
+        StoreRequest,
+        QueryRequest,
+        CleanupRequest,
+        DeleteRequest,
+        ForgetUserRequest,
+        StatsRequest,
+        PingRequest,
+        ShutdownRequest,
+        ChannelContextRequest,
+        HistoryRequest,
+        RememberRequest,
+        ExtractInlineRequest,
+        MemoryInstructionsRequest,
+        ResolveRequest,
+        FactsRequest,
+        RecallRequest,
+        FactHistoryRequest,
+        UpdateFactRequest,
+        ForgetFactRequest,
+        ContextRequest,
+        SyncRequest,
+        EntitiesRequest,
+        EntityRequest,
+        MergeEntitiesRequest,
+        ConsolidateRequest,
+        HealthRequest,
+        GraphRecallRequest,
+        ExportRequest,
+        ImportRequest,
+    )
 }
 
 
-Response = Union[ReadyResponse, OkResponse, ResultsResponse, StatsResponse, PongResponse, ChannelContextResponse,
-                 HistoryResponse, RememberedResponse, ExtractedResponse, InstructionsResponse, ResolvedResponse,
-                 FactsResponse, RecallResponse, FactHistoryResponse, FactResponse, ContextResponse, SyncedResponse,
-                 EntitiesResponse, EntityResponse, MergedResponse, ConsolidatedResponse, HealthResponse,
-                 GraphRecallResponse, ExportedResponse, ImportedResponse, ErrorResponse]
-
+Response = Union[
+    ReadyResponse,
+    OkResponse,
+    ResultsResponse,
+    StatsResponse,
+    PongResponse,
+    ChannelContextResponse,
+    HistoryResponse,
+    RememberedResponse,
+    ExtractedResponse,
+    InstructionsResponse,
+    ResolvedResponse,
+    FactsResponse,
+    RecallResponse,
+    FactHistoryResponse,
+    FactResponse,
+    ContextResponse,
+    SyncedResponse,
+    EntitiesResponse,
+    EntityResponse,
+    MergedResponse,
+    ConsolidatedResponse,
+    HealthResponse,
+    GraphRecallResponse,
+    ExportedResponse,
+    ImportedResponse,
+    ErrorResponse,
+]
 
 
 def describe(err: ValidationError, limit: int = 3) -> str:
@@ -126,7 +195,7 @@ def describe(err: ValidationError, limit: int = 3) -> str:
     return "; ".join(parts) + tail
 
 
-def decode(line: bytes) -> _Request:
+def decode(line: bytes) -> RequestBase:
     """Parse one request line; raises a SidecarError carrying the request_id when it can be read."""
     try:
         obj = orjson.loads(line)
@@ -136,11 +205,13 @@ def decode(line: bytes) -> _Request:
     return validate_request(obj)
 
 
-def validate_request(obj: Any) -> _Request:
+def validate_request(obj: Any) -> RequestBase:
     """A parsed JSON value -> the typed request it is (every face feeds its requests through here);
     raises a SidecarError carrying the request_id when it can be read."""
     if not isinstance(obj, dict):
-        raise InvalidRequest(f"a request must be a JSON object, got {type(obj).__name__ if obj is not None else 'null'}")
+        raise InvalidRequest(
+            f"a request must be a JSON object, got {type(obj).__name__ if obj is not None else 'null'}"
+        )
     rid = obj.get("request_id")
     if not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
         raise InvalidRequest("field `request_id` must be a string or an integer")
@@ -173,7 +244,7 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "memory-sidecar protocol",
         "description": f"Protocol version {PROTOCOL_VERSION}. One JSON object per line on stdin (request) "
-                       "and stdout (response).",
+        "and stdout (response).",
         "protocol": PROTOCOL_VERSION,
         "request": schema,
         "response": responses,

@@ -115,7 +115,16 @@ class StartupFailed(SidecarError):
 
 
 ERROR_CLASSES: tuple[type[SidecarError], ...] = (
-    InvalidJson, InvalidRequest, UnknownType, NotFound, TooLarge, Disabled, BadFile, Conflict, IoError, Internal,
+    InvalidJson,
+    InvalidRequest,
+    UnknownType,
+    NotFound,
+    TooLarge,
+    Disabled,
+    BadFile,
+    Conflict,
+    IoError,
+    Internal,
     StartupFailed,
 )
 ERROR_CODES = tuple(c.code for c in ERROR_CLASSES)

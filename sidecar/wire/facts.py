@@ -13,15 +13,15 @@ from .base import (
     Fraction,
     Id,
     NonBlank,
+    RequestBase,
+    ResponseBase,
     SearchMode,
     UserMap,
-    _Model,
-    _Request,
-    _Response,
+    WireModel,
 )
 
 
-class RememberRequest(_Request):
+class RememberRequest(RequestBase):
     """Add one fact about a user, through consolidation."""
 
     type: Literal["remember"]
@@ -34,7 +34,7 @@ class RememberRequest(_Request):
     message_id: Id | None = Field(None, description="The message the fact came from.")
 
 
-class ExtractInlineRequest(_Request):
+class ExtractInlineRequest(RequestBase):
     """Save the <memory> tags of an LLM reply and return the reply without any memory tag."""
 
     type: Literal["extract_inline"]
@@ -44,11 +44,11 @@ class ExtractInlineRequest(_Request):
     message_id: Id | None = None
 
 
-class MemoryInstructionsRequest(_Request):
+class MemoryInstructionsRequest(RequestBase):
     type: Literal["memory_instructions"]
 
 
-class ResolveRequest(_Request):
+class ResolveRequest(RequestBase):
     """The host's decision about one candidate listed by remember/extract_inline."""
 
     type: Literal["resolve"]
@@ -60,13 +60,13 @@ class ResolveRequest(_Request):
     reason: StrictStr | None = None
 
     @model_validator(mode="after")
-    def _merge_needs_text(self) -> "ResolveRequest":
+    def _merge_needs_text(self) -> ResolveRequest:
         if self.action == "MERGE" and not (self.merged_text or "").strip():
             raise ValueError("MERGE needs a non-empty merged_text")
         return self
 
 
-class FactsRequest(_Request):
+class FactsRequest(RequestBase):
     """One user's facts: by relevance to `text`, else most recent first."""
 
     type: Literal["facts"]
@@ -79,7 +79,7 @@ class FactsRequest(_Request):
     mode: SearchMode = Field("hybrid", description="With `text`: " + MODE_DESCRIPTION)
 
 
-class RecallRequest(_Request):
+class RecallRequest(RequestBase):
     """Facts of several users at once (e.g. everyone in a reply chain)."""
 
     type: Literal["recall"]
@@ -90,13 +90,13 @@ class RecallRequest(_Request):
     mode: SearchMode = Field("hybrid", description="With `text`: " + MODE_DESCRIPTION)
 
 
-class FactHistoryRequest(_Request):
+class FactHistoryRequest(RequestBase):
     type: Literal["fact_history"]
     fact_id: Id
     user_id: Id | None = Field(None, description=SCOPE)
 
 
-class UpdateFactRequest(_Request):
+class UpdateFactRequest(RequestBase):
     """A correction: new text and/or category for an active fact (re-embedded, history kept)."""
 
     type: Literal["update_fact"]
@@ -107,13 +107,13 @@ class UpdateFactRequest(_Request):
     reason: StrictStr | None = None
 
     @model_validator(mode="after")
-    def _something(self) -> "UpdateFactRequest":
+    def _something(self) -> UpdateFactRequest:
         if self.text is None and self.category is None:
             raise ValueError("give `text`, `category` or both")
         return self
 
 
-class ForgetFactRequest(_Request):
+class ForgetFactRequest(RequestBase):
     """Delete one fact and its history for good."""
 
     type: Literal["forget_fact"]
@@ -121,7 +121,7 @@ class ForgetFactRequest(_Request):
     user_id: Id | None = Field(None, description=SCOPE)
 
 
-class FactOut(_Model):
+class FactOut(WireModel):
     id: str
     user_id: str
     username: str | None = None
@@ -139,7 +139,7 @@ class FactOut(_Model):
     similarity: float | None = Field(None, description="Cosine similarity to the request's text or new fact.")
 
 
-class DecisionOut(_Model):
+class DecisionOut(WireModel):
     candidate_id: str
     action: Literal["KEEP", "INVALIDATE", "MERGE"]
     decided_by: Literal["llm", "host", "rule"]
@@ -147,67 +147,78 @@ class DecisionOut(_Model):
     reason: str | None = None
 
 
-class Consolidation(_Model):
+class Consolidation(WireModel):
     """What became of one new fact."""
 
     action: Literal["added", "duplicate", "merged"] = Field(
         description="added: stored (see candidates/decisions); duplicate: nothing new stored, `fact` is the "
-                    "existing fact, confirmed; merged: combined into an existing fact, which `fact` is.")
+        "existing fact, confirmed; merged: combined into an existing fact, which `fact` is."
+    )
     fact: FactOut
-    candidates: list[FactOut] = Field(default_factory=list,
-                                      description="Similar active facts awaiting the host's `resolve`.")
+    candidates: list[FactOut] = Field(
+        default_factory=list, description="Similar active facts awaiting the host's `resolve`."
+    )
     decisions: list[DecisionOut] = Field(default_factory=list, description="Decisions already applied.")
     llm_error: str | None = Field(None, description="Why the LLM could not decide (the host decides instead).")
 
 
-class RememberedResponse(_Response, Consolidation):
+class RememberedResponse(ResponseBase, Consolidation):
     type: Literal["remembered"] = "remembered"
 
 
-class RejectedTag(_Model):
+class RejectedTag(WireModel):
     tag: str = Field(description="The removed text (capped at 200 characters).")
-    reason: Literal["missing_category", "unknown_category", "empty", "too_long", "nested", "unclosed",
-                    "unterminated", "unmatched_close", "self_closing"]
+    reason: Literal[
+        "missing_category",
+        "unknown_category",
+        "empty",
+        "too_long",
+        "nested",
+        "unclosed",
+        "unterminated",
+        "unmatched_close",
+        "self_closing",
+    ]
     message: str
 
 
-class ExtractedResponse(_Response):
+class ExtractedResponse(ResponseBase):
     type: Literal["extracted"] = "extracted"
     reply: str = Field(description="The reply with every memory tag removed.")
     facts: list[Consolidation]
     rejected: list[RejectedTag]
 
 
-class InstructionsResponse(_Response):
+class InstructionsResponse(ResponseBase):
     type: Literal["instructions"] = "instructions"
     text: str
     categories: list[str]
 
 
-class ResolvedResponse(_Response):
+class ResolvedResponse(ResponseBase):
     type: Literal["resolved"] = "resolved"
     action: Literal["KEEP", "INVALIDATE", "MERGE"]
     fact: FactOut = Field(description="The new fact after the decision.")
     candidate: FactOut = Field(description="The candidate after the decision.")
 
 
-class FactsResponse(_Response):
+class FactsResponse(ResponseBase):
     type: Literal["facts"] = "facts"
     facts: list[FactOut]
 
 
-class UserFacts(_Model):
+class UserFacts(WireModel):
     user_id: str
     username: str | None = None
     facts: list[FactOut]
 
 
-class RecallResponse(_Response):
+class RecallResponse(ResponseBase):
     type: Literal["recall"] = "recall"
     users: list[UserFacts] = Field(description="In the order of the request's `users`.")
 
 
-class FactEventOut(_Model):
+class FactEventOut(WireModel):
     at: float = Field(description="Unix seconds.")
     action: Literal["created", "confirmed", "kept", "replaced", "invalidated", "merged", "merged_into", "updated"]
     text: str | None = Field(None, description="The fact's text after the event.")
@@ -217,12 +228,12 @@ class FactEventOut(_Model):
     reason: str | None = None
 
 
-class FactHistoryResponse(_Response):
+class FactHistoryResponse(ResponseBase):
     type: Literal["fact_history"] = "fact_history"
     fact: FactOut
     events: list[FactEventOut] = Field(description="Oldest first.")
 
 
-class FactResponse(_Response):
+class FactResponse(ResponseBase):
     type: Literal["fact"] = "fact"
     fact: FactOut

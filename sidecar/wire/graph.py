@@ -5,15 +5,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import (Field, SerializerFunctionWrapHandler, StrictBool, StrictInt, StrictStr, model_serializer,
-                      model_validator)
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    model_serializer,
+    model_validator,
+)
 
-from .base import Fraction, Id, NonBlank, Number, Timestamp, _Model, _Request, _Response, check_window
+from .base import Fraction, Id, NonBlank, Number, RequestBase, ResponseBase, Timestamp, WireModel, check_window
 
 EntityType = Literal["person", "place", "organisation", "thing", "event", "date", "other"]
 
 
-class EntitiesRequest(_Request):
+class EntitiesRequest(RequestBase):
     """A user's entities, most salient first."""
 
     type: Literal["entities"]
@@ -23,7 +30,7 @@ class EntitiesRequest(_Request):
     limit: StrictInt = Field(50, ge=1)
 
 
-class EntityRequest(_Request):
+class EntityRequest(RequestBase):
     """One entity of a user, by `id` or by `name` (or alias, any case)."""
 
     type: Literal["entity"]
@@ -32,13 +39,13 @@ class EntityRequest(_Request):
     name: StrictStr | None = None
 
     @model_validator(mode="after")
-    def _one_key(self) -> "EntityRequest":
+    def _one_key(self) -> EntityRequest:
         if (self.id is None) == (self.name is None):
             raise ValueError("give either `id` or `name`")
         return self
 
 
-class MergeEntitiesRequest(_Request):
+class MergeEntitiesRequest(RequestBase):
     """Merge entity `source` into entity `target` (aliases, mentions, relations and traces move)."""
 
     type: Literal["merge_entities"]
@@ -47,18 +54,18 @@ class MergeEntitiesRequest(_Request):
     target: Id
 
 
-class ConsolidateRequest(_Request):
+class ConsolidateRequest(RequestBase):
     """Group related episodes into traces now, for one user or (no user_id) every user."""
 
     type: Literal["consolidate"]
     user_id: Id | None = None
 
 
-class HealthRequest(_Request):
+class HealthRequest(RequestBase):
     type: Literal["health"]
 
 
-class EntityOut(_Model):
+class EntityOut(WireModel):
     id: str
     name: str
     type: str
@@ -69,7 +76,7 @@ class EntityOut(_Model):
     last_seen: int = Field(description="Unix seconds: the latest episode that mentions it.")
 
 
-class RelationOut(_Model):
+class RelationOut(WireModel):
     id: str
     subject: str = Field(description="The subject entity's name.")
     subject_id: str
@@ -77,8 +84,9 @@ class RelationOut(_Model):
     object: str = Field(description="The object entity's name, or the value.")
     object_id: str | None = Field(None, description="The object entity, when the object is one.")
     valid_from: int = Field(description="Unix seconds: the time of the episode that stated it.")
-    valid_to: int | None = Field(description="Unix seconds: when a later episode contradicted it; null while current "
-                                             "(always present).")
+    valid_to: int | None = Field(
+        description="Unix seconds: when a later episode contradicted it; null while current (always present)."
+    )
     episode_ids: list[str] = Field(description="The episodes (message ids) that state it.")
     confidence: float
     fact_id: str | None = Field(None, description="The user's fact that states the same, when there is one.")
@@ -93,7 +101,7 @@ class RelationOut(_Model):
         return out
 
 
-class TraceOut(_Model):
+class TraceOut(WireModel):
     id: str
     summary: str
     strength: int = Field(description="Episodes in the trace.")
@@ -104,25 +112,25 @@ class TraceOut(_Model):
     end: int = Field(description="Unix seconds: the last episode.")
 
 
-class EntitiesResponse(_Response):
+class EntitiesResponse(ResponseBase):
     type: Literal["entities"] = "entities"
     entities: list[EntityOut]
 
 
-class EntityResponse(_Response):
+class EntityResponse(ResponseBase):
     type: Literal["entity"] = "entity"
     entity: EntityOut
     relations: list[RelationOut] = Field(description="Current and past relations where it is subject or object.")
     traces: list[TraceOut]
 
 
-class MergedResponse(_Response):
+class MergedResponse(ResponseBase):
     type: Literal["merged"] = "merged"
     entity: EntityOut = Field(description="The target after the merge.")
     moved: dict[str, int] = Field(description="What moved from the source: aliases, mentions, relations.")
 
 
-class ConsolidatedResponse(_Response):
+class ConsolidatedResponse(ResponseBase):
     type: Literal["consolidated"] = "consolidated"
     users: int
     episodes: int = Field(description="Episodes considered.")
@@ -131,7 +139,7 @@ class ConsolidatedResponse(_Response):
     links: int = Field(description="Trace-to-trace links made.")
 
 
-class GraphHealth(_Model):
+class GraphHealth(WireModel):
     enabled: bool
     episodes: int
     entities: int
@@ -140,16 +148,20 @@ class GraphHealth(_Model):
     traces: int
     queue: int = Field(description="Episodes waiting for the graph builder.")
     cached_users: int = Field(0, description="Users whose graphs are held in memory (under --graph-cache-mb).")
-    cached_bytes: int = Field(0, description="Their estimated bytes; graphs that only background work (the builder, "
-                                             "consolidation) has used are held to an eighth of the budget.")
+    cached_bytes: int = Field(
+        0,
+        description="Their estimated bytes; graphs that only background work (the builder, "
+        "consolidation) has used are held to an eighth of the budget.",
+    )
     last_consolidation: float | None = Field(None, description="Unix seconds of the last consolidation pass.")
     ner: dict[str, str | bool] = Field(description="The middle (NER) tier: `loaded`, and its `model` when loaded.")
     llm: dict[str, bool | int | None] = Field(
         description="The deep (LLM) tier: `configured`, `reachable` (null: not configured); when configured also "
-                    "`pending`, `done`, `failed`, `dropped` (jobs).")
+        "`pending`, `done`, `failed`, `dropped` (jobs)."
+    )
 
 
-class HealthResponse(_Response):
+class HealthResponse(ResponseBase):
     type: Literal["health"] = "health"
     status: Literal["ok", "degraded"]
     uptime_seconds: float
@@ -157,7 +169,7 @@ class HealthResponse(_Response):
     graph: GraphHealth
 
 
-class RecallParams(_Model):
+class RecallParams(WireModel):
     """Overrides of the recall parameters (docs/graph.md, "Recall"); each left out keeps its default."""
 
     iterations: StrictInt | None = Field(None, ge=1, le=10)
@@ -171,7 +183,7 @@ class RecallParams(_Model):
     gate: Fraction | None = None
 
 
-class GraphRecallRequest(_Request):
+class GraphRecallRequest(RequestBase):
     """Associative recall: the user's traces most activated by the query, or `known: false`."""
 
     type: Literal["graph_recall"]
@@ -185,12 +197,12 @@ class GraphRecallRequest(_Request):
     params: RecallParams | None = None
 
     @model_validator(mode="after")
-    def _window(self) -> "GraphRecallRequest":
+    def _window(self) -> GraphRecallRequest:
         check_window(self.since, self.until)
         return self
 
 
-class RecalledEpisode(_Model):
+class RecalledEpisode(WireModel):
     id: str
     content: str
     timestamp: int
@@ -201,13 +213,13 @@ class RecalledEpisode(_Model):
     activation: float
 
 
-class RecalledEntity(_Model):
+class RecalledEntity(WireModel):
     id: str
     name: str
     type: str
 
 
-class RecalledTrace(_Model):
+class RecalledTrace(WireModel):
     id: str
     summary: str
     strength: int
@@ -218,9 +230,11 @@ class RecalledTrace(_Model):
     end: int
 
 
-class GraphRecallResponse(_Response):
+class GraphRecallResponse(ResponseBase):
     type: Literal["graph_recall"] = "graph_recall"
-    known: bool = Field(description="False: the memory does not know (a name it never saw, or nothing activated "
-                                    "enough); then `traces` is empty.")
+    known: bool = Field(
+        description="False: the memory does not know (a name it never saw, or nothing activated "
+        "enough); then `traces` is empty."
+    )
     confidence: float = Field(description="The best fired activation (0..1).")
     traces: list[RecalledTrace]

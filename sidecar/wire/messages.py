@@ -11,15 +11,15 @@ from .base import (
     SCOPE,
     Id,
     Number,
+    RequestBase,
+    ResponseBase,
     Timestamp,
-    _Model,
-    _Request,
-    _Response,
+    WireModel,
     check_window,
 )
 
 
-class MessageIn(_Model):
+class MessageIn(WireModel):
     user_id: Id
     content: StrictStr = Field(description="The message text; must not be blank.")
     is_bot: StrictBool = False
@@ -30,13 +30,13 @@ class MessageIn(_Model):
     username: StrictStr | None = Field(None, description="Display name of the author.")
 
     @model_validator(mode="after")
-    def _content_not_blank(self) -> "MessageIn":
+    def _content_not_blank(self) -> MessageIn:
         if not self.content.strip():
             raise ValueError("content must not be empty")
         return self
 
 
-class StoreRequest(_Request):
+class StoreRequest(RequestBase):
     """Store one message (top-level fields) or many (`messages`), in one commit."""
 
     type: Literal["store"]
@@ -49,11 +49,14 @@ class StoreRequest(_Request):
     reply_to: Id | None = None
     username: StrictStr | None = None
     messages: list[MessageIn] | None = Field(None, description="Batch form; exclusive with user_id/content.")
-    extract: StrictBool | None = Field(None, description="Queue background fact extraction for the stored "
-                                       "messages (needs an LLM endpoint). Default: --llm-extract.")
+    extract: StrictBool | None = Field(
+        None,
+        description="Queue background fact extraction for the stored "
+        "messages (needs an LLM endpoint). Default: --llm-extract.",
+    )
 
     @model_validator(mode="after")
-    def _one_form(self) -> "StoreRequest":
+    def _one_form(self) -> StoreRequest:
         if self.messages is not None:
             if self.user_id is not None or self.content is not None:
                 raise ValueError("give either `messages` (batch) or `user_id` and `content`, not both")
@@ -74,7 +77,7 @@ class StoreRequest(_Request):
         return [MessageIn.model_construct(**{k: getattr(self, k) for k in MessageIn.model_fields})]
 
 
-class QueryRequest(_Request):
+class QueryRequest(RequestBase):
     """Search over one user's memories, best first."""
 
     type: Literal["query"]
@@ -87,18 +90,20 @@ class QueryRequest(_Request):
     until: Timestamp | None = Field(None, description="Only memories with timestamp <= until.")
     username: StrictStr | None = Field(None, description="Upserts the user's display name.")
     mode: Literal["semantic", "keyword", "hybrid", "graph"] = Field(
-        "hybrid", description=MODE_DESCRIPTION + " graph: episodes ranked by spreading activation over the user's "
-                                                 "memory graph (graph memory on).")
+        "hybrid",
+        description=MODE_DESCRIPTION + " graph: episodes ranked by spreading activation over the user's "
+        "memory graph (graph memory on).",
+    )
 
     @model_validator(mode="after")
-    def _text_not_blank(self) -> "QueryRequest":
+    def _text_not_blank(self) -> QueryRequest:
         if not self.text.strip():
             raise ValueError("text must not be empty")
         check_window(self.since, self.until)
         return self
 
 
-class CleanupRequest(_Request):
+class CleanupRequest(RequestBase):
     """Delete memories older than ttl_days (one user's when user_id is given), then compact."""
 
     type: Literal["cleanup"]
@@ -106,18 +111,18 @@ class CleanupRequest(_Request):
     user_id: Id | None = None
 
 
-class DeleteRequest(_Request):
+class DeleteRequest(RequestBase):
     type: Literal["delete"]
     id: Id
     user_id: Id | None = Field(None, description=SCOPE)
 
 
-class ForgetUserRequest(_Request):
+class ForgetUserRequest(RequestBase):
     type: Literal["forget_user"]
     user_id: Id
 
 
-class OkResponse(_Response):
+class OkResponse(ResponseBase):
     """Success. `id`/`ids` for store, `deleted` for cleanup/delete/forget_user/forget_fact."""
 
     type: Literal["ok"] = "ok"
@@ -125,22 +130,27 @@ class OkResponse(_Response):
     ids: list[str] | None = None
     deleted: int | None = None
     facts_deleted: int | None = Field(None, description="forget_user: facts deleted with the messages.")
-    graph_episodes_deleted: int | None = Field(None, description="forget_user: graph episodes deleted (with their "
-                                               "entities, relations and traces).")
+    graph_episodes_deleted: int | None = Field(
+        None, description="forget_user: graph episodes deleted (with their entities, relations and traces)."
+    )
 
 
-
-class MessageOut(_Model):
+class MessageOut(WireModel):
     id: str
     content: str
-    score: float = Field(description=(
-        "The score the results are ranked by, best first (a host that filters or re-sorts by it keeps the same "
-        "order): semantic, the cosine similarity; keyword, BM25; hybrid (the default), the weighted "
-        "reciprocal-rank fusion of the semantic and keyword rankings (with a query naming a time, fused once "
-        "more with the ranking inside that time); graph, cosine and activation blended. Comparable within "
-        "one answer only."))
-    similarity: float = Field(description="The cosine similarity of the memory (its best chunk, for a long one) "
-                                          "to the query, whatever the mode ranked by.")
+    score: float = Field(
+        description=(
+            "The score the results are ranked by, best first (a host that filters or re-sorts by it keeps the same "
+            "order): semantic, the cosine similarity; keyword, BM25; hybrid (the default), the weighted "
+            "reciprocal-rank fusion of the semantic and keyword rankings (with a query naming a time, fused once "
+            "more with the ranking inside that time); graph, cosine and activation blended. Comparable within "
+            "one answer only."
+        )
+    )
+    similarity: float = Field(
+        description="The cosine similarity of the memory (its best chunk, for a long one) "
+        "to the query, whatever the mode ranked by."
+    )
     timestamp: int = Field(description="Unix seconds (whole seconds).")
     is_bot: bool
     user_id: str
@@ -148,12 +158,18 @@ class MessageOut(_Model):
     message_id: str | None = None
     channel_id: str | None = None
     reply_to: str | None = None
-    span: list[int] | None = Field(None, min_length=2, max_length=2, description=(
-        "A long memory (past the model's 256-token window, embedded in overlapping chunks): the [start, end) "
-        "character offsets (Unicode code points) in `content` of the chunk that matched best; absent for "
-        "shorter memories and for keyword-only matches."))
+    span: list[int] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description=(
+            "A long memory (past the model's 256-token window, embedded in overlapping chunks): the [start, end) "
+            "character offsets (Unicode code points) in `content` of the chunk that matched best; absent for "
+            "shorter memories and for keyword-only matches."
+        ),
+    )
 
 
-class ResultsResponse(_Response):
+class ResultsResponse(ResponseBase):
     type: Literal["results"] = "results"
     messages: list[MessageOut]

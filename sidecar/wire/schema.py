@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -23,8 +24,9 @@ def render() -> bytes:
     return render_schema(json_schema())
 
 
-def schema_file_tool(module: str, doc: str, render_fn: Callable[[], bytes],
-                     default_path: Path) -> Callable[[list[str] | None], int]:
+def schema_file_tool(
+    module: str, doc: str, render_fn: Callable[[], bytes], default_path: Path
+) -> Callable[[list[str] | None], int]:
     """`python -m <module> [--check] [--path P]`: write the rendered schema, or exit 1 when the file is stale."""
 
     def main(argv: list[str] | None = None) -> int:

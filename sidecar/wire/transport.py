@@ -37,7 +37,7 @@ Incoming = Union[Line, Oversized, Eof]
 _CHUNK = 1 << 16
 
 
-def read_lines(stream: BinaryIO, max_line_bytes: int, out: "queue.Queue[Incoming]") -> None:
+def read_lines(stream: BinaryIO, max_line_bytes: int, out: queue.Queue[Incoming]) -> None:
     """Read newline-framed lines from `stream` into `out` until EOF; then put Eof().
 
     A final line without a trailing newline is still a line. CRLF endings are accepted (the
@@ -82,7 +82,7 @@ class StdioTransport:
 
     def __init__(self, max_line_bytes: int, guard_stdout: bool = True):
         self.max_line_bytes = max_line_bytes
-        self.incoming: "queue.Queue[Incoming]" = queue.Queue()
+        self.incoming: queue.Queue[Incoming] = queue.Queue()
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
         proto_fd = protect_stdout() if guard_stdout else os.dup(1)

@@ -5,8 +5,10 @@ import os
 import signal
 
 if os.environ.get("BENCH_PYHEAP_DIR"):
+
     def _debugmallocstats() -> str:
         import sys
+
         r, w = os.pipe()  # CPython prints these to fd 2: caught through a pipe (a few KB, within its buffer)
         saved = os.dup(2)
         os.dup2(w, 2)
@@ -31,13 +33,32 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
         for line in _debugmallocstats().splitlines():
             key, sep, value = line.partition("=")
             name = key.strip().lstrip("# ")
-            if sep and name in ("arenas allocated current", "arenas highwater mark", "arenas reclaimed",
-                                "bytes in allocated blocks", "bytes in available blocks"):
+            if sep and name in (
+                "arenas allocated current",
+                "arenas highwater mark",
+                "arenas reclaimed",
+                "bytes in allocated blocks",
+                "bytes in available blocks",
+            ):
                 out[name.replace(" ", "_")] = int(value.strip().replace(",", ""))
 
         class Mallinfo2(ctypes.Structure):
-            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                        "fsmblks", "uordblks", "fordblks", "keepcost")]
+            _fields_ = [
+                (n, ctypes.c_size_t)
+                for n in (
+                    "arena",
+                    "ordblks",
+                    "smblks",
+                    "hblks",
+                    "hblkhd",
+                    "usmblks",
+                    "fsmblks",
+                    "uordblks",
+                    "fordblks",
+                    "keepcost",
+                )
+            ]
+
         try:
             libc = ctypes.CDLL("libc.so.6")
             libc.mallinfo2.restype = Mallinfo2

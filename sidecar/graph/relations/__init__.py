@@ -26,7 +26,7 @@ new one closes the old: lives_in, works_at, partner, ...), so history and "as of
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .predicates import AS_FACT, PREDICATES, FoundRelation
 

@@ -6,16 +6,50 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .words import (_ANCHOR_HERE, _AND_NAME, _AND_VERB, _ANYMORE, _BE_TITLE, _BINOMIALS, _BLOCK, _CLAUSE_AFTER,
-                    _CORRECTION, _DATE, _FILL, _FUTURE, _LIGHT, _MODIFIED, _NAMED_LATER, _NAME_RX, _NEG_ONLY,
-                    _NOT_JOB, _PET_NAMES, _PLACE_INNER, _PLATFORMS, _PRONOUN_AFTER, _THEN_AT, _THEN_BASED, _THING,
-                    _TIME_WORDS, _TITLE_ANY, _UNKNOWN_NAME_KINDS, _VAGUE, _VERB_BY_KIND, _WE_KINDS, _clause_end,
-                    _clause_start, _fold, _ordinary, _verb_at)
+from .words import (
+    _ANCHOR_HERE,
+    _AND_NAME,
+    _AND_VERB,
+    _ANYMORE,
+    _BE_TITLE,
+    _BINOMIALS,
+    _BLOCK,
+    _CLAUSE_AFTER,
+    _CORRECTION,
+    _DATE,
+    _FILL,
+    _FUTURE,
+    _LIGHT,
+    _MODIFIED,
+    _NAME_RX,
+    _NAMED_LATER,
+    _NEG_ONLY,
+    _NOT_JOB,
+    _PET_NAMES,
+    _PLACE_INNER,
+    _PLATFORMS,
+    _PRONOUN_AFTER,
+    _THEN_AT,
+    _THEN_BASED,
+    _THING,
+    _TIME_WORDS,
+    _TITLE_ANY,
+    _UNKNOWN_NAME_KINDS,
+    _VAGUE,
+    _VERB_BY_KIND,
+    _WE_KINDS,
+    _clause_end,
+    _clause_start,
+    _fold,
+    _ordinary,
+    _verb_at,
+)
 
 
 class _Phrase(NamedTuple):
     """One verb phrase being read: the text, its subjects, the verb's kind, where its object starts, the
     sentence's end, the clause's end, whether it holds, and the words between subject and verb."""
+
     s: str
     subjects: list
     kind: str
@@ -54,9 +88,9 @@ class Objects:
                 return None
             return at, end
         if self.known:  # a known name written in lower case ("i live in berlin now")
-            words = list(re.finditer(r"[\w'’.-]+", s[at:at + 80]))
+            words = list(re.finditer(r"[\w'’.-]+", s[at : at + 80]))
             for n in range(min(4, len(words)), 0, -1):
-                cand = s[at:at + words[n - 1].end()]
+                cand = s[at : at + words[n - 1].end()]
                 t = self.known_type(cand)
                 if t is not None and t not in ("date", "person") if kind != "person" else t == "person":
                     return at, at + words[n - 1].end()
@@ -75,9 +109,17 @@ class Objects:
             phrase = re.sub(r"(?:[ \t]+(?i:of))+$", "", s[a:b])  # "awesome food of this city": "awesome food"
             b = a + len(phrase)
             words = phrase.casefold().split()
-            if (not words or not words[0][0].isalpha() or "'" in words[0] or "’" in words[0] or words[0] in _VAGUE
-                    or " ".join(words[:2]) in _VAGUE or words[-1] in _VAGUE or phrase.casefold() in _LIGHT
-                    or _CLAUSE_AFTER.match(s, b, stop)):
+            if (
+                not words
+                or not words[0][0].isalpha()
+                or "'" in words[0]
+                or "’" in words[0]
+                or words[0] in _VAGUE
+                or " ".join(words[:2]) in _VAGUE
+                or words[-1] in _VAGUE
+                or phrase.casefold() in _LIGHT
+                or _CLAUSE_AFTER.match(s, b, stop)
+            ):
                 break
             if len(words) == 1 and words[0].endswith("ing") and _PRONOUN_AFTER.match(s, b, stop):
                 break  # "I like holding them"
@@ -137,9 +179,9 @@ class Objects:
         return None
 
     def status(self, s: str, clause: int, subj: _Subject, verb_start: int, hi: int) -> str:
-        """"ok", "ended" (no longer / not ... anymore) or "skip" for the words from the clause start to the verb
+        """ "ok", "ended" (no longer / not ... anymore) or "skip" for the words from the clause start to the verb
         (the subject's own words aside: "my husband Will", "my aunt May")."""
-        before = s[clause:subj.start] + " " + s[max(subj.end, clause):verb_start]
+        before = s[clause : subj.start] + " " + s[max(subj.end, clause) : verb_start]
         if _BLOCK.search(before):
             if _NEG_ONLY.search(before) and not _BLOCK.search(_NEG_ONLY.sub(" ", before)):
                 end = _clause_end(s, verb_start, hi)
@@ -148,8 +190,9 @@ class Objects:
             return "skip"
         return "ok"
 
-    def objects(self, s: str, subj: _Subject, kind: str, at: int, status: str, fill: re.Match[str],
-                hi: int) -> int | None:
+    def objects(
+        self, s: str, subj: _Subject, kind: str, at: int, status: str, fill: re.Match[str], hi: int
+    ) -> int | None:
         """Read the object(s) of one verb phrase; emit its relations unless `status` is "skip". Returns where
         the phrase ends, None when it has no object the tier takes."""
         perfect = fill.group("have") is not None
@@ -175,7 +218,7 @@ class Objects:
         if span is None:
             return None
         span = self.corrected(s, span, "place", hi)
-        if kind == "lives_past" and not perfect or kind == "lives_used":
+        if (kind == "lives_past" and not perfect) or kind == "lives_used":
             ended = True
         pred = "born_in" if kind == "born" else "lives_in"
         self.emit_all(subjects, pred, span, ended, status)
@@ -186,7 +229,7 @@ class Objects:
         first = self.name_at(s, at, "place")
         if first is None:
             return None
-        to = re.match(r"[ \t]+(?:to|into)[ \t]+", s[first[1]:hi])
+        to = re.match(r"[ \t]+(?:to|into)[ \t]+", s[first[1] : hi])
         second = self.name_at(s, first[1] + to.end(), "place") if to else None
         self.emit_all(subjects, "lives_in", first, True, status)
         if second is not None:
@@ -200,15 +243,22 @@ class Objects:
         span = self.name_at(s, at, "organisation")
         if span is None:
             return None
-        name = s[span[0]:span[1]]
-        if kind == "joined" and (name.casefold() in _PLATFORMS or re.match(
+        name = s[span[0] : span[1]]
+        if kind == "joined" and (
+            name.casefold() in _PLATFORMS
+            or re.match(
                 r"[ \t]+(?i:group|club|team|class|community|forum|gym|league|server|channel|program|band|choir|"
-                r"crew|chat)\b", s[span[1]:hi])):
+                r"crew|chat)\b",
+                s[span[1] : hi],
+            )
+        ):
             return None
         if kind == "left" and not self.left_job(s, name, span[1], hi):
             return None
         span = self.corrected(s, span, "organisation", hi)
-        if kind in ("quit", "laid_off", "left", "works_used") or kind in ("works_past", "studies_past") and not perfect:
+        if kind in ("quit", "laid_off", "left", "works_used") or (
+            kind in ("works_past", "studies_past") and not perfect
+        ):
             ended = True
         if kind in ("works", "joined") and self.progressive(s, at, fill) and _FUTURE.search(s, span[1], stop):
             status = "skip"
@@ -244,12 +294,12 @@ class Objects:
     def _partners(self, c: _Phrase) -> int | None:
         s, subjects, kind, at, hi, stop, status, ended, perfect, fill = c
         span = self.name_at(s, at, "person")
-        if span is None or s[span[0]:span[1]].split()[0].casefold() in ("him", "her", "them"):
+        if span is None or s[span[0] : span[1]].split()[0].casefold() in ("him", "her", "them"):
             return None
         self.emit_all(subjects, "partner", span, ended or kind == "divorced", status)
         for n in subjects:
             if n is None:
-                self.introduce(s[span[0]:span[1]], None)
+                self.introduce(s[span[0] : span[1]], None)
         return span[1]
 
     def _pets(self, c: _Phrase) -> int | None:
@@ -292,20 +342,24 @@ class Objects:
         return d.end()
         return None
 
-
     def progressive(self, s: str, at: int, fill: re.Match[str]) -> bool:
-        words = s[max(0, at - 40):at].split()
+        words = s[max(0, at - 40) : at].split()
         return bool(words) and any(w.casefold().endswith("ing") for w in words[-3:])
 
     def left_job(self, s: str, name: str, end: int, hi: int) -> bool:
-        """"left X" is a job only for a known organisation or when a job follows ("left X and joined Y")."""
+        """ "left X" is a job only for a known organisation or when a job follows ("left X and joined Y")."""
         if self.known_type(name) == "organisation":
             return True
-        return bool(re.match(r"[ \t]+(?:(?:and|to)[ \t]+(?:\w+[ \t]+)?(?:join|joined|start|started|work|working)\b|"
-                             r"for[ \t]+[A-Z])", s[end:hi]))
+        return bool(
+            re.match(
+                r"[ \t]+(?:(?:and|to)[ \t]+(?:\w+[ \t]+)?(?:join|joined|start|started|work|working)\b|"
+                r"for[ \t]+[A-Z])",
+                s[end:hi],
+            )
+        )
 
     def corrected(self, s: str, span: tuple[int, int], kind: str, hi: int) -> tuple[int, int]:
-        """"I moved to Lisbon, no wait, Porto": the name after the correction."""
+        """ "I moved to Lisbon, no wait, Porto": the name after the correction."""
         m = _CORRECTION.match(s, span[1], hi)
         if m and m.end() > span[1]:
             other = self.name_at(s, m.end(), kind)
@@ -324,8 +378,21 @@ class Objects:
 _READERS = [
     (("lives", "lives_past", "lives_used", "born"), Objects._places),
     (("moved_from",), Objects._moved_from),
-    (("works", "works_past", "works_used", "joined", "quit", "laid_off", "left", "studies", "studies_past",
-      "student"), Objects._organisations),
+    (
+        (
+            "works",
+            "works_past",
+            "works_used",
+            "joined",
+            "quit",
+            "laid_off",
+            "left",
+            "studies",
+            "studies_past",
+            "student",
+        ),
+        Objects._organisations,
+    ),
     (("title", "title_be"), Objects._titles),
     (("married", "divorced"), Objects._partners),
     (("has_pet",), Objects._pets),

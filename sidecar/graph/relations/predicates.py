@@ -28,12 +28,27 @@ PREDICATES: dict[str, tuple[bool, str]] = {
 }
 
 # how a relation reads as a fact (third person, no name), to find the same fact among the user's
-AS_FACT = {"lives_in": "Lives in {}", "works_at": "Works at {}", "job_title": "Works as a {}",
-           "studies_at": "Studies at {}", "partner": "Partner is {}", "sister": "Has a sister, {}",
-           "brother": "Has a brother, {}", "mother": "Mother is {}", "father": "Father is {}", "son": "Has a son, {}",
-           "daughter": "Has a daughter, {}", "relative": "Has a relative, {}", "friend": "Is friends with {}",
-           "colleague": "Works with {}", "has_pet": "Has a pet named {}", "likes": "Likes {}",
-           "dislikes": "Dislikes {}", "born_in": "Was born in {}", "birthday": "Birthday is {}"}
+AS_FACT = {
+    "lives_in": "Lives in {}",
+    "works_at": "Works at {}",
+    "job_title": "Works as a {}",
+    "studies_at": "Studies at {}",
+    "partner": "Partner is {}",
+    "sister": "Has a sister, {}",
+    "brother": "Has a brother, {}",
+    "mother": "Mother is {}",
+    "father": "Father is {}",
+    "son": "Has a son, {}",
+    "daughter": "Has a daughter, {}",
+    "relative": "Has a relative, {}",
+    "friend": "Is friends with {}",
+    "colleague": "Works with {}",
+    "has_pet": "Has a pet named {}",
+    "likes": "Likes {}",
+    "dislikes": "Dislikes {}",
+    "born_in": "Was born in {}",
+    "birthday": "Birthday is {}",
+}
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,35 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .predicates import FoundRelation
-from .words import (KIN, _ANCHORS, _BARE, _BARE_START, _BARE_VERB, _BE_NEXT, _BLOCK, _DATE, _FILL, _HE,
-                    _HYPOTHETICAL_START, _KIN_RX, _NAME, _NAME_NEXT, _OPENERS, _PERSON_RX, _QUESTION_START, _SHE,
-                    _clause_start, _fold, _ordinary, _sentences, _verb_at)
+from .words import (
+    _ANCHORS,
+    _BARE,
+    _BARE_START,
+    _BARE_VERB,
+    _BE_NEXT,
+    _BLOCK,
+    _DATE,
+    _FILL,
+    _HE,
+    _HYPOTHETICAL_START,
+    _KIN_RX,
+    _NAME,
+    _NAME_NEXT,
+    _OPENERS,
+    _PERSON_RX,
+    _QUESTION_START,
+    _SHE,
+    KIN,
+    _clause_start,
+    _fold,
+    _ordinary,
+    _sentences,
+    _verb_at,
+)
 
 
 @dataclass
@@ -20,7 +42,6 @@ class _Subject:
     kind: str  # "i", "we", "person"
     start: int  # where the subject's words start (for the clause check)
     end: int  # where its verb may start
-
 
 
 class Subjects:
@@ -35,9 +56,17 @@ class Subjects:
     def known_type(self, name: str) -> str | None:
         return self.known.get(_fold(name)) if self.known else None
 
-    def emit(self, subject: str | None, predicate: str, a: int, b: int, ended: bool = False,
-             offset: int = 0, value: str | None = None) -> None:
-        obj = value if value is not None else self.text[offset + a:offset + b]
+    def emit(
+        self,
+        subject: str | None,
+        predicate: str,
+        a: int,
+        b: int,
+        ended: bool = False,
+        offset: int = 0,
+        value: str | None = None,
+    ) -> None:
+        obj = value if value is not None else self.text[offset + a : offset + b]
         obj = obj.strip(" '’-.,")
         if predicate in ("likes", "dislikes"):
             obj = re.sub(r"^(?i:the|a|an)\s+", "", obj)
@@ -64,8 +93,10 @@ class Subjects:
         body = opener.end() if opener else lo
         while body < hi and s[body] in " \t\n\"'“(*_~":
             body += 1
-        question = question or bool(_QUESTION_START.match(s, body, hi) and not re.match(
-            r"(?i:have|has|had)\s+(?:a|an|two|three|\d+)\b", s[body:hi]))
+        question = question or bool(
+            _QUESTION_START.match(s, body, hi)
+            and not re.match(r"(?i:have|has|had)\s+(?:a|an|two|three|\d+)\b", s[body:hi])
+        )
         hypothetical = bool(_HYPOTHETICAL_START.match(s, body, hi))
         taken = body
         if not question and not hypothetical:
@@ -80,8 +111,9 @@ class Subjects:
                 continue
             if m.group("name") and not _NAME_NEXT.match(s, m.end(), hi):
                 fill = _FILL.match(s, m.end(), hi)
-                if _verb_at(s, fill.end(), fill) is None and (fill.group("be") is None or not _BE_NEXT.match(
-                        s, fill.end(), hi)):
+                if _verb_at(s, fill.end(), fill) is None and (
+                    fill.group("be") is None or not _BE_NEXT.match(s, fill.end(), hi)
+                ):
                     continue
             subject = self.anchor(s, m, lo, hi, question or hypothetical)
             if subject is None or question or hypothetical:
@@ -114,8 +146,14 @@ class Subjects:
         if m.group("appos"):
             name, word = m.group("aname"), m.group("akin")
             if _ordinary(name.split()[0]):
-                km = _KIN_RX.match(s, m.start("aname") + s[m.start("aname"):m.end()].casefold().rfind("my"
-                                   if "my" in s[m.start("aname"):m.end()].casefold() else "our"), hi)
+                km = _KIN_RX.match(
+                    s,
+                    m.start("aname")
+                    + s[m.start("aname") : m.end()]
+                    .casefold()
+                    .rfind("my" if "my" in s[m.start("aname") : m.end()].casefold() else "our"),
+                    hi,
+                )
                 return self.kin(s, km, hi) if km else None
             w = word.casefold()
             if w in KIN:
@@ -124,8 +162,8 @@ class Subjects:
             else:
                 self.emit(None, "has_pet", *m.span("aname"))
                 return None
-            after = re.match(r"[ \t]*,[ \t]*", s[m.end():hi])
-            if s[m.start("aname") + len(name):m.start("aname") + len(name) + 1] == "," and after:
+            after = re.match(r"[ \t]*,[ \t]*", s[m.end() : hi])
+            if s[m.start("aname") + len(name) : m.start("aname") + len(name) + 1] == "," and after:
                 return _Subject([name], "person", m.start(), m.end() + after.end())
             return None
         if m.group("pair") or m.group("pair2"):
@@ -163,7 +201,7 @@ class Subjects:
             return None
         if possessive:
             if t == "person" or any(_fold(p) == _fold(base) for p, _ in self.people):
-                bday = re.match(r"[ \t]+birthday\b", s[m.end():hi])
+                bday = re.match(r"[ \t]+birthday\b", s[m.end() : hi])
                 if bday and not _BLOCK.search(s, _clause_start(s, lo, m.start()), m.start()):
                     self.birthday(s, m.end() + bday.end(), base, hi)
             return None
@@ -174,8 +212,11 @@ class Subjects:
         word = m.group("kinword").casefold()
         pred = KIN.get(re.sub(r"\s+", " ", word))
         after = m.end()
-        named = re.match(r"(?:['’]s[ \t]+name[ \t]+is|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+(?:called|named)|"
-                         r"[ \t]*,)?[ \t]+", s[after:hi])
+        named = re.match(
+            r"(?:['’]s[ \t]+name[ \t]+is|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+(?:called|named)|"
+            r"[ \t]*,)?[ \t]+",
+            s[after:hi],
+        )
         if not named:
             return None
         at = after + named.end()
@@ -205,8 +246,8 @@ class Subjects:
             self.introduce(name, word)
             names.append(name)
         end = people[-1][1]
-        if s[end:end + 2] in ("'s", "’s"):
-            bday = re.match(r"[ \t]+birthday\b", s[end + 2:hi])
+        if s[end : end + 2] in ("'s", "’s"):
+            bday = re.match(r"[ \t]+birthday\b", s[end + 2 : hi])
             if bday:
                 self.birthday(s, end + 2 + bday.end(), names[-1], hi)
             return None
@@ -221,8 +262,11 @@ class Subjects:
         return _Subject(names, "person", m.start(), end)
 
     def pet(self, s: str, m: re.Match[str], hi: int) -> None:
-        named = re.match(rf"(?:['’]s[ \t]+name(?:[ \t]+is|['’]s)|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+"
-                         rf"(?:called|named)|[ \t]*,)?[ \t]+(?P<o>{_NAME})", s[m.end():hi])
+        named = re.match(
+            rf"(?:['’]s[ \t]+name(?:[ \t]+is|['’]s)|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+"
+            rf"(?:called|named)|[ \t]*,)?[ \t]+(?P<o>{_NAME})",
+            s[m.end() : hi],
+        )
         if not named:
             return
         a, b = m.end() + named.start("o"), m.end() + named.end("o")

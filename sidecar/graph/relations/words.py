@@ -9,77 +9,579 @@ from ..mentions import COMMON, MONTH_WORDS, WEEKDAY_WORDS
 
 # ----------------------------------------------------------------------------------------------- vocabulary
 
-KIN = {"sister": "sister", "sis": "sister", "brother": "brother", "bro": "brother", "mom": "mother", "mum": "mother",
-       "mother": "mother", "mommy": "mother", "mama": "mother", "dad": "father", "father": "father", "daddy": "father",
-       "papa": "father", "son": "son", "daughter": "daughter", "wife": "partner", "husband": "partner",
-       "partner": "partner", "boyfriend": "partner", "girlfriend": "partner", "fiance": "partner", "fiancé": "partner",
-       "fiancée": "partner", "fiancee": "partner", "spouse": "partner", "friend": "friend", "bff": "friend",
-       "bestie": "friend", "buddy": "friend", "pal": "friend", "cousin": "relative", "aunt": "relative",
-       "auntie": "relative", "uncle": "relative", "grandma": "relative", "grandmother": "relative",
-       "granny": "relative", "nana": "relative", "grandpa": "relative", "grandfather": "relative",
-       "grandad": "relative", "granddad": "relative", "niece": "relative", "nephew": "relative",
-       "grandson": "relative", "granddaughter": "relative", "stepmom": "mother", "stepdad": "father",
-       "colleague": "colleague", "coworker": "colleague", "co-worker": "colleague", "workmate": "colleague"}
+KIN = {
+    "sister": "sister",
+    "sis": "sister",
+    "brother": "brother",
+    "bro": "brother",
+    "mom": "mother",
+    "mum": "mother",
+    "mother": "mother",
+    "mommy": "mother",
+    "mama": "mother",
+    "dad": "father",
+    "father": "father",
+    "daddy": "father",
+    "papa": "father",
+    "son": "son",
+    "daughter": "daughter",
+    "wife": "partner",
+    "husband": "partner",
+    "partner": "partner",
+    "boyfriend": "partner",
+    "girlfriend": "partner",
+    "fiance": "partner",
+    "fiancé": "partner",
+    "fiancée": "partner",
+    "fiancee": "partner",
+    "spouse": "partner",
+    "friend": "friend",
+    "bff": "friend",
+    "bestie": "friend",
+    "buddy": "friend",
+    "pal": "friend",
+    "cousin": "relative",
+    "aunt": "relative",
+    "auntie": "relative",
+    "uncle": "relative",
+    "grandma": "relative",
+    "grandmother": "relative",
+    "granny": "relative",
+    "nana": "relative",
+    "grandpa": "relative",
+    "grandfather": "relative",
+    "grandad": "relative",
+    "granddad": "relative",
+    "niece": "relative",
+    "nephew": "relative",
+    "grandson": "relative",
+    "granddaughter": "relative",
+    "stepmom": "mother",
+    "stepdad": "father",
+    "colleague": "colleague",
+    "coworker": "colleague",
+    "co-worker": "colleague",
+    "workmate": "colleague",
+}
 # people a speaker introduces with no relation to them that the tier keeps ("my roommate Kofi")
-PEOPLE = ("roommate", "flatmate", "housemate", "neighbor", "neighbour", "boss", "manager", "classmate", "teammate",
-          "mentor", "landlord", "landlady", "ex", "tutor", "doctor", "therapist", "coach", "student", "client")
-_SHE = {"sister", "sis", "mom", "mum", "mother", "mommy", "mama", "daughter", "wife", "girlfriend", "fiancée",
-        "aunt", "auntie", "grandma", "grandmother", "granny", "nana", "niece", "granddaughter", "stepmom", "landlady"}
-_HE = {"brother", "bro", "dad", "father", "daddy", "papa", "son", "husband", "boyfriend", "fiancé", "uncle", "grandpa",
-       "grandfather", "grandad", "granddad", "nephew", "grandson", "stepdad", "landlord"}
-_PETS = ("dog", "dogs", "puppy", "puppies", "pup", "pups", "doggo", "cat", "cats", "kitten", "kittens", "kitty", "pet",
-         "pets", "parrot", "bird", "birds", "hamster", "rabbit", "bunny", "horse", "pony", "turtle", "turtles",
-         "tortoise", "fish", "goldfish", "snake", "lizard", "gecko", "iguana", "ferret", "chinchilla", "guinea pig",
-         "guinea pigs", "budgie", "cockatiel", "canary", "retriever", "labrador", "lab", "poodle", "terrier", "husky",
-         "corgi", "beagle", "bulldog", "shepherd", "dachshund", "chihuahua", "pug", "collie", "spaniel", "tabby",
-         "greyhound", "rat", "mouse", "hedgehog")
+PEOPLE = (
+    "roommate",
+    "flatmate",
+    "housemate",
+    "neighbor",
+    "neighbour",
+    "boss",
+    "manager",
+    "classmate",
+    "teammate",
+    "mentor",
+    "landlord",
+    "landlady",
+    "ex",
+    "tutor",
+    "doctor",
+    "therapist",
+    "coach",
+    "student",
+    "client",
+)
+_SHE = {
+    "sister",
+    "sis",
+    "mom",
+    "mum",
+    "mother",
+    "mommy",
+    "mama",
+    "daughter",
+    "wife",
+    "girlfriend",
+    "fiancée",
+    "aunt",
+    "auntie",
+    "grandma",
+    "grandmother",
+    "granny",
+    "nana",
+    "niece",
+    "granddaughter",
+    "stepmom",
+    "landlady",
+}
+_HE = {
+    "brother",
+    "bro",
+    "dad",
+    "father",
+    "daddy",
+    "papa",
+    "son",
+    "husband",
+    "boyfriend",
+    "fiancé",
+    "uncle",
+    "grandpa",
+    "grandfather",
+    "grandad",
+    "granddad",
+    "nephew",
+    "grandson",
+    "stepdad",
+    "landlord",
+}
+_PETS = (
+    "dog",
+    "dogs",
+    "puppy",
+    "puppies",
+    "pup",
+    "pups",
+    "doggo",
+    "cat",
+    "cats",
+    "kitten",
+    "kittens",
+    "kitty",
+    "pet",
+    "pets",
+    "parrot",
+    "bird",
+    "birds",
+    "hamster",
+    "rabbit",
+    "bunny",
+    "horse",
+    "pony",
+    "turtle",
+    "turtles",
+    "tortoise",
+    "fish",
+    "goldfish",
+    "snake",
+    "lizard",
+    "gecko",
+    "iguana",
+    "ferret",
+    "chinchilla",
+    "guinea pig",
+    "guinea pigs",
+    "budgie",
+    "cockatiel",
+    "canary",
+    "retriever",
+    "labrador",
+    "lab",
+    "poodle",
+    "terrier",
+    "husky",
+    "corgi",
+    "beagle",
+    "bulldog",
+    "shepherd",
+    "dachshund",
+    "chihuahua",
+    "pug",
+    "collie",
+    "spaniel",
+    "tabby",
+    "greyhound",
+    "rat",
+    "mouse",
+    "hedgehog",
+)
 _JOBS = (
-    "engineer", "developer", "dev", "programmer", "coder", "teacher", "nurse", "doctor", "physician", "surgeon",
-    "dentist", "vet", "veterinarian", "designer", "manager", "artist", "writer", "author", "lawyer", "attorney",
-    "chef", "cook", "baker", "barista", "bartender", "waiter", "waitress", "accountant", "scientist", "researcher",
-    "consultant", "photographer", "musician", "singer", "counselor", "counsellor", "therapist", "psychologist",
-    "psychiatrist", "firefighter", "pilot", "mechanic", "electrician", "plumber", "carpenter", "architect", "analyst",
-    "journalist", "editor", "reporter", "professor", "lecturer", "tutor", "entrepreneur", "founder", "ceo", "cto",
-    "cfo", "intern", "pharmacist", "paramedic", "officer", "cop", "soldier", "farmer", "driver", "cashier", "clerk",
-    "secretary", "receptionist", "librarian", "translator", "interpreter", "coach", "trainer", "instructor", "dancer",
-    "actor", "actress", "model", "streamer", "youtuber", "producer", "director", "guard", "player", "athlete",
-    "paralegal", "banker", "broker", "realtor", "recruiter", "administrator", "technician", "specialist",
-    "coordinator", "assistant", "associate", "salesperson", "cleaner", "nanny", "caregiver", "midwife", "economist",
-    "statistician", "mathematician", "physicist", "chemist", "biologist", "geologist", "tester", "sysadmin",
-    "illustrator", "animator", "copywriter", "marketer", "strategist", "advisor", "adviser", "auditor", "planner",
-    "surveyor", "welder", "electrician", "hairdresser", "stylist", "tattooist", "butcher", "postman", "courier",
-    "firefighter", "ranger", "guide", "curator", "chemist", "dietitian", "nutritionist", "optometrist",
-    "physiotherapist", "radiologist", "anesthesiologist", "pediatrician", "scientist", "composer", "drummer",
-    "guitarist", "pianist", "comedian", "podcaster", "influencer", "freelancer", "contractor", "executive", "owner",
+    "engineer",
+    "developer",
+    "dev",
+    "programmer",
+    "coder",
+    "teacher",
+    "nurse",
+    "doctor",
+    "physician",
+    "surgeon",
+    "dentist",
+    "vet",
+    "veterinarian",
+    "designer",
+    "manager",
+    "artist",
+    "writer",
+    "author",
+    "lawyer",
+    "attorney",
+    "chef",
+    "cook",
+    "baker",
+    "barista",
+    "bartender",
+    "waiter",
+    "waitress",
+    "accountant",
+    "scientist",
+    "researcher",
+    "consultant",
+    "photographer",
+    "musician",
+    "singer",
+    "counselor",
+    "counsellor",
+    "therapist",
+    "psychologist",
+    "psychiatrist",
+    "firefighter",
+    "pilot",
+    "mechanic",
+    "electrician",
+    "plumber",
+    "carpenter",
+    "architect",
+    "analyst",
+    "journalist",
+    "editor",
+    "reporter",
+    "professor",
+    "lecturer",
+    "tutor",
+    "entrepreneur",
+    "founder",
+    "ceo",
+    "cto",
+    "cfo",
+    "intern",
+    "pharmacist",
+    "paramedic",
+    "officer",
+    "cop",
+    "soldier",
+    "farmer",
+    "driver",
+    "cashier",
+    "clerk",
+    "secretary",
+    "receptionist",
+    "librarian",
+    "translator",
+    "interpreter",
+    "coach",
+    "trainer",
+    "instructor",
+    "dancer",
+    "actor",
+    "actress",
+    "model",
+    "streamer",
+    "youtuber",
+    "producer",
+    "director",
+    "guard",
+    "player",
+    "athlete",
+    "paralegal",
+    "banker",
+    "broker",
+    "realtor",
+    "recruiter",
+    "administrator",
+    "technician",
+    "specialist",
+    "coordinator",
+    "assistant",
+    "associate",
+    "salesperson",
+    "cleaner",
+    "nanny",
+    "caregiver",
+    "midwife",
+    "economist",
+    "statistician",
+    "mathematician",
+    "physicist",
+    "chemist",
+    "biologist",
+    "geologist",
+    "tester",
+    "sysadmin",
+    "illustrator",
+    "animator",
+    "copywriter",
+    "marketer",
+    "strategist",
+    "advisor",
+    "adviser",
+    "auditor",
+    "planner",
+    "surveyor",
+    "welder",
+    "electrician",
+    "hairdresser",
+    "stylist",
+    "tattooist",
+    "butcher",
+    "postman",
+    "courier",
+    "firefighter",
+    "ranger",
+    "guide",
+    "curator",
+    "chemist",
+    "dietitian",
+    "nutritionist",
+    "optometrist",
+    "physiotherapist",
+    "radiologist",
+    "anesthesiologist",
+    "pediatrician",
+    "scientist",
+    "composer",
+    "drummer",
+    "guitarist",
+    "pianist",
+    "comedian",
+    "podcaster",
+    "influencer",
+    "freelancer",
+    "contractor",
+    "executive",
+    "owner",
 )
 # modifiers that make "a ___ <job>" something else than the job the person has
-_NOT_JOB = {"good", "great", "bad", "terrible", "decent", "amazing", "awful", "better", "best", "horrible", "natural",
-            "born", "total", "real", "really", "very", "pretty", "super", "so", "huge", "big", "little", "wannabe",
-            "aspiring", "future", "former", "retired", "ex", "would-be", "amateur", "trained", "failed", "frustrated",
-            "budding", "fake", "not", "no", "bit", "kind", "sort", "home", "hobby", "weekend", "backseat"}
+_NOT_JOB = {
+    "good",
+    "great",
+    "bad",
+    "terrible",
+    "decent",
+    "amazing",
+    "awful",
+    "better",
+    "best",
+    "horrible",
+    "natural",
+    "born",
+    "total",
+    "real",
+    "really",
+    "very",
+    "pretty",
+    "super",
+    "so",
+    "huge",
+    "big",
+    "little",
+    "wannabe",
+    "aspiring",
+    "future",
+    "former",
+    "retired",
+    "ex",
+    "would-be",
+    "amateur",
+    "trained",
+    "failed",
+    "frustrated",
+    "budding",
+    "fake",
+    "not",
+    "no",
+    "bit",
+    "kind",
+    "sort",
+    "home",
+    "hobby",
+    "weekend",
+    "backseat",
+}
 # "joined X" where X is a platform is not a job
-_PLATFORMS = {"twitter", "x", "reddit", "discord", "instagram", "tiktok", "facebook", "strava", "duolingo", "linkedin",
-              "mastodon", "bluesky", "patreon", "twitch", "youtube", "snapchat", "pinterest", "tinder", "bumble",
-              "hinge", "threads", "whatsapp", "telegram", "signal", "slack", "tumblr", "goodreads", "letterboxd",
-              "peloton", "onlyfans", "substack", "medium", "github", "steam", "xbox", "playstation", "netflix"}
-_BINOMIALS = {"mac and cheese", "rock and roll", "fish and chips", "salt and pepper", "bread and butter",
-              "arts and crafts", "dungeons and dragons", "pros and cons", "black and white", "sweet and sour",
-              "rhythm and blues", "drum and bass", "hide and seek", "law and order", "pride and prejudice",
-              "peanut butter and jelly", "cookies and cream", "surf and turf", "rice and beans", "pb and j",
-              "tea and biscuits", "chips and salsa", "war and peace", "truth or dare", "rock n roll"}
+_PLATFORMS = {
+    "twitter",
+    "x",
+    "reddit",
+    "discord",
+    "instagram",
+    "tiktok",
+    "facebook",
+    "strava",
+    "duolingo",
+    "linkedin",
+    "mastodon",
+    "bluesky",
+    "patreon",
+    "twitch",
+    "youtube",
+    "snapchat",
+    "pinterest",
+    "tinder",
+    "bumble",
+    "hinge",
+    "threads",
+    "whatsapp",
+    "telegram",
+    "signal",
+    "slack",
+    "tumblr",
+    "goodreads",
+    "letterboxd",
+    "peloton",
+    "onlyfans",
+    "substack",
+    "medium",
+    "github",
+    "steam",
+    "xbox",
+    "playstation",
+    "netflix",
+}
+_BINOMIALS = {
+    "mac and cheese",
+    "rock and roll",
+    "fish and chips",
+    "salt and pepper",
+    "bread and butter",
+    "arts and crafts",
+    "dungeons and dragons",
+    "pros and cons",
+    "black and white",
+    "sweet and sour",
+    "rhythm and blues",
+    "drum and bass",
+    "hide and seek",
+    "law and order",
+    "pride and prejudice",
+    "peanut butter and jelly",
+    "cookies and cream",
+    "surf and turf",
+    "rice and beans",
+    "pb and j",
+    "tea and biscuits",
+    "chips and salsa",
+    "war and peace",
+    "truth or dare",
+    "rock n roll",
+}
 # a likes/dislikes object that says nothing on its own
-_VAGUE = {"it", "that", "this", "these", "those", "them", "you", "him", "her", "me", "us", "your", "yours", "his",
-          "their", "theirs", "its", "my", "our", "how", "what", "when", "where", "why", "who", "which", "to", "there",
-          "here", "all", "everything", "everyone", "everybody", "anything", "something", "nothing", "some", "any",
-          "one", "so", "too", "lot", "lots", "way", "idea", "fact", "thought", "feeling", "if", "whatever", "both",
-          "such", "such a", "ya", "u", "not", "is", "are", "was", "were", "be", "been", "makes",
-          "make", "get", "gets", "keeps", "has", "have", "had", "am", "y'all", "yall", "ur", "each", "every", "most", "more", "this one", "that one"}
-_LIGHT = {"going", "doing", "getting", "having", "making", "taking", "trying", "seeing", "using", "coming", "looking",
-          "being", "hearing", "knowing", "saying", "telling", "thinking", "talking", "working"}
+_VAGUE = {
+    "it",
+    "that",
+    "this",
+    "these",
+    "those",
+    "them",
+    "you",
+    "him",
+    "her",
+    "me",
+    "us",
+    "your",
+    "yours",
+    "his",
+    "their",
+    "theirs",
+    "its",
+    "my",
+    "our",
+    "how",
+    "what",
+    "when",
+    "where",
+    "why",
+    "who",
+    "which",
+    "to",
+    "there",
+    "here",
+    "all",
+    "everything",
+    "everyone",
+    "everybody",
+    "anything",
+    "something",
+    "nothing",
+    "some",
+    "any",
+    "one",
+    "so",
+    "too",
+    "lot",
+    "lots",
+    "way",
+    "idea",
+    "fact",
+    "thought",
+    "feeling",
+    "if",
+    "whatever",
+    "both",
+    "such",
+    "such a",
+    "ya",
+    "u",
+    "not",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "makes",
+    "make",
+    "get",
+    "gets",
+    "keeps",
+    "has",
+    "have",
+    "had",
+    "am",
+    "y'all",
+    "yall",
+    "ur",
+    "each",
+    "every",
+    "most",
+    "more",
+    "this one",
+    "that one",
+}
+_LIGHT = {
+    "going",
+    "doing",
+    "getting",
+    "having",
+    "making",
+    "taking",
+    "trying",
+    "seeing",
+    "using",
+    "coming",
+    "looking",
+    "being",
+    "hearing",
+    "knowing",
+    "saying",
+    "telling",
+    "thinking",
+    "talking",
+    "working",
+}
 
 _TIME_WORDS = {w for w in MONTH_WORDS | WEEKDAY_WORDS} | {
-    "christmas", "easter", "thanksgiving", "halloween", "new year", "new years", "spring", "summer", "autumn", "fall",
-    "winter", "today", "tonight", "tomorrow", "yesterday", "weekend"}
+    "christmas",
+    "easter",
+    "thanksgiving",
+    "halloween",
+    "new year",
+    "new years",
+    "spring",
+    "summer",
+    "autumn",
+    "fall",
+    "winter",
+    "today",
+    "tonight",
+    "tomorrow",
+    "yesterday",
+    "weekend",
+}
 
 # ----------------------------------------------------------------------------------------------- patterns
 
@@ -99,87 +601,130 @@ _KIN_ALT = _alt(KIN)
 _PEOPLE_ALT = _alt(PEOPLE)
 _PET_ALT = _alt(_PETS)
 _JOB_ALT = _alt(_JOBS)
-_ADJ = r"(?:(?:little|older|younger|big|baby|twin|eldest|oldest|youngest|best|new|lovely|dear|amazing|step|late|" \
-       r"childhood|old|good|favou?rite|awesome|wonderful|beautiful|sweet|other)\s+)"
-_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|" \
-         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-_DATE = re.compile(rf"(?i:{_MONTH})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|"
-                   rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?i:{_MONTH})\b(?:,?\s+\d{{4}})?")
+_ADJ = (
+    r"(?:(?:little|older|younger|big|baby|twin|eldest|oldest|youngest|best|new|lovely|dear|amazing|step|late|"
+    r"childhood|old|good|favou?rite|awesome|wonderful|beautiful|sweet|other)\s+)"
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DATE = re.compile(
+    rf"(?i:{_MONTH})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|"
+    rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?i:{_MONTH})\b(?:,?\s+\d{{4}})?"
+)
 
 # the words a subject and its verb may have between them: auxiliaries and a few adverbs (their kind noted)
-_FILL = re.compile(r"(?:[ \t]*(?:(?P<have>(?:['’]ve|have|has)(?![ \t]+(?:a|an|another|one|two|three|four|five|\d+)\b))|(?P<neg>(?:n['’]t|not)(?![ \t]+(?:like|enjoy|stand|bear)\b)|"
-                   r"(?:don|doesn|didn|won|isn|aren|wasn|weren|haven|hasn)['’]t(?![ \t]+(?:like|enjoy)\b)|"
-                   r"can['’]t(?![ \t]+(?:stand|bear)\b)|cannot(?![ \t]+(?:stand|bear)\b)|never|no[ \t]+longer)|(?P<be>['’]m|['’]re|['’]s|am|is|are|was|were|been)|"
-                   r"(?P<did>(?:do|does|did)(?![ \t]+not[ \t]+(?:like|enjoy)\b))|(?P<now>now)|just|recently|finally|still|also|actually|officially|currently|"
-                   r"already|both|all|even|really|newly|basically|happily|originally|only|totally|absolutely|truly|"
-                   r"kinda|literally|so|super|honestly|always|seriously|lowkey|technically|then|too)\b)*[ \t]*",
-                   re.IGNORECASE)
+_FILL = re.compile(
+    r"(?:[ \t]*(?:(?P<have>(?:['’]ve|have|has)(?![ \t]+(?:a|an|another|one|two|three|four|five|\d+)\b))|(?P<neg>(?:n['’]t|not)(?![ \t]+(?:like|enjoy|stand|bear)\b)|"
+    r"(?:don|doesn|didn|won|isn|aren|wasn|weren|haven|hasn)['’]t(?![ \t]+(?:like|enjoy)\b)|"
+    r"can['’]t(?![ \t]+(?:stand|bear)\b)|cannot(?![ \t]+(?:stand|bear)\b)|never|no[ \t]+longer)|(?P<be>['’]m|['’]re|['’]s|am|is|are|was|were|been)|"
+    r"(?P<did>(?:do|does|did)(?![ \t]+not[ \t]+(?:like|enjoy)\b))|(?P<now>now)|just|recently|finally|still|also|actually|officially|currently|"
+    r"already|both|all|even|really|newly|basically|happily|originally|only|totally|absolutely|truly|"
+    r"kinda|literally|so|super|honestly|always|seriously|lowkey|technically|then|too)\b)*[ \t]*",
+    re.IGNORECASE,
+)
 
 # Verb phrases, tried where a subject's words end: (kind, pattern). Each pattern ends where its object starts.
 _V = r"(?i:{})"
-_VERBS: list[tuple[str, re.Pattern[str]]] = [(k, re.compile(_V.format(p) + (r"" if k == "has_pet" else r"[ \t]+")))
-                                               for k, p in [
-    ("lives_used", r"used\s+to\s+live\s+(?:in|at)"),
-    ("works_used", r"used\s+to\s+work\s+(?:at|for)"),
-    ("likes_used", r"used\s+to\s+(?:love|like|enjoy|adore)"),
-    ("lives", r"(?:live|lives|living|reside|resides|residing)\s+(?:(?:right|now)\s+)?(?:in|at)"),
-    ("lives", r"(?:live|lives|living)\s+with\s+(?:[\w'’-]+\s+){1,4}?in"),
-    ("lives_past", r"lived\s+(?:in|at)"),
-    ("lives", r"(?:based|settled)\s+in"),
-    ("moved_from", r"(?:moved|relocated)\s+(?:away\s+)?from"),
-    ("lives", r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)"),
-    ("works", r"(?:work|works|working)\s+(?:(?:full[- ]time|part[- ]time|remotely|now|there)\s+)?(?:at|for)"),
-    ("works", r"(?:work|works|working)\s+(?:in|on)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:at|for)"),
-    ("works_past", r"worked\s+(?:(?:full[- ]time|part[- ]time|remotely)\s+)?(?:at|for)"),
-    ("works", r"(?:teach|teaches|teaching)\s+(?:[a-z]+\s+){0,2}?at"),
-    ("works", r"(?:start|started|starts|starting)\s+(?:(?:working|work|a\s+new\s+job|my\s+new\s+job|a\s+job|"
-              r"the\s+job|my\s+job|an\s+internship|a\s+new\s+role|a\s+role|a\s+new\s+position)\s+)?(?:at|with)"),
-    ("works", r"(?:got|get|landed|found|took|accepted|started)\s+(?:a|my|the|an)\s+(?:(?:new|first|dream|full[- ]time|"
-              r"part[- ]time|summer)\s+)*(?:job|position|role|internship|gig)\s+(?:at|with)"),
-    ("works", r"(?:got\s+)?(?:hired|employed)\s+(?:at|by)"),
-    ("works", r"(?:love|like|enjoy|hate)\s+my\s+(?:new\s+)?job\s+(?:at|with)"),
-    ("joined", r"(?:joined|joins)"),
-    ("quit", r"(?:quit|quits|resigned\s+from|retired\s+from|stopped\s+working\s+(?:at|for)|"
-             r"(?:got|was|were|been|just\s+got)\s+(?:laid\s+off|fired|let\s+go|sacked)\s+(?:from|by)|"
-             r"(?:lost|quit|left)\s+(?:my|his|her|their|the)\s+(?:old\s+)?job\s+(?:at|with))"),
-    ("laid_off", r"(?:laid\s+off|fired|let\s+go)\s+(?:from|by)"),
-    ("left", r"(?:left|leaves)"),
-    ("studies", r"(?:(?:started|starting|start)\s+)?(?:study|studies|studying|enrolled|majoring|doing\s+(?:a|my)\s+"
-                r"(?:degree|masters?|master's|phd|bachelor'?s))\s+(?:(?!at\b)[a-z'-]+\s+){0,3}?at"),
-    ("studies_past", r"studied\s+(?:(?!at\b)[a-z'-]+\s+){0,3}?at"),
-    ("student", r"(?:a|an)\s+(?:[a-z]+\s+){0,2}?(?:student|undergrad|undergraduate|freshman|sophomore|postdoc|"
-                r"fresher)\s+at"),
-    ("born", r"born\s+(?:and\s+raised\s+)?in"),
-    ("born_on", r"born\s+on"),
-    ("married", r"(?:married|marrying|dating|(?:engaged|married)\s+to|got\s+(?:engaged|married)\s+to|seeing)"),
-    ("divorced", r"(?:divorced|broke\s+up\s+with|split\s+(?:up\s+)?(?:from|with)|separated\s+from)"),
-    ("has_pet", r"(?:have|has|got|adopted|adopt|rescued|bought|own|owns|getting)\s+(?:a|an|another|one|two|three|four|"
-                r"five|\d+)\s+(?:[\w-]+\s+){0,3}?(?:" + _PET_ALT + r")\b"),
-    ("title", r"(?:became|become|becomes|work\s+as|works\s+as|working\s+as|start(?:ed|ing|s)?\s+(?:out\s+)?as|"
-              r"got\s+(?:the|a)\s+job\s+as|(?:got\s+)?hired\s+as|promoted\s+to|employed\s+as)"),
-    ("likes", r"(?:love|loves|like|likes|enjoy|enjoys|adore|adores|dig|fancy)"),
-    ("likes_be", r"(?:into|obsessed\s+with|passionate\s+about|crazy\s+about|mad\s+about|addicted\s+to|"
-                 r"a\s+(?:(?:big|huge|massive|great|total|die[- ]hard)\s+)?fan\s+of)"),
-    ("likes", r"(?:(?:'ve|have|has)\s+)?(?:always\s+)?had\s+a\s+(?:love|passion|soft\s+spot|thing)\s+for"),
-    ("likes", r"have\s+a\s+(?:soft\s+spot|passion|thing)\s+for"),
-    ("dislikes", r"(?:hate|hates|dislike|dislikes|detest|detests|loathe|loathes|can['’]t\s+stand|cannot\s+stand|"
-                 r"can\s+not\s+stand|can['’]t\s+bear|(?:do|does)(?:n['’]t|\s+not)\s+(?:like|enjoy))"),
-]]
+_VERBS: list[tuple[str, re.Pattern[str]]] = [
+    (k, re.compile(_V.format(p) + (r"" if k == "has_pet" else r"[ \t]+")))
+    for k, p in [
+        ("lives_used", r"used\s+to\s+live\s+(?:in|at)"),
+        ("works_used", r"used\s+to\s+work\s+(?:at|for)"),
+        ("likes_used", r"used\s+to\s+(?:love|like|enjoy|adore)"),
+        ("lives", r"(?:live|lives|living|reside|resides|residing)\s+(?:(?:right|now)\s+)?(?:in|at)"),
+        ("lives", r"(?:live|lives|living)\s+with\s+(?:[\w'’-]+\s+){1,4}?in"),
+        ("lives_past", r"lived\s+(?:in|at)"),
+        ("lives", r"(?:based|settled)\s+in"),
+        ("moved_from", r"(?:moved|relocated)\s+(?:away\s+)?from"),
+        ("lives", r"(?:moved|relocated)\s+(?:back\s+)?(?:to|into)"),
+        ("works", r"(?:work|works|working)\s+(?:(?:full[- ]time|part[- ]time|remotely|now|there)\s+)?(?:at|for)"),
+        ("works", r"(?:work|works|working)\s+(?:in|on)\s+[a-z]+(?:\s+[a-z]+)?\s+(?:at|for)"),
+        ("works_past", r"worked\s+(?:(?:full[- ]time|part[- ]time|remotely)\s+)?(?:at|for)"),
+        ("works", r"(?:teach|teaches|teaching)\s+(?:[a-z]+\s+){0,2}?at"),
+        (
+            "works",
+            r"(?:start|started|starts|starting)\s+(?:(?:working|work|a\s+new\s+job|my\s+new\s+job|a\s+job|"
+            r"the\s+job|my\s+job|an\s+internship|a\s+new\s+role|a\s+role|a\s+new\s+position)\s+)?(?:at|with)",
+        ),
+        (
+            "works",
+            r"(?:got|get|landed|found|took|accepted|started)\s+(?:a|my|the|an)\s+(?:(?:new|first|dream|full[- ]time|"
+            r"part[- ]time|summer)\s+)*(?:job|position|role|internship|gig)\s+(?:at|with)",
+        ),
+        ("works", r"(?:got\s+)?(?:hired|employed)\s+(?:at|by)"),
+        ("works", r"(?:love|like|enjoy|hate)\s+my\s+(?:new\s+)?job\s+(?:at|with)"),
+        ("joined", r"(?:joined|joins)"),
+        (
+            "quit",
+            r"(?:quit|quits|resigned\s+from|retired\s+from|stopped\s+working\s+(?:at|for)|"
+            r"(?:got|was|were|been|just\s+got)\s+(?:laid\s+off|fired|let\s+go|sacked)\s+(?:from|by)|"
+            r"(?:lost|quit|left)\s+(?:my|his|her|their|the)\s+(?:old\s+)?job\s+(?:at|with))",
+        ),
+        ("laid_off", r"(?:laid\s+off|fired|let\s+go)\s+(?:from|by)"),
+        ("left", r"(?:left|leaves)"),
+        (
+            "studies",
+            r"(?:(?:started|starting|start)\s+)?(?:study|studies|studying|enrolled|majoring|doing\s+(?:a|my)\s+"
+            r"(?:degree|masters?|master's|phd|bachelor'?s))\s+(?:(?!at\b)[a-z'-]+\s+){0,3}?at",
+        ),
+        ("studies_past", r"studied\s+(?:(?!at\b)[a-z'-]+\s+){0,3}?at"),
+        (
+            "student",
+            r"(?:a|an)\s+(?:[a-z]+\s+){0,2}?(?:student|undergrad|undergraduate|freshman|sophomore|postdoc|"
+            r"fresher)\s+at",
+        ),
+        ("born", r"born\s+(?:and\s+raised\s+)?in"),
+        ("born_on", r"born\s+on"),
+        ("married", r"(?:married|marrying|dating|(?:engaged|married)\s+to|got\s+(?:engaged|married)\s+to|seeing)"),
+        ("divorced", r"(?:divorced|broke\s+up\s+with|split\s+(?:up\s+)?(?:from|with)|separated\s+from)"),
+        (
+            "has_pet",
+            r"(?:have|has|got|adopted|adopt|rescued|bought|own|owns|getting)\s+(?:a|an|another|one|two|three|four|"
+            r"five|\d+)\s+(?:[\w-]+\s+){0,3}?(?:" + _PET_ALT + r")\b",
+        ),
+        (
+            "title",
+            r"(?:became|become|becomes|work\s+as|works\s+as|working\s+as|start(?:ed|ing|s)?\s+(?:out\s+)?as|"
+            r"got\s+(?:the|a)\s+job\s+as|(?:got\s+)?hired\s+as|promoted\s+to|employed\s+as)",
+        ),
+        ("likes", r"(?:love|loves|like|likes|enjoy|enjoys|adore|adores|dig|fancy)"),
+        (
+            "likes_be",
+            r"(?:into|obsessed\s+with|passionate\s+about|crazy\s+about|mad\s+about|addicted\s+to|"
+            r"a\s+(?:(?:big|huge|massive|great|total|die[- ]hard)\s+)?fan\s+of)",
+        ),
+        ("likes", r"(?:(?:'ve|have|has)\s+)?(?:always\s+)?had\s+a\s+(?:love|passion|soft\s+spot|thing)\s+for"),
+        ("likes", r"have\s+a\s+(?:soft\s+spot|passion|thing)\s+for"),
+        (
+            "dislikes",
+            r"(?:hate|hates|dislike|dislikes|detest|detests|loathe|loathes|can['’]t\s+stand|cannot\s+stand|"
+            r"can\s+not\s+stand|can['’]t\s+bear|(?:do|does)(?:n['’]t|\s+not)\s+(?:like|enjoy))",
+        ),
+    ]
+]
 _BE_TITLE = re.compile(rf"(?i:a|an)[ \t]+(?P<o>(?:[a-z][\w-]*[ \t]+){{0,2}}(?i:{_JOB_ALT}))\b")
 _TITLE_ANY = re.compile(rf"(?:(?i:a|an)[ \t]+)?(?P<o>(?:[a-z][\w-]*[ \t]+){{0,2}}(?i:{_JOB_ALT}))\b")
 _PET_NAMES = re.compile(rf"(?:[ \t]*,[ \t]*|[ \t]+(?i:called|named)[ \t]+|[ \t]*:[ \t]*)(?P<o>{_NAME})")
-_NAMED_LATER = re.compile(rf",?[ \t]+(?:and[ \t]+)?(?i:we|i|they|he|she)[ \t]+(?i:named|called)[ \t]+"
-                          rf"(?i:him|her|it|them)[ \t]+(?P<o>{_NAME})")
+_NAMED_LATER = re.compile(
+    rf",?[ \t]+(?:and[ \t]+)?(?i:we|i|they|he|she)[ \t]+(?i:named|called)[ \t]+"
+    rf"(?i:him|her|it|them)[ \t]+(?P<o>{_NAME})"
+)
 _AND_NAME = re.compile(rf"[ \t]*(?:,[ \t]*(?:and[ \t]+)?|[ \t]+(?:and|&)[ \t]+)(?P<o>{_NAME})")
 _THEN_AT = re.compile(r"[ \t]+(?i:at|for|with)[ \t]+")
 _THEN_BASED = re.compile(r",?[ \t]+(?i:based|living)[ \t]+in[ \t]+")
 _AND_VERB = re.compile(r"[ \t]*(?:,[ \t]*)?(?:(?i:and|but|&|\+)[ \t]+)(?:(?i:then|now|also|still|later)[ \t]+)?")
-_CORRECTION = re.compile(r"[ \t]*[,;.!-]*[ \t]*(?i:no[ \t]*,?[ \t]*wait|wait[ \t]*,?[ \t]*no|wait|sorry|i[ \t]+mean(?:t)?|"
-                         r"or[ \t]+rather|rather|correction|scratch[ \t]+that|make[ \t]+that|oops)[ \t]*[,:!.-]*[ \t]*"
-                         r"(?:(?i:to|in|at|for)[ \t]+)?")
-_MODIFIED = re.compile(r"['’]?s?[ \t]+(?i:office|offices|branch|store|shop|campus|team|site|location|headquarters|hq|"
-                       r"plant|factory|department|division|area|region|suburbs|outskirts|airport|station|account|"
-                       r"version|fans?|style|food|trip|way)\b")
+_CORRECTION = re.compile(
+    r"[ \t]*[,;.!-]*[ \t]*(?i:no[ \t]*,?[ \t]*wait|wait[ \t]*,?[ \t]*no|wait|sorry|i[ \t]+mean(?:t)?|"
+    r"or[ \t]+rather|rather|correction|scratch[ \t]+that|make[ \t]+that|oops)[ \t]*[,:!.-]*[ \t]*"
+    r"(?:(?i:to|in|at|for)[ \t]+)?"
+)
+_MODIFIED = re.compile(
+    r"['’]?s?[ \t]+(?i:office|offices|branch|store|shop|campus|team|site|location|headquarters|hq|"
+    r"plant|factory|department|division|area|region|suburbs|outskirts|airport|station|account|"
+    r"version|fans?|style|food|trip|way)\b"
+)
 _PLACE_INNER = re.compile(r"(?i:a|an|the|our|my)[ \t]+(?:[a-z'-]+[ \t]+){0,3}?(?i:in|near|outside(?:[ \t]+of)?)[ \t]+")
 
 # what stops a subject's reading: negation, modality, hypotheticals, wishes, plans, hedges, reported speech
@@ -191,31 +736,59 @@ _BLOCK = re.compile(
     r"said|says|say|saying|told|tells|tell|asked|asks|ask|wonder|wonders|wondering|wondered|think|thinks|thought|"
     r"believe|believes|guess|heard|hear|claims|claimed|apparently|supposedly|rumou?red|pretends|when\s+will|"
     r"what\s+if|no\s+longer|instead\s+of|rather\s+than|expect|expecting|applying|applied|interview\w*|once)\b"
-    r"|['’](?:d|ll)\b", re.IGNORECASE)
+    r"|['’](?:d|ll)\b",
+    re.IGNORECASE,
+)
 _NEG_ONLY = re.compile(r"n['’]t\b|\b(?:not|no\s+longer)\b", re.IGNORECASE)
 _ANYMORE = re.compile(r"\b(?:anymore|any\s+more|any\s+longer)\b", re.IGNORECASE)
-_FUTURE = re.compile(r"\b(?:next|tomorrow|soon|later\s+this|in\s+(?:a|two|three|\d+)\s+(?:days?|weeks?|months?)|"
-                     r"from\s+(?:next|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|"
-                     r"april|may|june|july|august|september|october|november|december))\b", re.IGNORECASE)
-_QUESTION_START = re.compile(r"(?i:do|does|did|is|are|was|were|will|would|can|could|should|have|has|had|shall|may|"
-                             r"might|am|how|what|where|when|why|who|which|whose|isn['’]t|aren['’]t|don['’]t|"
-                             r"doesn['’]t|didn['’]t)\b")
-_HYPOTHETICAL_START = re.compile(r"(?i:if|unless|suppose|supposing|imagine|what\s+if|in\s+case|once|hypothetically|"
-                                 r"assuming|whenever)\b")
+_FUTURE = re.compile(
+    r"\b(?:next|tomorrow|soon|later\s+this|in\s+(?:a|two|three|\d+)\s+(?:days?|weeks?|months?)|"
+    r"from\s+(?:next|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|"
+    r"april|may|june|july|august|september|october|november|december))\b",
+    re.IGNORECASE,
+)
+_QUESTION_START = re.compile(
+    r"(?i:do|does|did|is|are|was|were|will|would|can|could|should|have|has|had|shall|may|"
+    r"might|am|how|what|where|when|why|who|which|whose|isn['’]t|aren['’]t|don['’]t|"
+    r"doesn['’]t|didn['’]t)\b"
+)
+_HYPOTHETICAL_START = re.compile(
+    r"(?i:if|unless|suppose|supposing|imagine|what\s+if|in\s+case|once|hypothetically|"
+    r"assuming|whenever)\b"
+)
 _OPENERS = re.compile(
     r"(?:[^\w]*(?i:omg|oh\s+my\s+god|oh|ok|okay|so+|well|btw|by\s+the\s+way|anyway|anyways|also|and|but|plus|"
     r"update|news|big\s+news|good\s+news|great\s+news|some\s+news|fun\s+fact|guess\s+what|honestly|actually|tbh|"
     r"fyi|yay|woo+hoo+|hey+|hi|yo|lol|lmao|haha+|ugh|um+|uh+|wow|whew|phew|hmm+|ps|edit|finally|officially|"
     r"alright|yeah|yes|yep|nah|ooh|aaa+h*|welp|sooo+|anyhow|real\s+talk|quick\s+update|life\s+update|"
-    r"just\s+so\s+you\s+know|long\s+story\s+short)\b[\s,:;!.…-]*)+")
+    r"just\s+so\s+you\s+know|long\s+story\s+short)\b[\s,:;!.…-]*)+"
+)
 # subjectless chat lines ("Just moved to Dublin!", "Started at Zalando today"): the verbs that may open one
-_BARE = {"lives", "lives_past", "moved_from", "works", "works_past", "joined", "quit", "laid_off", "left", "studies",
-         "title", "married", "divorced", "has_pet", "lives_used", "works_used"}
+_BARE = {
+    "lives",
+    "lives_past",
+    "moved_from",
+    "works",
+    "works_past",
+    "joined",
+    "quit",
+    "laid_off",
+    "left",
+    "studies",
+    "title",
+    "married",
+    "divorced",
+    "has_pet",
+    "lives_used",
+    "works_used",
+}
 _NAME_NEXT = re.compile(r"(?:['’]s|(?<=['’]s))[ \t]+birthday\b|[ \t]*,[ \t]*who\b|[ \t]+who\b")
 _BE_NEXT = re.compile(r"(?i:a|an|into|obsessed|passionate|crazy|mad|addicted)\b")
-_BARE_VERB = re.compile(r"(?i:moved|relocated|lived|living|started|starting|joined|quit|left|got|just|been|working|"
-                        r"worked|studying|studied|married|divorced|broke|adopted|retired|lost|resigned|laid|fired|"
-                        r"finally|recently|officially|currently)\b")
+_BARE_VERB = re.compile(
+    r"(?i:moved|relocated|lived|living|started|starting|joined|quit|left|got|just|been|working|"
+    r"worked|studying|studied|married|divorced|broke|adopted|retired|lost|resigned|laid|fired|"
+    r"finally|recently|officially|currently)\b"
+)
 _BARE_START = re.compile(r"(?i:(?:just|finally|recently|officially|so|now|still|been|currently)\s+)*")
 _WE_KINDS = {"lives", "lives_past", "lives_used", "moved_from", "has_pet"}
 _UNKNOWN_NAME_KINDS = {"lives", "works", "studies", "born", "title_be", "moved_from", "quit", "joined"}
@@ -236,15 +809,20 @@ _ANCHORS = re.compile(
     r"|(?P<i>(?<![\w'’])[Ii](?:(?P<ic>['’](?:m|ve|d|ll|s))\b)?(?![\w'’]))"
     r"|(?P<we>\b[Ww]e(?:(?P<wec>['’](?:re|ve|d|ll))\b)?(?![\w'’]))"
     r"|(?P<pron>\b(?P<pronw>[Hh]e|[Ss]he)(?:(?P<pc>['’](?:s|d|ll))\b)?(?![\w'’]))"
-    rf"|(?P<name>(?<![\w'’])(?:[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*){{0,2}}|[{_CASELESS}]+))")
+    rf"|(?P<name>(?<![\w'’])(?:[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*){{0,2}}|[{_CASELESS}]+))"
+)
 _KIN_RX = re.compile(rf"\b(?i:my|our)[ \t]+{_ADJ}{{0,2}}(?P<kinword>(?i:{_KIN_ALT}|{_PEOPLE_ALT}))(?P<plural>s)?\b")
-_ANY = re.compile(r"\b(?:[Ii]|[Mm]y|[Oo]ur|[Ww]e|[Mm]e|[Hh]e|[Ss]he)\b|[A-Z][\w'’-]*\s+(?:\w+\s+)?(?:lives?|moved|"
-                  r"works?|studies|is|was|has|got|quit|left|joined|started|loves|hates|likes|enjoys|married|relocated|"
-                  r"retired|teaches|'s|and)\b|^\W*(?i:just|finally|recently|moved|started|starting|joined|quit|left|"
-                  r"living|working|got|been)\b", re.MULTILINE)
+_ANY = re.compile(
+    r"\b(?:[Ii]|[Mm]y|[Oo]ur|[Ww]e|[Mm]e|[Hh]e|[Ss]he)\b|[A-Z][\w'’-]*\s+(?:\w+\s+)?(?:lives?|moved|"
+    r"works?|studies|is|was|has|got|quit|left|joined|started|loves|hates|likes|enjoys|married|relocated|"
+    r"retired|teaches|'s|and)\b|^\W*(?i:just|finally|recently|moved|started|starting|joined|quit|left|"
+    r"living|working|got|been)\b",
+    re.MULTILINE,
+)
 
 
 # ----------------------------------------------------------------------------------------------- helpers
+
 
 def _fold(text: str) -> str:
     return re.sub(r"\s+", " ", text.casefold()).strip(" .,;:!?\"'’")
@@ -260,7 +838,9 @@ def _sentences(text: str) -> list[tuple[int, int, bool]]:
     for m in _SENT_END.finditer(text):
         mark = m.group(0)
         if mark == ".":
-            word = text[max(text.rfind(" ", start, m.start()), text.rfind("\n", start, m.start()), start - 1) + 1:m.start()]
+            word = text[
+                max(text.rfind(" ", start, m.start()), text.rfind("\n", start, m.start()), start - 1) + 1 : m.start()
+            ]
             if word.casefold() in _ABBREV or (len(word) == 1 and word.isupper()):
                 continue
         out.append((start, m.end(), "?" in mark))
@@ -280,14 +860,14 @@ def _clause_start(s: str, lo: int, pos: int) -> int:
     return conj.start() if conj else cut
 
 
-_CONJ_BEFORE = re.compile(r"\b(?:and|but|so|because|cause|although|though|while|whereas|plus|then|now|yet)[ \t]+$",
-                          re.IGNORECASE)
+_CONJ_BEFORE = re.compile(
+    r"\b(?:and|but|so|because|cause|although|though|while|whereas|plus|then|now|yet)[ \t]+$", re.IGNORECASE
+)
 
 
 def _ordinary(word: str) -> bool:
     w = word.casefold().replace("’", "'")
     return w in COMMON or w.split("'")[0] in COMMON or w in _TIME_WORDS
-
 
 
 _THING = re.compile(
@@ -300,13 +880,16 @@ _THING = re.compile(
     r"although|as|than|that|which|who|whose|where|since|until|with|at|in|on|for|from|to|about|during|after|before|"
     r"into|by|like|around|near|over|under|through|too|more|most|less|now|lately|anymore|every|each|today|tonight|"
     r"yesterday|again|either|right|haha|lol|very|really|sooo*|even|all|just|cuz|bc|is|are|was|were|it|you|me|them|"
-    r"this|these|here|there|a\s+lot|lots|so\s+much|these\s+days)\b)")
+    r"this|these|here|there|a\s+lot|lots|so\s+much|these\s+days)\b)"
+)
 
 _VERB_BY_KIND = {}
 for _kind, _rx in _VERBS:
     _VERB_BY_KIND.setdefault(_kind, _rx)
-_CLAUSE_AFTER = re.compile(r"[ \t]+(?i:is|are|was|were|has|have|had|makes?|brings?|gets?|keeps?|helps?|lets?|feels?|"
-                           r"looks?|seems?|turned|tackles?|can|will|would)\b")
+_CLAUSE_AFTER = re.compile(
+    r"[ \t]+(?i:is|are|was|were|has|have|had|makes?|brings?|gets?|keeps?|helps?|lets?|feels?|"
+    r"looks?|seems?|turned|tackles?|can|will|would)\b"
+)
 _PRONOUN_AFTER = re.compile(r"[ \t]+(?i:them|it|him|her|you|me|us|this|that)\b")
 _ANCHOR_HERE = re.compile(r"(?:[Ii]|[Ww]e|[Ss]he|[Hh]e|[Mm]y|[Oo]ur)\b")
 
@@ -314,8 +897,9 @@ _ANCHOR_HERE = re.compile(r"(?:[Ii]|[Ww]e|[Ss]he|[Hh]e|[Mm]y|[Oo]ur)\b")
 # every verb phrase in one pattern, first listed first (one match in C instead of forty in Python); without
 # "into" / "a student at", which only follow a form of "to be"
 _VERB_ALL = re.compile("|".join(f"(?P<v{i}>{rx.pattern})" for i, (_k, rx) in enumerate(_VERBS)))
-_VERB_NOT_BE = re.compile("|".join(f"(?P<v{i}>{rx.pattern})" for i, (k, rx) in enumerate(_VERBS)
-                                   if k not in ("likes_be", "student")))
+_VERB_NOT_BE = re.compile(
+    "|".join(f"(?P<v{i}>{rx.pattern})" for i, (k, rx) in enumerate(_VERBS) if k not in ("likes_be", "student"))
+)
 _VERB_START = re.compile(r"[^\W\d_]|['’]")
 
 
