@@ -121,3 +121,49 @@ def test_a_short_soak_runs_end_to_end(tmp_path):
     assert all(0 < s["rss_min_mib"] <= s["rss_mib"] <= s["rss_max_mib"] for s in result["samples"])
     assert all(sum(s["rss_by_kind_mib"].values()) > 0 for s in result["samples"])
     assert "RSS" in proc.stdout
+
+
+@linux_only("the soak samples RSS by kind from /proc/<pid>/smaps")
+def test_a_hostile_soak_answers_every_shape_and_keeps_every_acknowledged_memory(tmp_path):
+    """Issue 64's shapes mixed into traffic: each gets an expected answer in order, the sidecar keeps serving
+    the ordinary requests around them, and every memory answered `ok` is in the export at the end."""
+    out = tmp_path / "soak.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            BENCH,
+            "soak",
+            "--requests",
+            "400",
+            "--hostile",
+            "0.25",
+            "--interval",
+            "1",
+            "--users",
+            "10",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(ROOT),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    result = orjson.loads(out.read_bytes())
+    assert result["failure"] is None and result["exit_code"] == 0 and result["hostile"] == 0.25
+    assert result["samples"][-1]["done"] == 400
+    verified = [line for line in proc.stdout.splitlines() if line.startswith("verify: ")]
+    acked, found = (int(w) for w in verified[0].split()[1:5:3])
+    assert acked == found and acked > 100  # the ordinary stores and the hostile ones answered ok
+
+
+def test_every_hostile_shape_can_be_drawn_and_expects_an_answer():
+    import random
+
+    from benchkit import hostile
+
+    rng = random.Random(3)
+    names = {hostile.draw(rng, "u").name for _ in range(5000)}
+    assert len(names) == len(hostile.SHAPES)
+    assert all(shape("u").answers for _, shape in hostile.SHAPES)

@@ -157,6 +157,10 @@ class Sidecar:
         """Add a request to the ones `flush` writes in one go (pipelining: answers are `read` meanwhile)."""
         self._queued += dumps(obj) + b"\n"
 
+    def queue_raw(self, line: bytes) -> None:
+        """Add a raw line (without its newline), e.g. one that is not JSON, to the ones `flush` writes."""
+        self._queued += line + b"\n"
+
     def flush(self) -> None:
         if self._queued:
             line, self._queued = bytes(self._queued), bytearray()

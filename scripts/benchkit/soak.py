@@ -12,6 +12,12 @@ all, the worst case for the vector cache once the stored data outgrows it.
     python scripts/bench.py soak --requests 2000 --interval 1            # a quick check that it works
     python scripts/bench.py soak --judge soak.json                       # the verdict for an earlier run
     python scripts/bench.py soak --requests 2000 -- --compact-every-writes 50   # extra sidecar flags
+    python scripts/bench.py soak --requests 100000 --hostile 0.05 --interval 30  # hostile shapes mixed in
+
+--hostile SHARE replaces that share of the requests with the shapes of scripts/benchkit/hostile.py (lines that
+are not JSON, text that hung or stalled the sidecar before, batches over the limits); each must get one of its
+expected answers, in order. With --hostile (or --verify), the run ends with an `export` of the data dir and
+checks that every memory whose store was answered `ok` is in it.
 
 Every answer is checked (ok with an id for a store, results for a query, in order); the run stops
 at the first wrong answer. Each sample in --out keeps the interval's lowest, median and highest
@@ -39,6 +45,7 @@ from pathlib import Path
 from statistics import median
 
 from . import ROOT
+from . import hostile as hostile_shapes
 from .client import BenchError, Sidecar
 from .output import write_json
 from .procfs import rss_by_kind_mib, rss_kib
@@ -94,6 +101,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge", metavar="SOAK_JSON", help="print the plateau verdict for an earlier run's --out and exit"
     )
+    parser.add_argument(
+        "--hostile",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share of requests replaced by hostile shapes (scripts/benchkit/hostile.py), 0 to 1; implies --verify",
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="at the end, export the data dir and check every acknowledged memory is in it",
+    )
     parser.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
 
 
@@ -115,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
         except BenchError as e:
             print(f"sidecar did not start: {e}", file=sys.stderr)
             return 1
-        samples, failure = stream(args, sc, ready)
+        acked: list[str] = []
+        samples, failure = stream(args, sc, ready, acked)
+        if not failure and (args.verify or args.hostile > 0):
+            failure += verify(sc, acked, data_dir)
         code = sc.finish(120)
     verdict = plateau(samples, args.plateau_tolerance)
     _write(args, samples, ready, failure, verdict, exit_code=code)
@@ -128,10 +150,37 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not failure and code == 0 else 1
 
 
-def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dict], list[str]]:
+def verify(sc: Sidecar, acked: list[str], data_dir: str) -> list[str]:
+    """Every acknowledged memory is in an export of the data dir: [] or one failure line."""
+    out = Path(tempfile.mkdtemp(prefix="soak-verify-")) / "all.jsonl"
+    sc.timeout = max(sc.timeout, 600.0)
+    answer = sc.request({"type": "export", "out": str(out), "vectors": False}, "exported")
+    found = set()
+    with open(out, "rb") as f:
+        for line in f:
+            record = json.loads(line)
+            if record.get("kind") == "message":
+                found.add(record.get("id"))
+    missing = [i for i in acked if i not in found]
+    print(
+        f"verify: {len(acked)} acknowledged memories, {len(acked) - len(missing)} in the export "
+        f"({answer.get('messages')} messages exported)",
+        flush=True,
+    )
+    out.unlink()
+    return [f"{len(missing)} acknowledged memories missing from the export, e.g. {missing[:3]}"] if missing else []
+
+
+def stream(
+    args: argparse.Namespace, sc: Sidecar, ready: dict, acked: list[str] | None = None
+) -> tuple[list[dict], list[str]]:
     """The traffic, a writer and a reader thread with at most --window requests in flight, and a sample
-    every --interval seconds (rewritten to --out) until every answer is in or one is wrong."""
+    every --interval seconds (rewritten to --out) until every answer is in or one is wrong. The ids of the
+    memories whose store was answered `ok` are appended to `acked`."""
+    acked = [] if acked is None else acked
     rng = random.Random(args.seed)
+    hostile_rng = random.Random(args.seed + 1)
+    expected_hostile: dict[int, hostile_shapes.Hostile] = {}
     modes, weights = list(args.query_mix), list(args.query_mix.values())
     slots = threading.Semaphore(args.window)
     sent_at: dict[int, tuple[float, str]] = {}
@@ -175,9 +224,20 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
                     if mode != "default":
                         req["mode"] = mode
                     kind = "query"
+                if args.hostile > 0 and hostile_rng.random() < args.hostile:
+                    shape = hostile_shapes.draw(hostile_rng, user)
+                    kind = "hostile"
+                    with lock:
+                        expected_hostile[i] = shape
+                    if isinstance(shape.request, bytes):
+                        req = None
+                        sc.queue_raw(shape.request)
+                    else:
+                        req = {**shape.request, "request_id": i}
                 with lock:
                     sent_at[i] = (time.perf_counter(), kind)
-                sc.queue(req)
+                if req is not None:
+                    sc.queue(req)
                 if i % 8 == 7 or i == args.requests - 1:
                     sc.flush()
             sc.flush()
@@ -192,21 +252,33 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
                 now = time.perf_counter()
                 rid = r.get("request_id")
                 with lock:
-                    t0, kind = sent_at.pop(rid, (None, None))
-                ok = (
-                    rid == expected
-                    and t0 is not None
-                    and (
-                        (kind == "store" and r.get("type") == "ok" and r.get("id"))
-                        or (kind == "query" and r.get("type") == "results")
+                    t0, kind = sent_at.pop(expected, (None, None))
+                    shape = expected_hostile.pop(expected, None)
+                if shape is not None:  # raw lines cannot be echoed a request_id
+                    ok = (rid == expected or (isinstance(shape.request, bytes) and rid is None)) and r.get(
+                        "type"
+                    ) in shape.answers
+                    if ok and shape.stores and r.get("type") == "ok":
+                        acked.append(r["id"])
+                else:
+                    ok = (
+                        rid == expected
+                        and t0 is not None
+                        and (
+                            (kind == "store" and r.get("type") == "ok" and r.get("id"))
+                            or (kind == "query" and r.get("type") == "results")
+                        )
                     )
-                )
+                    if ok and kind == "store":
+                        acked.append(r["id"])
                 if not ok:
-                    failure.append(f"request {expected}: unexpected answer {r}")
+                    what = f" ({shape.name})" if shape is not None else ""
+                    failure.append(f"request {expected}{what}: unexpected answer {str(r)[:500]}")
                     slots.release()
                     break
                 with lock:
-                    lat[kind].append(now - t0)
+                    if kind in lat:
+                        lat[kind].append(now - t0)
                     done[0] += 1
                 expected += 1
                 slots.release()
@@ -371,6 +443,7 @@ def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
             "exchanges": args.exchanges,
             "interval_s": args.interval,
             "sidecar_args": args.sidecar_args,
+            "hostile": args.hostile,
             "startup_ms": ready.get("startup_ms"),
             "samples": samples,
             "failure": failure[0] if failure else None,
