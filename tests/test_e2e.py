@@ -141,6 +141,29 @@ def test_automatic_expiry_at_startup(spawn, tmp_path):
     assert sc.shutdown() == 0
 
 
+def test_a_store_answer_says_when_the_memory_expires_and_warns_when_that_has_passed(spawn):
+    now = int(time.time())
+    sc = spawn("--ttl-days", "30")
+    fresh = sc.request({"type": "store", "user_id": "u", "content": "fresh", "timestamp": now - DAY})
+    assert fresh["expires_at"] == now + 29 * DAY and "note" not in fresh
+    old = sc.request({"type": "store", "user_id": "u", "content": "ancient", "timestamp": now - 100 * DAY})
+    assert old["type"] == "ok" and old["expires_at"] == now - 70 * DAY
+    assert "deleted at the next automatic cleanup" in old["note"] and "--ttl-days" in old["note"]
+    batch = sc.request(
+        {
+            "type": "store",
+            "messages": [{"user_id": "u", "content": "a"}, {"user_id": "u", "content": "b", "timestamp": 5}],
+        }
+    )
+    assert len(batch["expires_at"]) == 2 and batch["expires_at"][1] == 5 + 30 * DAY
+    assert batch["expires_at"][0] >= now + 30 * DAY - 5 and batch["note"].startswith("1 of these 2 memories")
+    assert sc.shutdown() == 0
+    sc = spawn("--ttl-days", "0")
+    kept = sc.request({"type": "store", "user_id": "u", "content": "kept", "timestamp": now - 100 * DAY})
+    assert kept["expires_at"] is None and "note" not in kept  # null: it never expires
+    assert sc.shutdown() == 0
+
+
 def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
     marker = "zebra-marker-" + uuid.uuid4().hex
     for i in range(3):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -68,6 +69,19 @@ def _library_versions() -> dict[str, str]:
     import tokenizers
 
     return {m.__name__: m.__version__ for m in (lancedb, onnxruntime, pyarrow, tokenizers)}
+
+
+def past_expiry_note(past: int, of: int, ttl_days: float) -> str:
+    """What a store answer says when memories were stored with timestamps already past the expiry."""
+    if of == 1:
+        which = "This memory's timestamp is"
+    else:
+        which = f"{past} of these {of} memories' timestamps {'is' if past == 1 else 'are'}"
+    return (
+        f"{which} older than the expiry (--ttl-days {ttl_days:g}): stored, and deleted at the next automatic "
+        "cleanup (at start-up and every --cleanup-interval-hours). To keep old memories, run with a larger "
+        "--ttl-days, or 0 to keep everything."
+    )
 
 
 class MemoryService:
@@ -163,7 +177,18 @@ class MemoryService:
         for companion in self.companions:
             companion.on_stored(rows, vectors, req.extract)
         ids = [r["id"] for r in rows]
-        return OkResponse(ids=ids) if req.messages is not None else OkResponse(id=ids[0])
+        expires = [self.expires_at(r["timestamp"]) for r in rows]
+        past = sum(1 for e in expires if e is not None and e <= self.clock())
+        note = past_expiry_note(past, len(rows), self.ttl_days) if past else None
+        if req.messages is not None:
+            return OkResponse(ids=ids, expires_at=expires, note=note)
+        return OkResponse(id=ids[0], expires_at=expires[0], note=note)
+
+    def expires_at(self, timestamp: float) -> int | None:
+        """When a memory of this timestamp expires (unix seconds), None when expiry is off."""
+        if not self.ttl_days or self.ttl_days <= 0:
+            return None
+        return math.ceil(timestamp + self.ttl_days * DAY)
 
     def query(self, req: QueryRequest) -> ResultsResponse:
         if req.limit > self.max_limit:

@@ -4,7 +4,7 @@ models of requests and responses, and the one rule every request obeys (no NUL a
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
     AfterValidator,
@@ -79,6 +79,8 @@ MODE_DESCRIPTION = (
 
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, defer_build=True)
+    # fields sent as null when they are set to None (every other None-valued field is left out of a line)
+    KEEP_NULL: ClassVar[frozenset[str]] = frozenset()
 
 
 def _nul_path(value: Any, path: str) -> str | None:

@@ -230,8 +230,15 @@ def validate_request(obj: Any) -> RequestBase:
 
 
 def encode(response: BaseModel | dict[str, Any]) -> bytes:
-    """One response line, newline included. None-valued optional fields are left out."""
-    obj = response.model_dump(exclude_none=True) if isinstance(response, BaseModel) else dict(response)
+    """One response line, newline included. None-valued optional fields are left out, but for those a model
+    names in KEEP_NULL and was given (an `expires_at` of null says "never")."""
+    if isinstance(response, BaseModel):
+        obj = response.model_dump(exclude_none=True)
+        for name in getattr(response, "KEEP_NULL", ()):
+            if name not in obj and name in response.model_fields_set:
+                obj[name] = None
+    else:
+        obj = dict(response)
     return orjson.dumps({"type": obj.pop("type"), **obj}) + b"\n"
 
 

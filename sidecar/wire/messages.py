@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
@@ -133,6 +133,18 @@ class OkResponse(ResponseBase):
     graph_episodes_deleted: int | None = Field(
         None, description="forget_user: graph episodes deleted (with their entities, relations and traces)."
     )
+    expires_at: int | list[int | None] | None = Field(
+        None,
+        description="store: when the memory expires (unix seconds: its timestamp plus --ttl-days), null when "
+        "expiry is off (--ttl-days 0); the batch form gives one per id, in the same order.",
+    )
+    note: str | None = Field(
+        None,
+        description="store: set when a memory's timestamp is already past the expiry: it is stored, and deleted "
+        "at the next automatic cleanup unless the sidecar runs with a larger --ttl-days (or 0).",
+    )
+
+    KEEP_NULL: ClassVar[frozenset[str]] = frozenset({"expires_at"})
 
 
 class MessageOut(WireModel):

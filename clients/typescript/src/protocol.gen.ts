@@ -1005,6 +1005,10 @@ export interface ReadyResponse {
 export interface OkResponse {
   deleted?: number | null;
   /**
+   * store: when the memory expires (unix seconds: its timestamp plus --ttl-days), null when expiry is off (--ttl-days 0); the batch form gives one per id, in the same order.
+   */
+  expires_at?: number | (number | null)[] | null;
+  /**
    * forget_user: facts deleted with the messages.
    */
   facts_deleted?: number | null;
@@ -1014,6 +1018,10 @@ export interface OkResponse {
   graph_episodes_deleted?: number | null;
   id?: string | null;
   ids?: string[] | null;
+  /**
+   * store: set when a memory's timestamp is already past the expiry: it is stored, and deleted at the next automatic cleanup unless the sidecar runs with a larger --ttl-days (or 0).
+   */
+  note?: string | null;
   request_id?: string | number | null;
   type: 'ok';
 }
