@@ -15,7 +15,8 @@ involved; other_script: questions in the user's own script), and per language fo
 
   questions         how many were asked
   current-first     of the questions whose `expect` replaced something: the share where the expected
-                    memory is in the top 5 and above every `replaced` memory returned (target >= 0.95)
+                    memory is in the top 5 and above every `replaced` memory returned (target >= 0.95);
+                    "with replaced" counts those questions
   rank-1            the share where the expected memory comes first (other_script target >= 0.90)
   found@5           the share where the expected memory is in the top 5 at all
   replaced shown    memories returned that a later one replaced (a user's `replaced` keys, over all
@@ -23,8 +24,8 @@ involved; other_script: questions in the user's own script), and per language fo
   replaced marked   of those, the share carrying `superseded`: an object whose `id` is a memory that
                     replaced it (one later in the same chain) and an `at` (target 1.00)
   false marks       memories returned with a `superseded` that none of the labels say was replaced
-  context outdated  of the `context` memory lines that show a replaced memory, the share saying
-                    "outdated" (lines shown / marked)
+  context outdated  `context` memory lines that show a replaced memory / how many of them say
+                    "outdated" (target: all)
   padding           small-talk keys in the top 5, in all; "padded" is the share of questions with any
                     (target: 0)
 
