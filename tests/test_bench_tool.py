@@ -430,3 +430,20 @@ def test_prompt_runs_end_to_end_on_two_labelled_users(tmp_path):
     result = json.loads((tmp_path / "p.json").read_text())
     assert {q["user"] for q in result["questions"]} == {"en01", "en02"} and len(result["questions"]) == 9
     assert [r["kind"] for r in result["rows"]][-1] == "all" and "current-first" in out.stdout
+
+
+def test_prompt_recall_set_holds_what_issue_66_asks_for():
+    """tests/fixtures/prompt_recall/: split by user, at least 15 users a half, 20-60 messages each in time
+    order, every label naming a message of its user (`load` checks), and users in each other script."""
+    from benchkit.prompt import DATA, load
+
+    halves = {split: load(DATA, split) for split in ("tuning", "heldout")}
+    assert all(len(users) >= 15 for users in halves.values())
+    assert not {u["user"] for u in halves["tuning"]} & {u["user"] for u in halves["heldout"]}
+    everyone = halves["tuning"] + halves["heldout"]
+    assert all(20 <= len(u["messages"]) <= 60 for u in everyone)
+    for users in halves.values():
+        assert {"zh", "ja", "ko", "ru", "ar"} <= {u["lang"] for u in users}
+        assert {q["kind"] for u in users for q in u["questions"]} == {"present", "past", "about", "other_script"}
+    small = {m["text"] for u in everyone for m in u["messages"] if m["key"].startswith("s") and m["key"][1:].isdigit()}
+    assert {"lol", "haha nice", "ok", "gn", "nice one"} <= small
