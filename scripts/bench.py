@@ -47,6 +47,7 @@ SUBCOMMANDS = (
     "compaction",
     "multilingual",
     "hostile-files",
+    "prompt",
 )
 
 

@@ -38,6 +38,7 @@ SUBCOMMANDS = (
     "compaction",
     "multilingual",
     "hostile-files",
+    "prompt",
 )
 # stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
 FAKE = """
@@ -347,3 +348,102 @@ def test_the_python_heap_probe_reads_a_hooked_process_and_never_signals_another(
         for p in (plain, hooked):
             p.kill()
             p.wait()
+
+
+def _prompt_user() -> dict:
+    """A labelled user as tests/fixtures/prompt_recall/ holds them: Berlin, then Lisbon, then back in Berlin."""
+    texts = {"home1": "I live in Berlin.", "s1": "lol", "home2": "I moved to Lisbon.", "s2": "haha nice"}
+    texts |= {"home3": "back in Berlin!", "pet1": "my dog is called Rex"}
+    questions = [
+        ("where do I live now?", "present", "home3", ["home1", "home2"]),
+        ("what's my dog called?", "about", "pet1", []),
+        ("我住在哪里？", "other_script", "home3", ["home1"]),
+    ]
+    return {
+        "user": "u1",
+        "name": "Sam",
+        "lang": "zh",
+        "split": "tuning",
+        "messages": [{"key": k, "ts": 100 + i, "text": t} for i, (k, t) in enumerate(texts.items())],
+        "questions": [
+            {"text": t, "kind": k, "expect": e, "replaced": r, "small_talk": ["s1", "s2"]} for t, k, e, r in questions
+        ],
+    }
+
+
+def test_prompt_scoring_turns_answers_into_the_figures_of_issue_66():
+    """`prompt` (benchkit/prompt.py): current-first, replaced-marked (query `superseded`, context "outdated"),
+    false marks, padding and rank-1, from fake answers (keys instead of ids)."""
+    from benchkit.prompt import figures, judge, tables
+
+    user = _prompt_user()
+    present, about, other = user["questions"]
+    mark = {"id": "home3", "at": 104}
+    # present: the replaced Berlin first (unmarked), then the current one, then Lisbon marked, then small talk
+    a = judge(
+        user,
+        present,
+        [{"key": "home1"}, {"key": "home3"}, {"key": "home2", "superseded": mark}, {"key": "s1"}, {"key": "s2"}],
+        "<memories>\n- 1970-01-01 Sam: I live in Berlin. (outdated)\n- 1970-01-01 Sam: I moved to Lisbon.\n</memories>",
+    )
+    assert (a["rank"], a["current_first"], a["replaced_shown"], a["replaced_marked"]) == (2, False, 2, 1)
+    assert a["padding"] == ["s1", "s2"] and (a["context_outdated_shown"], a["context_outdated_marked"]) == (2, 1)
+    # about: first, no padding; a current memory carrying `superseded` is a false mark; a mark naming a memory
+    # that did not replace it (an earlier one) does not count
+    b = judge(
+        user,
+        about,
+        [{"key": "pet1"}, {"key": "home3", "superseded": mark}, {"key": "home1", "superseded": {"id": "s1", "at": 1}}],
+        "",
+    )
+    assert (b["rank"], b["false_marks"], b["replaced_shown"], b["replaced_marked"], b["padding"]) == (1, 1, 1, 0, [])
+    # other script: the current one first and the replaced one below it, marked
+    c = judge(user, other, [{"key": "home3"}, {"key": "home1", "superseded": {"id": "home2", "at": 102}}], "")
+    assert (c["rank"], c["current_first"], c["replaced_marked"]) == (1, True, 1)
+
+    f = figures([a, b, c])
+    assert f["questions"] == 3 and f["with replaced"] == 2 and f["current-first"] == 0.5
+    assert f["rank-1"] == 0.667 and f["found@5"] == 1.0
+    assert (f["replaced shown"], f["replaced marked"], f["false marks"]) == (4, 0.5, 1)
+    assert f["context outdated"] == "2 / 1" and (f["padding"], f["padded"]) == (2, 0.333)
+    rows, langs = tables([a, b, c])
+    assert [r["kind"] for r in rows] == ["present", "about", "other_script", "all"]
+    assert langs == [
+        {"split": "tuning", "lang": "zh", "questions": 1, "rank-1": 1.0, "found@5": 1.0, "current-first": 1.0}
+    ]
+    # nothing returned: no figure divides by zero
+    assert figures([judge(user, present, [], "")])["replaced marked"] is None
+
+
+def test_prompt_runs_end_to_end_on_two_labelled_users(tmp_path):
+    """`bench.py prompt --users 2`: two users of the set stored through a real sidecar, asked every question."""
+    import json
+
+    out = subprocess.run(
+        [sys.executable, BENCH, "prompt", "--split", "tuning", "--users", "2", "--json", str(tmp_path / "p.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(ROOT),
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads((tmp_path / "p.json").read_text())
+    assert {q["user"] for q in result["questions"]} == {"en01", "en02"} and len(result["questions"]) == 9
+    assert [r["kind"] for r in result["rows"]][-1] == "all" and "current-first" in out.stdout
+
+
+def test_prompt_recall_set_holds_what_issue_66_asks_for():
+    """tests/fixtures/prompt_recall/: split by user, at least 15 users a half, 20-60 messages each in time
+    order, every label naming a message of its user (`load` checks), and users in each other script."""
+    from benchkit.prompt import DATA, load
+
+    halves = {split: load(DATA, split) for split in ("tuning", "heldout")}
+    assert all(len(users) >= 15 for users in halves.values())
+    assert not {u["user"] for u in halves["tuning"]} & {u["user"] for u in halves["heldout"]}
+    everyone = halves["tuning"] + halves["heldout"]
+    assert all(20 <= len(u["messages"]) <= 60 for u in everyone)
+    for users in halves.values():
+        assert {"zh", "ja", "ko", "ru", "ar"} <= {u["lang"] for u in users}
+        assert {q["kind"] for u in users for q in u["questions"]} == {"present", "past", "about", "other_script"}
+    small = {m["text"] for u in everyone for m in u["messages"] if m["key"].startswith("s") and m["key"][1:].isdigit()}
+    assert {"lol", "haha nice", "ok", "gn", "nice one"} <= small
