@@ -111,3 +111,29 @@ def test_mid_reembed_the_advice_names_the_settings_of_the_move(spawn, tmp_path):
     assert 'passage prefix "passage: " (this sidecar: "")' in message, message
     assert 'Start with --passage-prefix "passage: " to let it finish' in message, message
     assert "--model " not in message, message
+
+
+# ---------------------------------------------------------------- 10: users per context / recall request
+
+
+def test_users_per_context_and_recall_are_bounded_with_a_clear_error(spawn):
+    """Before: 1,000 users in one `context` (the --max-batch of a batch store) held every other request for 28 s.
+    Now --max-users (default 100): one over is `too_large` naming the option, answered before any user's work;
+    at the limit every user is answered; the process goes on."""
+    sc = spawn()
+    sc.request({"type": "remember", "user_id": "u7", "text": "Plays the violin", "category": "pattern"})
+    at_limit = {f"u{i}": None for i in range(100)}
+    over = {**at_limit, "u100": None}
+    for kind in ("recall", "context"):
+        r = sc.request({"type": kind, "users": over, "text": "music", "request_id": kind})
+        assert (r["type"], r["code"], r["request_id"]) == ("error", "too_large", kind), r
+        assert "101 users" in r["message"] and "100" in r["message"] and "--max-users" in r["message"], r
+    recalled = sc.request({"type": "recall", "users": at_limit, "text": "music"})
+    assert len(recalled["users"]) == 100 and recalled["users"][7]["facts"][0]["text"] == "Plays the violin"
+    block = sc.request({"type": "context", "users": at_limit, "text": "music"})
+    assert block["type"] == "context" and "Plays the violin" in block["text"], block
+    assert sc.request({"type": "ping"})["type"] == "pong"
+    assert sc.shutdown() == 0
+    raised = spawn("--max-users", "1000", data_dir=sc.data_dir)  # hosts that need more say so
+    assert raised.request({"type": "recall", "users": over, "limit": 1})["type"] == "recall"
+    assert raised.shutdown() == 0
