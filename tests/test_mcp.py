@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -250,8 +252,9 @@ def test_stdout_carries_only_json_rpc_and_end_of_input_answers_everything(tmp_pa
     lines = out.decode().splitlines()
     messages = [json.loads(line) for line in lines]  # every stdout line is JSON ...
     assert all(m["jsonrpc"] == "2.0" and ("result" in m or "error" in m) for m in messages)  # ... and JSON-RPC
-    answers = {m["id"]: m for m in messages}
+    answers = {m["id"]: m for m in messages if m["id"] is not None}
     assert set(answers) == {1, 2, 10, 11, 12, 13, 14, 20}  # requests in flight at EOF still get their answer
+    assert [m["error"]["code"] for m in messages if m["id"] is None] == [-32700]  # the line that is not JSON
     assert all(not answers[i]["result"]["isError"] for i in range(10, 15))
     assert b"sidecar" in err  # the logs went to stderr
     # the store was closed cleanly: a new server opens the same data dir and finds every write
@@ -261,6 +264,55 @@ def test_stdout_carries_only_json_rpc_and_end_of_input_answers_everything(tmp_pa
     )
     found = {json.loads(line)["id"]: json.loads(line) for line in out.decode().splitlines()}
     assert len(found[2]["result"]["structuredContent"]["messages"]) == 5, err.decode(errors="replace")
+
+
+def test_what_it_cannot_parse_is_answered_and_it_keeps_serving(tmp_path):
+    """Each line the SDK cannot take gets its JSON-RPC error (the SDK alone dropped them: the client waited
+    forever), a call whose arguments hold a lone surrogate is answered under its own id, and the server
+    serves on: the call after them succeeds."""
+    proc = _spawn(tmp_path / "data")
+    assert proc.stdin is not None and proc.stdout is not None
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+
+    def answer(line: bytes) -> dict[str, Any]:
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        try:
+            return json.loads(lines.get(timeout=TIMEOUT))
+        except queue.Empty:
+            raise AssertionError(f"no answer to {line!r} within {TIMEOUT} s") from None
+
+    try:
+        assert "result" in answer(INITIALIZE)
+        proc.stdin.write(INITIALIZED)
+        cases = [
+            (b"not json\n", -32700, None),
+            (b"\xff\xfe{\n", -32700, None),
+            (b"[]\n", -32600, None),
+            (b'[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]\n', -32600, None),
+            (b"42\n", -32600, None),
+            (b'{"jsonrpc":"2.0","id":6}\n', -32600, 6),
+            (_call(7, "remember", content="a\ud800b"), -32602, 7),
+            (
+                b'{"jsonrpc":"2.0","id":"q","method":"tools/call","params":{"name":"search",'
+                b'"arguments":{"query":"\\ud800"}}}\n',
+                -32602,
+                "q",
+            ),
+        ]
+        for line, code, ident in cases:
+            got = answer(line)
+            assert got["jsonrpc"] == "2.0" and got["id"] == ident and got["error"]["code"] == code, (line, got)
+            assert got["error"]["message"], got
+        ok = answer(_call(9, "remember", content="still serving after the bad lines"))
+        assert ok["id"] == 9 and not ok["result"]["isError"], ok
+        proc.stdin.close()
+        assert proc.wait(TIMEOUT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")

@@ -215,10 +215,18 @@ def _no_model_anywhere(tmp_path, monkeypatch) -> None:
 def test_missing_model_error_names_every_place(tmp_path, monkeypatch):
     _no_model_anywhere(tmp_path, monkeypatch)
     with pytest.raises(modelmod.ModelError) as info:
-        modelmod.resolve_model(tmp_path / "empty", offline=True)
+        modelmod.resolve_model(None, offline=True)
     msg = str(info.value)
     for place in ("--model-dir", "installed model packages", "huggingface-hub cache", "offline mode"):
         assert place in msg, msg
+
+
+def test_a_named_model_dir_without_a_model_is_an_error_not_skipped(tmp_path, monkeypatch):
+    """--model-dir names the model: a folder that does not hold one fails, whatever the other places hold."""
+    for folder, words in ((tmp_path / "missing", "does not exist"), (tmp_path, "holds no model")):
+        with pytest.raises(modelmod.ModelDirError, match=words) as info:
+            modelmod.resolve_model(folder, offline=True)
+        assert str(folder) in str(info.value)
 
 
 def test_only_files_of_one_vector_family_share_a_store():

@@ -170,10 +170,35 @@ def _dir_files(directory: Path) -> Found | None:
     return onnx, tok, directory
 
 
+class ModelDirError(ModelError):
+    """--model-dir names a folder that does not hold a model: start-up fails (no other place is tried, which
+    would start on another model than the one named)."""
+
+
+def _explicit_files(model_dir: Path) -> Found:
+    """The model in the folder --model-dir names; raises ModelDirError naming the path and what is missing."""
+    way_out = "point --model-dir at the folder holding the model's model.onnx, tokenizer.json and configs"
+    if not model_dir.exists():
+        raise ModelDirError(f"--model-dir {model_dir} does not exist: {way_out}, or leave --model-dir out")
+    if not model_dir.is_dir():
+        raise ModelDirError(f"--model-dir {model_dir} is not a directory: {way_out}")
+    try:
+        found = _dir_files(model_dir)
+    except NoOnnx as exc:
+        raise ModelDirError(f"--model-dir {exc}") from None
+    except OSError as exc:
+        raise ModelDirError(f"--model-dir {model_dir} cannot be read ({exc.strerror or exc}): {way_out}") from None
+    if found is None:
+        raise ModelDirError(
+            f"--model-dir {model_dir} holds no model: neither {' nor '.join(HUB_ONNX_FILES)} is there; {way_out}"
+        )
+    return found
+
+
 def _from_explicit(model_dir: Path | None) -> Callable[[], Found | None] | None:
     if model_dir is None:
         return None
-    return lambda: _dir_files(model_dir)
+    return lambda: _explicit_files(model_dir)
 
 
 def frozen_model_dir() -> Path | None:
@@ -359,7 +384,7 @@ def resolve_model(
             continue
         try:
             found = finder()
-        except ModelConfigError:
+        except (ModelConfigError, ModelDirError):
             raise
         except Exception as exc:
             no_onnx = no_onnx or isinstance(exc, NoOnnx)
@@ -373,6 +398,12 @@ def resolve_model(
             tried.append(f"{label}: tokenizer.json missing")
             continue
         digest = _verified(label, onnx, required_sha256)
+        if finder is places[0][1] and tok.parent != cfg_dir and digest not in KNOWN_ONNX:
+            # the packaged tokenizer stands in only for a known all-MiniLM-L6-v2 file
+            raise ModelDirError(
+                f"--model-dir {model_dir} has {onnx.name} but no tokenizer.json: copy the model's tokenizer.json "
+                f"to {cfg_dir / 'tokenizer.json'}"
+            )
         # a known all-MiniLM-L6-v2 file in a folder without its configs (an older --model-dir): the packaged ones
         fallback = ASSETS_DIR if digest in KNOWN_ONNX and cfg_dir != ASSETS_DIR else None
         files = ModelFiles(

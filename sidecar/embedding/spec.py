@@ -14,12 +14,16 @@ Files read, all optional except where said:
                                     sentence-transformers' order), `include_prompt`, `word_embedding_dimension`
   sentence_bert_config.json         `max_seq_length`
   config_sentence_transformers.json `prompts` and `default_prompt_name`
-  config.json                       `hidden_size` (the width when the pooling config does not say)
+  config.json                       `hidden_size` (the width when the pooling config does not say);
+                                    `max_position_embeddings` (with `model_type` and `pad_token_id`): the most
+                                    tokens the ONNX model takes. A `max_seq_length` above it is clamped to it,
+                                    with a warning: the model would fail every longer input.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +50,12 @@ POOLING_ALIASES = {
 TRANSFORMER = "sentence_transformers.models.Transformer"
 POOLING = "sentence_transformers.models.Pooling"
 NORMALIZE = "sentence_transformers.models.Normalize"
-DEFAULT_MAX_LENGTH = 512  # when neither sentence_bert_config.json nor the --max-length of a user says
+log = logging.getLogger("sidecar.model")
+
+DEFAULT_MAX_LENGTH = 512  # when sentence_bert_config.json does not say
+# Model types whose position ids start after the padding token's (fairseq's rule, kept by transformers): of
+# `max_position_embeddings`, pad_token_id + 1 are never used (514 positions, 512 tokens, for XLM-R and MPNet).
+OFFSET_POSITIONS = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "mpnet", "data2vec-text", "longformer")
 # Prompt names sentence-transformers models use for the two sides of retrieval.
 QUERY_PROMPTS = ("query", "search_query", "retrieval.query", "Retrieval-query")
 PASSAGE_PROMPTS = ("document", "passage", "search_document", "corpus", "retrieval.passage", "Retrieval-document")
@@ -70,6 +79,7 @@ class ModelSpec:
     passage_prefix: str
     include_prompt: bool  # False: the prefix's tokens are left out of the pooling (sentence-transformers' rule)
     prefix_source: str  # where the prefixes came from (config, model card, options, none)
+    positions: int | None = None  # the most tokens the model takes (config.json), when it says
 
     @property
     def dim(self) -> int | None:
@@ -170,6 +180,36 @@ def _pooling(pooling_dir: Path | None) -> tuple[tuple[str, ...], bool, int | Non
     )
 
 
+def positions_of(config: dict[str, Any]) -> int | None:
+    """The most tokens (special tokens included) a transformer with this config.json takes, or None when it
+    does not say."""
+    positions = config.get("max_position_embeddings")
+    if not isinstance(positions, int) or isinstance(positions, bool) or positions <= 2:
+        return None
+    if str(config.get("model_type", "")).lower() in OFFSET_POSITIONS:
+        pad = config.get("pad_token_id")
+        positions -= (pad + 1) if isinstance(pad, int) and not isinstance(pad, bool) and pad >= 0 else 2
+    return positions if positions > 2 else None
+
+
+def _max_length(sbert: dict[str, Any], positions: int | None, where: Path) -> int:
+    """`max_seq_length`, clamped to what the model takes (with a warning: the configs disagree)."""
+    asked = sbert.get("max_seq_length")
+    length = int(asked) if isinstance(asked, int) and not isinstance(asked, bool) and asked > 2 else None
+    if positions is not None and (length or DEFAULT_MAX_LENGTH) > positions:
+        if length is not None:
+            log.warning(
+                "%s sets max_seq_length %d, but the model takes at most %d tokens (config.json "
+                "max_position_embeddings): texts are cut at %d tokens",
+                where,
+                length,
+                positions,
+                positions,
+            )
+        return positions
+    return length or DEFAULT_MAX_LENGTH
+
+
 def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str | None]:
     cfg = _json(_find(config_dir, fallback, "config_sentence_transformers.json")) or {}
     prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
@@ -191,12 +231,15 @@ def read_spec(
     the model card say. Raises ModelConfigError."""
     pooling_dir, normalize = _modules(config_dir, fallback)
     modes, include_prompt, word_dim = _pooling(pooling_dir)
+    transformer = _json(_find(config_dir, fallback, "config.json"))
+    transformer = transformer if isinstance(transformer, dict) else {}
     if word_dim is None:
-        hidden = (_json(_find(config_dir, fallback, "config.json")) or {}).get("hidden_size")
+        hidden = transformer.get("hidden_size")
         word_dim = int(hidden) if isinstance(hidden, int) and hidden > 0 else None
-    sbert = _json(_find(config_dir, fallback, "sentence_bert_config.json")) or {}
-    max_length = sbert.get("max_seq_length")
-    max_length = int(max_length) if isinstance(max_length, int) and max_length > 2 else DEFAULT_MAX_LENGTH
+    positions = positions_of(transformer)
+    where = _find(config_dir, fallback, "sentence_bert_config.json")
+    sbert = _json(where)
+    max_length = _max_length(sbert if isinstance(sbert, dict) else {}, positions, where)
     query, passage = _prompts(config_dir, fallback)
     source = "config_sentence_transformers.json" if (query or passage) else "none"
     if not (query or passage):
@@ -214,4 +257,5 @@ def read_spec(
         passage_prefix=passage_prefix if passage_prefix is not None else (passage or ""),
         include_prompt=include_prompt,
         prefix_source=source,
+        positions=positions,
     )

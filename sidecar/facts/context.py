@@ -41,7 +41,7 @@ class ContextBlocks:
         for field in ("limit", "preferences_limit", "relevant_limit"):
             self._check_limit(getattr(req, field), field)
         names = req.user_map()
-        self._check_users(names)
+        self.check_users(names)
         self.set_names(names)
         include = set(req.include)
         vector = self._vector(req.text)

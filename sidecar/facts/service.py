@@ -90,7 +90,7 @@ class FactService(ContextBlocks):
         candidate_threshold: float = CANDIDATE_THRESHOLD,
         llm: LLMClient | None = None,
         max_limit: int = 100,
-        max_users: int = 1_000,
+        max_users: int = 100,
         clock: Callable[[], float] = time.time,
     ):
         self.embedder = embedder
@@ -483,9 +483,13 @@ class FactService(ContextBlocks):
         if limit > self.max_limit:
             raise TooLarge(f"{field} {limit} is over the maximum of {self.max_limit}")
 
-    def _check_users(self, users: dict[str, str | None]) -> None:
+    def check_users(self, users: dict[str, str | None]) -> None:
+        """A recall or context names at most --max-users users (checked before any of their work)."""
         if len(users) > self.max_users:
-            raise TooLarge(f"{len(users)} users are over the limit of {self.max_users} (--max-batch)")
+            raise TooLarge(
+                f"{len(users)} users are over the limit of {self.max_users} per request (--max-users): "
+                "split the users over several requests"
+            )
 
     def _vector(self, text: str | None) -> np.ndarray | None:
         return self.embedder.embed_query(text) if text is not None and text.strip() else None
@@ -501,7 +505,7 @@ class FactService(ContextBlocks):
 
     def recall(self, req: RecallRequest) -> RecallResponse:
         self._check_limit(req.limit)
-        self._check_users(req.users)
+        self.check_users(req.users)
         self.set_names(req.users)
         vector = self._vector(req.text)
         return RecallResponse(

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..embedding.model import vector_family
-from ..storage import same_model
+from ..storage import model_differences, same_model
 from ..wire.errors import MAX_QUOTE, clip, quote
 from .fileio import Limits, LineProblem, OverLimit, Reader, Refused, Repeat, shown
 from .records import KEYS, MessageRecord, decode_vector
@@ -151,14 +151,15 @@ class Importer:
             self.plain = True
             self.out.notes.append("plain JSON Lines: every message embedded, the graph built from them")
             return
-        same = same_model({**h.model.model_dump(), "vectors": vector_family(h.model.digest)}, self.identity)
+        made_by = {**h.model.model_dump(), "vectors": vector_family(h.model.digest)}
+        same = same_model(made_by, self.identity)
         self.reuse = h.vectors and same
         self.restore_graph = self.reuse and h.graph and self.s.graph is not None
         if h.vectors and not same:
             self.out.notes.append(
-                f"the file was made with model {clip(h.model.name)} (dim {h.model.dim}, sha256 {h.model.digest[:12]}...), "
-                f"this sidecar runs {self.identity['name']} (sha256 {self.identity['digest'][:12]}...): its vectors "
-                "are not used; messages and facts are re-embedded and the graph is rebuilt from the messages"
+                f"the file's vectors were made otherwise: {clip('; '.join(model_differences(made_by, self.identity)))}"
+                "; "
+                "they are not used: messages and facts are re-embedded and the graph is rebuilt from the messages"
             )
         elif not h.vectors:
             self.out.notes.append(

@@ -210,7 +210,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
             candidate_threshold=cfg.candidate_threshold,
             llm=llm,
             max_limit=cfg.max_limit,
-            max_users=cfg.max_batch,
+            max_users=cfg.max_users,
         )
         if store.fresh.enabled:  # other sidecars write facts too: kept answers no older than LanceDB's own reads
             facts.answers_ttl = min(facts.answers_ttl, store.fresh.interval / 2)

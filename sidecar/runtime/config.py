@@ -231,7 +231,14 @@ OPTIONS: tuple[Option, ...] = (
         "max_batch",
         _positive_int,
         1_000,
-        "Most messages accepted in one batch store, and most users in one recall or context request.",
+        "Most messages accepted in one batch store.",
+    ),
+    Option(
+        "max_users",
+        _positive_int,
+        100,
+        "Most users in one recall or context request (each user is a search of their own: a request of "
+        "1,000 users held every other request for seconds).",
     ),
     Option("max_limit", _positive_int, 100, "Largest `limit` a query may ask for."),
     Option(
@@ -445,6 +452,7 @@ class Config:
     max_line_bytes: int
     max_content_chars: int | None
     max_batch: int
+    max_users: int
     max_limit: int
     max_window: int
     opt_out_marker: str

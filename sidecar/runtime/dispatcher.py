@@ -127,6 +127,7 @@ class Dispatcher:
         the conversation blocks, then (with `related`, `text` and graph memory) related memories."""
         if self.graph is None and "now" in req.include and "include" in req.model_fields_set:
             raise Disabled('`include` "now" needs graph memory, which is switched off (--graph false)')
+        facts.check_users(req.user_map())  # before the channel and history blocks are made
         true_now = self.graph.true_now if self.graph is not None else None
         out = conversation.context(req, lambda r, memories: facts.context(r, true_now, memories))
         if req.related and req.text and not out.opted_out:

@@ -13,6 +13,7 @@ from .database import (
     StoreError,
     StoreLocked,
     dir_bytes,
+    model_differences,
     same_model,
     write_json_atomic,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "dir_bytes",
     "import_lancedb",
     "is_object_uri",
+    "model_differences",
     "rrf",
     "same_model",
     "sql_in",

@@ -7,6 +7,7 @@ tables through this object.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -97,6 +98,50 @@ def same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
         and (a.get("digest") == b.get("digest") or _family(a) == _family(b))
         and (a.get("embedding") or LEGACY_EMBEDDING) == (b.get("embedding") or LEGACY_EMBEDDING)
     )
+
+
+def _settings(identity: dict[str, Any]) -> dict[str, Any]:
+    return {**LEGACY_EMBEDDING, **(identity.get("embedding") or {})}
+
+
+def _same_file(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.get("digest") == b.get("digest") or _family(a) == _family(b)
+
+
+def _digest(identity: dict[str, Any]) -> str:
+    return f"{str(identity.get('digest'))[:12]}..."
+
+
+def model_differences(stored: dict[str, Any], running: dict[str, Any]) -> list[str]:
+    """Each setting in which the identity `running` differs from `stored` (what `same_model` compares), as
+    'passage prefix "passage: " (this sidecar: "")': what a mismatch error names."""
+    a, b = _settings(stored), _settings(running)
+    rows = [
+        ("model", stored.get("name"), running.get("name"), str),
+        ("dim", stored.get("dim"), running.get("dim"), str),
+        ("pooling", a.get("pooling"), b.get("pooling"), str),
+        ("normalize", a.get("normalize"), b.get("normalize"), lambda v: str(v).lower()),
+        ("passage prefix", a.get("passage_prefix"), b.get("passage_prefix"), json.dumps),
+    ]
+    out = [f"{what} {show(x)} (this sidecar: {show(y)})" for what, x, y, show in rows if x != y]
+    if not _same_file(stored, running):
+        out.append(f"model file sha256 {_digest(stored)} (this sidecar: {_digest(running)})")
+    return out
+
+
+def options_for(target: dict[str, Any], running: dict[str, Any]) -> str:
+    """The start-up options that make this sidecar run the identity `target` where it differs from `running`."""
+    a, b = _settings(target), _settings(running)
+    options = []
+    if target.get("name") != running.get("name"):
+        options.append(f"--model {target.get('name')}")
+    if a.get("passage_prefix") != b.get("passage_prefix"):
+        options.append(f"--passage-prefix {json.dumps(a.get('passage_prefix'))}")
+    if not _same_file(target, running):
+        options.append(f"--model-dir holding the model file of sha256 {_digest(target)}")
+    elif (a.get("pooling"), a.get("normalize")) != (b.get("pooling"), b.get("normalize")):
+        options.append(f"--model-dir holding configs of pooling {a.get('pooling')}, normalize {a.get('normalize')}")
+    return " ".join(options) or "the model and settings it was made with"
 
 
 class Database:
@@ -218,19 +263,20 @@ class Database:
             )
         old = self.meta.get("model", {})
         if self.model_changed and self.meta.get("reembed") and not allow_reembed:
+            # meta.json's model is the move's target already (begin_reembed): this sidecar runs neither it nor,
+            # perhaps, the model the move started from
             raise ModelMismatch(
-                f"{self.path} is being moved to model {old.get('name')} (dim {old.get('dim')}) by --reembed, which "
-                f"has not finished; this sidecar runs {self.model['name']} (dim {self.model['dim']}). Start with "
-                f"--model {old.get('name')} to let it finish (it resumes by itself), or with --reembed to move the "
-                "store to this model instead"
+                f"{self.path} is being moved by --reembed to model {old.get('name')} (dim {old.get('dim')}), which "
+                f"has not finished; this sidecar differs from that: {'; '.join(model_differences(old, self.model))}. "
+                f"Start with {options_for(old, self.model)} to let it finish (it resumes by itself), or with "
+                "--reembed to move the store to this sidecar's model and settings instead"
             )
         if self.model_changed and not allow_reembed:
             raise ModelMismatch(
-                f"{self.path} was made with model {old.get('name')} (dim {old.get('dim')}, sha256 "
-                f"{str(old.get('digest'))[:12]}...), but this sidecar runs {self.model['name']} (dim "
-                f"{self.model['dim']}, sha256 {self.model['digest'][:12]}...). Vectors from different models must "
-                "not be mixed: start once with --reembed to re-embed every memory with the current model, or use "
-                "another --data-dir"
+                f"{self.path} was made with other embedding settings than this sidecar's: "
+                f"{'; '.join(model_differences(old, self.model))}. Vectors made differently must not be mixed: "
+                f"start with {options_for(old, self.model)} to use the store as it is, start once with --reembed to "
+                "re-embed every memory with this sidecar's model and settings, or use another --data-dir"
             )
 
     @property
