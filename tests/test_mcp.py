@@ -195,6 +195,10 @@ def test_errors_are_mcp_errors_and_the_server_lives_on(tmp_path):
             huge = await fails(session, "search", query="x", user_id="u" * (5 << 20))  # 5 MiB: a short answer
             assert "is too long" in huge and "u" * 201 not in huge and len(huge) < 400, huge[:500]
             assert (await fails(session, "entities")).startswith("disabled:")  # --graph false reaches the dispatcher
+            # the pipe's limits, measured after NFKC (U+FDFA: 3 bytes, 33 after): issue 64
+            assert "65536" in await fails(session, "search", query="\ufdfa" * 4000)
+            assert "65536" in await fails(session, "facts", query="\ufdfa" * 4000)
+            assert "--max-content-bytes" in await fails(session, "remember", content="\ufdfa" * 60_000)
             with pytest.raises(MCPError, match="unknown tool 'recall_everything'"):
                 await session.call_tool("recall_everything", {})
             text, _ = await call(session, "remember", content="still here")

@@ -52,7 +52,13 @@ class Embedder:
         self.spec = spec = files.spec
         self.dim = files.dim
         self.max_length = spec.max_length
-        tok = Tokenizer.from_file(str(files.tokenizer))
+        try:
+            tok = Tokenizer.from_file(str(files.tokenizer))
+        except Exception as exc:  # tokenizers raises its own Exception with serde's words, naming no file
+            raise ModelConfigError(
+                f"{files.tokenizer} is not a tokenizer file the tokenizers library can read ({str(exc)[:200]}): "
+                "correct or replace it, or choose another model"
+            ) from None
         padding = tok.padding or {}
         self._pad_id = int(padding.get("pad_id", 0)) if padding else _pad_id(tok)
         tok.no_padding()

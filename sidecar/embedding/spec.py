@@ -100,13 +100,34 @@ class ModelSpec:
         }
 
 
-def _json(path: Path) -> Any:
+MAX_PREFIX_CHARS = 1_000  # a query or passage prefix (an option or a config's prompt): tokenised with every text
+
+
+def _json(path: Path, kind: type = dict) -> Any:
+    """The file's JSON value (None when there is no file); ModelConfigError naming the file when it cannot be
+    read, is nested too deep for the parser, or is not a `kind` (an object, or a list for modules.json)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
         raise ModelConfigError(f"{path} is unreadable: {exc}") from None
+    except RecursionError:
+        raise ModelConfigError(f"{path} is unreadable: nested too deep for a model config") from None
+    if not isinstance(value, kind):
+        what = "a JSON object" if kind is dict else "a JSON list"
+        raise ModelConfigError(f"{path} is not {what}: correct the file, or choose another model")
+    return value
+
+
+def check_prefix(prefix: str, where: str) -> str:
+    """A query or passage prefix, at most MAX_PREFIX_CHARS; ModelConfigError naming where it came from."""
+    if len(prefix) > MAX_PREFIX_CHARS:
+        raise ModelConfigError(
+            f"{where}: the prefix has {len(prefix):,} characters, over the limit of {MAX_PREFIX_CHARS:,} (it is "
+            "put before every query or stored text)"
+        )
+    return prefix
 
 
 def _find(config_dir: Path, fallback: Path | None, name: str) -> Path:
@@ -121,12 +142,10 @@ def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool
     """(the Pooling module's folder, whether a Normalize module follows) from modules.json."""
     where = _find(config_dir, fallback, "modules.json")
     config_dir = where.parent
-    modules = _json(where)
+    modules = _json(where, list)
     if modules is None:
         pooling = _find(config_dir, fallback, "1_Pooling")
         return (pooling if pooling.is_dir() else None), True
-    if not isinstance(modules, list):
-        raise ModelConfigError(f"{config_dir / 'modules.json'} is not a list of modules")
     pooling, normalize = None, False
     for m in sorted(modules, key=lambda m: m.get("idx", 0) if isinstance(m, dict) else 0):
         kind = str(m.get("type", "")) if isinstance(m, dict) else ""
@@ -211,11 +230,16 @@ def _max_length(sbert: dict[str, Any], positions: int | None, where: Path) -> in
 
 
 def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str | None]:
-    cfg = _json(_find(config_dir, fallback, "config_sentence_transformers.json")) or {}
+    where = _find(config_dir, fallback, "config_sentence_transformers.json")
+    cfg = _json(where) or {}
     prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
-    default = prompts.get(cfg.get("default_prompt_name")) if cfg.get("default_prompt_name") else None
+    default = prompts.get(cfg.get("default_prompt_name")) if isinstance(cfg.get("default_prompt_name"), str) else None
+    default = default if isinstance(default, str) else None
     query = next((prompts[k] for k in QUERY_PROMPTS if isinstance(prompts.get(k), str)), default)
     passage = next((prompts[k] for k in PASSAGE_PROMPTS if isinstance(prompts.get(k), str)), default)
+    for prompt in (query, passage):
+        if prompt is not None:
+            check_prefix(prompt, f"{where} (prompts)")
     return query, passage
 
 

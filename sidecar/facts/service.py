@@ -127,6 +127,14 @@ class FactService(ContextBlocks):
             raise TooLarge(f"fact has {len(t)} characters, over the limit of {MAX_FACT_CHARS}")
         return t
 
+    def text_over_limit(self, text: str) -> str | None:
+        """Why a fact's text is too long (an imported one: the rule `remember` has), or None."""
+        try:
+            self._text(text)
+        except TooLarge as exc:
+            return exc.message
+        return None
+
     def _out(self, row: dict[str, Any], similarity: float | None = None) -> FactOut:
         return FactOut(
             id=row["id"],

@@ -1,22 +1,32 @@
 """Acknowledged, not yet committed: rows that are in the write-ahead log and wait for their LanceDB
 commit, the background flusher that commits them, and the replay of a log left by a crash.
 
+A replay never stops the start: rows LanceDB refuses (a vector of NaN, a row of the wrong shape: what a
+sidecar before the checks on every write could log) are set aside in `<data dir>/quarantine/` as JSON
+Lines an `import` reads (plain records: re-embedded, ids kept), the rest committed; `health` says so
+(status `degraded`) and every start logs it on stderr while the folder holds such a file.
+
 Locks: `flush_lock` (one commit at a time), then `lock` (the list of logged rows). The store's own
 table lock, when held, is always taken before both.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
+import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
-from ..storage import StoreError, sql_in
+from ..storage import StoreError, all_finite, sql_in
 from .wal import WalError, WriteAheadLog
 
 log = logging.getLogger("sidecar.store")
@@ -29,6 +39,25 @@ FLUSH_DELAY_SECONDS = 1.0
 FLUSH_ROWS = 512
 
 Batch = tuple[list[dict[str, Any]], np.ndarray]
+
+QUARANTINE_DIR = "quarantine"  # beside wal/: logged rows a replay could not commit
+MAX_FAILED_COMMITS = 64  # commits a replay tries while it looks for the rows LanceDB refuses; then the rest wait there
+_KEPT = ("id", "user_id", "content", "timestamp", "is_bot", "message_id", "channel_id", "reply_to", "username")
+
+
+def row_problem(row: Any, vector: np.ndarray) -> str | None:
+    """Why a logged row cannot be committed as it is (checked before trying), or None."""
+    if not isinstance(row, dict):
+        return "the logged row is not an object"
+    for key in ("id", "user_id", "content"):
+        if not isinstance(row.get(key), str):
+            return f"the logged row has no string `{key}`"
+    ts = row.get("timestamp")
+    if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts):
+        return "the logged row has no numeric `timestamp`"
+    if not all_finite(vector):
+        return "its vector has values that are not finite numbers (NaN or infinity)"
+    return None
 
 
 class CommitLog:
@@ -43,6 +72,8 @@ class CommitLog:
         self._since = 0.0  # when the oldest logged row was logged
         self._closing = False
         self._flusher: threading.Thread | None = None
+        self.quarantine = wal.dir.parent / QUARANTINE_DIR
+        self.quarantined = _quarantined_rows(self.quarantine)  # rows set aside by this or an earlier start
 
     def start(self) -> None:
         self._flusher = threading.Thread(target=self._flush_loop, name="wal-flusher", daemon=True)
@@ -127,16 +158,28 @@ class CommitLog:
             return False
 
     def replay(self, table: Any) -> None:
-        """Commit the rows of log segments left by a process that did not close cleanly."""
+        """Commit the rows of log segments left by a process that did not close cleanly; rows LanceDB refuses
+        are set aside in the quarantine folder (the start goes on)."""
         segments = self.wal.segments()
         if not segments:
+            self._tell_quarantined()
             return
-        rows: list[dict[str, Any]] = []
+        rows: list[Any] = []
         vectors: list[np.ndarray] = []
         for path in segments:
             for r, v in self.wal.read(path):
                 rows.extend(r)
                 vectors.append(v)
+        vec = np.concatenate(vectors) if vectors else np.empty((0, self.wal.dim), dtype=np.float32)
+        refused: list[tuple[Any, np.ndarray, str]] = []
+        fit: list[int] = []
+        for i, r in enumerate(rows):
+            problem = row_problem(r, vec[i])
+            if problem is None:
+                fit.append(i)
+            else:
+                refused.append((r, vec[i], problem))
+        rows, vec = [rows[i] for i in fit], vec[fit]
         have: set[str] = set()
         ids = [r["id"] for r in rows]
         for start in range(0, len(ids), 500):  # committed before the crash, log not yet dropped
@@ -150,15 +193,83 @@ class CommitLog:
                 .to_pylist()
             )
         keep = [i for i, r in enumerate(rows) if r["id"] not in have]
-        if keep:
-            self._commit([rows[i] for i in keep], np.concatenate(vectors)[keep])
+        failed = self._commit_fitting([rows[i] for i in keep], vec[keep], [0]) if keep else []
+        refused += failed
+        if refused:
+            self._set_aside(refused)
         log.warning(
-            "write-ahead log: %d acknowledged memories recovered from %d segments (%d were already committed)",
-            len(keep),
+            "write-ahead log: %d acknowledged memories recovered from %d segments (%d were already committed%s)",
+            len(keep) - len(failed),
             len(segments),
             len(rows) - len(keep),
+            f"; {len(refused)} could not be committed and were set aside" if refused else "",
         )
         self.wal.remove(segments)
+        self._tell_quarantined()
+
+    def _commit_fitting(
+        self, rows: list[dict[str, Any]], vectors: np.ndarray, failed: list[int]
+    ) -> list[tuple[Any, np.ndarray, str]]:
+        """Commit the rows, halving a batch LanceDB refuses until the rows at fault are found (at most
+        MAX_FAILED_COMMITS refusals, then the rest of the refused batch is set aside with them); returns them."""
+        try:
+            self._commit(rows, vectors)
+            return []
+        except Exception as exc:
+            failed[0] += 1
+            if len(rows) == 1 or failed[0] > MAX_FAILED_COMMITS:
+                reason = f"LanceDB refused the commit: {exc}"
+                return [(r, v, reason) for r, v in zip(rows, vectors)]
+        half = len(rows) // 2
+        return self._commit_fitting(rows[:half], vectors[:half], failed) + self._commit_fitting(
+            rows[half:], vectors[half:], failed
+        )
+
+    def _set_aside(self, refused: list[tuple[Any, np.ndarray, str]]) -> None:
+        """The refused rows as JSON Lines in a new file of the quarantine folder (0600, synced before the log
+        segments that held them are removed): plain records an `import` reads, each with its `reason` and
+        its logged `vector` (base64 of little-endian float32)."""
+        self.quarantine.mkdir(mode=0o700, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        lines = []
+        for row, vector, reason in refused:
+            if isinstance(row, dict):
+                out = {k: row[k] for k in _KEPT if k in row}
+            else:
+                out = {"row": row}
+            out["reason"] = reason
+            out["vector"] = base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
+            lines.append(orjson.dumps(out, option=orjson.OPT_SERIALIZE_NUMPY))
+        for n in range(1000):
+            path = self.quarantine / f"wal-{stamp}-{n}.jsonl"
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise StoreError(f"cannot name a new file in {self.quarantine}")
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.quarantined += len(refused)
+        log.error(
+            "write-ahead log: %d acknowledged memories could not be committed (%s) and were set aside in %s; "
+            "import that file (copied out of the data dir) to store them again",
+            len(refused),
+            refused[0][2],
+            path,
+        )
+
+    def _tell_quarantined(self) -> None:
+        if self.quarantined:
+            log.error(
+                "%d memories wait in %s: the write-ahead log held them and LanceDB refused them; import its files "
+                "(copied out of the data dir) to store them again, then remove them (health says degraded until then)",
+                self.quarantined,
+                self.quarantine,
+            )
 
     def close(self) -> None:
         """Stop the flusher, commit what is logged (replayed at the next start if that fails), close the log."""
@@ -172,6 +283,22 @@ class CommitLog:
         except StoreError as exc:
             log.error("%s; they are committed at the next start", exc)
         self.wal.close()
+
+
+def _quarantined_rows(folder: Path) -> int:
+    """Lines in the quarantine folder's files: memories set aside that wait for an import."""
+    try:
+        files = [p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file()]
+    except OSError:
+        return 0
+    n = 0
+    for p in files:
+        try:
+            with open(p, "rb") as f:
+                n += sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+        except OSError:
+            continue
+    return n
 
 
 class DirectCommit:
@@ -189,6 +316,8 @@ class DirectCommit:
         self._commit = commit
         self._guard = guard
         self.flush_lock = threading.RLock()
+        self.quarantined = 0  # no log to replay: nothing is ever set aside
+        self.quarantine: Path | None = None
 
     def start(self) -> None:
         pass

@@ -18,6 +18,7 @@ import numpy as np
 from .. import __version__
 from ..embedding.embedder import Embedder
 from ..storage import SCHEMA_VERSION, sql_num, sql_str
+from ..text import nfkc_size
 from ..wire import (
     PROTOCOL_VERSION,
     CleanupRequest,
@@ -43,16 +44,30 @@ log = logging.getLogger("sidecar.service")
 DAY = 86_400.0
 
 
-def content_over_limit(content: str, max_bytes: int, max_chars: int | None = None) -> str | None:
-    """Why a memory's content is too large (a sentence naming the limit), or None. The limit is in UTF-8
-    bytes (--max-content-bytes): what the request line, the write-ahead log and the disk hold;
-    --max-content-chars, when set, caps the characters as well."""
+def content_over_limit(
+    content: str,
+    max_bytes: int,
+    max_chars: int | None = None,
+    what: str = "content",
+    options: tuple[str, str] = ("--max-content-bytes", "--max-content-chars"),
+) -> str | None:
+    """Why a memory's content (or another text: `what`, its limits' `options`) is too large (a sentence naming
+    the limit), or None. The limit is in UTF-8 bytes: what the request line, the write-ahead log and the disk
+    hold, and what its NFKC form holds (keyword search reads that: U+FDFA becomes 18 characters), measured in
+    bounded work (text.nfkc_size); the characters, when max_chars is set, as well."""
     if max_chars is not None and len(content) > max_chars:
-        return f"content has {len(content)} characters, over the limit of {max_chars} (--max-content-chars)"
+        return f"{what} has {len(content)} characters, over the limit of {max_chars} ({options[1]})"
     if len(content) * 4 > max_bytes:  # a character takes at most 4 bytes: only then count them
         size = len(content.encode("utf-8", "surrogatepass"))
         if size > max_bytes:
-            return f"content has {size} bytes (UTF-8), over the limit of {max_bytes} bytes (--max-content-bytes)"
+            return f"{what} has {size} bytes (UTF-8), over the limit of {max_bytes} bytes ({options[0]})"
+    if len(content) * 18 * 4 > max_bytes and not content.isascii():  # NFKC makes a character 18 at most
+        grown = nfkc_size(content, stop=max_bytes)
+        if grown > max_bytes:
+            return (
+                f"{what} grows to more than {max_bytes} bytes under NFKC normalisation (compatibility characters "
+                f"such as U+FDFA expand up to 18 times), over the limit of {max_bytes} bytes ({options[0]})"
+            )
     return None
 
 
@@ -110,6 +125,10 @@ class MemoryService:
         self.started = time.monotonic()
         self.companions = companions  # other domains told of every store and forget (facts, graph)
         self.graph_search = graph_search  # query mode "graph" (graph memory on)
+
+    def content_over_limit(self, content: str) -> str | None:
+        """Why a memory's content is over this sidecar's limits (every face: store, import, MCP), or None."""
+        return content_over_limit(content, self.max_content_bytes, self.max_content_chars)
 
     # ------------------------------------------------------------------ commands
 

@@ -34,6 +34,7 @@ from ..storage import (
     SharedStore,
     StoreError,
     TableReads,
+    all_finite,
     compact_table,
     sql_in,
     sql_num,
@@ -130,6 +131,11 @@ class MessageStore(LongMemories, Reembedding):
         flusher commits them to LanceDB. Returns once durable, else raises StoreError (nothing stored). Rows that
         may run past the model's window (`long`; by length when None) are chunked later (long_memories.py)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(rows), self.dim) or not all_finite(vectors):  # LanceDB would refuse the commit
+            raise StoreError(
+                f"{len(rows)} memories have vectors LanceDB cannot store (shape {vectors.shape}, or values that "
+                "are not finite numbers); nothing was stored"
+            )
         with self.lock:
             self.fresh.check()
             linked = [dict(r) for r in rows]

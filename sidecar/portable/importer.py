@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..embedding.model import vector_family
-from ..storage import model_differences, same_model
+from ..storage import model_differences, same_model, vector_problems
 from ..wire.errors import MAX_QUOTE, clip, quote
 from .fileio import Limits, LineProblem, OverLimit, Reader, Refused, Repeat, shown
 from .records import KEYS, MessageRecord, decode_vector
@@ -76,6 +76,20 @@ class Outcome:
         )
 
 
+MAX_NUMBER = 253_402_300_799  # the largest timestamp (end of year 9999): no graph number is larger
+
+
+def _number_problem(row: dict[str, Any]) -> str | None:
+    """Why a graph row's numbers (timestamps, weights, activations) cannot be stored or scored, or None: each
+    is finite and within +-MAX_NUMBER (JSON carries no NaN; 1e308 is a number, and an infinity in float32)."""
+    for key, value in row.items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, float | int) and not isinstance(v, bool) and not -MAX_NUMBER <= v <= MAX_NUMBER:
+                return f"row.{clip(key)} is {clip(repr(v))}, outside -{MAX_NUMBER}..{MAX_NUMBER}"
+    return None
+
+
 def _kind(record: Any) -> str:
     return f"graph:{record.table}" if record.kind == "graph" else record.kind
 
@@ -102,6 +116,8 @@ class Importer:
         self.restore_graph = False  # the file's graph rows are used (else the graph is rebuilt)
         self.plain = False  # plain JSON Lines (no header)
         self.oldest = float("inf")  # timestamp of the oldest message written
+        # the file's vectors are used only when finite and, for a normalising model, of length 1
+        self.normalized = bool((identity.get("embedding") or {}).get("normalize", True))
 
     def run(self, path: Path) -> Outcome:
         try:
@@ -177,11 +193,15 @@ class Importer:
                 continue
             if isinstance(record, Repeat):
                 continue
-            if self.strict and self.reuse and getattr(record, "vector", None) is not None:
-                try:
-                    decode_vector(record.vector, self.dim)
-                except ValueError as exc:
-                    raise Refused("bad_file", f"{shown(reader.path)}: line {n}: {exc}; nothing was imported") from None
+            if self.strict:
+                problem = self._too_large(record)
+                if problem is None and self.reuse and getattr(record, "vector", None) is not None:
+                    try:
+                        problem = self._vector_problem(decode_vector(record.vector, self.dim))
+                    except ValueError as exc:
+                        problem = str(exc)
+                if problem is not None:
+                    raise Refused("bad_file", f"{shown(reader.path)}: line {n}: {problem}; nothing was imported")
             if self.on_conflict == "fail" and record.kind in KEYS:
                 ids = pending.setdefault(record.kind, {})
                 ids[str(getattr(record, KEYS[record.kind]))] = n
@@ -202,12 +222,34 @@ class Importer:
 
     # ------------------------------------------------------------------ writing
 
+    def _too_large(self, record: Any) -> str | None:
+        """Why a message's content or a fact's text is over the limits a `store` or `remember` has, or None."""
+        if record.kind == "message":
+            return self.s.over_limit("message", record.content)
+        if record.kind == "fact":
+            return self.s.over_limit("fact", record.text)
+        return None
+
+    def _vector_problem(self, vector: np.ndarray) -> str | None:
+        return vector_problems(vector, self.normalized)[0]
+
     def _write(self, batch: list[tuple[int, Any]]) -> None:
         kind = _kind(batch[0][1])
         if kind.startswith("graph:"):
             if self.restore_graph:
                 self._graph(kind[6:], batch)
             return
+        if kind in ("message", "fact"):
+            fitting = []
+            for n, r in batch:
+                over = self._too_large(r)
+                if over is None:
+                    fitting.append((n, r))
+                else:
+                    self.out.problem(n, over)
+            batch = fitting
+            if not batch:
+                return
         batch = self._policy(batch[0][1].kind, batch)
         if not batch:
             return
@@ -251,18 +293,21 @@ class Importer:
             self.out.reembedded += len(batch)
             return batch, np.asarray(self.s.embed(texts), dtype=np.float32).reshape(len(batch), self.dim)
         kept, vectors, missing = [], [], []
-        for (n, r), text in zip(batch, texts):
+        for n, r in batch:
             try:
-                if r.vector is None:
+                vector = None if r.vector is None else decode_vector(r.vector, self.dim)
+                if vector is not None and (problem := self._vector_problem(vector)) is not None:
+                    self.out.problem(n, f"{problem}: not used, the record is embedded again", record=False)
+                    vector = None
+                if vector is None:
                     missing.append(len(kept))
-                    vectors.append(np.zeros(self.dim, dtype=np.float32))
-                else:
-                    vectors.append(decode_vector(r.vector, self.dim))
+                    vector = np.zeros(self.dim, dtype=np.float32)
+                vectors.append(vector)
                 kept.append((n, r))
             except ValueError as exc:
                 self.out.problem(n, str(exc))
         out = np.stack(vectors) if vectors else np.empty((0, self.dim), dtype=np.float32)
-        if missing:  # a record without its vector in a file with vectors: embedded here
+        if missing:  # a record without a usable vector in a file with vectors: embedded here
             out[missing] = self.s.embed([texts[i] for i in missing])
             self.out.reembedded += len(missing)
         return kept, out
@@ -294,12 +339,17 @@ class Importer:
         rows = []
         for n, r in batch:
             row = dict(r.row)
-            if table == "traces":
+            problem = _number_problem(row)
+            if problem is None and table == "traces":
                 try:
-                    row["vector"] = decode_vector(str(row.get("vector")), self.dim).tolist()
+                    vector = decode_vector(str(row.get("vector")), self.dim)
+                    problem = self._vector_problem(vector)
+                    row["vector"] = vector.tolist()
                 except ValueError as exc:
-                    self.out.problem(n, f"trace {exc}")
-                    continue
+                    problem = str(exc)
+            if problem is not None:
+                self.out.problem(n, f"{table[:-1]} {problem}")
+                continue
             rows.append((n, row))
         bad, written = self.s.graph.store.restore("graph_" + table, rows, self.on_conflict == "overwrite")
         for n, message in bad:

@@ -51,8 +51,9 @@ def _id(value: str | int) -> str:
 
 Id = Annotated[StrictStr | StrictInt, AfterValidator(_id)]
 Text = Annotated[StrictStr, AfterValidator(_nonblank)]
-Num = Annotated[StrictInt | StrictFloat, Field(ge=0, le=253_402_300_799)]
+Num = Annotated[StrictInt | StrictFloat, Field(ge=0, le=253_402_300_799)]  # a timestamp: up to the end of year 9999
 Float = Union[StrictInt, StrictFloat]
+Share = Annotated[StrictInt | StrictFloat, Field(ge=0, le=1)]
 Vector = Annotated[StrictStr, Field(description=f"{VECTOR_ENCODING}: base64 of the little-endian float32 values.")]
 
 
@@ -145,13 +146,13 @@ class FactRecord(_Record):
     text: Text
     category: StrictStr
     source: StrictStr
-    confidence: Float
+    confidence: Share
     message_id: StrictStr | None = None
-    created_at: Float
-    updated_at: Float
+    created_at: Num
+    updated_at: Num
     active: StrictBool
     superseded_by: StrictStr | None = None
-    superseded_at: Float | None = None
+    superseded_at: Num | None = None
     superseded_reason: StrictStr | None = None
     vector: Vector | None = None
 
@@ -161,8 +162,8 @@ class FactEventRecord(_Record):
     id: Id
     fact_id: Id
     user_id: Id
-    seq: StrictInt = Field(description="Order of the events (kept, so the history reads the same).")
-    at: Float
+    seq: StrictInt = Field(ge=0, le=2**53, description="Order of the events (kept, so the history reads the same).")
+    at: Num
     action: StrictStr
     text: StrictStr | None = None
     previous_text: StrictStr | None = None
@@ -175,7 +176,7 @@ class UserRecord(_Record):
     kind: Literal["user"]
     user_id: Id
     username: Text
-    updated_at: Float
+    updated_at: Num
 
 
 class GraphRecord(_Record):

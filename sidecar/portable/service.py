@@ -36,6 +36,9 @@ class Stores:
     embed: Callable[[list[str]], np.ndarray]
     names: Callable[[dict[str, str]], None]  # display names heard from stored messages
     gone: Callable[[list[str]], None]  # tells the other domains of deleted messages
+    # why a message's content ("message") or a fact's text ("fact") is over the limits of `store` and
+    # `remember` (a sentence naming the option), or None
+    over_limit: Callable[[str, str], str | None] = lambda _kind, _text: None
 
     def existing(self, kind: str, ids: list[str]) -> set[str]:
         """The ids (user ids for `user`) among these that are already stored."""

@@ -299,7 +299,12 @@ def _portable(
             for companion in service.companions:
                 companion.on_deleted(ids)
 
-        stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone)
+        def over_limit(kind: str, text: str) -> str | None:  # the limits every face has (import: records)
+            if kind == "fact":
+                return facts.text_over_limit(text)
+            return service.content_over_limit(text)
+
+        stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone, over_limit)
         # relative export/import paths: under a local data dir, else the working directory
         return PortableService(stores, identity, cfg.data_dir if not cfg.shared else None, ttl_days=cfg.ttl_days)
 

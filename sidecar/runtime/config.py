@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import __version__
 from ..embedding.model import parse_repo_id
+from ..embedding.spec import MAX_PREFIX_CHARS
 from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
 from ..text import parse_languages
 from ..wire.errors import MAX_QUOTE, clip, quote
@@ -75,6 +76,13 @@ def _positive_float(value: str) -> float:
     if not v > 0:
         raise ValueError(f"must be > 0, got {quote(value)}")
     return v
+
+
+def _prefix(value: str) -> str:
+    """--query-prefix / --passage-prefix: put before every text embedded, so kept short."""
+    if len(value) > MAX_PREFIX_CHARS:
+        raise ValueError(f"must be at most {MAX_PREFIX_CHARS:,} characters, got {len(value):,}")
+    return value
 
 
 def _url(value: str) -> str | None:
@@ -155,8 +163,18 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "Directory with model.onnx, tokenizer.json and configs; tried before every other source.",
     ),
-    Option("query_prefix", str, None, "Put before every query (default: the model's prompts or card; empty: none)."),
-    Option("passage_prefix", str, None, "Put before every stored memory, fact and name (default: as --query-prefix)."),
+    Option(
+        "query_prefix",
+        _prefix,
+        None,
+        "Put before every query (default: the model's prompts or card; empty: none); at most 1,000 characters.",
+    ),
+    Option(
+        "passage_prefix",
+        _prefix,
+        None,
+        "Put before every stored memory, fact and name (default: as --query-prefix); at most 1,000 characters.",
+    ),
     Option("model_sha256", str, None, "Require the ONNX file to have this sha256 (hex); start-up fails otherwise."),
     Option(
         "offline",

@@ -11,8 +11,9 @@ from pydantic import BaseModel
 
 from ..conversation import ConversationService
 from ..facts import FactsCompanion, FactService
-from ..messages import MemoryService
+from ..messages import MemoryService, content_over_limit
 from ..wire import (
+    MAX_QUERY_BYTES,
     ChannelContextRequest,
     CleanupRequest,
     ConsolidateRequest,
@@ -49,7 +50,7 @@ from ..wire import (
     decode,
     encode,
 )
-from ..wire.errors import Disabled, Internal, SidecarError
+from ..wire.errors import Disabled, Internal, SidecarError, TooLarge
 
 log = logging.getLogger("sidecar.dispatcher")
 
@@ -70,6 +71,18 @@ WRITES = (
     MergeEntitiesRequest,
     ConsolidateRequest,
 )
+
+# Requests whose `text` is searched for: held to MAX_QUERY_BYTES (after NFKC) on every face
+QUERY_TEXTS = (QueryRequest, FactsRequest, RecallRequest, ContextRequest, GraphRecallRequest)
+
+
+def check_query_text(request: Any) -> None:
+    """TooLarge when the request's search text is over MAX_QUERY_BYTES, measured on its NFKC form."""
+    text = getattr(request, "text", None)
+    if isinstance(text, str):
+        over = content_over_limit(text, MAX_QUERY_BYTES, None, "`text`", ("the query text's fixed limit", ""))
+        if over is not None:
+            raise TooLarge(over)
 
 
 class Dispatcher:
@@ -156,11 +169,14 @@ class Dispatcher:
             ner={"loaded": False},
             llm=self.graph.llm_health() if self.graph is not None else {"configured": False, "reachable": None},
         )
+        quarantined = self.service.store.pending.quarantined
         return HealthResponse(
-            status="ok",
+            status="degraded" if quarantined else "ok",
             uptime_seconds=round(time.monotonic() - self.service.started, 3),
             memories=self.service.store.count(),
             graph=graph,
+            quarantined=quarantined or None,
+            quarantine=str(self.service.store.pending.quarantine) if quarantined else None,
         )
 
     def handle_lines(self, lines: list[bytes]) -> list[tuple[bytes, bool]]:
@@ -201,6 +217,8 @@ class Dispatcher:
         try:
             if isinstance(request, WRITES) and (reason := self.read_only()) is not None:
                 raise Disabled(reason)
+            if isinstance(request, QUERY_TEXTS):
+                check_query_text(request)
             response = self.handlers[type(request)](request)
         except SidecarError as exc:
             if exc.request_id is None:

@@ -23,6 +23,7 @@ from .reads import TableReads
 from .search import cosine_search, rrf
 from .shared import SharedStore
 from .sql import sql_in, sql_num, sql_str
+from .vectors import all_finite, vector_problems
 
 __all__ = [
     "COMPACT_MAX_DUTY",
@@ -39,6 +40,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "TableReads",
+    "all_finite",
     "compact_table",
     "compact_tables",
     "compaction_due",
@@ -53,5 +55,6 @@ __all__ = [
     "sql_num",
     "sql_str",
     "table_names",
+    "vector_problems",
     "write_json_atomic",
 ]

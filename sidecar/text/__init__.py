@@ -16,7 +16,7 @@ from .analysis import (
     terms,
 )
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
-from .tokens import written_without_spaces
+from .tokens import nfkc_size, written_without_spaces
 
 __all__ = [
     "GRAM_MARK",
@@ -27,6 +27,7 @@ __all__ = [
     "analyse_fields",
     "configure",
     "language_of",
+    "nfkc_size",
     "parse_languages",
     "query_fields",
     "query_terms",

@@ -71,6 +71,11 @@ def parse_languages(value: str) -> tuple[str, ...] | None:
     """`--languages`: `auto` (None: every language the detector tells apart) or ISO 639-1 codes, comma-separated."""
     v = value.strip().lower()
     codes = tuple(dict.fromkeys(c.strip() for c in v.split(",") if c.strip())) if v != "auto" else ()
+    if v != "auto" and not codes:  # "" or ",,,": no language named (auto must be asked for by name)
+        raise ValueError(
+            f"names no language (got {value[:16]!r}): give ISO 639-1 codes such as en,de, or auto for any "
+            "language (docs/languages.md)"
+        )
     unknown = [c for c in codes if c not in KNOWN_LANGUAGES]
     if unknown:
         raise ValueError(

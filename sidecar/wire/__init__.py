@@ -4,7 +4,7 @@ domain, re-exported here), error codes, and the codec. Knows nothing of memory.
 Request models live here, not beside their domain: protocol/schema.json is generated from one place,
 and a domain service takes typed requests without owning the wire."""
 
-from .base import MAX_ID_CHARS, MAX_TIMESTAMP, PROTOCOL_VERSION
+from .base import MAX_ID_CHARS, MAX_QUERY_BYTES, MAX_TIMESTAMP, PROTOCOL_VERSION
 from .codec import REQUEST_MODELS, Request, Response, decode, describe, encode, json_schema, validate_request
 from .conversation import (
     ChannelContextOptions,
@@ -92,6 +92,7 @@ from .system import (
 
 __all__ = [
     "MAX_ID_CHARS",
+    "MAX_QUERY_BYTES",
     "MAX_TIMESTAMP",
     "PROTOCOL_VERSION",
     "REQUEST_MODELS",

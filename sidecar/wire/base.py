@@ -24,6 +24,9 @@ PROTOCOL_VERSION = 1
 
 
 MAX_ID_CHARS = 512
+# The text a search is made of (`query`, `facts`, `recall`, `context`, `graph_recall`), in UTF-8 bytes of its
+# NFKC form (what keyword search reads), checked by every face before the search (runtime/dispatcher.py).
+MAX_QUERY_BYTES = 65_536
 
 
 def _id_to_str(value: str | int) -> str:

@@ -163,10 +163,19 @@ class GraphHealth(WireModel):
 
 class HealthResponse(ResponseBase):
     type: Literal["health"] = "health"
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded"] = Field(
+        description="degraded: memories wait in the quarantine folder (`quarantined`)."
+    )
     uptime_seconds: float
     memories: int
     graph: GraphHealth
+    quarantined: int | None = Field(
+        None,
+        description="Acknowledged memories a start found in the write-ahead log that LanceDB refused (a "
+        "vector of NaN, say), set aside as JSON Lines in the folder `quarantine`; import its files (copied "
+        "out of the data dir) to store them again, then remove them. Absent when there are none.",
+    )
+    quarantine: str | None = Field(None, description="The quarantine folder, when `quarantined` is there.")
 
 
 class RecallParams(WireModel):

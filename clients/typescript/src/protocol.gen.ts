@@ -1646,7 +1646,18 @@ export interface ConsolidatedResponse {
 export interface HealthResponse {
   graph: GraphHealth;
   memories: number;
+  /**
+   * The quarantine folder, when `quarantined` is there.
+   */
+  quarantine?: string | null;
+  /**
+   * Acknowledged memories a start found in the write-ahead log that LanceDB refused (a vector of NaN, say), set aside as JSON Lines in the folder `quarantine`; import its files (copied out of the data dir) to store them again, then remove them. Absent when there are none.
+   */
+  quarantined?: number | null;
   request_id?: string | number | null;
+  /**
+   * degraded: memories wait in the quarantine folder (`quarantined`).
+   */
   status: 'ok' | 'degraded';
   type: 'health';
   uptime_seconds: number;
