@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 from statistics import median
 
@@ -330,13 +331,13 @@ def deciles(samples: list[dict]) -> dict:
     points = [(0.0, 0)] + [(s["t"], s["done"]) for s in kept]
 
     def time_at(n: float) -> float:  # when the n-th answer came in, linearly between samples
-        for (t0, d0), (t1, d1) in zip(points, points[1:]):
+        for (t0, d0), (t1, d1) in pairwise(points):
             if d1 >= n:
                 return t0 + (t1 - t0) * ((n - d0) / (d1 - d0) if d1 > d0 else 1.0)
         return points[-1][0]
 
     edges = [time_at(total * k / 10) for k in range(11)]
-    rps = [total / 10 / (b - a) if b > a else 0.0 for a, b in zip(edges, edges[1:])]
+    rps = [total / 10 / (b - a) if b > a else 0.0 for a, b in pairwise(edges)]
     first = [s["rss_mib"] for s in kept if s["done"] <= total / 10] or [kept[0]["rss_mib"]]
     last = [s["rss_mib"] for s in kept[2 * len(kept) // 3 :]]
     start_mib, last_mib = median(first), median(last)

@@ -187,9 +187,9 @@ class Embedder:
         """The text as overlapping windows of `size` tokens (the next starts `size - overlap` tokens on):
         each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included
         (`embed_ids` puts the passage prefix after [CLS]). `size` is cut to what the model's window holds
-        beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers it). The tokenizer
-        cuts them itself (truncation with a stride: each overflowing part repeats `overlap` tokens), in one
-        call that releases the GIL."""
+        beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers
+        it). The tokenizer cuts them itself (truncation with a stride: each overflowing part repeats `overlap`
+        tokens), in one call that releases the GIL."""
         with self._windows_lock:
             if self._windows is None:
                 from tokenizers import Tokenizer
@@ -214,8 +214,8 @@ class Embedder:
         is then run again, and before each window it steps aside while requests are in hand (up to
         STEP_ASIDE_MAX). After PREEMPTED_MAX stopped runs in a row, one window runs unstoppable, so
         background work still progresses under a steady stream of requests (a request then runs beside that
-        one window, 30 ms for 200 tokens here, sharing the CPU with it; it never waits for a lock). Measured with a request every
-        100 ms, two windows per run were stopped nearly every time and 162 windows took 104 s."""
+        one window, 30 ms for 200 tokens here, sharing the CPU with it; it never waits for a lock). Measured
+        with a request every 100 ms, two windows per run were stopped nearly every time and 162 windows took 104 s."""
         import onnxruntime as ort
 
         start, stopped = 0, 0

@@ -76,7 +76,7 @@ DEFAULT_CONFIDENCE = {"manual": 1.0, "chat": 0.8, "extraction": 0.7}
 
 
 def _ts(value: float | None) -> int | None:
-    return None if value is None else int(math.floor(value))
+    return None if value is None else math.floor(value)
 
 
 class FactService(ContextBlocks):

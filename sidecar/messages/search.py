@@ -267,7 +267,7 @@ def search_table(
         rows = cosine_search(table, embed(), where(user_id, True, None, None), RESULT_COLUMNS, limit)
         ids = {"semantic": [r["id"] for r in rows]}
     else:
-        rows, ids, by_id = rank_rows(user_rows(table, user_id, dim), text, embed(), mode, limit)
+        rows, ids, _by_id = rank_rows(user_rows(table, user_id, dim), text, embed(), mode, limit)
     places = {name: {rid: k for k, rid in enumerate(found_ids, 1)} for name, found_ids in ids.items()}
     for r in rows:
         r["ranks"] = {name: at[r["id"]] for name, at in places.items() if r["id"] in at}

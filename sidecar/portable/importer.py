@@ -156,7 +156,8 @@ class Importer:
         self.restore_graph = self.reuse and h.graph and self.s.graph is not None
         if h.vectors and not same:
             self.out.notes.append(
-                f"the file was made with model {clip(h.model.name)} (dim {h.model.dim}, sha256 {h.model.digest[:12]}...), "
+                f"the file was made with model {clip(h.model.name)} (dim {h.model.dim}, "
+                f"sha256 {h.model.digest[:12]}...), "
                 f"this sidecar runs {self.identity['name']} (sha256 {self.identity['digest'][:12]}...): its vectors "
                 "are not used; messages and facts are re-embedded and the graph is rebuilt from the messages"
             )
@@ -250,7 +251,7 @@ class Importer:
             self.out.reembedded += len(batch)
             return batch, np.asarray(self.s.embed(texts), dtype=np.float32).reshape(len(batch), self.dim)
         kept, vectors, missing = [], [], []
-        for (n, r), text in zip(batch, texts):
+        for n, r in batch:
             try:
                 if r.vector is None:
                     missing.append(len(kept))

@@ -56,7 +56,8 @@ def parser(command: str) -> argparse.ArgumentParser:
         prog="memory-sidecar import",
         epilog=COMMON,
         description=(
-            "Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...} records, into the data dir. "
+            "Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...} records, "
+            "into the data dir. "
             "Vectors are reused when the file's model digest is this sidecar's; otherwise everything is re-embedded."
         ),
     )

@@ -250,7 +250,10 @@ def access_problem(exc: ObjectStoreError, location: ObjectLocation, settings: Ob
             f"put and delete objects in bucket {location.bucket!r}"
         )
     if exc.status in (301, 307) or exc.code in ("PermanentRedirect", "AuthorizationHeaderMalformed"):
-        return f"bucket {location.bucket!r} is in another region than {settings.region}: set AWS_DEFAULT_REGION or --s3-region"
+        return (
+            f"bucket {location.bucket!r} is in another region than {settings.region}: "
+            "set AWS_DEFAULT_REGION or --s3-region"
+        )
     return f"the object store answered an error for {where}: {exc}"
 
 

@@ -4,7 +4,7 @@ speech, "no longer"), its objects and those coordinated with them, corrections (
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .words import (
     _ANCHOR_HERE,
@@ -44,6 +44,9 @@ from .words import (
     _ordinary,
     _verb_at,
 )
+
+if TYPE_CHECKING:
+    from .subjects import _Subject
 
 
 class _Phrase(NamedTuple):

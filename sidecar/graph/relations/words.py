@@ -616,10 +616,13 @@ _DATE = re.compile(
 
 # the words a subject and its verb may have between them: auxiliaries and a few adverbs (their kind noted)
 _FILL = re.compile(
-    r"(?:[ \t]*(?:(?P<have>(?:['’]ve|have|has)(?![ \t]+(?:a|an|another|one|two|three|four|five|\d+)\b))|(?P<neg>(?:n['’]t|not)(?![ \t]+(?:like|enjoy|stand|bear)\b)|"
+    r"(?:[ \t]*(?:(?P<have>(?:['’]ve|have|has)(?![ \t]+(?:a|an|another|one|two|three|four|five|\d+)\b))|"
+    r"(?P<neg>(?:n['’]t|not)(?![ \t]+(?:like|enjoy|stand|bear)\b)|"
     r"(?:don|doesn|didn|won|isn|aren|wasn|weren|haven|hasn)['’]t(?![ \t]+(?:like|enjoy)\b)|"
-    r"can['’]t(?![ \t]+(?:stand|bear)\b)|cannot(?![ \t]+(?:stand|bear)\b)|never|no[ \t]+longer)|(?P<be>['’]m|['’]re|['’]s|am|is|are|was|were|been)|"
-    r"(?P<did>(?:do|does|did)(?![ \t]+not[ \t]+(?:like|enjoy)\b))|(?P<now>now)|just|recently|finally|still|also|actually|officially|currently|"
+    r"can['’]t(?![ \t]+(?:stand|bear)\b)|cannot(?![ \t]+(?:stand|bear)\b)|never|no[ \t]+longer)|"
+    r"(?P<be>['’]m|['’]re|['’]s|am|is|are|was|were|been)|"
+    r"(?P<did>(?:do|does|did)(?![ \t]+not[ \t]+(?:like|enjoy)\b))|(?P<now>now)|"
+    r"just|recently|finally|still|also|actually|officially|currently|"
     r"already|both|all|even|really|newly|basically|happily|originally|only|totally|absolutely|truly|"
     r"kinda|literally|so|super|honestly|always|seriously|lowkey|technically|then|too)\b)*[ \t]*",
     re.IGNORECASE,
