@@ -14,12 +14,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from .model import ModelFiles
 from .spec import ModelConfigError
+
+if TYPE_CHECKING:  # onnxruntime is imported when the model loads
+    from onnxruntime import NodeArg, RunOptions
 
 Kind = Literal["query", "passage"]
 
@@ -71,7 +74,7 @@ class Embedder:
         self._run_lock = threading.Lock()
         self._waiting = 0
         self._waiting_lock = threading.Lock()
-        self._background: object | None = None  # the RunOptions of the background run in progress
+        self._background: RunOptions | None = None  # the RunOptions of the background run in progress
         self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic; runtime/app.py)
 
         opts = ort.SessionOptions()
@@ -286,7 +289,7 @@ def pool(hidden: np.ndarray, mask: np.ndarray, keep: np.ndarray, modes: tuple[st
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 
-def _token_output(outputs: list) -> object:
+def _token_output(outputs: list[NodeArg]) -> NodeArg:
     """The session's output to pool: token embeddings (rank 3: last_hidden_state / token_embeddings), else a
     pooled sentence_embedding (rank 2)."""
     by_name = {o.name: o for o in outputs}

@@ -117,7 +117,8 @@ def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool
         return (pooling if pooling.is_dir() else None), True
     if not isinstance(modules, list):
         raise ModelConfigError(f"{config_dir / 'modules.json'} is not a list of modules")
-    pooling, normalize = None, False
+    pooling: Path | None = None
+    normalize = False
     for m in sorted(modules, key=lambda m: m.get("idx", 0) if isinstance(m, dict) else 0):
         kind = str(m.get("type", "")) if isinstance(m, dict) else ""
         short = kind.rsplit(".", 1)[-1]
@@ -138,7 +139,7 @@ def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool
 
 def _pooling(pooling_dir: Path | None) -> tuple[tuple[str, ...], bool, int | None]:
     cfg = _json(pooling_dir / "config.json") if pooling_dir is not None else None
-    if cfg is None:
+    if cfg is None or pooling_dir is None:
         return ("mean",), True, None
     where = pooling_dir / "config.json"
     modes: list[str] = []
@@ -172,7 +173,7 @@ def _pooling(pooling_dir: Path | None) -> tuple[tuple[str, ...], bool, int | Non
 
 def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str | None]:
     cfg = _json(_find(config_dir, fallback, "config_sentence_transformers.json")) or {}
-    prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
+    prompts: dict[str, Any] = cfg["prompts"] if isinstance(cfg.get("prompts"), dict) else {}
     default = prompts.get(cfg.get("default_prompt_name")) if cfg.get("default_prompt_name") else None
     query = next((prompts[k] for k in QUERY_PROMPTS if isinstance(prompts.get(k), str)), default)
     passage = next((prompts[k] for k in PASSAGE_PROMPTS if isinstance(prompts.get(k), str)), default)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
@@ -49,10 +49,13 @@ def _id(value: str | int) -> str:
     return _nonblank(text)
 
 
-Id = Annotated[StrictStr | StrictInt, AfterValidator(_id)]
+if TYPE_CHECKING:
+    Id = str  # what a validated record holds (the type checker does not read AfterValidator's return type)
+else:
+    Id = Annotated[StrictStr | StrictInt, AfterValidator(_id)]
 Text = Annotated[StrictStr, AfterValidator(_nonblank)]
 Num = Annotated[StrictInt | StrictFloat, Field(ge=0, le=253_402_300_799)]
-Float = Union[StrictInt, StrictFloat]
+Float = StrictInt | StrictFloat
 Vector = Annotated[StrictStr, Field(description=f"{VECTOR_ENCODING}: base64 of the little-endian float32 values.")]
 
 

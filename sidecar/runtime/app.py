@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import text
@@ -301,6 +302,7 @@ def _portable(
 
         stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone)
         # relative export/import paths: under a local data dir, else the working directory
-        return PortableService(stores, identity, cfg.data_dir if not cfg.shared else None, ttl_days=cfg.ttl_days)
+        local = cfg.data_dir if isinstance(cfg.data_dir, Path) else None  # (str: an object-store location)
+        return PortableService(stores, identity, local, ttl_days=cfg.ttl_days)
 
     return PortableOnDemand(make)

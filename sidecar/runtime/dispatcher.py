@@ -7,8 +7,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..conversation import ConversationService
 from ..facts import FactsCompanion, FactService
 from ..messages import MemoryService
@@ -49,6 +47,7 @@ from ..wire import (
     decode,
     encode,
 )
+from ..wire.base import ResponseBase
 from ..wire.errors import Disabled, Internal, SidecarError
 
 log = logging.getLogger("sidecar.dispatcher")
@@ -86,7 +85,7 @@ class Dispatcher:
         self.service = service
         self.graph = graph
         self.read_only = read_only  # why this sidecar may not write now, or None
-        self.handlers: dict[type, Callable[[Any], BaseModel]] = {
+        self.handlers: dict[type, Callable[[Any], ResponseBase]] = {
             StoreRequest: service.store_messages,
             QueryRequest: service.query,
             CleanupRequest: service.cleanup,
@@ -122,7 +121,7 @@ class Dispatcher:
         ):
             self.handlers[kind] = getattr(graph, name) if graph is not None else self._graph_off
 
-    def _context(self, req: ContextRequest, conversation: ConversationService, facts: FactService) -> BaseModel:
+    def _context(self, req: ContextRequest, conversation: ConversationService, facts: FactService) -> ResponseBase:
         """The facts block (facts, what is true now from graph memory, the memories relevant to the text) and
         the conversation blocks, then (with `related`, `text` and graph memory) related memories."""
         if self.graph is None and "now" in req.include and "include" in req.model_fields_set:
@@ -136,7 +135,7 @@ class Dispatcher:
         return out
 
     @staticmethod
-    def _graph_off(req: Any) -> BaseModel:
+    def _graph_off(req: Any) -> ResponseBase:
         raise Disabled(f"graph memory is switched off (--graph false); `{req.type}` needs it")
 
     def _health(self, _req: Any) -> HealthResponse:
@@ -174,7 +173,7 @@ class Dispatcher:
             while j < len(decoded) and isinstance(decoded[j], StoreRequest):
                 j += 1
             if j - i >= 2:
-                out.extend(self._store_group(decoded[i:j]))  # type: ignore[arg-type]
+                out.extend(self._store_group(decoded[i:j]))
                 i = j
                 continue
             out.append(self._answer(decoded[i]))
@@ -194,7 +193,7 @@ class Dispatcher:
         except SidecarError as exc:  # answered in order, like any other request
             return exc
 
-    def handle(self, request: Any) -> BaseModel:
+    def handle(self, request: Any) -> ResponseBase:
         """One typed request -> its response model, for every face (NDJSON here, MCP in sidecar/mcp).
         Every failure comes out as a SidecarError carrying the request_id; unexpected ones as `internal`."""
         try:

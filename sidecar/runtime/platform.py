@@ -67,6 +67,7 @@ class ParentWatch:
 
 @functools.cache
 def _kernel32():
+    assert sys.platform == "win32"  # (and the type checker reads no further on other platforms)
     import ctypes
     from ctypes import wintypes
 
@@ -81,6 +82,7 @@ def _kernel32():
 def _open_process(pid: int) -> tuple[object, bool]:
     """(a handle to wait on, or None; whether the pid named no process any more). The handle stays open
     for the life of the sidecar, so the pid cannot be reused meanwhile."""
+    assert sys.platform == "win32"
     import ctypes
 
     handle = _kernel32().OpenProcess(_SYNCHRONIZE, False, pid)
@@ -97,7 +99,7 @@ def _open_process(pid: int) -> tuple[object, bool]:
 
 def stop_signals() -> tuple[int, ...]:
     """The signals that ask for the graceful exit here."""
-    if WINDOWS:
+    if sys.platform == "win32":  # WINDOWS, spelled so that type checkers know SIGBREAK is there
         return (signal.SIGINT, signal.SIGBREAK)  # Ctrl+C, CTRL_BREAK_EVENT
     return (signal.SIGTERM, signal.SIGINT)
 
@@ -152,6 +154,7 @@ def _started_macos(pid: int) -> float:
 
 
 def _started_windows(pid: int) -> float:
+    assert sys.platform == "win32"
     import ctypes
     from ctypes import wintypes
 

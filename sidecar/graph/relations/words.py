@@ -886,7 +886,7 @@ _THING = re.compile(
     r"this|these|here|there|a\s+lot|lots|so\s+much|these\s+days)\b)"
 )
 
-_VERB_BY_KIND = {}
+_VERB_BY_KIND: dict[str, re.Pattern[str]] = {}
 for _kind, _rx in _VERBS:
     _VERB_BY_KIND.setdefault(_kind, _rx)
 _CLAUSE_AFTER = re.compile(
@@ -911,7 +911,10 @@ def _verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, i
     if not _VERB_START.match(s, at):
         return None
     m = (_VERB_ALL if fill is not None and fill.group("be") is not None else _VERB_NOT_BE).match(s, at)
-    return (_VERBS[int(m.lastgroup[1:])][0], m.end()) if m else None
+    if m is None:
+        return None
+    assert m.lastgroup is not None  # every alternative is a named group
+    return _VERBS[int(m.lastgroup[1:])][0], m.end()
 
 
 def _clause_end(s: str, pos: int, hi: int) -> int:
