@@ -148,7 +148,7 @@ class ContextBlocks:
         sims: dict[tuple[int, str], float] = {}
         if maybe:
             texts = list(dict.fromkeys([rels[i]["sentence"] for i, _ in maybe] + [f.text for _, f in maybe]))
-            vectors = dict(zip(texts, self.embedder.embed(texts)))
+            vectors = dict(zip(texts, self.embedder.embed_passages(texts)))  # stored texts, both
             sims = {(i, f.id): float(vectors[rels[i]["sentence"]] @ vectors[f.text]) for i, f in maybe}
         said = {
             i
