@@ -144,5 +144,5 @@ def relations(emb, show: bool) -> None:
     )
     if show:
         print()
-        for p, t, x in sorted(zip(pairs, sentences, sims), key=lambda z: -z[2]):
-            print(f"{x:.3f}  {'same' if p['same'] else 'diff'}  {t!r} / {p['fact']!r}")
+        for p, sentence, x in sorted(zip(pairs, sentences, sims), key=lambda z: -z[2]):
+            print(f"{x:.3f}  {'same' if p['same'] else 'diff'}  {sentence!r} / {p['fact']!r}")

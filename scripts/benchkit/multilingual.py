@@ -169,7 +169,7 @@ def index_memory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     MB of their UTF-8 text, and the ratio of the latter to English's."""
     from sidecar.messages.keywords import KeywordIndex
 
-    out = []
+    out: list[dict[str, Any]] = []
     for name, lang in SCRIPTS.items():
         texts = [r["memory"] for r in rows if r["lang"] == lang]
         index = KeywordIndex()

@@ -38,6 +38,7 @@ import time
 from itertools import pairwise
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from . import ROOT
 from .client import BenchError, Sidecar
@@ -135,7 +136,7 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
     rng = random.Random(args.seed)
     modes, weights = list(args.query_mix), list(args.query_mix.values())
     slots = threading.Semaphore(args.window)
-    sent_at: dict[int, tuple[float, str]] = {}
+    sent_at: dict[int | None, tuple[float, str]] = {}
     lock = threading.Lock()
     lat: dict[str, list[float]] = {"store": [], "query": []}
     done = [0]
@@ -145,7 +146,7 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
     def new_user() -> str:
         return f"user-{rng.randrange(args.users)}"
 
-    talking = [[new_user(), 0] for _ in range(max(1, args.conversations))]  # [user, exchanges left]
+    talking: list[list[Any]] = [[new_user(), 0] for _ in range(max(1, args.conversations))]  # [user, exchanges left]
     for conv in talking:
         conv[1] = conversation_length(rng, args.exchanges)
 
@@ -193,7 +194,8 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
                 now = time.perf_counter()
                 rid = r.get("request_id")
                 with lock:
-                    t0, kind = sent_at.pop(rid, (None, None))
+                    sent = sent_at.pop(rid, None)
+                t0, kind = sent if sent is not None else (None, None)
                 ok = (
                     rid == expected
                     and t0 is not None
@@ -206,6 +208,7 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
                     failure.append(f"request {expected}: unexpected answer {r}")
                     slots.release()
                     break
+                assert t0 is not None and kind is not None  # (ok)
                 with lock:
                     lat[kind].append(now - t0)
                     done[0] += 1
@@ -227,7 +230,7 @@ def stream(args: argparse.Namespace, sc: Sidecar, ready: dict) -> tuple[list[dic
             with lock:
                 rss_seen.append(value)
 
-    samples = []
+    samples: list[dict[str, Any]] = []
     start = time.perf_counter()
     threads = [threading.Thread(target=f, daemon=True) for f in (writer, reader, sampler)]
     for t in threads:

@@ -113,8 +113,8 @@ def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool
     config_dir = where.parent
     modules = _json(where)
     if modules is None:
-        pooling = _find(config_dir, fallback, "1_Pooling")
-        return (pooling if pooling.is_dir() else None), True
+        folder = _find(config_dir, fallback, "1_Pooling")
+        return (folder if folder.is_dir() else None), True
     if not isinstance(modules, list):
         raise ModelConfigError(f"{config_dir / 'modules.json'} is not a list of modules")
     pooling: Path | None = None
@@ -172,9 +172,10 @@ def _pooling(pooling_dir: Path | None) -> tuple[tuple[str, ...], bool, int | Non
 
 
 def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str | None]:
-    cfg = _json(_find(config_dir, fallback, "config_sentence_transformers.json")) or {}
+    cfg: dict[str, Any] = _json(_find(config_dir, fallback, "config_sentence_transformers.json")) or {}
     prompts: dict[str, Any] = cfg["prompts"] if isinstance(cfg.get("prompts"), dict) else {}
-    default = prompts.get(cfg.get("default_prompt_name")) if cfg.get("default_prompt_name") else None
+    name = cfg.get("default_prompt_name")
+    default = prompts.get(name) if name else None
     query = next((prompts[k] for k in QUERY_PROMPTS if isinstance(prompts.get(k), str)), default)
     passage = next((prompts[k] for k in PASSAGE_PROMPTS if isinstance(prompts.get(k), str)), default)
     return query, passage

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -75,6 +75,10 @@ SAME_FACT_TTL = 60.0  # seconds an answer is kept at most (on a shared store: ru
 DEFAULT_CONFIDENCE = {"manual": 1.0, "chat": 0.8, "extraction": 0.7}
 
 
+@overload
+def _ts(value: float) -> int: ...
+@overload
+def _ts(value: None) -> None: ...
 def _ts(value: float | None) -> int | None:
     return None if value is None else math.floor(value)
 
@@ -263,7 +267,7 @@ class FactService(ContextBlocks):
                         reason=d.reason,
                     )
                 )
-            action = "merged" if survivor["id"] != new["id"] else "added"
+            action: Literal["merged", "added"] = "merged" if survivor["id"] != new["id"] else "added"
             return Consolidation(
                 action=action,
                 fact=self._out(self._get(survivor["id"])),

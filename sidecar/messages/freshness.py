@@ -40,7 +40,7 @@ class Freshness:
 
     def check(self, force: bool = False) -> bool:
         """Drop the caches when the table moved on without us; True when it did (the caller holds the lock)."""
-        if not self.enabled or (not force and time.monotonic() - self._checked < self.interval / 2):
+        if self.interval is None or (not force and time.monotonic() - self._checked < self.interval / 2):
             return False
         self._checked = time.monotonic()
         version = self._version()

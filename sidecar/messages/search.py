@@ -41,7 +41,7 @@ def rank_rows(
     mode: str,
     limit: int,
     flt: Filter = (True, None, None),
-    keyword_ids: Callable[..., list[list[str]]] | None = None,
+    keyword_ids: Callable[..., list[list[Any]]] | None = None,  # ids, or (id, BM25 score) pairs: `scored`
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]], dict[str, dict[str, Any]]]:
     """A keyword or hybrid search over one user's rows in memory: keyword, the best `limit` by BM25 over
     the text (messages/keywords.py); hybrid, BM25 over the text and over search_text (the previous two

@@ -250,7 +250,9 @@ class Importer:
         if not self.reuse:
             self.out.reembedded += len(batch)
             return batch, np.asarray(self.s.embed(texts), dtype=np.float32).reshape(len(batch), self.dim)
-        kept, vectors, missing = [], [], []
+        kept: list[tuple[int, Any]] = []
+        vectors: list[np.ndarray] = []
+        missing: list[int] = []
         for n, r in batch:
             try:
                 if r.vector is None:

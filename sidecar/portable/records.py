@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import numpy as np
 from pydantic import (
@@ -28,7 +28,7 @@ from pydantic import (
 
 FORMAT = "memory-sidecar-export"
 FORMAT_VERSION = 1
-VECTOR_ENCODING = "base64-f32le"
+VECTOR_ENCODING: Final = "base64-f32le"
 # graph tables in the order they are written and restored: episodes last (an episode marks its message built)
 GRAPH_TABLES = ("entities", "mentions", "relations", "traces", "links", "episodes")
 PLAIN_NAMESPACE = uuid.UUID("6f0c5a52-7d7e-4d55-9a53-5b1d3c1f2e77")  # ids of plain records without one
@@ -202,7 +202,9 @@ class EndRecord(_Record):
 Record = Annotated[
     MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord, Field(discriminator="kind")
 ]
-RECORD = TypeAdapter(Record)
+# the ignores on TypeAdapter of a union of these models: mypy 1.20 reads `A | B` of them as types.UnionType, not
+# as the TypeForm pydantic 2.14 declares (codec.py's unions of the same shape pass)
+RECORD: TypeAdapter[Any] = TypeAdapter(Record)  # type: ignore[arg-type]
 KEYS = {"message": "id", "fact": "id", "fact_event": "id", "user": "user_id"}
 
 
@@ -224,7 +226,7 @@ def decode_vector(text: str, dim: int) -> np.ndarray:
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of one line of an export file (protocol/export.schema.json)."""
     line = TypeAdapter(
-        Annotated[
+        Annotated[  # type: ignore[arg-type]
             Header | MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord,
             Field(discriminator="kind"),
         ]

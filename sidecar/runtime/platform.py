@@ -65,13 +65,14 @@ class ParentWatch:
         return os.getppid() != self.pid
 
 
+# The Windows-only names of ctypes (typeshed declares them under sys.platform == "win32", so a type checker on
+# another platform does not see them): `type: ignore[attr-defined]` where they are used.
 @functools.cache
 def _kernel32():
-    assert sys.platform == "win32"  # (and the type checker reads no further on other platforms)
     import ctypes
     from ctypes import wintypes
 
-    k = ctypes.WinDLL("kernel32", use_last_error=True)
+    k = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
     k.OpenProcess.restype = wintypes.HANDLE
     k.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
     k.WaitForSingleObject.restype = wintypes.DWORD
@@ -82,13 +83,12 @@ def _kernel32():
 def _open_process(pid: int) -> tuple[object, bool]:
     """(a handle to wait on, or None; whether the pid named no process any more). The handle stays open
     for the life of the sidecar, so the pid cannot be reused meanwhile."""
-    assert sys.platform == "win32"
     import ctypes
 
     handle = _kernel32().OpenProcess(_SYNCHRONIZE, False, pid)
     if handle:
         return handle, False
-    error = ctypes.get_last_error()
+    error = ctypes.get_last_error()  # type: ignore[attr-defined,unused-ignore]
     if error == _ERROR_INVALID_PARAMETER:
         return None, True  # the parent ended before we looked
     log.warning(
@@ -154,14 +154,13 @@ def _started_macos(pid: int) -> float:
 
 
 def _started_windows(pid: int) -> float:
-    assert sys.platform == "win32"
     import ctypes
     from ctypes import wintypes
 
     k = _kernel32()
     handle = k.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
     if not handle:
-        raise OSError(ctypes.get_last_error(), f"OpenProcess {pid}")
+        raise OSError(ctypes.get_last_error(), f"OpenProcess {pid}")  # type: ignore[attr-defined,unused-ignore]
     try:
         created, ended, kernel, user, now = (wintypes.FILETIME() for _ in range(5))
         if not k.GetProcessTimes(
@@ -171,7 +170,7 @@ def _started_windows(pid: int) -> float:
             ctypes.byref(kernel),
             ctypes.byref(user),
         ):
-            raise OSError(ctypes.get_last_error(), f"GetProcessTimes {pid}")
+            raise OSError(ctypes.get_last_error(), f"GetProcessTimes {pid}")  # type: ignore[attr-defined,unused-ignore]
         k.GetSystemTimeAsFileTime(ctypes.byref(now))
     finally:
         k.CloseHandle(wintypes.HANDLE(handle))
