@@ -87,8 +87,13 @@ class GraphService:
         self._unconsolidated = 0  # episodes built since the last pass, and when
         self._first_unconsolidated: float | None = None
         self.last_consolidation: float | None = None
-        commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
-        graphs = lambda u: self.graph(u, background=True)  # noqa: E731
+
+        def commit(rows: dict[str, list[dict[str, Any]]]) -> None:
+            self.store.commit(rows, new_episodes=True)
+
+        def graphs(user_id: str) -> UserGraph:
+            return self.graph(user_id, background=True)
+
         self.builder = Builder(self.lock, graphs, self._save, commit, self._built, extra_tier, same_fact, similar)
         self.builder.preload, self.builder.release, self.builder.group_size = (
             self.preload,

@@ -18,8 +18,11 @@ from .. import text
 from .config import Config
 from .dispatcher import Dispatcher
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the domains are imported by build(), once the model starts loading
     from ..embedding.loading import ModelLoad
+    from ..facts.extraction import ExtractionWorker
+    from ..graph import GraphService
+    from ..messages import MemoryService, MessageStore
 
 log = logging.getLogger("sidecar.server")
 
@@ -55,12 +58,12 @@ class Activity:
 
 @dataclass
 class App:
-    service: Any  # MemoryService
-    store: Any  # MessageStore
+    service: MemoryService
+    store: MessageStore
     dispatcher: Dispatcher
-    extractor: Any = None  # ExtractionWorker, with an LLM
-    graph: Any = None  # GraphService, unless switched off
-    portable: Any = None  # PortableOnDemand: export and import
+    extractor: ExtractionWorker | None = None  # with an LLM
+    graph: GraphService | None = None  # unless switched off
+    portable: PortableOnDemand | None = None  # export and import
     activity: Activity = field(default_factory=Activity)  # requests in hand, for background work to step aside
 
     def close(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..conversation import ConversationService
 from ..facts import FactsCompanion, FactService
@@ -50,6 +50,10 @@ from ..wire import (
 from ..wire.base import ResponseBase
 from ..wire.errors import Disabled, Internal, SidecarError
 
+if TYPE_CHECKING:  # the graph is imported only when it is on; the portable service at its first use
+    from ..graph import GraphService
+    from .app import PortableOnDemand
+
 log = logging.getLogger("sidecar.dispatcher")
 
 
@@ -78,8 +82,8 @@ class Dispatcher:
         conversation: ConversationService,
         facts: FactService,
         companion: FactsCompanion,
-        graph: Any = None,
-        portable: Any = None,
+        graph: GraphService | None = None,
+        portable: PortableOnDemand | None = None,
         read_only: Callable[[], str | None] = lambda: None,
     ):
         self.service = service

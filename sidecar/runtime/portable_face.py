@@ -10,12 +10,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..wire import encode, validate_request
 from ..wire.errors import SidecarError
 from ..wire.portable import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_INVALID
 from .config import OPTIONS, ConfigError, add_options, from_args
+
+if TYPE_CHECKING:
+    from .app import App
 
 log = logging.getLogger("sidecar.portable")
 
@@ -161,8 +164,9 @@ def run(command: str, argv: list[str], setup_logging: Callable[[str], None]) -> 
         app.close()
 
 
-def _run(app: Any, command: str, request: Any) -> int:
+def _run(app: App, command: str, request: Any) -> int:
     progress = Progress(command)
+    assert app.portable is not None  # (build() always makes it)
     try:
         if command == "export":
             response = app.portable.export(request, progress)
@@ -182,7 +186,7 @@ def _run(app: Any, command: str, request: Any) -> int:
     return 0
 
 
-def _settle_graph(app: Any, rebuilt: bool) -> None:
+def _settle_graph(app: App, rebuilt: bool) -> None:
     """Wait for the graph builder to take in the imported messages (and consolidate a rebuilt graph), so the
     data dir is complete when the command ends."""
     graph = app.graph
