@@ -6,7 +6,7 @@ FactService (service.py), which it reads facts through.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +40,7 @@ class ContextBlocks:
         facts: FactStore
         categories: tuple[str, ...]
 
-        def set_names(self, names: dict[str, str | None]) -> None: ...
+        def set_names(self, names: Mapping[str, str | None]) -> None: ...
         def _check_limit(self, limit: int, field: str = "limit") -> None: ...
         def _check_users(self, users: dict[str, str | None]) -> None: ...
         def _vector(self, text: str | None) -> np.ndarray | None: ...

@@ -14,7 +14,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -112,7 +112,7 @@ class FactService(ContextBlocks):
 
     # ------------------------------------------------------------------ helpers
 
-    def set_names(self, names: dict[str, str | None]) -> None:
+    def set_names(self, names: Mapping[str, str | None]) -> None:
         clean = {u: n.strip() for u, n in names.items() if isinstance(n, str) and n.strip()}
         if clean:
             self.facts.set_names(clean)

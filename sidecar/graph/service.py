@@ -344,9 +344,11 @@ class GraphService:
         assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.true_now(user_id, text, limit)
 
-    def search(self, *args: Any) -> list[dict[str, Any]]:  # (user_id, text, vector, limit, since, until)
+    def search(
+        self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None, until: float | None
+    ) -> list[dict[str, Any]]:
         assert self.recaller is not None  # (made when the graph has an embedder)
-        return self.recaller.search(*args)
+        return self.recaller.search(user_id, text, vector, limit, since, until)
 
     # ------------------------------------------------------------------ the deep (LLM) tier
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..wire import encode, validate_request
+from ..wire import ExportedResponse, ImportedResponse, encode, validate_request
 from ..wire.errors import SidecarError
 from ..wire.portable import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_INVALID
 from .config import OPTIONS, ConfigError, add_options, from_args
@@ -167,16 +167,18 @@ def run(command: str, argv: list[str], setup_logging: Callable[[str], None]) -> 
 def _run(app: App, command: str, request: Any) -> int:
     progress = Progress(command)
     assert app.portable is not None  # (build() always makes it)
+    response: ExportedResponse | ImportedResponse
     try:
         if command == "export":
             response = app.portable.export(request, progress)
         else:
-            response = app.portable.import_(request, progress)
-            _settle_graph(app, response.graph_source == "rebuilt")
+            imported = app.portable.import_(request, progress)
+            _settle_graph(app, imported.graph_source == "rebuilt")
+            response = imported
     except SidecarError as exc:
         print(f"memory-sidecar {command}: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
-    if command == "import":
+    if isinstance(response, ImportedResponse):
         for line in response.errors:
             print(f"memory-sidecar import: line {line.line}: {line.message}", file=sys.stderr)
         for note in response.notes:
