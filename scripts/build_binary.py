@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -350,7 +351,7 @@ def _run(args: argparse.Namespace, triple: str, source: str) -> int:
         if not exe.is_file():
             raise BuildError(f"{exe} is not a file: pass the executable (for onedir, the file inside the folder)")
         onedir = (exe.parent / "_internal").is_dir()
-        result = {
+        result: dict[str, Any] = {
             "executable": str(exe),
             "artifact": str(exe.parent if onedir else exe),
             "bytes": tree_bytes(exe.parent if onedir else exe),
@@ -358,7 +359,8 @@ def _run(args: argparse.Namespace, triple: str, source: str) -> int:
         mode, info_dir = ("onedir" if onedir else "onefile"), None
     else:
         own_model = args.model is None and args.model_dir is None  # else model_folder says what is missing
-        problems = ([foreign_target(triple)] if foreign_target(triple) else []) + preflight(check_model=own_model)
+        foreign = foreign_target(triple)
+        problems = ([foreign] if foreign else []) + preflight(check_model=own_model)
         if problems:
             raise BuildError("cannot build:\n  - " + "\n  - ".join(problems))
         print(f"target triple: {triple} (from {source})", file=sys.stderr)

@@ -78,7 +78,7 @@ def package_dir(pkg: str, *parts: str) -> Path:
     spec = importlib.util.find_spec(pkg)  # locates without importing
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit(f"package {pkg} is not installed (see this script's docstring)")
-    return Path(list(spec.submodule_search_locations)[0], *parts)
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
 def export(model_dir: Path, out: Path) -> None:

@@ -65,7 +65,7 @@ def read(path: Path) -> tuple[dict, list[tuple[str, float]], dict]:
     blob = b[o : o + bloblen]
     o += bloblen
     vocab = [(blob[offs[i] : offs[i + 1]].decode("utf-8"), float(scores[i])) for i in range(n)]
-    (n_norm,) = struct.unpack_from("<i", b, o)
+    # skipped: an int32 count at o (not used here), then a block of nm_bytes bytes
     (nm_bytes,) = struct.unpack_from("<I", b, o + 4)
     o += 8 + nm_bytes
     (ndir,) = struct.unpack_from("<i", b, o)
@@ -89,7 +89,7 @@ def weights(cfg: dict, tensors: dict) -> dict[str, np.ndarray]:
     H, FF = cfg["H"], cfg["FF"]
     shapes = {"q": (H, H), "k": (H, H), "v": (H, H), "ao": (H, H), "fi": (FF, H), "fo": (H, FF)}
     out = {}
-    for name, (dtype, count, raw) in tensors.items():
+    for name, (_dtype, count, raw) in tensors.items():
         part = name.split(".", 1)[-1].split(".")[0]
         if name == "emb.word":
             out[name] = dequantize(raw, cfg["VOC"], H)
@@ -142,7 +142,7 @@ def graph(cfg: dict, w: dict[str, np.ndarray]):
     for layer in range(NL):
         p = f"l{layer}."
 
-        def dense(inp: str, key: str, tag: str) -> str:
+        def dense(inp: str, key: str, tag: str, p: str = p) -> str:  # p: this layer's prefix
             y = node(
                 "MatMul", [inp, const(p + key + ".wt", np.ascontiguousarray(w[p + key + ".w"].T))], p + tag + "_mm"
             )

@@ -229,7 +229,7 @@ def sidecar(spawn):
         assert sc.shutdown() == 0
 
 
-# ------------------------------------------------------------------ an S3 server (tests/test_object_store.py, test_frozen.py)
+# ----------------------------------------------------- an S3 server (tests/test_object_store.py, test_frozen.py)
 
 
 @pytest.fixture(scope="module")

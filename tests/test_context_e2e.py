@@ -77,3 +77,19 @@ def test_context_text_carries_memories_and_what_is_true_now(sidecar):
     after = sidecar.request({"type": "context", "user_id": "sam", "text": "hello"})["text"]
     now = after[after.index("<true_now>") : after.index("</true_now>")]
     assert "Lives in" not in now and "Has a pet named Miso" in now
+
+
+def test_a_fact_naming_a_relations_object_in_other_words_is_compared_by_its_vector(sidecar):
+    """A fact that names what a current relation names, in other words ("Lives in Lisbon now" beside the
+    relation "Lives in Lisbon"), is compared with the relation by embedding both: `context` answers, the fact
+    shown and the relation it already says left out (the comparison's embedding once failed: internal error)."""
+    msg = {"user_id": "kim", "username": "Kim", "content": "I live in Lisbon.", "timestamp": T0, "channel_id": "k"}
+    sidecar.request({"type": "store", "messages": [msg]})
+    assert sidecar.request({"type": "entities", "user_id": "kim"})["type"] == "entities"  # the graph is built
+    before = sidecar.request({"type": "context", "user_id": "kim", "text": "where do I live?"})
+    assert before["relations"] == 1 and "Lives in Lisbon" in before["text"], before
+    sidecar.request({"type": "remember", "user_id": "kim", "text": "Lives in Lisbon now", "category": "answer"})
+    r = sidecar.request({"type": "context", "user_id": "kim", "text": "where do I live?"})
+    assert r["type"] == "context", r
+    assert r["facts"] == 1 and r["relations"] == 0, r
+    assert "- Lives in Lisbon now" in r["text"] and "<true_now>" not in r["text"], r["text"]

@@ -8,8 +8,8 @@ request example when it is:
    `printf '%s\\n' '{...}' ... | memory-sidecar` sessions; `'"'"'` is the usual embedded quote);
 2. the first inline code span starting with `{` in the `request` column of a markdown table whose
    header row has a cell that is exactly `request` (the README's command table);
-3. a line `> {...}` (indentation allowed) inside any fenced code block (the request/answer transcripts of the docs, where
-   `>` marks a request and `<` its answer).
+3. a line `> {...}` (indentation allowed) inside any fenced code block (the request/answer transcripts of the
+   docs, where `>` marks a request and `<` its answer).
 
 Anything else (response lines, Python/JavaScript/Rust host code, prose) is not collected. Every
 collected text must parse as a JSON object whose `type` names a request in `protocol/schema.json`
@@ -32,7 +32,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "protocol" / "schema.json").read_text(encoding="utf-8"))
 README = ROOT / "README.md"
-CI_COMMAND = "python3 -m venv .venv && .venv/bin/pip install uv==0.13.10 && .venv/bin/uv sync --locked --extra test --inexact && .venv/bin/python -m pytest"
+CI_COMMAND = (
+    "python3 -m venv .venv && .venv/bin/pip install uv==0.13.10 && "
+    ".venv/bin/uv sync --locked --extra test --inexact && .venv/bin/python -m pytest"
+)
 RUN_COMMAND = "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/memory-sidecar"
 PAGE_LIMIT = 400  # lines: a docs page a newcomer reads in minutes (issue 59)
 PAGE_LIMITS = {"performance.md": 250}  # the current figures, not their history

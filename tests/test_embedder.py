@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -79,7 +80,7 @@ def test_windows_cover_a_long_text_with_overlap_and_exact_spans(embedder):
     spans, windows = embedder.windows(text, 200, 50)
     assert len(spans) == len(windows) > 10
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
-    for (s0, e0), (s1, e1) in zip(spans, spans[1:]):
+    for (s0, e0), (s1, e1) in itertools.pairwise(spans):
         assert s0 < s1 < e0 < e1  # each window starts inside the previous one: they overlap
     assert all(len(w) <= 202 for w in windows) and windows[0][0] == 101 and windows[0][-1] == 102  # [CLS] .. [SEP]
     # a window is the same tokens as its text: embedding it equals embedding text[start:end]

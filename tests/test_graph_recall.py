@@ -177,7 +177,7 @@ def test_recall_knows_what_is_true_now_and_what_was_before(sidecar):
     got = [m["id"] for m in res["messages"]]
     assert paris in got and (berlin not in got or got.index(paris) < got.index(berlin))
     rels = sidecar.request({"type": "entity", "user_id": "sam", "name": "Sam"})["relations"]
-    assert [(r["object"], r["valid_to"]) for r in rels][0] == ("Paris", None) and rels[-1]["object"] == "Berlin"
+    assert next((r["object"], r["valid_to"]) for r in rels) == ("Paris", None) and rels[-1]["object"] == "Berlin"
     # both times in one question: an answer with both, in any order; another user knows nothing of Sam
     assert {berlin, paris} <= set(recalled("where does Sam live now, and where did he live before?"))
     assert recalled("where does Sam live now?", user="someone-else") == []

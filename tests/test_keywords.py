@@ -4,6 +4,7 @@ search_text field included (derived from each row's links to its previous rows, 
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections import Counter
@@ -41,7 +42,7 @@ def assert_ranked(got: list[int], reference: dict[int, float], what: str) -> Non
     """The same rows as the reference, in order of its scores (the index computes in float32: rows
     whose scores differ by less than 1e-4 may come in either order)."""
     assert sorted(got) == sorted(reference), what
-    for a, b in zip(got, got[1:]):
+    for a, b in itertools.pairwise(got):
         assert reference[a] >= reference[b] - 1e-4, (what, a, b, reference[a], reference[b])
 
 

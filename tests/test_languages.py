@@ -102,7 +102,7 @@ def test_forms_of_one_word_meet_where_the_stemmer_leaves_them_apart(lang):
     """A prefix Snowball does not take off (me-, ber-, ال with a possessive), a vowel that comes and goes
     (ковёр / ковра), consonant gradation (kauppa / kaupasta): the words' trigrams stand in for the stem."""
     memories = [m for m, _ in _FORMS[lang]] + _OTHERS
-    for i, (memory, form) in enumerate(_FORMS[lang]):
+    for memory, form in _FORMS[lang]:
         assert not set(query_terms(form, [lang])) & set(terms(memory)), (form, "meets by its stem: not a case")
         assert _finds(memories, form) == [memory], form
 

@@ -100,7 +100,7 @@ def test_plain_records_get_stable_ids(tmp_path):
     reader = Reader(path)
     assert reader.header is None
     a, b, c = [r for _, r in reader.records()]
-    assert a.id == [r for _, r in Reader(path).records()][0].id and a.id != b.id and a.user_id == "7"
+    assert a.id == next(r for _, r in Reader(path).records()).id and a.id != b.id and a.user_id == "7"
     assert isinstance(c, LineProblem)
 
 
@@ -240,7 +240,7 @@ def test_bad_files_are_refused_or_reported_and_a_strict_failure_touches_nothing(
     sc.store("keep", "this one stays")
     # a newer format version
     newer = tmp_path / "newer.jsonl"
-    newer.write_bytes(b"\n".join([orjson.dumps({**orjson.loads(lines[0]), "format_version": 99})] + lines[1:]))
+    newer.write_bytes(b"\n".join([orjson.dumps({**orjson.loads(lines[0]), "format_version": 99}), *lines[1:]]))
     r = sc.request({"type": "import", "path": str(newer)})
     assert r["type"] == "error" and r["code"] == "bad_file" and "newer" in r["message"], r
     # a gzip file cut short: strict refuses it and writes nothing; otherwise what is readable goes in
@@ -251,7 +251,7 @@ def test_bad_files_are_refused_or_reported_and_a_strict_failure_touches_nothing(
     assert sc.request({"type": "stats"})["memories"] == 1
     # a line of garbage: strict refuses with its line number; otherwise it is skipped and reported
     bad = tmp_path / "garbage.jsonl"
-    bad.write_bytes(b"\n".join(lines[:5] + [b"\x00\xffnot json at all"] + lines[5:]) + b"\n")
+    bad.write_bytes(b"\n".join([*lines[:5], b"\x00\xffnot json at all", *lines[5:]]) + b"\n")
     r = sc.request({"type": "import", "path": str(bad), "strict": True})
     assert r["type"] == "error" and r["code"] == "bad_file" and "line 6" in r["message"], r
     assert sc.request({"type": "stats"})["memories"] == 1
@@ -262,7 +262,7 @@ def test_bad_files_are_refused_or_reported_and_a_strict_failure_touches_nothing(
     sc.request({"type": "forget_user", "user_id": "u"})
     sc.request({"type": "store", "messages": [{"user_id": "u", "content": "x", "timestamp": 1}]})
     partial = tmp_path / "partial.jsonl"
-    partial.write_bytes(b"\n".join([lines[0]] + lines[1:11] + [lines[-1]]) + b"\n")
+    partial.write_bytes(b"\n".join([lines[0], *lines[1:11], lines[-1]]) + b"\n")
     assert sc.request({"type": "import", "path": str(partial)})["messages"] == 10
     r = sc.request({"type": "import", "path": str(good), "on_conflict": "fail"})
     assert r["type"] == "error" and r["code"] == "conflict" and "already stored" in r["message"], r
@@ -283,7 +283,7 @@ def test_another_models_file_is_reembedded_and_says_so(spawn, tmp_path):
     header = orjson.loads(lines[0])
     header["model"]["digest"] = "0" * 64
     other = tmp_path / "other.jsonl"
-    other.write_bytes(b"\n".join([orjson.dumps(header)] + lines[1:]) + b"\n")
+    other.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
     sc.request({"type": "forget_user", "user_id": "u"})
     r = sc.request({"type": "import", "path": str(other)}, 120)
     assert r["type"] == "imported" and (r["messages"], r["reembedded"], r["vectors"]) == (30, 30, "reembedded"), r
@@ -300,7 +300,7 @@ def test_a_file_from_the_model_shipped_before_keeps_its_vectors(spawn, tmp_path)
     assert set(header["model"]) == {"name", "dim", "digest"}  # the file format is unchanged
     header["model"]["digest"] = FUSED_FP16_ONNX
     older = tmp_path / "older.jsonl"
-    older.write_bytes(b"\n".join([orjson.dumps(header)] + lines[1:]) + b"\n")
+    older.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
     sc.request({"type": "forget_user", "user_id": "u"})
     r = sc.request({"type": "import", "path": str(older)}, 120)
     assert r["type"] == "imported" and (r["messages"], r["reembedded"], r["vectors"]) == (30, 0, "reused"), r

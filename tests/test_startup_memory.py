@@ -60,11 +60,11 @@ def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
         import sys
         from sidecar.storage.lancedb_import import import_lancedb
         lancedb = import_lancedb()
-        db = lancedb.connect(%r)
-        db.create_table("t", data=[{"x": 1}])
+        db = lancedb.connect({!r})
+        db.create_table("t", data=[{{"x": 1}}])
         print(db.open_table("t").count_rows())
         for n in range(11):  # more than LanceDB's default page of table names (10)
-            db.create_table(f"more{n:02d}", data=[{"x": n}])
+            db.create_table(f"more{{n:02d}}", data=[{{"x": n}}])
         print("lance_namespace_urllib3_client.api_client" in sys.modules)
         from sidecar.storage import table_names
         listed = table_names(db)  # what the sidecar lists tables with: every one
@@ -74,8 +74,7 @@ def test_lancedb_imports_without_the_rest_client_and_still_has_it(tmp_path):
         print(listed == set(db.list_tables().tables))
         import lance_namespace_urllib3_client as c
         print(c.ApiClient.__name__)
-    """
-        % str(tmp_path / "db"),
+    """.format(str(tmp_path / "db")),
         tmp_path,
     )
     assert out.split() == ["1", "False", "12", "True", "True", "False", "[]", "True", "ApiClient"]
@@ -316,7 +315,7 @@ def test_released_code_pages_leave_private_changes_alone_and_the_libraries_worki
         def rss_kib():
             return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS"))
 
-        f = open(%r, "rb+")
+        f = open({!r}, "rb+")
         private = mmap.mmap(f.fileno(), 8192, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         private[:5] = b"moved"  # a private change to a library's mapping, as the loader's relocations are
         address = ctypes.addressof(ctypes.c_char.from_buffer(private))
@@ -329,12 +328,11 @@ def test_released_code_pages_leave_private_changes_alone_and_the_libraries_worki
         # the system's own libraries alone release a few MiB
         print(released > 2_000, before - after > released // 2)
         print(ctypes.string_at(address, 5).decode())  # still the private change, not the file's zeros
-        db = lancedb.connect(%r)
-        db.create_table("t", data=[{"x": 1}, {"x": 2}])
+        db = lancedb.connect({!r})
+        db.create_table("t", data=[{{"x": 1}}, {{"x": 2}}])
         print(int(numpy.arange(10).sum()), pc.sum(pyarrow.array([1, 2, 3])).as_py(),
               db.open_table("t").count_rows(), len(onnxruntime.get_available_providers()) > 0)
-    """
-        % (str(data), str(tmp_path / "db")),
+    """.format(str(data), str(tmp_path / "db")),
         tmp_path,
     )
     assert out.split() == ["True", "True", "moved", "45", "6", "2", "True"]

@@ -24,7 +24,7 @@ def test_valid_tag_saved_and_stripped():
 
 
 def test_several_tags_in_order_and_tag_alone_on_a_line():
-    e, facts, rej = run(
+    e, facts, _rej = run(
         'Noted.\n<memory category="company">Works at Acme</memory>\n'
         '<memory category="pattern">Runs every morning</memory>\nAnything else?'
     )
@@ -39,7 +39,7 @@ def test_no_tags_reply_untouched():
 
 
 def test_upper_case_and_mixed_case_tags_and_category():
-    e, facts, rej = run(
+    e, facts, _rej = run(
         '<MEMORY CATEGORY="Preference">Likes jazz</MEMORY>Great choice. '
         '<Memory Category="ANSWER">Budget is 500 euros</mEmOrY>'
     )
@@ -48,13 +48,13 @@ def test_upper_case_and_mixed_case_tags_and_category():
 
 
 def test_multi_line_content_becomes_one_line():
-    e, facts, rej = run('Ok.\n<memory category="preference">\n  Likes\n   hiking   in\tthe Alps\n</memory>\nBye.')
+    e, facts, _rej = run('Ok.\n<memory category="preference">\n  Likes\n   hiking   in\tthe Alps\n</memory>\nBye.')
     assert facts == [("Likes hiking in the Alps", "preference")]
     assert e.reply == "Ok.\nBye."
 
 
 def test_attribute_quoting_and_spacing_variants():
-    e, facts, rej = run(
+    e, facts, _rej = run(
         "a < memory category = 'pattern' >runs daily</ memory > b "
         "<memory category=answer>bare value</memory>. "
         '<memory id="7" category="company" confidence="0.9">Works at Initech</memory>'
@@ -105,7 +105,7 @@ def test_stray_close_self_closing_and_cut_off_tags():
 
 
 def test_cut_off_tag_mid_reply_only_eats_its_line():
-    e, facts, rej = run('start <memory category="x\nsecond line')
+    e, _facts, rej = run('start <memory category="x\nsecond line')
     assert e.reply == "start\nsecond line" and rej == ["unterminated"]
 
 
@@ -123,7 +123,7 @@ def test_too_long_fact_rejected():
     ],
 )
 def test_reply_that_was_only_tags_is_empty(reply):
-    e, facts, rej = run(reply)
+    e, _facts, _rej = run(reply)
     assert e.reply == ""
 
 

@@ -30,6 +30,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -133,7 +134,8 @@ def measure(spec: str, built: Path, work: Path, rounds: int, users: int, seed: i
 
 
 def run(args: argparse.Namespace) -> int:
-    runs, medians = [], {t: {k: [] for k in KINDS} for t in args.trees}
+    runs: list[dict[str, Any]] = []
+    medians: dict[str, dict[str, list[float]]] = {t: {k: [] for k in KINDS} for t in args.trees}
     with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp:
         built = args.built or Path(tmp) / "built"
         if not (built / "meta.json").exists():

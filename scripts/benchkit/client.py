@@ -106,12 +106,13 @@ class Sidecar:
             self.cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._log or stderr,
+            stderr=self._log if self._log is not None else None if isinstance(stderr, Path) else stderr,
             bufsize=0,
             close_fds=True,
             cwd=cwd,
             env=env,
         )
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # (pipes)
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
 
@@ -130,6 +131,7 @@ class Sidecar:
         rc = self.proc.poll()
         tail = ""
         if self.log_path:
+            assert self._log is not None  # (opened on log_path)
             try:
                 if not self._log.closed:
                     self._log.flush()
@@ -256,6 +258,7 @@ class Sidecar:
         return rc
 
     def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
         try:
             self.proc.stdin.close()
         except OSError:

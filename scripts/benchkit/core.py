@@ -266,7 +266,7 @@ def bench_naive(args: argparse.Namespace, tmp: Path, size: int, rng: random.Rand
         t0 = time.perf_counter()
         (
             table.search(q)
-            .distance_type("cosine")
+            .distance_type("cosine")  # type: ignore[attr-defined]  # search(vector): a LanceVectorQueryBuilder
             .where(f"user_id = '{user_id(rng.randrange(args.users))}'", prefilter=True)
             .limit(5)
             .to_arrow()

@@ -119,8 +119,8 @@ def relations(emb, show: bool) -> None:
 
     pairs = [json.loads(line) for line in RELATION_PAIRS.read_bytes().splitlines() if line.strip()]
     sentences = [AS_FACT[p["predicate"]].format(p["object"]) for p in pairs]
-    a = np.stack([emb.embed_one(t) for t in sentences])
-    b = np.stack([emb.embed_one(p["fact"]) for p in pairs])
+    a = np.stack([emb.embed_passage(t) for t in sentences])
+    b = np.stack([emb.embed_passage(p["fact"]) for p in pairs])
     sims = (a * b).sum(axis=1)
     truth = np.array([p["same"] for p in pairs])
     named = np.array([mentions_object(p["fact"], p["object"]) for p in pairs])
@@ -144,5 +144,5 @@ def relations(emb, show: bool) -> None:
     )
     if show:
         print()
-        for p, t, x in sorted(zip(pairs, sentences, sims), key=lambda z: -z[2]):
-            print(f"{x:.3f}  {'same' if p['same'] else 'diff'}  {t!r} / {p['fact']!r}")
+        for p, sentence, x in sorted(zip(pairs, sentences, sims), key=lambda z: -z[2]):
+            print(f"{x:.3f}  {'same' if p['same'] else 'diff'}  {sentence!r} / {p['fact']!r}")

@@ -93,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
             )
             actions[r["action"]] = actions.get(r["action"], 0) + 1
         t0 = time.time() - 30 * 86_400
-        for u in range(args.users):
+        for n in range(args.users):
             msgs = [
-                {"user_id": f"u{u}", "username": f"user{u}", "content": text, "timestamp": t0 + 3_600 * k}
+                {"user_id": f"u{n}", "username": f"user{n}", "content": text, "timestamp": t0 + 3_600 * k}
                 for k, text in enumerate(messages(rng, args.messages_per_user))
             ]
             if msgs:

@@ -274,7 +274,8 @@ def run(args: argparse.Namespace) -> int:
         },
         {
             "measurement": f"RSS held, built and consolidated (MiB, median of {HELD_SECONDS} s), on / off",
-            "value": f"{on_held['rss_mib']:.0f} / {off_held['rss_mib']:.0f} (+{on_held['rss_mib'] - off_held['rss_mib']:.0f})",
+            "value": f"{on_held['rss_mib']:.0f} / {off_held['rss_mib']:.0f} "
+            f"(+{on_held['rss_mib'] - off_held['rss_mib']:.0f})",
             "target": "<= +50 at 100k",
         },
         {
@@ -302,7 +303,8 @@ def run(args: argparse.Namespace) -> int:
         },
         {
             "measurement": "graph-off store reopened with the graph on: caught up after ready",
-            "value": f"{cu['seconds']:.1f} s, {cu['cpu_s']:.0f} s CPU, RSS {cu['rss_mib']:.0f} MiB (peak {cu['hwm_mib']:.0f})",
+            "value": f"{cu['seconds']:.1f} s, {cu['cpu_s']:.0f} s CPU, RSS {cu['rss_mib']:.0f} MiB "
+            f"(peak {cu['hwm_mib']:.0f})",
             "target": "",
         },
         {
@@ -311,9 +313,10 @@ def run(args: argparse.Namespace) -> int:
             "target": "one each",
         },
         {
-            "measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns; vector cache "
-            f"{'off' if loc['uncached'] else 'on'})",
-            "value": f"{loc['consolidate_s']:.2f} s, {loc['consolidate_cpu_s']:.2f} s CPU ({per_turn * 5900:.1f} s per 5,900 turns)",
+            "measurement": f"consolidate {loc['conversations']} LoCoMo conversations ({loc['turns']} turns; "
+            f"vector cache {'off' if loc['uncached'] else 'on'})",
+            "value": f"{loc['consolidate_s']:.2f} s, {loc['consolidate_cpu_s']:.2f} s CPU "
+            f"({per_turn * 5900:.1f} s per 5,900 turns)",
             "target": "<= 60 s per 5,900",
         },
         {

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         log_path = tmp / "sidecar.log"
         with Sidecar(tmp / "data", python=args.python, stderr=log_path, timeout=args.timeout, cwd=tmp) as sc:
             sc.wait_ready()
-            refusals = [
+            refusals: list[tuple[str, dict[str, Any]]] = [
                 ("directory", {"type": "import", "path": str(tmp)}),
                 ("path in the data dir", {"type": "import", "path": str(tmp / "data" / "meta.json")}),
                 (

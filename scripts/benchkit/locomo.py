@@ -136,11 +136,11 @@ def run_mode(sc: Sidecar, convs: list[tuple[str, dict[str, Any]]], mode: str | N
     return {"questions": per_q, "latency": pct(lat)}
 
 
-def summarize(per_q: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(per_q: list[dict[str, Any]]) -> dict[Any, Any]:  # "all", "n", and by category (an int)
     def avg(qs: list[dict[str, Any]]) -> dict[int, float]:
         return {k: (sum(q["recall"][k] for q in qs) / len(qs) if qs else float("nan")) for k in KS}
 
-    out: dict[str, Any] = {"all": avg(per_q), "n": len(per_q)}
+    out: dict[Any, Any] = {"all": avg(per_q), "n": len(per_q)}
     for c in CATEGORIES:
         qs = [q for q in per_q if q["cat"] == c]
         out[c] = avg(qs)

@@ -15,10 +15,10 @@ Each language's memories are stored under a user of their own, and all 300 under
 store in every language at once: the "mixed" columns). Then each query is asked in every mode (keyword,
 semantic, and hybrid, the default: no mode sent), limit 3. Prints, by language: exact-word recall@1 in
 keyword mode and @3 in hybrid, inflected-word recall@1 and @3 (keyword) and @3 (hybrid), paraphrase
-recall@3 (semantic, hybrid); the query p50 per mode against the floor (a question embedded alone, in this process, with the
-default model); the language decided for each memory, right or wrong (and for LoCoMo's English turns, when
-that research data is beside the repository: ../shared/bench/locomo); and the keyword index's memory per
-1,000 memories by script, and per MB of their text (built in this process from the same memories:
+recall@3 (semantic, hybrid); the query p50 per mode against the floor (a question embedded alone, in this
+process, with the default model); the language decided for each memory, right or wrong (and for LoCoMo's
+English turns, when that research data is beside the repository: ../shared/bench/locomo); and the keyword
+index's memory per 1,000 memories by script, and per MB of their text (built in this process from the same memories:
 sidecar/messages/keywords.py).
 """
 
@@ -169,7 +169,7 @@ def index_memory(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     MB of their UTF-8 text, and the ratio of the latter to English's."""
     from sidecar.messages.keywords import KeywordIndex
 
-    out = []
+    out: list[dict[str, Any]] = []
     for name, lang in SCRIPTS.items():
         texts = [r["memory"] for r in rows if r["lang"] == lang]
         index = KeywordIndex()

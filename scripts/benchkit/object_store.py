@@ -98,7 +98,9 @@ def _lag(a: Sidecar, b: Sidecar, samples: int, rng: random.Random) -> dict[str, 
     return pct(lags)
 
 
-def _measure(where: str, args: argparse.Namespace, tmp: Path, label: str, flags: list[str]) -> list[dict[str, Any]]:
+def _measure(
+    where: str | Path, args: argparse.Namespace, tmp: Path, label: str, flags: list[str]
+) -> list[dict[str, Any]]:
     rng = random.Random(args.seed)
     with Sidecar(where, flags, python=args.python, stderr=tmp / f"{label}.log", timeout=args.timeout) as sc:
         ready_s, _ = sc.wait_ready()

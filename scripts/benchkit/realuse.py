@@ -157,11 +157,16 @@ def kept_or_made(kept: Path | None, made_as: dict[str, Any], data: Path, make: C
     """`data` copied from the store kept in `kept` when it was made as `made_as` (True), else made by `make`
     and, when `kept` is given, kept there (its description written last: a half-copied store is made again)."""
     described = kept / "built.json" if kept is not None else None
-    if described is not None and described.exists() and json.loads(described.read_text()) == made_as:
+    if (
+        kept is not None
+        and described is not None
+        and described.exists()
+        and json.loads(described.read_text()) == made_as
+    ):
         shutil.copytree(kept / "data", data)
         return True
     make()
-    if kept is not None:
+    if kept is not None and described is not None:
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(data, kept / "data")
         described.write_text(json.dumps(made_as))
@@ -548,7 +553,7 @@ def run(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="bench-realuse-") as tmp_name:
         tmp = Path(tmp_name)
-        results = {"floor_ms": floor_ms(), "ready": ready(args, tmp)}
+        results: dict[str, Any] = {"floor_ms": floor_ms(), "ready": ready(args, tmp)}
         results["floor_long_ms"] = floor_ms(text=long_turn(random.Random(args.seed), 3000, 3000))
         results["a"] = state_a(args, tmp, rng)
         results["b"] = state_b(args, tmp, rng)

@@ -41,8 +41,10 @@ import sys
 import tempfile
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from . import ROOT
 from . import hostile as hostile_shapes
@@ -183,7 +185,7 @@ def stream(
     expected_hostile: dict[int, hostile_shapes.Hostile] = {}
     modes, weights = list(args.query_mix), list(args.query_mix.values())
     slots = threading.Semaphore(args.window)
-    sent_at: dict[int, tuple[float, str]] = {}
+    sent_at: dict[int | None, tuple[float, str]] = {}
     lock = threading.Lock()
     lat: dict[str, list[float]] = {"store": [], "query": []}
     done = [0]
@@ -193,7 +195,7 @@ def stream(
     def new_user() -> str:
         return f"user-{rng.randrange(args.users)}"
 
-    talking = [[new_user(), 0] for _ in range(max(1, args.conversations))]  # [user, exchanges left]
+    talking: list[list[Any]] = [[new_user(), 0] for _ in range(max(1, args.conversations))]  # [user, exchanges left]
     for conv in talking:
         conv[1] = conversation_length(rng, args.exchanges)
 
@@ -276,6 +278,7 @@ def stream(
                     failure.append(f"request {expected}{what}: unexpected answer {str(r)[:500]}")
                     slots.release()
                     break
+                assert t0 is not None and kind is not None  # (ok)
                 with lock:
                     if kind in lat:
                         lat[kind].append(now - t0)
@@ -298,7 +301,7 @@ def stream(
             with lock:
                 rss_seen.append(value)
 
-    samples = []
+    samples: list[dict[str, Any]] = []
     start = time.perf_counter()
     threads = [threading.Thread(target=f, daemon=True) for f in (writer, reader, sampler)]
     for t in threads:
@@ -402,13 +405,13 @@ def deciles(samples: list[dict]) -> dict:
     points = [(0.0, 0)] + [(s["t"], s["done"]) for s in kept]
 
     def time_at(n: float) -> float:  # when the n-th answer came in, linearly between samples
-        for (t0, d0), (t1, d1) in zip(points, points[1:]):
+        for (t0, d0), (t1, d1) in pairwise(points):
             if d1 >= n:
                 return t0 + (t1 - t0) * ((n - d0) / (d1 - d0) if d1 > d0 else 1.0)
         return points[-1][0]
 
     edges = [time_at(total * k / 10) for k in range(11)]
-    rps = [total / 10 / (b - a) if b > a else 0.0 for a, b in zip(edges, edges[1:])]
+    rps = [total / 10 / (b - a) if b > a else 0.0 for a, b in pairwise(edges)]
     first = [s["rss_mib"] for s in kept if s["done"] <= total / 10] or [kept[0]["rss_mib"]]
     last = [s["rss_mib"] for s in kept[2 * len(kept) // 3 :]]
     start_mib, last_mib = median(first), median(last)

@@ -258,7 +258,8 @@ def big_user(sc: Sidecar, n: int, t0: int, requests: int = 30) -> dict[str, Any]
         time.sleep(1.0)  # the builder at work (each new relation looks through the user's others)
     built = sc.request({"type": "entity", "user_id": "big", "name": "me"}, "entity")
     log(f"big user: {len(built['relations'])} relations")
-    times, last = [], {}
+    times: list[float] = []
+    last: dict[str, Any] = {}
     for k in range(requests):
         last, seconds = sc.timed({"type": "context", "user_id": "big", "text": f"what about thing {k * 7}?"}, "context")
         times.append(seconds * 1000)

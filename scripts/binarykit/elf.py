@@ -35,7 +35,7 @@ def soname(path: str | Path) -> str | None:
             if isinstance(section, DynamicSection):
                 for tag in section.iter_tags():
                     if tag.entry.d_tag == "DT_SONAME":
-                        return tag.soname
+                        return tag.soname  # type: ignore[attr-defined]  # pyelftools sets it on DT_SONAME tags
     return None
 
 
@@ -44,7 +44,7 @@ def needed(path: str | Path) -> list[str]:
     with open(path, "rb") as f:
         for section in ELFFile(f).iter_sections():
             if isinstance(section, DynamicSection):
-                return [tag.needed for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+                return [tag.needed for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]  # type: ignore[attr-defined]
     return []
 
 

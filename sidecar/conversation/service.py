@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from ..messages import MessageReader, content_over_limit
 from ..storage import sql_num, sql_str
@@ -96,7 +97,7 @@ class ConversationService:
         channel = self.channel_block(req.channel) if req.channel is not None else None
         history = self.history_block(req.history) if req.history is not None else None
         shown = (channel.shown if channel else frozenset()) | (history.shown if history else frozenset())
-        out = facts_context(req, lambda *args: self.memories(*args, exclude=shown))
+        out = facts_context(req, partial(self.memories, exclude=shown))
         if channel is not None:
             out.channel_block = channel.block
         if history is not None:
@@ -249,7 +250,8 @@ class ConversationService:
         assert opts.messages is not None
         msgs = [conv.Msg.from_row({**m.model_dump(), "id": str(i)}) for i, m in enumerate(opts.messages)]
         if msgs and msgs[0].timestamp is not None:
-            msgs.sort(key=lambda m: m.timestamp)  # stable: equal timestamps keep the list order
+            # stable: equal timestamps keep the list order; the request has a timestamp on all messages or none
+            msgs.sort(key=lambda m: cast(float, m.timestamp))
         return conv.dedupe(msgs)
 
     def _inline_window(self, msgs: list[conv.Msg], limit: int, opts: ConversationSource) -> list[conv.Msg]:

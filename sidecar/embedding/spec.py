@@ -144,9 +144,10 @@ def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool
     config_dir = where.parent
     modules = _json(where, list)
     if modules is None:
-        pooling = _find(config_dir, fallback, "1_Pooling")
-        return (pooling if pooling.is_dir() else None), True
-    pooling, normalize = None, False
+        folder = _find(config_dir, fallback, "1_Pooling")
+        return (folder if folder.is_dir() else None), True
+    pooling: Path | None = None
+    normalize = False
     for m in sorted(modules, key=lambda m: m.get("idx", 0) if isinstance(m, dict) else 0):
         kind = str(m.get("type", "")) if isinstance(m, dict) else ""
         short = kind.rsplit(".", 1)[-1]
@@ -167,7 +168,7 @@ def _modules(config_dir: Path, fallback: Path | None) -> tuple[Path | None, bool
 
 def _pooling(pooling_dir: Path | None) -> tuple[tuple[str, ...], bool, int | None]:
     cfg = _json(pooling_dir / "config.json") if pooling_dir is not None else None
-    if cfg is None:
+    if cfg is None or pooling_dir is None:
         return ("mean",), True, None
     where = pooling_dir / "config.json"
     modes: list[str] = []
@@ -231,9 +232,10 @@ def _max_length(sbert: dict[str, Any], positions: int | None, where: Path) -> in
 
 def _prompts(config_dir: Path, fallback: Path | None) -> tuple[str | None, str | None]:
     where = _find(config_dir, fallback, "config_sentence_transformers.json")
-    cfg = _json(where) or {}
-    prompts = cfg.get("prompts") if isinstance(cfg.get("prompts"), dict) else {}
-    default = prompts.get(cfg.get("default_prompt_name")) if isinstance(cfg.get("default_prompt_name"), str) else None
+    cfg: dict[str, Any] = _json(where) or {}
+    prompts: dict[str, Any] = cfg["prompts"] if isinstance(cfg.get("prompts"), dict) else {}
+    name = cfg.get("default_prompt_name")
+    default = prompts.get(name) if isinstance(name, str) else None
     default = default if isinstance(default, str) else None
     query = next((prompts[k] for k in QUERY_PROMPTS if isinstance(prompts.get(k), str)), default)
     passage = next((prompts[k] for k in PASSAGE_PROMPTS if isinstance(prompts.get(k), str)), default)

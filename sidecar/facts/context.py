@@ -6,8 +6,8 @@ FactService (service.py), which it reads facts through.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from .rules import (
     same_as_fact,
 )
 
+if TYPE_CHECKING:
+    from ..embedding.embedder import Embedder
+    from .store import FactStore
+
 PREFERENCE = "preference"
 
 # what `context` is handed by the graph and the conversation domains (runtime/dispatcher.py wires them)
@@ -31,6 +35,26 @@ Memories = Callable[[dict[str, str], str, np.ndarray, int, int, float], dict[str
 
 
 class ContextBlocks:
+    if TYPE_CHECKING:  # FactService's (service.py), the class this one is a mixin of
+        embedder: Embedder
+        facts: FactStore
+        categories: tuple[str, ...]
+
+        def set_names(self, names: Mapping[str, str | None]) -> None: ...
+        def _check_limit(self, limit: int, field: str = "limit") -> None: ...
+        def _check_users(self, users: dict[str, str | None]) -> None: ...
+        def _vector(self, text: str | None) -> np.ndarray | None: ...
+        def _user_rows(
+            self,
+            user_id: str,
+            text_vector: np.ndarray | None,
+            category: str | list[str] | None,
+            include_inactive: bool,
+            limit: int,
+            text: str | None = None,
+            mode: str = "semantic",
+        ) -> list[dict[str, Any]]: ...
+
     def context(
         self, req: ContextRequest, true_now: TrueNow | None = None, memories: Memories | None = None
     ) -> ContextResponse:
@@ -124,7 +148,7 @@ class ContextBlocks:
         sims: dict[tuple[int, str], float] = {}
         if maybe:
             texts = list(dict.fromkeys([rels[i]["sentence"] for i, _ in maybe] + [f.text for _, f in maybe]))
-            vectors = dict(zip(texts, self.embedder.embed(texts)))
+            vectors = dict(zip(texts, self.embedder.embed_passages(texts)))  # stored texts, both
             sims = {(i, f.id): float(vectors[rels[i]["sentence"]] @ vectors[f.text]) for i, f in maybe}
         said = {
             i

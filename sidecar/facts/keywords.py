@@ -43,7 +43,7 @@ def fts_config() -> Any:
     )
 
 
-def analysed(texts: list[str]) -> tuple[list[str], list[str | None]]:
+def analysed(texts: list[str]) -> tuple[list[str], list[str]]:
     """The `terms` and `language` columns of facts with these texts."""
     terms, languages = [], []
     for text in texts:
@@ -56,16 +56,17 @@ def analysed(texts: list[str]) -> tuple[list[str], list[str | None]]:
 def query(text: str, languages: set[str]) -> Any:
     """LanceDB's full-text query of a text against `terms`: its terms, and its words' grams at GRAM_WEIGHT
     shared by each word's grams (None: nothing to look for, stop words alone)."""
-    from lancedb.query import BooleanQuery, MatchQuery, Occur
+    from lancedb.query import BooleanQuery, FullTextQuery, MatchQuery, Occur
 
     terms, words = query_fields(text, sorted(languages))
     grams = list(dict.fromkeys(g for _, found in words for g in found))
-    clauses = []
+    clauses: list[tuple[Occur, FullTextQuery]] = []
+    # the ignores below: mypy reads MatchQuery's kw_only pydantic.Field defaults as required arguments
     if terms:
-        clauses.append((Occur.SHOULD, MatchQuery(" ".join(dict.fromkeys(terms)), "terms")))
+        clauses.append((Occur.SHOULD, MatchQuery(" ".join(dict.fromkeys(terms)), "terms")))  # type: ignore[call-arg]
     if grams:
         boost = GRAM_WEIGHT * len(words) / len(grams)
-        clauses.append((Occur.SHOULD, MatchQuery(" ".join(grams), "terms", boost=boost)))
+        clauses.append((Occur.SHOULD, MatchQuery(" ".join(grams), "terms", boost=boost)))  # type: ignore[call-arg]
     if not clauses:
         return None
     return clauses[0][1] if len(clauses) == 1 else BooleanQuery(clauses)

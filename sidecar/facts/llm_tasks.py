@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 from ..llm import LLMClient, LLMError
 from .rules import ACTIONS, Decision, normalise_category, normalise_text
@@ -36,7 +36,7 @@ def parse_decision(obj: dict[str, Any]) -> Decision:
         if not isinstance(merged, str) or not normalise_text(merged):
             raise LLMError("MERGE answer without merged_text")
         return Decision("MERGE", normalise_text(merged), "llm")
-    return Decision(action, None, "llm")
+    return Decision(cast(Literal["KEEP", "INVALIDATE"], action), None, "llm")  # (one of ACTIONS)
 
 
 def parse_extraction(obj: dict[str, Any], categories: Sequence[str]) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 from xml.sax.saxutils import escape
 
 # Measured on tests/fixtures/fact_pairs.jsonl with the default model
@@ -113,9 +114,9 @@ def same_as_fact(
 class Decision:
     """What to do with one candidate (an existing fact) given a new fact."""
 
-    action: str  # KEEP, INVALIDATE or MERGE
+    action: Literal["KEEP", "INVALIDATE", "MERGE"]
     merged_text: str | None = None
-    decided_by: str = "host"  # host, llm, rule
+    decided_by: Literal["host", "llm", "rule"] = "host"
     reason: str | None = None
 
 

@@ -14,8 +14,8 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -75,8 +75,12 @@ SAME_FACT_TTL = 60.0  # seconds an answer is kept at most (on a shared store: ru
 DEFAULT_CONFIDENCE = {"manual": 1.0, "chat": 0.8, "extraction": 0.7}
 
 
+@overload
+def _ts(value: float) -> int: ...
+@overload
+def _ts(value: None) -> None: ...
 def _ts(value: float | None) -> int | None:
-    return None if value is None else int(math.floor(value))
+    return None if value is None else math.floor(value)
 
 
 class FactService(ContextBlocks):
@@ -108,7 +112,7 @@ class FactService(ContextBlocks):
 
     # ------------------------------------------------------------------ helpers
 
-    def set_names(self, names: dict[str, str | None]) -> None:
+    def set_names(self, names: Mapping[str, str | None]) -> None:
         clean = {u: n.strip() for u, n in names.items() if isinstance(n, str) and n.strip()}
         if clean:
             self.facts.set_names(clean)
@@ -271,7 +275,7 @@ class FactService(ContextBlocks):
                         reason=d.reason,
                     )
                 )
-            action = "merged" if survivor["id"] != new["id"] else "added"
+            action: Literal["merged", "added"] = "merged" if survivor["id"] != new["id"] else "added"
             return Consolidation(
                 action=action,
                 fact=self._out(self._get(survivor["id"])),

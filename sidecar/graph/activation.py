@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 
@@ -54,7 +55,7 @@ def spread(
     return fire(inhibit(active, p, set(seeds)), p)
 
 
-def inhibit(active: Mapping[str, float], p: Params, exempt: set[str] = frozenset()) -> dict[str, float]:
+def inhibit(active: Mapping[str, float], p: Params, exempt: AbstractSet[str] = frozenset()) -> dict[str, float]:
     """The TOP_M most active keep their value; every other node loses BETA x the sum of (winner - itself)
     and drops out at or below 0. Seeds (`exempt`) are never inhibited: a memory that answers the
     question directly is not suppressed by a strongly connected one (the paper's "cognitive tunneling")."""

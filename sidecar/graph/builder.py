@@ -386,6 +386,7 @@ class Builder:
                 threading.Thread(target=self._catch_up, name="graph-catch-up", daemon=True).start()
 
     def _catch_up(self) -> None:
+        assert self.on_overflow is not None  # (started only when it is set)
         while True:
             try:
                 self.on_overflow()

@@ -487,7 +487,7 @@ def _caps(text: str, taken: bytearray) -> list[Mention]:
 def _quoted_titles(text: str) -> list[Mention]:
     """Titles in quotes: every word capitalised but the small ones ("The Name of the Wind"), not a quoted
     greeting or sentence ("Hey Mel")."""
-    out = []
+    out: list[Mention] = []
     if '"' not in text and "“" not in text:
         return out
     for m in _QUOTED.finditer(text):

@@ -12,9 +12,12 @@ import hashlib
 import math
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SALIENCE_STEP = 0.1  # each resolved mention raises salience by this, up to 1
 HALF_LIFE_DAYS = 7.0  # activation loses half of what it has above FLOOR in a week without use
@@ -125,7 +128,7 @@ class Trace:
     end: float
     created_at: float
     updated_at: float
-    vector: object = None  # np.ndarray (float16 in memory, half the bytes; float32 on disk), None until computed
+    vector: np.ndarray | None = None  # (float16 in memory, half the bytes; float32 on disk), None until computed
 
 
 from .validity import Validity  # noqa: E402 - it uses the classes above
@@ -188,15 +191,17 @@ class UserGraph(Validity):
                 if len(tokens) > 1:
                     self.last_names.setdefault(tokens[-1], set()).add(entity.id)
 
-    def gazetteer(self) -> tuple[_Types, int]:
+    def gazetteer(self) -> tuple[Mapping[str, str], int]:
         """(folded name or alias -> entity type, the longest name in words) for the fast tier: a live view
-        of the index, so a new name costs nothing to add."""
-        return _Types(self), self.max_words
+        of the index, so a new name costs nothing to add (read as a Mapping: `get`, `len`, its keys)."""
+        return cast("Mapping[str, str]", _Types(self)), self.max_words
 
     def note_username(self, username: str | None) -> None:
         """A speaker's username: the fast tier finds it when a message names them, in any script (kept in
         memory only, the USERNAMES most recent; once mentioned, the person is an entity like any other)."""
-        key = fold(username or "")
+        if username is None:
+            return
+        key = fold(username)
         if len(key) < 2 or key in self.usernames or key in self.by_key:
             return
         if len(self.usernames) >= USERNAMES:

@@ -44,7 +44,7 @@ class NameMatcher:
             return None
         same = sorted(same, key=lambda e: len(e.episodes), reverse=True)[:CANDIDATES]
         keys = [fold(e.name) for e in same]
-        matrix = self.vectors(g, keys + [key])
+        matrix = self.vectors(g, [*keys, key])
         sims = matrix[:-1] @ matrix[-1]
         best = int(np.argmax(sims))
         return same[best] if sims[best] >= self.threshold else None

@@ -55,7 +55,8 @@ _REACTIONS = (
     r"हाँ|हां|जी|ठीक है|धन्यवाद|शुक्रिया|अच्छा|haan|theek hai|accha|shukriya|"
     r"نعم|تمام|شكرا|شكراً|حسنا|ماشي|يلا|"
     r"evet|tamam|te[sş]ekk[uü]rler|sa[gğ]ol|iya|oke|sip|siap|makasih|terima kasih|"
-    r"(?:ครับ|ค่ะ|โอเค|ขอบคุณ(?:มาก)?)(?:ครับ|ค่ะ|คะ|นะ)*|v[aâ]ng|d[aạ]|ừ|c[aả]m [oơ]n|tak|jasne|dzi[eę]ki|bedankt|dank je|top|"
+    r"(?:ครับ|ค่ะ|โอเค|ขอบคุณ(?:มาก)?)(?:ครับ|ค่ะ|คะ|นะ)*|v[aâ]ng|d[aạ]|ừ|c[aả]m [oơ]n|"
+    r"tak|jasne|dzi[eę]ki|bedankt|dank je|top|"
     r"sounds good|looks good|works for me|fine|ok then|okay then|"
     # phatic clauses of chat: wishes, sympathy, encouragement that names no topic
     r"take care(?: of yourself)?|you too|same here|me too|same to you|talk (?:to you )?(?:later|soon)|chat soon|"

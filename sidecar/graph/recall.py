@@ -85,8 +85,8 @@ class GraphView:
                 self.order[ep.id] = (prev, nxt)
         self.summary_index: dict[str, list[str]] = {}  # a word of trace summaries -> the traces it is in
         for t in g.traces.values():
-            for w in words(t.summary):
-                self.summary_index.setdefault(w, []).append(t.id)
+            for word in words(t.summary):
+                self.summary_index.setdefault(word, []).append(t.id)
         self.name_words = {w for key in g.by_key for w in key.split()}  # every word of a known name
 
     def neighbours(self, node: str) -> dict[str, float]:
@@ -146,13 +146,13 @@ def seed(
     eps = [(e, sim) for e, sim in s.semantic_episodes if sim >= MIN_SIMILARITY and e in g.episodes]
     for e, sim in eps[:SEMANTIC_SEEDS]:
         put(f"e:{e}", sim)
-    traces = [t for t in g.traces.values() if t.vector is not None and len(t.vector)]
+    traces = [(t, t.vector) for t in g.traces.values() if t.vector is not None and len(t.vector)]
     if traces:
-        sims = np.stack([t.vector for t in traces]) @ s.query_vector
+        sims = np.stack([v for _, v in traces]) @ s.query_vector
         ranked = sorted(
             (
                 (0.7 * float(sim) + 0.3 * trace_activation(t), float(sim), t.id)
-                for t, sim in zip(traces, sims)
+                for (t, _), sim in zip(traces, sims)
                 if sim >= MIN_SIMILARITY
             ),
             reverse=True,
@@ -171,7 +171,7 @@ def seed(
     for nid in (named(g, query) if names is None else names)[:NAMED_ENTITIES]:
         put(f"n:{nid}", ENTITY_START)
         latest = sorted(
-            {g.episodes[e].trace_id for e in g.entities[nid].episodes if e in g.episodes and g.episodes[e].trace_id},
+            {t for e in g.entities[nid].episodes if e in g.episodes and (t := g.episodes[e].trace_id)},
             key=lambda t: -g.traces[t].end if t in g.traces else 0,
         )
         for tid in latest[:NAMED_TRACES]:
@@ -199,7 +199,7 @@ def rank_by_validity(g: UserGraph, fired: dict[str, float], valid: Order) -> dic
 
 def favoured_traces(g: UserGraph, valid: Order) -> set[str]:
     """The traces that hold a favoured episode (they win a tie)."""
-    return {g.episodes[e].trace_id for e in valid.favoured if e in g.episodes and g.episodes[e].trace_id}
+    return {t for e in valid.favoured if e in g.episodes and (t := g.episodes[e].trace_id)}
 
 
 def recall(

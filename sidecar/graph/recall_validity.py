@@ -147,6 +147,7 @@ def _valid(r: Relation, when: str | tuple[float, float]) -> bool:
         return r.valid_to is None
     if when == PAST:
         return r.valid_to is not None
+    assert not isinstance(when, str)  # (BOTH is never asked here)
     start, end = when  # valid at some point inside the window
     return r.valid_from <= end and (r.valid_to is None or r.valid_to > start)
 
@@ -294,7 +295,7 @@ def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -
             r.id,
         )
 
-    out = []
+    out: list[dict[str, object]] = []
     for r in sorted(pool.values(), key=key)[:limit]:
         subject = (
             None if r.subject_id == me else (g.entities[r.subject_id].name if r.subject_id in g.entities else None)

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from .store import GraphStore
 from .tables import graph_of
 from .wire_out import entity_out, relation_out, trace_out
 
+if TYPE_CHECKING:
+    from ..messages import MessageReader
+
 log = logging.getLogger("sidecar.graph")
 
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
@@ -58,7 +61,7 @@ class GraphService:
     def __init__(
         self,
         store: GraphStore,
-        reader: Any,
+        reader: MessageReader,
         cut: Callable[[str, int], str],
         *,
         cache_bytes: int = 64 << 20,
@@ -81,10 +84,16 @@ class GraphService:
         self._rows: dict[str, dict[str, Any]] = {}  # the group's rows not made into graphs yet (preload)
         self._stale, self._read_bytes = False, 0  # drop_cached() was called; the graphs read lately, mean bytes
         self.writable: Callable[[], bool] = lambda: True  # False on a read-only sidecar: recall writes nothing
-        self._unconsolidated, self._first_unconsolidated = 0, None  # episodes built since the last pass, and when
+        self._unconsolidated = 0  # episodes built since the last pass, and when
+        self._first_unconsolidated: float | None = None
         self.last_consolidation: float | None = None
-        commit = lambda rows: self.store.commit(rows, new_episodes=True)  # noqa: E731
-        graphs = lambda u: self.graph(u, background=True)  # noqa: E731
+
+        def commit(rows: dict[str, list[dict[str, Any]]]) -> None:
+            self.store.commit(rows, new_episodes=True)
+
+        def graphs(user_id: str) -> UserGraph:
+            return self.graph(user_id, background=True)
+
         self.builder = Builder(self.lock, graphs, self._save, commit, self._built, extra_tier, same_fact, similar)
         self.builder.preload, self.builder.release, self.builder.group_size = (
             self.preload,
@@ -283,10 +292,11 @@ class GraphService:
             cons.refresh(g, traces, *self.reader.embedded(ids, g.user_id), self.cut, now)
 
     def _link(self, g: UserGraph, changed: set[str]) -> list[tuple[str, str]]:
-        ids = [t.id for t in g.traces.values() if t.vector is not None and len(t.vector)]
-        if not ids or not changed:
+        held = [(t.id, t.vector) for t in g.traces.values() if t.vector is not None and len(t.vector)]
+        if not held or not changed:
             return []
-        matrix = np.stack([g.traces[t].vector for t in ids]).astype(np.float32)
+        ids = [t for t, _ in held]
+        matrix = np.stack([v for _, v in held]).astype(np.float32)
         found = cons.links(ids, matrix, changed)
         g.links.update(found)
         return list(found)
@@ -323,16 +333,22 @@ class GraphService:
     # ------------------------------------------------------------------ recall
 
     def graph_recall(self, req: Any) -> Any:
+        assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.graph_recall(req)
 
     def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
+        assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.related_block(users, text, per_user, words)
 
     def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
+        assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.true_now(user_id, text, limit)
 
-    def search(self, *args: Any) -> list[dict[str, Any]]:  # (user_id, text, vector, limit, since, until)
-        return self.recaller.search(*args)
+    def search(
+        self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None, until: float | None
+    ) -> list[dict[str, Any]]:
+        assert self.recaller is not None  # (made when the graph has an embedder)
+        return self.recaller.search(user_id, text, vector, limit, since, until)
 
     # ------------------------------------------------------------------ the deep (LLM) tier
 
@@ -455,6 +471,7 @@ class GraphService:
             for key, found in (("source", source), ("target", target)):
                 if found is None:
                     raise NotFound(f"user {quote(req.user_id)} has no entity {quote(getattr(req, key))} ({key})")
+            assert source is not None and target is not None
             episodes = list(source.episodes)
             moved = g.merge(source, target)
             g.version += 1
@@ -469,7 +486,7 @@ class GraphService:
             return MergedResponse(entity=entity_out(g, target), moved=moved)
 
     def consolidate(self, req: ConsolidateRequest) -> ConsolidatedResponse:
-        return ConsolidatedResponse(**self.consolidate_all(req.user_id))
+        return ConsolidatedResponse.model_validate(self.consolidate_all(req.user_id))
 
     def health(self) -> dict[str, Any]:
         return {

@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any
@@ -389,7 +389,7 @@ class GraphStore:
             [g.user_id], {"entities": entities, "relations": relations, "traces": traces, "episodes": episodes}
         )
 
-    def delete_many(self, users: list[str], ids: dict[str, Iterable[str]]) -> None:
+    def delete_many(self, users: list[str], ids: Mapping[str, Iterable[str]]) -> None:
         """Rows of these users' graphs, by kind (entities, relations, traces, episodes: ids unique across
         users), in one commit per table and 500 ids."""
         user = sql_in("user_id", sorted(users))

@@ -126,7 +126,10 @@ def _read(table: Any, where: str, twice: set[str] | None = None) -> pa.Table:
         kept = last_of_each(data)
         if kept.num_rows < data.num_rows and twice is not None:
             seen: set[str] = set()
-            twice.update(i for i in data.column("id").to_pylist() if i in seen or seen.add(i))
+            for i in data.column("id").to_pylist():
+                if i in seen:
+                    twice.add(i)
+                seen.add(i)
         data = kept
     return data
 
@@ -220,7 +223,8 @@ def graph_of(user_id: str, data: dict[str, pa.Table]) -> UserGraph:
     _fill_traces(g, data, eps, ents)
     tids = {k: k for k in g.traces}
     for ep in g.episodes.values():
-        ep.trace_id = tids.get(ep.trace_id, ep.trace_id)
+        if ep.trace_id is not None:
+            ep.trace_id = tids.get(ep.trace_id, ep.trace_id)
     for a, b, weight in _columns(data, LINKS):
         g.links[(tids.get(a, a), tids.get(b, b))] = weight
     return g

@@ -197,7 +197,8 @@ def graph_page(user_id: str, g: Any) -> str:
         + table(
             ["name", "type", "aliases", "mentions", "salience", "first seen", "last seen"],
             (
-                f'<tr id="entity-{e(x.id)}"><td>{e(x.name)}</td><td>{e(x.type)}</td><td>{e(", ".join(sorted(x.aliases)))}'
+                f'<tr id="entity-{e(x.id)}"><td>{e(x.name)}</td><td>{e(x.type)}</td>'
+                f"<td>{e(', '.join(sorted(x.aliases)))}"
                 f'</td><td class="num">{len(x.episodes)}</td><td class="num">{g.salience(x):.2f}</td>'
                 f"<td>{when(g.seen(x)[0] if x.episodes else None)}</td><td>{when(g.seen(x)[1] if x.episodes else None)}"
                 "</td></tr>"
@@ -211,9 +212,11 @@ def graph_page(user_id: str, g: Any) -> str:
         + table(
             ["subject", "predicate", "object", "valid from", "valid to", "confidence", "episodes"],
             (
-                f'<tr class="{"closed" if r.valid_to is not None else ""}"><td>{e(names.get(r.subject_id, r.subject_id))}'
-                f"</td><td>{e(r.predicate)}</td><td>{e(names.get(r.object_id, r.object_value) if r.object_id else r.object_value)}"
-                f"</td><td>{when(r.valid_from)}</td><td>{when(r.valid_to) if r.valid_to is not None else 'still valid'}</td>"
+                f'<tr class="{"closed" if r.valid_to is not None else ""}">'
+                f"<td>{e(names.get(r.subject_id, r.subject_id))}</td><td>{e(r.predicate)}</td>"
+                f"<td>{e(names.get(r.object_id, r.object_value) if r.object_id else r.object_value)}</td>"
+                f"<td>{when(r.valid_from)}</td>"
+                f"<td>{when(r.valid_to) if r.valid_to is not None else 'still valid'}</td>"
                 f'<td class="num">{r.confidence:.2f}</td><td class="num">{len(r.episode_ids)}</td></tr>'
                 for r in rels
             ),
@@ -227,7 +230,8 @@ def graph_page(user_id: str, g: Any) -> str:
             ["summary", "entities", "episodes", "activation", "from", "to"],
             (
                 f'<tr id="trace-{e(t.id)}"><td class="content">{e(t.summary)}</td>'
-                f'<td>{e(", ".join(names.get(x, x) for x in t.entity_ids))}</td><td class="num">{len(t.episode_ids)}</td>'
+                f"<td>{e(', '.join(names.get(x, x) for x in t.entity_ids))}</td>"
+                f'<td class="num">{len(t.episode_ids)}</td>'
                 f'<td class="num">{t.activation:.2f}</td><td>{when(t.start)}</td><td>{when(t.end)}</td></tr>'
                 for t in traces
             ),

@@ -27,7 +27,8 @@ def _search(r: Any, user: str) -> str:
     for i, m in enumerate(r.messages, 1):
         who = "assistant" if m.is_bot else (m.username or "user")
         lines.append(
-            f"{i}. [{when(m.timestamp)}, {who}, score {m.score:.3g}, similarity {m.similarity:.2f}, id {m.id}] {m.content}"
+            f"{i}. [{when(m.timestamp)}, {who}, score {m.score:.3g}, similarity {m.similarity:.2f}, id {m.id}] "
+            f"{m.content}"
         )
     return "\n".join(lines)
 

@@ -29,7 +29,7 @@ class ChunkVectors:
     def __init__(self, dim: int):
         self.dim = dim
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (float32 vectors, rows, spans)
-        self._groups: tuple[np.ndarray, ...] | None = None
+        self._groups: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._memo: tuple[bytes, int, tuple[np.ndarray, np.ndarray]] | None = None  # the last query's answer
         self.count = 0
 

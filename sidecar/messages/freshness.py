@@ -3,9 +3,10 @@ channel, the graphs) follows the messages table's version, so other sidecars' wr
 reach it within the refresh interval.
 
 LanceDB itself looks for a newer version at most every half interval (`read_consistency_interval`), and
-`check` reads the table's version as often: an answer is never older than the interval. A version this process did not make (its own commits
-advance it by one; any other step is another sidecar's, or a compaction) drops the caches: they
-reload from the table, so a forgotten user is gone from every sidecar's answers within the interval.
+`check` reads the table's version as often: an answer is never older than the interval. A version this
+process did not make (its own commits advance it by one; any other step is another sidecar's, or a
+compaction) drops the caches: they reload from the table, so a forgotten user is gone from every sidecar's
+answers within the interval.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Freshness:
 
     def check(self, force: bool = False) -> bool:
         """Drop the caches when the table moved on without us; True when it did (the caller holds the lock)."""
-        if not self.enabled or (not force and time.monotonic() - self._checked < self.interval / 2):
+        if self.interval is None or (not force and time.monotonic() - self._checked < self.interval / 2):
             return False
         self._checked = time.monotonic()
         version = self._version()

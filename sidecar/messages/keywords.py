@@ -150,7 +150,8 @@ class KeywordIndex:
         those the index holds; and the stems and grams of its first words that have grams, MAX_QUERY_GRAMS
         grams in all at most (a word's grams all or none; the first word's always)."""
         terms, words = query_fields(text, self.query_languages())
-        kept, grams = [], 0
+        kept: list[tuple[list[str], list[str]]] = []
+        grams = 0
         for stems, found in words:
             grams += len(found)
             if kept and grams > MAX_QUERY_GRAMS:
@@ -230,6 +231,7 @@ class KeywordIndex:
         gram_norm = field_norm(glength, gborrowed) if words else None
         held = self._gram_frequencies([g for _, grams in words for g in grams])
         for stems, grams in words:
+            assert gram_norm is not None  # (there are words)
             matched = [v for v in (bm25(g, gram_norm) for g in grams if held.get(g)) if v is not None]
             if not matched:
                 continue

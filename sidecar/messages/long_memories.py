@@ -125,9 +125,9 @@ class LongMemories:
         have = {r["id"] for r in rows}
         rows += search.rows_by_ids(self.table, [i for i in best if i not in have], vector, self.dim)
         for r in rows:
-            hit = best.get(r["id"])
-            if hit is not None:
-                r["similarity"], r["span"] = hit["similarity"], [hit["start"], hit["end"]]
+            found = best.get(r["id"])
+            if found is not None:
+                r["similarity"], r["span"] = found["similarity"], [found["start"], found["end"]]
         rows.sort(key=lambda r: -r["similarity"])
         return rows[:limit]
 

@@ -32,7 +32,7 @@ class Postings:
     def __init__(self, key_dtype: type) -> None:
         self.dtypes = (key_dtype, np.int32, np.uint8, np.uint8)
         self.posting_bytes = sum(np.dtype(dt).itemsize for dt in self.dtypes)
-        self._sorted = tuple(np.empty(0, dt) for dt in self.dtypes)
+        self._sorted: tuple[np.ndarray, ...] = tuple(np.empty(0, dt) for dt in self.dtypes)
         self._tail: list[tuple[np.ndarray, ...]] = []
         self._tail_len = 0
 

@@ -19,8 +19,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,10 @@ import pyarrow as pa
 from ..storage import sql_in
 from .chunks import CHUNKS
 from .schema import MESSAGES, message_schema, reembedded
+
+if TYPE_CHECKING:
+    from ..storage import CompactionSchedule
+    from .vector_cache import VectorCache
 
 log = logging.getLogger("sidecar.store")
 
@@ -161,6 +166,16 @@ class Reembedding:
     lock: Any
     reembedder: Reembedder | None
     _convert_now: bool
+    cache: VectorCache
+    pending: Any  # CommitLog or DirectCommit (commit_log.py)
+    schedule: CompactionSchedule
+
+    if TYPE_CHECKING:  # MessageStore's and LongMemories', the classes this one is mixed with
+
+        def _reading(self, user_id: str | None = None) -> AbstractContextManager[None]: ...
+        def compact(self, exclusive: bool = True) -> None: ...
+        def _reset_chunks(self) -> None: ...
+        def _queue_all_long(self) -> None: ...
 
     def _begin_move(self, allow_reembed: bool) -> None:
         """Whether the opening converts the tables (`_convert`): a local data dir of another model, with

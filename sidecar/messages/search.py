@@ -41,7 +41,7 @@ def rank_rows(
     mode: str,
     limit: int,
     flt: Filter = (True, None, None),
-    keyword_ids: Callable[..., list[list[str]]] | None = None,
+    keyword_ids: Callable[..., list[list[Any]]] | None = None,  # ids, or (id, BM25 score) pairs: `scored`
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]], dict[str, dict[str, Any]]]:
     """A keyword or hybrid search over one user's rows in memory: keyword, the best `limit` by BM25 over
     the text (messages/keywords.py); hybrid, BM25 over the text and over search_text (the previous two
@@ -267,7 +267,7 @@ def search_table(
         rows = cosine_search(table, embed(), where(user_id, True, None, None), RESULT_COLUMNS, limit)
         ids = {"semantic": [r["id"] for r in rows]}
     else:
-        rows, ids, by_id = rank_rows(user_rows(table, user_id, dim), text, embed(), mode, limit)
+        rows, ids, _by_id = rank_rows(user_rows(table, user_id, dim), text, embed(), mode, limit)
     places = {name: {rid: k for k, rid in enumerate(found_ids, 1)} for name, found_ids in ids.items()}
     for r in rows:
         r["ranks"] = {name: at[r["id"]] for name, at in places.items() if r["id"] in at}

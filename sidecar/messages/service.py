@@ -314,7 +314,7 @@ class MemoryService:
         deleted = self.store.delete(f"user_id = {sql_str(req.user_id)}")
         if not deleted:
             self.store.compact()  # the other domains' rows leave the disk even when no message was left
-        return OkResponse(deleted=deleted, **extra)
+        return OkResponse.model_validate({"deleted": deleted, **extra})  # extra: the companions' counts
 
     def stats(self, req: StatsRequest | None = None) -> StatsResponse:
         files = self.embedder.files

@@ -91,12 +91,12 @@ class MessageStore(LongMemories, Reembedding):
         try:
             self._begin_move(allow_reembed)
             self.pending = (
-                CommitLog(WriteAheadLog(data_dir / WAL_DIR, self.dim), self._commit)
+                CommitLog(WriteAheadLog(db.local / WAL_DIR, self.dim), self._commit)
                 if db.shared is None
                 else DirectCommit(self._commit, db.read_only_reason)
             )
             self.cache = VectorCache(
-                self.dim, cache_bytes, data_dir / SPILL_DIR if db.shared is None else None, spill_bytes
+                self.dim, cache_bytes, db.local / SPILL_DIR if db.shared is None else None, spill_bytes
             )  # evicted users spill to a local dir's disk
             self._open_chunks()
             self._open(reembed)

@@ -16,7 +16,7 @@ import heapq
 import sys
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -129,10 +129,13 @@ class UserRows:
         return len(self) * fixed + sum(c.nbytes for c in self._text.values()) + self._ids.nbytes
 
     def _index(self, start: int, links: np.ndarray) -> None:
-        before = self.keywords.nbytes
-        content = self._text["content"]
-        self.keywords.extend([content[i] for i in range(start, len(self))], links[:, 0].tolist(), links[:, 1].tolist())
-        self.nbytes += self.keywords.nbytes - before
+        keywords = self.keywords
+        assert keywords is not None
+        before = keywords.nbytes
+        content = self._text["content"]  # never null (messages/schema.py), as "id"
+        added = cast("list[str]", [content[i] for i in range(start, len(self))])
+        keywords.extend(added, links[:, 0].tolist(), links[:, 1].tolist())
+        self.nbytes += keywords.nbytes - before
 
     def keyword_ids(
         self,
@@ -251,13 +254,13 @@ class UserRows:
         here = [i for i, c in enumerate(self._named["channel_id"]) if c == channel_id]
         newest = heapq.nlargest(n, here, key=timestamps.__getitem__)
         ids, content = self._text["id"], self._text["content"]
-        return [(ids[i], content[i]) for i in reversed(newest)]
+        return cast("list[tuple[str, str]]", [(ids[i], content[i]) for i in reversed(newest)])
 
     def embedded(self, ids: list[str]) -> tuple[list[dict[str, Any]], np.ndarray] | None:
         """The rows with these ids (in that order) and their vectors, widened to float32; None
         when one of them is not held."""
-        idx = self.positions(ids)
-        if None in idx:
+        idx = [i for i in self.positions(ids) if i is not None]
+        if len(idx) < len(ids):
             return None
         vectors, _, _ = self._joined()
         return [self.row(i) for i in idx], widen(vectors[idx], self._scales[0][idx])
@@ -282,7 +285,7 @@ class UserRows:
     def candidates(self, pairs: list[tuple[int, float]]) -> dict[str, dict[str, Any]]:
         """id -> what fusion needs of a (position, similarity) pair: its `similarity`, `username`, `position`."""
         ids, names = self._text["id"], self._named["username"]
-        return {ids[i]: {"similarity": score, "username": names[i], "position": i} for i, score in pairs}
+        return {cast(str, ids[i]): {"similarity": score, "username": names[i], "position": i} for i, score in pairs}
 
     def results(self, pairs: list[tuple[int, float]], query: np.ndarray) -> list[dict[str, Any]]:
         """The result rows of (position, similarity) pairs, each with its best chunk's `span` for the query."""

@@ -127,6 +127,7 @@ class WriteAheadLog:
             os.close(self._fd)
         except OSError:
             pass
+        assert self._path is not None  # (open with its descriptor)
         self._sealed.append(self._path)
         self._fd, self._path = None, None
 

@@ -18,7 +18,7 @@ import stat
 import tempfile
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -258,7 +258,7 @@ class Reader:
         if first is not None and not isinstance(first[1], LineProblem):
             self._read_header(first[1])
 
-    def _chunks(self) -> Iterator[bytes]:
+    def _chunks(self) -> Generator[bytes, None, None]:
         """The file's bytes (decompressed), a chunk at a time; OverLimit past max_expansion."""
         f, size = open_regular(self.path)
         with f:
@@ -279,7 +279,7 @@ class Reader:
                         )
                     yield chunk
 
-    def _lines(self) -> Iterator[tuple[int, bytes | LineProblem]]:
+    def _lines(self) -> Generator[tuple[int, bytes | LineProblem], None, None]:
         """(line number, bytes) of every non-blank line, or a problem (too long, or fatal: unreadable).
         Blank lines are skipped a chunk at a time (counted, never looped over one by one)."""
         n = 1  # the number of the line that starts at `pos`
@@ -376,8 +376,8 @@ class Reader:
                 record: Any = line
             else:
                 digest = hashlib.blake2b(line, digest_size=16).digest()
-                known = recent.get(digest, False)
-                if known is not False:
+                if digest in recent:
+                    known = recent[digest]
                     recent.move_to_end(digest)
                     record = Repeat(n) if known is None else LineProblem(n, known)
                 else:

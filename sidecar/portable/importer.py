@@ -173,8 +173,8 @@ class Importer:
         self.restore_graph = self.reuse and h.graph and self.s.graph is not None
         if h.vectors and not same:
             self.out.notes.append(
-                f"the file's vectors were made otherwise: {clip('; '.join(model_differences(made_by, self.identity)))}"
-                "; "
+                "the file's vectors were made otherwise: "
+                f"{clip('; '.join(model_differences(made_by, self.identity)))}; "
                 "they are not used: messages and facts are re-embedded and the graph is rebuilt from the messages"
             )
         elif not h.vectors:
@@ -292,7 +292,9 @@ class Importer:
         if not self.reuse:
             self.out.reembedded += len(batch)
             return batch, np.asarray(self.s.embed(texts), dtype=np.float32).reshape(len(batch), self.dim)
-        kept, vectors, missing = [], [], []
+        kept: list[tuple[int, Any]] = []
+        vectors: list[np.ndarray] = []
+        missing: list[int] = []
         for n, r in batch:
             try:
                 vector = None if r.vector is None else decode_vector(r.vector, self.dim)

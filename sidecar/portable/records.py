@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import numpy as np
 from pydantic import (
@@ -28,7 +28,7 @@ from pydantic import (
 
 FORMAT = "memory-sidecar-export"
 FORMAT_VERSION = 1
-VECTOR_ENCODING = "base64-f32le"
+VECTOR_ENCODING: Final = "base64-f32le"
 # graph tables in the order they are written and restored: episodes last (an episode marks its message built)
 GRAPH_TABLES = ("entities", "mentions", "relations", "traces", "links", "episodes")
 PLAIN_NAMESPACE = uuid.UUID("6f0c5a52-7d7e-4d55-9a53-5b1d3c1f2e77")  # ids of plain records without one
@@ -49,10 +49,13 @@ def _id(value: str | int) -> str:
     return _nonblank(text)
 
 
-Id = Annotated[StrictStr | StrictInt, AfterValidator(_id)]
+if TYPE_CHECKING:
+    Id = str  # what a validated record holds (the type checker does not read AfterValidator's return type)
+else:
+    Id = Annotated[StrictStr | StrictInt, AfterValidator(_id)]
 Text = Annotated[StrictStr, AfterValidator(_nonblank)]
 Num = Annotated[StrictInt | StrictFloat, Field(ge=0, le=253_402_300_799)]  # a timestamp: up to the end of year 9999
-Float = Union[StrictInt, StrictFloat]
+Float = StrictInt | StrictFloat
 Share = Annotated[StrictInt | StrictFloat, Field(ge=0, le=1)]
 Vector = Annotated[StrictStr, Field(description=f"{VECTOR_ENCODING}: base64 of the little-endian float32 values.")]
 
@@ -200,7 +203,9 @@ class EndRecord(_Record):
 Record = Annotated[
     MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord, Field(discriminator="kind")
 ]
-RECORD = TypeAdapter(Record)
+# the ignores on TypeAdapter of a union of these models: mypy 1.20 reads `A | B` of them as types.UnionType, not
+# as the TypeForm pydantic 2.14 declares (codec.py's unions of the same shape pass)
+RECORD: TypeAdapter[Any] = TypeAdapter(Record)  # type: ignore[arg-type]
 KEYS = {"message": "id", "fact": "id", "fact_event": "id", "user": "user_id"}
 
 
@@ -222,7 +227,7 @@ def decode_vector(text: str, dim: int) -> np.ndarray:
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of one line of an export file (protocol/export.schema.json)."""
     line = TypeAdapter(
-        Annotated[
+        Annotated[  # type: ignore[arg-type]
             Header | MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord,
             Field(discriminator="kind"),
         ]

@@ -18,4 +18,4 @@ def render() -> bytes:
 main = schema_file_tool("sidecar.portable.schema", __doc__, render, DEFAULT_PATH)
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(None))

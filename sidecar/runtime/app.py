@@ -11,14 +11,24 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import text
 from .config import Config
 from .dispatcher import Dispatcher
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the domains are imported by build(), once the model starts loading
+    from ..embedding.embedder import Embedder
     from ..embedding.loading import ModelLoad
+    from ..facts import FactService, FactStore
+    from ..facts.extraction import ExtractionWorker
+    from ..graph import GraphService
+    from ..llm import LLMClient
+    from ..messages import MemoryService, MessageStore
+    from ..portable import PortableService
+    from ..storage import SharedStore
+    from ..wire import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest
 
 log = logging.getLogger("sidecar.server")
 
@@ -54,12 +64,12 @@ class Activity:
 
 @dataclass
 class App:
-    service: Any  # MemoryService
-    store: Any  # MessageStore
+    service: MemoryService
+    store: MessageStore
     dispatcher: Dispatcher
-    extractor: Any = None  # ExtractionWorker, with an LLM
-    graph: Any = None  # GraphService, unless switched off
-    portable: Any = None  # PortableOnDemand: export and import
+    extractor: ExtractionWorker | None = None  # with an LLM
+    graph: GraphService | None = None  # unless switched off
+    portable: PortableOnDemand | None = None  # export and import
     activity: Activity = field(default_factory=Activity)  # requests in hand, for background work to step aside
 
     def close(self) -> None:
@@ -72,7 +82,9 @@ class App:
         self.store.close()
 
 
-def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
+def _graph(
+    cfg: Config, store: MessageStore, facts: FactService, llm: LLMClient | None, embedder: Embedder
+) -> GraphService:
     from ..conversation import cut_words
     from ..graph import GraphService, GraphStore, NameMatcher
 
@@ -98,13 +110,13 @@ def _graph(cfg: Config, store: Any, facts: Any, llm: Any, embedder: Any) -> Any:
     return graph
 
 
-def _revector(graph: Any, store: Any) -> None:
+def _revector(graph: GraphService, store: MessageStore) -> None:
     """The memories moved to another model (--reembed): the graph's trace vectors are made again from theirs."""
     graph.store.revector_traces(store.vectors_of)
     graph.drop_cached()
 
 
-def _llm(cfg: Config) -> Any:
+def _llm(cfg: Config) -> LLMClient | None:
     if not cfg.llm_base_url:
         return None
     from ..llm import LLMClient, LLMSettings
@@ -122,9 +134,9 @@ def _llm(cfg: Config) -> Any:
     return llm
 
 
-def location(cfg: Config) -> Any:
+def location(cfg: Config) -> Path | SharedStore:
     """The data dir to open: a local directory, or an object-store location with its settings."""
-    if not cfg.shared:
+    if isinstance(cfg.data_dir, Path):  # (not cfg.shared)
         return cfg.data_dir
     from ..storage import ObjectLocation, ObjectStoreSettings, SharedStore
 
@@ -149,7 +161,7 @@ def which_model(cfg: Config) -> tuple[str | None, str | None, str | None]:
     return cfg.model, cfg.query_prefix, cfg.passage_prefix
 
 
-def _message_store(cfg: Config, model: ModelLoad) -> Any:
+def _message_store(cfg: Config, model: ModelLoad) -> MessageStore:
     from ..messages import MessageStore
     from ..storage import import_lancedb
 
@@ -212,7 +224,8 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
             max_limit=cfg.max_limit,
             max_users=cfg.max_users,
         )
-        if store.fresh.enabled:  # other sidecars write facts too: kept answers no older than LanceDB's own reads
+        # other sidecars write facts too: kept answers no older than LanceDB's own reads
+        if store.fresh.interval is not None:  # (fresh.enabled)
             facts.answers_ttl = min(facts.answers_ttl, store.fresh.interval / 2)
         extractor = None
         if llm is not None:
@@ -264,35 +277,35 @@ class PortableOnDemand:
     """Export and import, their service made at the first of them: the portable package's modules were 50-60 ms
     of every start-up, for commands most sessions never send."""
 
-    def __init__(self, make: Callable[[], Any]):
+    def __init__(self, make: Callable[[], PortableService]):
         self._make = make
-        self._service: Any = None
+        self._service: PortableService | None = None
         self._lock = threading.Lock()
 
-    def _get(self) -> Any:
+    def _get(self) -> PortableService:
         with self._lock:
             if self._service is None:
                 self._service = self._make()
             return self._service
 
-    def export(self, req: Any, progress: Callable[[str, int], None] | None = None) -> Any:
+    def export(self, req: ExportRequest, progress: Callable[[str, int], None] | None = None) -> ExportedResponse:
         return self._get().export(req, progress)
 
-    def import_(self, req: Any, progress: Callable[[str, int], None] | None = None) -> Any:
+    def import_(self, req: ImportRequest, progress: Callable[[str, int], None] | None = None) -> ImportedResponse:
         return self._get().import_(req, progress)
 
 
 def _portable(
     cfg: Config,
-    store: Any,
-    fact_store: Any,
-    graph: Any,
-    embedder: Any,
-    facts: Any,
-    service: Any,
+    store: MessageStore,
+    fact_store: FactStore,
+    graph: GraphService | None,
+    embedder: Embedder,
+    facts: FactService,
+    service: MemoryService,
     identity: dict[str, Any],
 ) -> PortableOnDemand:
-    def make() -> Any:
+    def make() -> PortableService:
         from ..portable import PortableService, Stores
 
         def gone(ids: list[str]) -> None:
@@ -306,6 +319,7 @@ def _portable(
 
         stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone, over_limit)
         # relative export/import paths: under a local data dir, else the working directory
-        return PortableService(stores, identity, cfg.data_dir if not cfg.shared else None, ttl_days=cfg.ttl_days)
+        local = cfg.data_dir if isinstance(cfg.data_dir, Path) else None  # (str: an object-store location)
+        return PortableService(stores, identity, local, ttl_days=cfg.ttl_days)
 
     return PortableOnDemand(make)

@@ -214,7 +214,8 @@ OPTIONS: tuple[Option, ...] = (
         _non_negative(int),
         16,
         "Memory budget of the per-user in-memory vector cache that serves queries without a "
-        "LanceDB round trip (16 MB: about 20,000 short memories; least recently used users go to the disk spill); 0 disables it.",
+        "LanceDB round trip (16 MB: about 20,000 short memories; least recently used users go to the disk "
+        "spill); 0 disables it.",
     ),
     Option(
         "cache_disk_mb",

@@ -5,9 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ..conversation import ConversationService
 from ..facts import FactsCompanion, FactService
@@ -50,7 +48,12 @@ from ..wire import (
     decode,
     encode,
 )
+from ..wire.base import ResponseBase
 from ..wire.errors import Disabled, Internal, SidecarError, TooLarge
+
+if TYPE_CHECKING:  # the graph is imported only when it is on; the portable service at its first use
+    from ..graph import GraphService
+    from .app import PortableOnDemand
 
 log = logging.getLogger("sidecar.dispatcher")
 
@@ -92,14 +95,14 @@ class Dispatcher:
         conversation: ConversationService,
         facts: FactService,
         companion: FactsCompanion,
-        graph: Any = None,
-        portable: Any = None,
+        graph: GraphService | None = None,
+        portable: PortableOnDemand | None = None,
         read_only: Callable[[], str | None] = lambda: None,
     ):
         self.service = service
         self.graph = graph
         self.read_only = read_only  # why this sidecar may not write now, or None
-        self.handlers: dict[type, Callable[[Any], BaseModel]] = {
+        self.handlers: dict[type, Callable[[Any], ResponseBase]] = {
             StoreRequest: service.store_messages,
             QueryRequest: service.query,
             CleanupRequest: service.cleanup,
@@ -135,7 +138,7 @@ class Dispatcher:
         ):
             self.handlers[kind] = getattr(graph, name) if graph is not None else self._graph_off
 
-    def _context(self, req: ContextRequest, conversation: ConversationService, facts: FactService) -> BaseModel:
+    def _context(self, req: ContextRequest, conversation: ConversationService, facts: FactService) -> ResponseBase:
         """The facts block (facts, what is true now from graph memory, the memories relevant to the text) and
         the conversation blocks, then (with `related`, `text` and graph memory) related memories."""
         if self.graph is None and "now" in req.include and "include" in req.model_fields_set:
@@ -150,7 +153,7 @@ class Dispatcher:
         return out
 
     @staticmethod
-    def _graph_off(req: Any) -> BaseModel:
+    def _graph_off(req: Any) -> ResponseBase:
         raise Disabled(f"graph memory is switched off (--graph false); `{req.type}` needs it")
 
     def _health(self, _req: Any) -> HealthResponse:
@@ -191,7 +194,7 @@ class Dispatcher:
             while j < len(decoded) and isinstance(decoded[j], StoreRequest):
                 j += 1
             if j - i >= 2:
-                out.extend(self._store_group(decoded[i:j]))  # type: ignore[arg-type]
+                out.extend(self._store_group(decoded[i:j]))
                 i = j
                 continue
             out.append(self._answer(decoded[i]))
@@ -211,7 +214,7 @@ class Dispatcher:
         except SidecarError as exc:  # answered in order, like any other request
             return exc
 
-    def handle(self, request: Any) -> BaseModel:
+    def handle(self, request: Any) -> ResponseBase:
         """One typed request -> its response model, for every face (NDJSON here, MCP in sidecar/mcp).
         Every failure comes out as a SidecarError carrying the request_id; unexpected ones as `internal`."""
         try:

@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from .platform import ParentWatch
 
@@ -52,7 +53,7 @@ def remove_orphaned_unpack_dir(launcher: ParentWatch) -> bool:
     return removed
 
 
-def exit_now(code: int, launcher: ParentWatch) -> None:
+def exit_now(code: int, launcher: ParentWatch) -> NoReturn:
     """Leave at once: clean an orphaned onefile unpack folder, flush the logs, and skip the
     interpreter's teardown (joining native library threads, freeing the model took 0.5-1.5 s here,
     which delays a host waiting for the exit, or a dead host's sidecar that must be gone in 2 s).

@@ -8,6 +8,7 @@ import logging
 import secrets
 import sys
 import threading
+from pathlib import Path
 
 from .config import Config
 from .platform import on_stop_signals
@@ -39,6 +40,7 @@ def run(config: Config) -> int:
         )
         embedder = Embedder(files, threads=config.threads)
         identity = files.identity
+        assert isinstance(config.data_dir, Path)  # a local data dir (object-store locations are refused above)
         data = ReadOnlyData(config.data_dir, embedder.embed_query, identity)
         token = secrets.token_urlsafe(24) if config.token is None else config.token
         server = InspectorServer(data, config.port, token)

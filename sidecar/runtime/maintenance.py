@@ -5,17 +5,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import native_memory
 from .config import Config
+
+if TYPE_CHECKING:
+    from ..graph import GraphService
+    from ..messages import MemoryService
+    from ..storage import Database
 
 CONSOLIDATE_BUDGET = 0.5  # seconds of graph consolidation per maintenance tick (a tick is 1 s apart)
 
 log = logging.getLogger("sidecar.server")
 
 
-def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> None:
+def maintain(cfg: Config, service: MemoryService, graph: GraphService | None, stop: threading.Event) -> None:
     """Expiry once at start and then every cleanup interval; cache warm-up, then the graph's start-up
     catch-up (messages stored without their episodes); compaction when due;
     graph consolidation when due; freed heap pages returned every few seconds, and the library pages
@@ -61,7 +66,7 @@ def maintain(cfg: Config, service: Any, graph: Any, stop: threading.Event) -> No
         stop.wait(1.0)
 
 
-def _follow_lease(database: Any, graph: Any, held: bool) -> bool:
+def _follow_lease(database: Database, graph: GraphService, held: bool) -> bool:
     """Start the graph's catch-up if this sidecar has come to maintain the store (at start, once the
     cache's warm-up is done: their two whole-table scans at once set the start's peak; or when the lease
     passes here): it builds what was stored and not built. Returns whether it maintains the store."""

@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .. import __version__
-from ..wire import MemoryInstructionsRequest
+from ..wire import InstructionsResponse, MemoryInstructionsRequest
 from ..wire.transport import protect_stdout
 from . import native_memory
 from .config import Config
@@ -84,7 +84,9 @@ def run(config: Config, parent: ParentWatch) -> int:
     try:
         from ..mcp import Settings, serve
 
-        categories = app.dispatcher.handle(MemoryInstructionsRequest(type="memory_instructions")).categories
+        instructions = app.dispatcher.handle(MemoryInstructionsRequest(type="memory_instructions"))
+        assert isinstance(instructions, InstructionsResponse)
+        categories = instructions.categories
         settings = Settings(user=config.user, categories=tuple(categories), max_limit=config.max_limit)
         serve(app.dispatcher.handle, settings, proto_in, proto_out, lambda: stop.is_set() or parent.gone())
         return 0

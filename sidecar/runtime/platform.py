@@ -65,12 +65,14 @@ class ParentWatch:
         return os.getppid() != self.pid
 
 
+# The Windows-only names of ctypes (typeshed declares them under sys.platform == "win32", so a type checker on
+# another platform does not see them): `type: ignore[attr-defined]` where they are used.
 @functools.cache
 def _kernel32():
     import ctypes
     from ctypes import wintypes
 
-    k = ctypes.WinDLL("kernel32", use_last_error=True)
+    k = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
     k.OpenProcess.restype = wintypes.HANDLE
     k.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
     k.WaitForSingleObject.restype = wintypes.DWORD
@@ -86,7 +88,7 @@ def _open_process(pid: int) -> tuple[object, bool]:
     handle = _kernel32().OpenProcess(_SYNCHRONIZE, False, pid)
     if handle:
         return handle, False
-    error = ctypes.get_last_error()
+    error = ctypes.get_last_error()  # type: ignore[attr-defined,unused-ignore]
     if error == _ERROR_INVALID_PARAMETER:
         return None, True  # the parent ended before we looked
     log.warning(
@@ -97,7 +99,7 @@ def _open_process(pid: int) -> tuple[object, bool]:
 
 def stop_signals() -> tuple[int, ...]:
     """The signals that ask for the graceful exit here."""
-    if WINDOWS:
+    if sys.platform == "win32":  # WINDOWS, spelled so that type checkers know SIGBREAK is there
         return (signal.SIGINT, signal.SIGBREAK)  # Ctrl+C, CTRL_BREAK_EVENT
     return (signal.SIGTERM, signal.SIGINT)
 
@@ -158,7 +160,7 @@ def _started_windows(pid: int) -> float:
     k = _kernel32()
     handle = k.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
     if not handle:
-        raise OSError(ctypes.get_last_error(), f"OpenProcess {pid}")
+        raise OSError(ctypes.get_last_error(), f"OpenProcess {pid}")  # type: ignore[attr-defined,unused-ignore]
     try:
         created, ended, kernel, user, now = (wintypes.FILETIME() for _ in range(5))
         if not k.GetProcessTimes(
@@ -168,7 +170,7 @@ def _started_windows(pid: int) -> float:
             ctypes.byref(kernel),
             ctypes.byref(user),
         ):
-            raise OSError(ctypes.get_last_error(), f"GetProcessTimes {pid}")
+            raise OSError(ctypes.get_last_error(), f"GetProcessTimes {pid}")  # type: ignore[attr-defined,unused-ignore]
         k.GetSystemTimeAsFileTime(ctypes.byref(now))
     finally:
         k.CloseHandle(wintypes.HANDLE(handle))

@@ -10,12 +10,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..wire import encode, validate_request
+from ..wire import ExportedResponse, ImportedResponse, encode, validate_request
 from ..wire.errors import SidecarError
 from ..wire.portable import DEFAULT_MAX_EXPANSION, DEFAULT_MAX_INVALID
 from .config import OPTIONS, ConfigError, add_options, from_args
+
+if TYPE_CHECKING:
+    from .app import App
 
 log = logging.getLogger("sidecar.portable")
 
@@ -56,7 +59,8 @@ def parser(command: str) -> argparse.ArgumentParser:
         prog="memory-sidecar import",
         epilog=COMMON,
         description=(
-            "Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...} records, into the data dir. "
+            "Read an export file, or plain JSON Lines of {user_id, content, timestamp, ...} records, "
+            "into the data dir. "
             "Vectors are reused when the file's model digest is this sidecar's; otherwise everything is re-embedded."
         ),
     )
@@ -160,18 +164,21 @@ def run(command: str, argv: list[str], setup_logging: Callable[[str], None]) -> 
         app.close()
 
 
-def _run(app: Any, command: str, request: Any) -> int:
+def _run(app: App, command: str, request: Any) -> int:
     progress = Progress(command)
+    assert app.portable is not None  # (build() always makes it)
+    response: ExportedResponse | ImportedResponse
     try:
         if command == "export":
             response = app.portable.export(request, progress)
         else:
-            response = app.portable.import_(request, progress)
-            _settle_graph(app, response.graph_source == "rebuilt")
+            imported = app.portable.import_(request, progress)
+            _settle_graph(app, imported.graph_source == "rebuilt")
+            response = imported
     except SidecarError as exc:
         print(f"memory-sidecar {command}: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
-    if command == "import":
+    if isinstance(response, ImportedResponse):
         for line in response.errors:
             print(f"memory-sidecar import: line {line.line}: {line.message}", file=sys.stderr)
         for note in response.notes:
@@ -181,7 +188,7 @@ def _run(app: Any, command: str, request: Any) -> int:
     return 0
 
 
-def _settle_graph(app: Any, rebuilt: bool) -> None:
+def _settle_graph(app: App, rebuilt: bool) -> None:
     """Wait for the graph builder to take in the imported messages (and consolidate a rebuilt graph), so the
     data dir is complete when the command ends."""
     graph = app.graph

@@ -11,6 +11,7 @@ import queue
 import threading
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..wire import PROTOCOL_VERSION, ReadyResponse, encode
@@ -21,6 +22,10 @@ from .config import Config
 from .frozen import onefile_unpack_dir
 from .maintenance import maintain
 from .platform import ParentWatch, on_stop_signals
+
+if TYPE_CHECKING:  # app.py imports the domains: loaded once the model starts loading
+    from .app import App
+    from .dispatcher import Dispatcher
 
 log = logging.getLogger("sidecar.server")
 
@@ -36,7 +41,7 @@ class Server:
         # the process not to outlive (in a onefile build: PyInstaller's launcher)
         self.parent = parent or ParentWatch()
         self._started = threading.Event()
-        self.app = None
+        self.app: App | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -90,9 +95,11 @@ class Server:
             return 1
         finally:
             self._started.set()
+        app = self.app
+        assert app is not None
         try:
-            files = self.app.service.embedder.files
-            memories = self.app.store.count()
+            files = app.service.embedder.files
+            memories = app.store.count()
             native_memory.release_code_pages()  # what loading mapped and serving does not use
             # from the start of the process the host spawned: a onefile build's launcher (our parent), else us
             since_spawn, _ = process_start.since_spawn(self.parent.pid if onefile_unpack_dir() else os.getpid())
@@ -114,16 +121,14 @@ class Server:
                 (time.monotonic() - t0) * 1000,
             )
             collector.settle()  # start-up's objects frozen, the collector back on (collector.py)
-            maintenance = threading.Thread(
-                target=self._maintain, args=(self.app.service,), name="maintenance", daemon=True
-            )
+            maintenance = threading.Thread(target=self._maintain, args=(app.service,), name="maintenance", daemon=True)
             maintenance.start()
-            self._serve(self.app.dispatcher)
+            self._serve(app.dispatcher)
             self.stop.set()
             maintenance.join(timeout=1.0)  # a compaction cut short is harmless: commits are atomic
             return 0
         finally:
-            self.app.close()
+            app.close()
             self.transport.close()
 
     def _next(self, backlog: deque) -> Incoming:
@@ -143,7 +148,8 @@ class Server:
             lines.append(nxt.data)
         return lines
 
-    def _serve(self, dispatcher) -> None:
+    def _serve(self, dispatcher: Dispatcher) -> None:
+        assert self.app is not None
         backlog: deque = deque()
         while not self.stop.is_set():
             try:
@@ -177,4 +183,5 @@ class Server:
                 return
 
     def _maintain(self, service) -> None:
+        assert self.app is not None
         maintain(self.config, service, self.app.graph, self.stop)

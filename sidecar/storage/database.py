@@ -239,10 +239,16 @@ class Database:
     def read_only_reason(self) -> str | None:
         return None if self.shared is None else self.shared.read_only_reason()
 
+    @property
+    def local(self) -> Path:
+        """The local data dir (only when `shared` is None)."""
+        assert isinstance(self.path, Path)
+        return self.path
+
     def _read_meta(self) -> dict[str, Any] | None:
         if self.shared is not None:
             return self.shared.read_meta()
-        path = self.path / META_FILE
+        path = self.local / META_FILE
         if not path.exists():
             return None
         try:
@@ -377,19 +383,20 @@ class Database:
         self._write_meta()
 
     def _write_meta(self) -> None:
+        assert self.meta is not None  # (set by every caller)
         if self.shared is not None:
             try:
                 self.shared.write_meta(self.meta)
             except SharedStoreError as exc:
                 raise StoreError(str(exc)) from None
         else:
-            write_json_atomic(self.path / META_FILE, self.meta)
+            write_json_atomic(self.local / META_FILE, self.meta)
 
     def disk_bytes(self) -> int:
         """Bytes of the LanceDB tables. On an object store that is a listing of every object, so one is
         reused for a refresh interval (hosts poll `stats`)."""
         if self.shared is None:
-            return dir_bytes(self.path / LANCE_DIR)
+            return dir_bytes(self.local / LANCE_DIR)
         now = time.monotonic()
         if self._disk is None or now - self._disk[0] > self.shared.store.refresh_seconds:
             self._disk = (now, self.shared.total_bytes(LANCE_DIR))

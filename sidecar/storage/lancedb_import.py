@@ -79,8 +79,7 @@ def marking_overrides() -> Iterator[None]:
         return method
 
     stand_in = ModuleType("overrides")
-    stand_in.override = override
-    stand_in.EnforceOverrides = type("EnforceOverrides", (), {})
+    stand_in.__dict__.update(override=override, EnforceOverrides=type("EnforceOverrides", (), {}))
     sys.modules["overrides"] = stand_in
     try:
         yield

@@ -29,6 +29,7 @@ def defer_package_init(name: str) -> bool:
     if spec is None or spec.loader is None or not spec.submodule_search_locations:
         return False
     module = importlib.util.module_from_spec(spec)
+    loader = spec.loader
     state: list[str] = []  # ["running"] from the first read that runs the __init__ on
     lock = threading.RLock()  # this package's own: one thread runs the __init__, others wait for it
 
@@ -39,7 +40,7 @@ def defer_package_init(name: str) -> bool:
             if not state:  # not run, nor running (a read from inside the __init__ itself gets what is there)
                 state.append("running")
                 try:
-                    spec.loader.exec_module(module)
+                    loader.exec_module(module)
                 except BaseException:
                     state.clear()  # the next read tries again
                     raise
@@ -49,7 +50,7 @@ def defer_package_init(name: str) -> bool:
             return module.__dict__[attr]
         raise AttributeError(f"module {name!r} has no attribute {attr!r}")
 
-    module.__getattr__ = __getattr__
+    module.__dict__["__getattr__"] = __getattr__
     sys.modules[name] = module
     return True
 

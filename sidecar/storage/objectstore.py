@@ -15,7 +15,10 @@ import datetime as dt
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # obstore is imported where an object store is used; S3Config exists for type checkers only
+    from obstore.store import S3Config
 
 SCHEMES = ("s3://",)
 DEFAULT_REGION = "us-east-1"
@@ -157,14 +160,13 @@ class S3Client:
             ) from None
         self._obs = obstore
         s = settings
-        config = {"endpoint": s.base_url, "region": s.region, "virtual_hosted_style_request": False}
-        for key, value in (
-            ("access_key_id", s.access_key_id),
-            ("secret_access_key", s.secret_access_key),
-            ("session_token", s.session_token),
-        ):
-            if value:
-                config[key] = value
+        config: S3Config = {"endpoint": s.base_url, "region": s.region, "virtual_hosted_style_request": False}
+        if s.access_key_id:
+            config["access_key_id"] = s.access_key_id
+        if s.secret_access_key:
+            config["secret_access_key"] = s.secret_access_key
+        if s.session_token:
+            config["session_token"] = s.session_token
         wait = dt.timedelta(seconds=timeout)
         self._store = S3Store(
             bucket,
@@ -250,7 +252,10 @@ def access_problem(exc: ObjectStoreError, location: ObjectLocation, settings: Ob
             f"put and delete objects in bucket {location.bucket!r}"
         )
     if exc.status in (301, 307) or exc.code in ("PermanentRedirect", "AuthorizationHeaderMalformed"):
-        return f"bucket {location.bucket!r} is in another region than {settings.region}: set AWS_DEFAULT_REGION or --s3-region"
+        return (
+            f"bucket {location.bucket!r} is in another region than {settings.region}: "
+            "set AWS_DEFAULT_REGION or --s3-region"
+        )
     return f"the object store answered an error for {where}: {exc}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 
 def sql_str(value: str) -> str:
@@ -22,6 +23,6 @@ def sql_num(value: float) -> str:
     return repr(float(value))
 
 
-def sql_in(column: str, values: list[str]) -> str:
-    """`column IN ('a', 'b')` for a non-empty list of strings."""
+def sql_in(column: str, values: Sequence[str]) -> str:
+    """`column IN ('a', 'b')` for a non-empty list (or tuple) of strings."""
     return f"{column} IN ({', '.join(sql_str(v) for v in values)})"

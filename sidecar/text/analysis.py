@@ -31,6 +31,7 @@ Pure: no I/O. The stemmers are imported on first use (languages.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, STEMMERS, Languages, stemmer
 from .stopwords import STOP_WORDS
@@ -94,11 +95,12 @@ def _stem(word: str, language: str | None) -> str | None:
     cache = _STEMS.get(language or "")
     if cache is None:
         cache = _STEMS[language or ""] = {}
-    term = cache.get(word, _MISS)
-    if term is _MISS:
-        term = cache[word] = _stem_now(word, language)
-        if len(cache) >= _STEMS_MAX:
-            cache.clear()
+    found = cache.get(word, _MISS)
+    if found is not _MISS:
+        return cast("str | None", found)
+    term = cache[word] = _stem_now(word, language)
+    if len(cache) >= _STEMS_MAX:
+        cache.clear()
     return term
 
 
@@ -111,6 +113,7 @@ def _stem_now(word: str, language: str | None) -> str | None:
         word = fold_marks(word) if latin else word
         term: str | None = stem(word) if stem else word
         return None if term in STOP_WORDS["en"] and language == "en" else term
+    assert language is not None  # (None went the English way above)
     if word in STOP_WORDS.get(language, ()):
         return None
     term = stem(word) if stem else word
@@ -236,7 +239,7 @@ def query_fields(text: str, languages: Iterable[str]) -> tuple[list[str], list[t
             out += bigrams(run)
         else:
             script = script_of(run)
-            chosen = by_script.get(script) or [langs.default(script)]
+            chosen: list[str | None] = [*by_script.get(script, [])] or [langs.default(script)]
             stems = {code: _stem(run, code) for code in chosen}
             mine = sorted({v for v in stems.values() if v is not None})
             out += mine

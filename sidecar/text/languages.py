@@ -232,7 +232,7 @@ class Languages:
         if model is None:
             return None
         line = " ".join(text[:DETECT_CHARS].split())
-        labels, probs = model.predict(line, k=5 if self.allowed else 1)
+        labels, _probs = model.predict(line, k=5 if self.allowed else 1)
         for label in labels:
             code = label.removeprefix("__label__")
             if self.allowed is None or code in self.allowed:

@@ -25,6 +25,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterator
+from itertools import pairwise
 from types import SimpleNamespace
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\u30fc"
@@ -161,7 +162,7 @@ def bigrams(run: str) -> list[str]:
     units = clusters(run)
     if len(units) < 2:
         return units
-    return [a + b for a, b in zip(units, units[1:])]
+    return [a + b for a, b in pairwise(units)]
 
 
 def fold_marks(word: str) -> str:

@@ -4,7 +4,7 @@ models of requests and responses, and the one rule every request obeys (no NUL a
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -45,10 +45,15 @@ def _finite(value: float | int) -> float | int:
 
 
 # Ids may be JSON strings or integers (chat platforms use both); they are stored as strings.
-Id = Annotated[StrictStr | StrictInt, AfterValidator(_id_to_str), Field(json_schema_extra={"maxLength": MAX_ID_CHARS})]
+if TYPE_CHECKING:
+    Id = str  # what a validated model holds (the type checker does not read AfterValidator's return type)
+else:
+    Id = Annotated[
+        StrictStr | StrictInt, AfterValidator(_id_to_str), Field(json_schema_extra={"maxLength": MAX_ID_CHARS})
+    ]
 
 
-RequestId = Union[StrictStr, StrictInt, None]
+RequestId = StrictStr | StrictInt | None
 
 
 Number = Annotated[StrictInt | StrictFloat, AfterValidator(_finite)]

@@ -3,7 +3,7 @@ response -> one line out, and the JSON Schema committed as protocol/schema.json.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import orjson
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
@@ -142,34 +142,34 @@ REQUEST_MODELS: dict[str, type[RequestBase]] = {
 }
 
 
-Response = Union[
-    ReadyResponse,
-    OkResponse,
-    ResultsResponse,
-    StatsResponse,
-    PongResponse,
-    ChannelContextResponse,
-    HistoryResponse,
-    RememberedResponse,
-    ExtractedResponse,
-    InstructionsResponse,
-    ResolvedResponse,
-    FactsResponse,
-    RecallResponse,
-    FactHistoryResponse,
-    FactResponse,
-    ContextResponse,
-    SyncedResponse,
-    EntitiesResponse,
-    EntityResponse,
-    MergedResponse,
-    ConsolidatedResponse,
-    HealthResponse,
-    GraphRecallResponse,
-    ExportedResponse,
-    ImportedResponse,
-    ErrorResponse,
-]
+Response = (
+    ReadyResponse
+    | OkResponse
+    | ResultsResponse
+    | StatsResponse
+    | PongResponse
+    | ChannelContextResponse
+    | HistoryResponse
+    | RememberedResponse
+    | ExtractedResponse
+    | InstructionsResponse
+    | ResolvedResponse
+    | FactsResponse
+    | RecallResponse
+    | FactHistoryResponse
+    | FactResponse
+    | ContextResponse
+    | SyncedResponse
+    | EntitiesResponse
+    | EntityResponse
+    | MergedResponse
+    | ConsolidatedResponse
+    | HealthResponse
+    | GraphRecallResponse
+    | ExportedResponse
+    | ImportedResponse
+    | ErrorResponse
+)
 
 
 def describe(err: ValidationError, limit: int = 3) -> str:

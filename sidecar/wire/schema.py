@@ -50,4 +50,4 @@ def schema_file_tool(
 main = schema_file_tool("sidecar.wire.schema", __doc__, render, DEFAULT_PATH)
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(None))

@@ -12,7 +12,7 @@ import queue
 import sys
 import threading
 from dataclasses import dataclass
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Eof:
     pass
 
 
-Incoming = Union[Line, Oversized, Eof]
+Incoming = Line | Oversized | Eof
 
 _CHUNK = 1 << 16
 

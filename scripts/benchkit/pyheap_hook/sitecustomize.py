@@ -29,7 +29,7 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
         import gc
         import json
 
-        out = {}
+        out: dict[str, object] = {}
         for line in _debugmallocstats().splitlines():
             key, sep, value = line.partition("=")
             name = key.strip().lstrip("# ")

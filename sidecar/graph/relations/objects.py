@@ -4,7 +4,8 @@ speech, "no longer"), its objects and those coordinated with them, corrections (
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from .words import (
     _ANCHOR_HERE,
@@ -45,6 +46,9 @@ from .words import (
     _verb_at,
 )
 
+if TYPE_CHECKING:
+    from .subjects import _Subject
+
 
 class _Phrase(NamedTuple):
     """One verb phrase being read: the text, its subjects, the verb's kind, where its object starts, the
@@ -64,6 +68,22 @@ class _Phrase(NamedTuple):
 
 class Objects:
     """The predicate side of the reader."""
+
+    if TYPE_CHECKING:  # the subject side's (subjects.py), the other half of reader.py's _Reader
+        known: Mapping[str, str] | None
+
+        def known_type(self, name: str) -> str | None: ...
+        def introduce(self, name: str, word: str | None) -> None: ...
+        def emit(
+            self,
+            subject: str | None,
+            predicate: str,
+            a: int,
+            b: int,
+            ended: bool = False,
+            offset: int = 0,
+            value: str | None = None,
+        ) -> None: ...
 
     def name_at(self, s: str, pos: int, kind: str) -> tuple[int, int] | None:
         """A name (place, organisation, person) starting at `pos`: capitalised words (a leading "the" dropped),
@@ -143,6 +163,7 @@ class Objects:
         pos, first = subj.end, True
         while True:
             fill = _FILL.match(s, pos, hi)
+            assert fill is not None  # _FILL matches the empty string too
             at = fill.end()
             found = _verb_at(s, at, fill)
             if found is None:
@@ -164,6 +185,7 @@ class Objects:
             if not more:
                 return pos
             nxt = _FILL.match(s, more.end(), hi)
+            assert nxt is not None
             if _verb_at(s, nxt.end(), nxt) is None:
                 return pos
             pos = more.end()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .predicates import FoundRelation
 from .words import (
@@ -46,6 +47,10 @@ class _Subject:
 
 class Subjects:
     """The subject side of the reader (graph/relations/__init__.py puts the two sides together)."""
+
+    if TYPE_CHECKING:  # the predicate side's (objects.py), the other half of reader.py's _Reader
+
+        def predicates(self, s: str, subj: _Subject, lo: int, hi: int) -> int: ...
 
     def __init__(self, text: str, known: Mapping[str, str] | None):
         self.text = text
@@ -111,6 +116,7 @@ class Subjects:
                 continue
             if m.group("name") and not _NAME_NEXT.match(s, m.end(), hi):
                 fill = _FILL.match(s, m.end(), hi)
+                assert fill is not None  # _FILL matches the empty string too
                 if _verb_at(s, fill.end(), fill) is None and (
                     fill.group("be") is None or not _BE_NEXT.match(s, fill.end(), hi)
                 ):
@@ -238,7 +244,7 @@ class Subjects:
             at += more.end()
         if not people:
             return None
-        names = []
+        names: list[str | None] = []
         for a, b in people:
             name = s[a:b]
             if pred is not None:

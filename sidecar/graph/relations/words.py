@@ -616,10 +616,13 @@ _DATE = re.compile(
 
 # the words a subject and its verb may have between them: auxiliaries and a few adverbs (their kind noted)
 _FILL = re.compile(
-    r"(?:[ \t]*(?:(?P<have>(?:['’]ve|have|has)(?![ \t]+(?:a|an|another|one|two|three|four|five|\d+)\b))|(?P<neg>(?:n['’]t|not)(?![ \t]+(?:like|enjoy|stand|bear)\b)|"
+    r"(?:[ \t]*(?:(?P<have>(?:['’]ve|have|has)(?![ \t]+(?:a|an|another|one|two|three|four|five|\d+)\b))|"
+    r"(?P<neg>(?:n['’]t|not)(?![ \t]+(?:like|enjoy|stand|bear)\b)|"
     r"(?:don|doesn|didn|won|isn|aren|wasn|weren|haven|hasn)['’]t(?![ \t]+(?:like|enjoy)\b)|"
-    r"can['’]t(?![ \t]+(?:stand|bear)\b)|cannot(?![ \t]+(?:stand|bear)\b)|never|no[ \t]+longer)|(?P<be>['’]m|['’]re|['’]s|am|is|are|was|were|been)|"
-    r"(?P<did>(?:do|does|did)(?![ \t]+not[ \t]+(?:like|enjoy)\b))|(?P<now>now)|just|recently|finally|still|also|actually|officially|currently|"
+    r"can['’]t(?![ \t]+(?:stand|bear)\b)|cannot(?![ \t]+(?:stand|bear)\b)|never|no[ \t]+longer)|"
+    r"(?P<be>['’]m|['’]re|['’]s|am|is|are|was|were|been)|"
+    r"(?P<did>(?:do|does|did)(?![ \t]+not[ \t]+(?:like|enjoy)\b))|(?P<now>now)|"
+    r"just|recently|finally|still|also|actually|officially|currently|"
     r"already|both|all|even|really|newly|basically|happily|originally|only|totally|absolutely|truly|"
     r"kinda|literally|so|super|honestly|always|seriously|lowkey|technically|then|too)\b)*[ \t]*",
     re.IGNORECASE,
@@ -883,7 +886,7 @@ _THING = re.compile(
     r"this|these|here|there|a\s+lot|lots|so\s+much|these\s+days)\b)"
 )
 
-_VERB_BY_KIND = {}
+_VERB_BY_KIND: dict[str, re.Pattern[str]] = {}
 for _kind, _rx in _VERBS:
     _VERB_BY_KIND.setdefault(_kind, _rx)
 _CLAUSE_AFTER = re.compile(
@@ -908,7 +911,10 @@ def _verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, i
     if not _VERB_START.match(s, at):
         return None
     m = (_VERB_ALL if fill is not None and fill.group("be") is not None else _VERB_NOT_BE).match(s, at)
-    return (_VERBS[int(m.lastgroup[1:])][0], m.end()) if m else None
+    if m is None:
+        return None
+    assert m.lastgroup is not None  # every alternative is a named group
+    return _VERBS[int(m.lastgroup[1:])][0], m.end()
 
 
 def _clause_end(s: str, pos: int, hi: int) -> int:
