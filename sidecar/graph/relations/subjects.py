@@ -28,6 +28,7 @@ from .words import (
     _PERSON_RX,
     _QUESTION_START,
     _SHE,
+    _TIME_WORDS,
     KIN,
     _clause_start,
     _fold,
@@ -35,6 +36,12 @@ from .words import (
     _re,
     _sentences,
     _verb_at,
+)
+
+# the words after which "X and I" still opens its clause (beside openers and the names of times)
+_PAIR_AFTER = frozenset(
+    "and but so then now also plus because cause while though although yesterday tonight today recently finally "
+    "lately last this next year years week weeks month months weekend night morning evening ago".split()
 )
 
 
@@ -115,6 +122,12 @@ class Subjects:
         pos = lo
         while (m := _ANCHORS.search(s, pos, hi)) is not None:
             pos = m.end()
+            if m.group("pair") and " " in m.group("pname") and _ordinary(m.group("pname").split()[0]):
+                pos = m.start() + len(m.group("pname").split()[0])  # "Yesterday Tom and I": read on from Tom
+                continue
+            if m.group("pair") and (m.start() < taken or not self.pair_opens(s, lo, m.start())):
+                pos = m.end("pname")  # "I moved to Paris and I work at Google": Paris an object, "I" read on its own
+                continue
             if m.group("name") and " " in m.group("name") and _ordinary(m.group("name").split()[0]):
                 pos = m.start() + len(m.group("name").split()[0])  # "Since I ...": read on from the next word
                 continue
@@ -130,6 +143,17 @@ class Subjects:
             if subject is None or question or hypothetical:
                 continue
             taken = max(taken, self.predicates(s, subject, lo, hi))
+
+    def pair_opens(self, s: str, lo: int, at: int) -> bool:
+        """Whether "X and I" at `at` is the subject of its clause: nothing before it in the clause but an opener,
+        a conjunction or a time ("Yesterday Tom and I ..."); after a verb or a preposition X is its object ("I
+        visited Paris and I live in Oslo": not Paris living in Oslo)."""
+        clause = _clause_start(s, lo, at)
+        words = s[clause:at].split()
+        if not words or _OPENERS.fullmatch(s[clause:at].strip()):
+            return True
+        last = words[-1].casefold().strip("\"'“(*_~")
+        return last in _PAIR_AFTER or last in _TIME_WORDS or last.isdigit()
 
     def bare(self, s: str, body: int, lo: int, hi: int) -> int:
         """A chat line without a subject: "Just moved to Dublin!", "Starting as a data analyst at Spotify".
