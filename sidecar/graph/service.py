@@ -472,9 +472,12 @@ class GraphService:
         return ConsolidatedResponse(**self.consolidate_all(req.user_id))
 
     def health(self) -> dict[str, Any]:
+        pending, lag = self.builder.lag()
         return {
             **self.store.counts(),
             "queue": self.builder.pending,
+            "pending": pending,
+            "lag_seconds": round(lag, 3),
             "last_consolidation": self.last_consolidation,
             "cached_users": len(self._cache),
             "cached_bytes": self._cache.total,

@@ -38,8 +38,6 @@ from .words import (
     _VAGUE,
     _VERB_BY_KIND,
     _WE_KINDS,
-    _clause_end,
-    _clause_start,
     _fold,
     _ordinary,
     _re,
@@ -156,7 +154,7 @@ class Objects:
             kind, vend = found
             verb_start = at
             if clause < 0:
-                clause = _clause_start(s, lo, subj.start)
+                clause = self.clause_start(s, lo, subj.start)
             status = self.status(s, clause, subj, verb_start, hi)
             end = self.objects(s, subj, kind, vend, status, fill, hi)
             if end is None:
@@ -195,7 +193,7 @@ class Objects:
         before = s[start : subj.start] + " " + fill
         if _BLOCK.search(before):
             if _NEG_ONLY.search(before) and not _BLOCK.search(_NEG_ONLY.sub(" ", before)):
-                end = _clause_end(s, verb_start, hi)
+                end = self.clause_end(s, verb_start, hi)
                 if _ANYMORE.search(s, verb_start, end) or re.search(r"\bno\s+longer\b", before, re.IGNORECASE):
                     return "ended"
             return "skip"
@@ -213,7 +211,7 @@ class Objects:
         if subj.kind == "unknown" and kind not in _UNKNOWN_NAME_KINDS:
             status = "skip"
         ended = status == "ended"
-        stop = _clause_end(s, at, hi)
+        stop = self.clause_end(s, at, hi)
         c = _Phrase(s, subjects, kind, at, hi, stop, status, ended, perfect, fill)
         for kinds, read in _READERS:
             if kind in kinds:

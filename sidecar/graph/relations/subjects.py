@@ -17,6 +17,8 @@ from .words import (
     _BARE_VERB,
     _BE_NEXT,
     _BLOCK,
+    _CLAUSE_END,
+    _CUTS,
     _DATE,
     _FILL,
     _HE,
@@ -29,8 +31,12 @@ from .words import (
     _QUESTION_START,
     _SHE,
     _TIME_WORDS,
+    CLAUSE_WINDOW,
     KIN,
+    _clause_end,
     _clause_start,
+    _conjunction_before,
+    _dashes,
     _fold,
     _ordinary,
     _re,
@@ -63,6 +69,31 @@ class Subjects:
         self.people: list[tuple[str, str | None]] = []  # persons introduced in this message: (name, "he"/"she"/None)
         self.block_starts: list[int] = []  # the current sentence's blocking words (`_BLOCK`): where they start
         self.block_ends: list[int] = []  # and end
+        self.span = (0, 0)  # the current sentence; its clauses' punctuation (found once per sentence: `clause_start`)
+        self.cuts: list[int] = []  # after each , ; : ( ) — –
+        self.dashes: list[int] = []  # after each " - "
+        self.ends: list[int] = []  # where each clause end (`_CLAUSE_END`) starts
+
+    def clause_start(self, s: str, lo: int, pos: int) -> int:
+        """`_clause_start` from the sentence's punctuation found once (a look-up, not a search back per subject)."""
+        if s is not self.text or not (self.span[0] <= lo <= pos <= self.span[1]):
+            return _clause_start(s, lo, pos)
+        if pos - lo > CLAUSE_WINDOW:
+            space = s.find(" ", pos - CLAUSE_WINDOW, pos)
+            lo = space + 1 if space >= 0 else pos - CLAUSE_WINDOW
+        i = bisect.bisect_right(self.cuts, pos) - 1
+        cut = self.cuts[i] if i >= 0 else 0
+        j = bisect.bisect_right(self.dashes, pos) - 1
+        cut = max(cut, self.dashes[j] - 1 if j >= 0 else 0, lo)
+        return _conjunction_before(s, cut, pos)
+
+    def clause_end(self, s: str, pos: int, hi: int) -> int:
+        """`_clause_end` from the sentence's clause ends found once."""
+        if s is not self.text or not (self.span[0] <= pos <= hi <= self.span[1]):
+            return _clause_end(s, pos, hi)
+        hi = min(hi, pos + CLAUSE_WINDOW)
+        i = bisect.bisect_left(self.ends, pos)
+        return min(self.ends[i], hi) if i < len(self.ends) else hi
 
     def first_block(self, a: int, b: int) -> int | None:
         """Where the first of the current sentence's blocking words lying wholly between `a` and `b` starts."""
@@ -107,6 +138,10 @@ class Subjects:
     def sentence(self, s: str, lo: int, hi: int, question: bool) -> None:
         spans = [m.span() for m in _BLOCK.finditer(s, lo, hi)]
         self.block_starts, self.block_ends = [a for a, _ in spans], [b for _, b in spans]
+        self.span = (lo, hi)
+        self.cuts = [m.end() for m in _CUTS.finditer(s, lo, hi)]
+        self.dashes = [k + 3 for k in _dashes(s, lo, hi)]
+        self.ends = [m.start() for m in _CLAUSE_END.finditer(s, lo, hi)]
         opener = _OPENERS.match(s, lo, hi)
         body = opener.end() if opener else lo
         while body < hi and s[body] in " \t\n\"'“(*_~":
@@ -148,7 +183,7 @@ class Subjects:
         """Whether "X and I" at `at` is the subject of its clause: nothing before it in the clause but an opener,
         a conjunction or a time ("Yesterday Tom and I ..."); after a verb or a preposition X is its object ("I
         visited Paris and I live in Oslo": not Paris living in Oslo)."""
-        clause = _clause_start(s, lo, at)
+        clause = self.clause_start(s, lo, at)
         words = s[clause:at].split()
         if not words or _OPENERS.fullmatch(s[clause:at].strip()):
             return True
@@ -175,7 +210,7 @@ class Subjects:
             self.pet(s, m, hi)
             return None
         if m.group("bday"):
-            if not blocked and self.first_block(_clause_start(s, lo, m.start()), m.start()) is None:
+            if not blocked and self.first_block(self.clause_start(s, lo, m.start()), m.start()) is None:
                 self.birthday(s, m.end(), None, hi)
             return None
         if m.group("appos"):
@@ -237,7 +272,7 @@ class Subjects:
         if possessive:
             if t == "person" or any(_fold(p) == _fold(base) for p, _ in self.people):
                 bday = _re(r"[ \t]+birthday\b").match(s, m.end(), hi)
-                if bday and self.first_block(_clause_start(s, lo, m.start()), m.start()) is None:
+                if bday and self.first_block(self.clause_start(s, lo, m.start()), m.start()) is None:
                     self.birthday(s, bday.end(), base, hi)
             return None
         known = t == "person" or any(_fold(p) == _fold(base) for p, _ in self.people)

@@ -877,12 +877,29 @@ def _clause_start(s: str, lo: int, pos: int) -> int:
         lo = space + 1 if space >= 0 else pos - CLAUSE_WINDOW
     cut = max(s.rfind(c, lo, pos) for c in ",;:()—–") + 1
     dash = s.rfind(" - ", lo, pos)
-    cut = max(cut, dash + 2 if dash >= 0 else 0, lo)
-    end = pos  # a conjunction right before `pos` (and its spaces): looked for in the few characters it has
+    return _conjunction_before(s, max(cut, dash + 2 if dash >= 0 else 0, lo), pos)
+
+
+def _conjunction_before(s: str, cut: int, pos: int) -> int:
+    """The clause starting at `cut` starts later at a conjunction right before `pos` (and its spaces), looked for
+    in the few characters it has."""
+    end = pos
     while end > cut and s[end - 1] in " \t":
         end -= 1
     conj = _CONJ_BEFORE.search(s, max(cut, end - _CONJ_CHARS), end) if end < pos else None
     return conj.start() if conj else cut
+
+
+_CUTS = re.compile(r"[,;:()—–]")
+
+
+def _dashes(s: str, lo: int, hi: int) -> list[int]:
+    """Where each " - " between `lo` and `hi` starts (overlapping ones too, as `str.rfind` finds them)."""
+    out, k = [], s.find(" - ", lo, hi)
+    while k >= 0:
+        out.append(k)
+        k = s.find(" - ", k + 1, hi)
+    return out
 
 
 _CONJ_WORDS = (
