@@ -152,6 +152,12 @@ def test_a_long_run_on_message_holds_no_other_users_graph_and_health_shows_the_l
     assert sc.request({"type": "ping"}, timeout=10)["type"] == "pong"
     assert ("lives_in", "Lisbon") in _relations(sc, "lisbon", "Lisbon")
     assert time.monotonic() - t0 < 15.0, time.monotonic() - t0
+    for unit in (" and I live in Berlin", " I love it", " I'm a nurse") * 2:  # a backlog of the talker's
+        sc.store("talker", _text(unit, 32_000))
+    t0 = time.monotonic()
+    sc.store("lisbon", "I work at Siemens.")  # the other user's graph commands wait for their own messages only
+    assert ("works_at", "Siemens") in _relations(sc, "lisbon", "me")
+    assert time.monotonic() - t0 < 15.0, time.monotonic() - t0
     sc.store("talker", _text(" I love it", 32_000))
     behind = sc.request({"type": "health"})["graph"]  # right after a store: the graph is behind, and says so
     assert behind["pending"] >= 1 and isinstance(behind["lag_seconds"], float) and behind["lag_seconds"] >= 0

@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -219,11 +219,12 @@ class Builder:
         self.extra = extra
         self.queue: queue.Queue[tuple[list[dict[str, Any]], np.ndarray, int] | None] = queue.Queue()
         # the builder thread's own: queued rows taken off the queue, each user's in order, users taken in turn
-        self._backlog: dict[str, deque[tuple[dict[str, Any], np.ndarray, int]]] = {}
+        self._backlog: OrderedDict[str, deque[tuple[dict[str, Any], np.ndarray, int]]] = OrderedDict()
         self.pending = 0  # rows queued or being built
         self.submitted = 0  # rows ever queued (a row's number: how many were queued before it)
         self.processed = 0  # rows ever taken off the queue and built (or failed)
         self._outstanding: dict[int, float] = {}  # numbers of the rows not built yet -> when queued (monotonic)
+        self._by_user: Counter[str] = Counter()  # rows not built yet, per user
         self._hurry_until = 0  # the row number below which every row is built when the `wait_built` callers are served
         self._stop_at: float | None = None  # set by `stop`: past it, the batch in hand is left
         self._idle_waiters = 0
@@ -263,6 +264,7 @@ class Builder:
             self.submitted += len(rows)
             now = time.monotonic()
             self._outstanding.update((first + k, now) for k in range(len(rows)))
+            self._by_user.update(r.get("user_id", "") for r in rows)
             self._in_hand.update(r["id"] for r in rows)
         self.queue.put((rows, vectors, first))
 
@@ -343,6 +345,29 @@ class Builder:
                 self._idle_waiters -= 1
         return True
 
+    def wait_user(self, user_id: str, timeout: float) -> bool:
+        """Wait until none of this user's queued rows waits (`wait_idle` while a catch-up may queue more): a
+        graph command of one user does not wait for another's backlog."""
+        if self.overflowed or self._catching.locked():
+            return self.wait_idle(timeout)
+        deadline = time.monotonic() + timeout
+        with self._count:
+            if self.pending > len(self._outstanding):  # a catch-up's unit: rows not queued yet
+                deadline = -1.0
+            else:
+                self._idle_waiters += 1
+                try:
+                    if self._by_user[user_id]:
+                        self.hurry.set()
+                    while self._by_user[user_id]:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            return False
+                        self._idle.wait(left)
+                finally:
+                    self._idle_waiters -= 1
+        return True if deadline >= 0 else self.wait_idle(timeout)
+
     def wait_built(self, timeout: float) -> bool:
         """Wait until every row queued before this call is built (or failed), not for rows queued after
         it: stores that keep coming cannot hold the caller (a delete) back. While a catch-up runs, rows it
@@ -383,7 +408,12 @@ class Builder:
             return False
         rows, vectors, first = item
         for k, r in enumerate(rows):
-            self._backlog.setdefault(r.get("user_id", ""), deque()).append((r, vectors[k], first + k))
+            user = r.get("user_id", "")
+            waiting = self._backlog.get(user)
+            if waiting is None:  # a user with nothing waiting goes first: not behind another's backlog
+                waiting = self._backlog[user] = deque()
+                self._backlog.move_to_end(user, last=False)
+            waiting.append((r, vectors[k], first + k))
         return True
 
     def _next_batch(self) -> tuple[list[dict[str, Any]], np.ndarray, list[int]] | None:
@@ -448,6 +478,7 @@ class Builder:
                 self.processed += len(rows)
                 for n in numbers:
                     self._outstanding.pop(n, None)
+                self._by_user -= Counter(r.get("user_id", "") for r in rows)
                 self._in_hand -= Counter(r["id"] for r in rows)  # the built ones out (- keeps counts above 0)
                 catch_up = self.overflowed and not self.pending and self.on_overflow is not None
                 if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done

@@ -402,15 +402,17 @@ class GraphService:
 
     # ------------------------------------------------------------------ commands
 
-    def settled(self) -> None:
-        """Graph commands answer for every acknowledged store: wait for the builder (bounded)."""
+    def settled(self, user_id: str | None = None) -> None:
+        """Graph commands answer for every acknowledged store: wait for the builder (bounded), for this user's
+        messages only when one is named (another user's backlog does not hold them)."""
         deadline = time.monotonic() + SETTLE_SECONDS
         self.caught_up.wait(SETTLE_SECONDS)
-        if not self.builder.wait_idle(max(0.0, deadline - time.monotonic())):
+        left = max(0.0, deadline - time.monotonic())
+        if not (self.builder.wait_user(user_id, left) if user_id is not None else self.builder.wait_idle(left)):
             log.warning("graph builder still busy after %.0f s; answering with what is built", SETTLE_SECONDS)
 
     def entities(self, req: EntitiesRequest) -> EntitiesResponse:
-        self.settled()
+        self.settled(req.user_id)
         if req.limit > self.max_limit * 10:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit * 10}")
         with self.lock:
@@ -426,7 +428,7 @@ class GraphService:
             return EntitiesResponse(entities=[entity_out(g, e) for e in found[: req.limit]])
 
     def entity(self, req: EntityRequest) -> EntityResponse:
-        self.settled()
+        self.settled(req.user_id)
         with self.lock:
             g = self.graph(req.user_id)
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
@@ -448,7 +450,7 @@ class GraphService:
     def merge_entities(self, req: MergeEntitiesRequest) -> MergedResponse:
         if req.source == req.target:
             raise InvalidRequest("source and target are the same entity; nothing to merge")
-        self.settled()
+        self.settled(req.user_id)
         with self.lock:
             g = self.graph(req.user_id)
             source, target = g.entities.get(req.source), g.entities.get(req.target)
