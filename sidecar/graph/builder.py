@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,6 +34,12 @@ RECENT = 10  # a user's recent episodes that novelty compares with
 QUEUE_MAX = 4_096  # rows waiting (about 2 KB each with the vector); past this, new ones wait for a catch-up
 BATCH_DELAY = 1.0  # seconds a stored message may wait to be built with the ones after it
 BATCH_ROWS = 512
+# Characters of content a batch takes at most (past its first row): a batch of long messages is read in about a
+# second at most, and the users' queued rows are taken in turn, so another user's message waits for one batch, not
+# for every long message queued before it (a 32,000-character message once held every user's graph 28.7 s).
+BATCH_CHARS = 32_000
+STOP_SECONDS = 2.0  # at shutdown, the builder finishes what is queued if it can in this long; the rest waits for
+# the next start, which builds every stored message with no episode (`catch_up`)
 USER_GROUP = 16  # users of a batch whose rows are read together (their graphs made one at a time)
 # The builder steps aside while requests are in hand (`busy`): before each group it waits, YIELD_STEP at a
 # time, up to YIELD_MAX, so a bulk import runs at nearly its graph-off speed and the graph follows in the
@@ -48,6 +54,10 @@ CATCH_UP_AHEAD = 1024  # the catch-up queues more stored messages only while few
 # Python over a 1 MB text held the GIL for seconds (other users' requests waited up to 1.9 s, measured).
 EPISODE_CHARS = 32_000
 RULE_CONFIDENCE = 0.6  # a relation read by the rule tier (the LLM tier's: 0.8; a host's facts stand apart)
+
+
+class _Stopped(Exception):
+    """The sidecar is stopping and STOP_SECONDS have passed: the batch is left unwritten (built at the next start)."""
 
 
 class Changes:
@@ -207,11 +217,16 @@ class Builder:
         self.commit = commit  # rows -> None: the batch written, one commit per table
         self.after_batch = after_batch
         self.extra = extra
-        self.queue: queue.Queue[tuple[list[dict[str, Any]], np.ndarray] | None] = queue.Queue()
+        self.queue: queue.Queue[tuple[list[dict[str, Any]], np.ndarray, int] | None] = queue.Queue()
+        # the builder thread's own: queued rows taken off the queue, each user's in order, users taken in turn
+        self._backlog: OrderedDict[str, deque[tuple[dict[str, Any], np.ndarray, int]]] = OrderedDict()
         self.pending = 0  # rows queued or being built
-        self.submitted = 0  # rows ever queued
+        self.submitted = 0  # rows ever queued (a row's number: how many were queued before it)
         self.processed = 0  # rows ever taken off the queue and built (or failed)
-        self._hurry_until = 0  # `processed` at which a `wait_built` caller is served
+        self._outstanding: dict[int, float] = {}  # numbers of the rows not built yet -> when queued (monotonic)
+        self._by_user: Counter[str] = Counter()  # rows not built yet, per user
+        self._hurry_until = 0  # the row number below which every row is built when the `wait_built` callers are served
+        self._stop_at: float | None = None  # set by `stop`: past it, the batch in hand is left
         self._idle_waiters = 0
         self.built = 0
         self.failed = 0
@@ -244,10 +259,24 @@ class Builder:
                     log.info("graph builder queue full: stored messages are built from the table once it drains")
                 self.overflowed = True
                 return
+            first = self.submitted
             self.pending += len(rows)
             self.submitted += len(rows)
+            now = time.monotonic()
+            self._outstanding.update((first + k, now) for k in range(len(rows)))
+            self._by_user.update(r.get("user_id", "") for r in rows)
             self._in_hand.update(r["id"] for r in rows)
-        self.queue.put((rows, vectors))
+        self.queue.put((rows, vectors, first))
+
+    def _oldest(self) -> int:
+        """The number of the oldest row not built yet (`submitted` when every row is): under `_count`."""
+        return next(iter(self._outstanding), self.submitted)
+
+    def lag(self) -> tuple[int, float]:
+        """Rows queued or being built, and the seconds the oldest of them has waited (0 when none)."""
+        with self._count:
+            since = next(iter(self._outstanding.values()), None)
+            return len(self._outstanding), (0.0 if since is None else max(0.0, time.monotonic() - since))
 
     def with_in_hand(self, done: Callable[[list[str]], pa.Array]) -> Callable[[list[str]], pa.Array]:
         """`done(users)` (ids with episodes) and the ids queued or being built, for a catch-up to leave alone."""
@@ -316,6 +345,29 @@ class Builder:
                 self._idle_waiters -= 1
         return True
 
+    def wait_user(self, user_id: str, timeout: float) -> bool:
+        """Wait until none of this user's queued rows waits (`wait_idle` while a catch-up may queue more): a
+        graph command of one user does not wait for another's backlog."""
+        if self.overflowed or self._catching.locked():
+            return self.wait_idle(timeout)
+        deadline = time.monotonic() + timeout
+        with self._count:
+            if self.pending > len(self._outstanding):  # a catch-up's unit: rows not queued yet
+                deadline = -1.0
+            else:
+                self._idle_waiters += 1
+                try:
+                    if self._by_user[user_id]:
+                        self.hurry.set()
+                    while self._by_user[user_id]:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            return False
+                        self._idle.wait(left)
+                finally:
+                    self._idle_waiters -= 1
+        return True if deadline >= 0 else self.wait_idle(timeout)
+
     def wait_built(self, timeout: float) -> bool:
         """Wait until every row queued before this call is built (or failed), not for rows queued after
         it: stores that keep coming cannot hold the caller (a delete) back. While a catch-up runs, rows it
@@ -325,10 +377,10 @@ class Builder:
         deadline = time.monotonic() + timeout
         with self._count:
             target = self.submitted
-            if self.processed < target:
+            if self._oldest() < target:
                 self._hurry_until = max(self._hurry_until, target)
                 self.hurry.set()
-            while self.processed < target:
+            while self._oldest() < target:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -336,50 +388,102 @@ class Builder:
         return True
 
     def stop(self) -> None:
+        """Stop the thread: what is queued is built if it can be in STOP_SECONDS, else left for the next start
+        (the process exits within seconds whatever the builder was doing)."""
+        self._stop_at = time.monotonic() + STOP_SECONDS
+        self.hurry.set()
         self.queue.put(None)
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=STOP_SECONDS + 1.0)
+            if self._thread.is_alive():
+                log.warning("graph builder still busy at shutdown; what it had not written is built at the next start")
 
-    def _next_batch(self) -> list[tuple[list[dict[str, Any]], np.ndarray]] | None:
-        """Queued work for one pass: what arrives within BATCH_DELAY of the first item (fewer commits
-        to the graph tables), less when a command waits for the graph (`hurry`). None: stop."""
-        item = self.queue.get()
+    def _stopping(self) -> None:
+        if self._stop_at is not None and time.monotonic() > self._stop_at:
+            raise _Stopped
+
+    def _take(self, item: tuple[list[dict[str, Any]], np.ndarray, int] | None) -> bool:
+        """A queued item into the backlog, each row behind its user's; False for the stop mark."""
         if item is None:
-            return None
-        batch, rows = [item], len(item[0])
-        deadline = time.monotonic() + BATCH_DELAY
-        while rows < BATCH_ROWS and not self.hurry.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
+            return False
+        rows, vectors, first = item
+        for k, r in enumerate(rows):
+            user = r.get("user_id", "")
+            waiting = self._backlog.get(user)
+            if waiting is None:  # a user with nothing waiting goes first: not behind another's backlog
+                waiting = self._backlog[user] = deque()
+                self._backlog.move_to_end(user, last=False)
+            waiting.append((r, vectors[k], first + k))
+        return True
+
+    def _next_batch(self) -> tuple[list[dict[str, Any]], np.ndarray, list[int]] | None:
+        """Queued work for one pass: with nothing in hand, what arrives within BATCH_DELAY of the first item
+        (fewer commits to the graph tables), less when a command waits for the graph (`hurry`); then every
+        queued row joins the backlog, and the batch takes the users' rows in turn, up to BATCH_ROWS rows and
+        BATCH_CHARS characters. None: stop."""
+        if not self._backlog:
+            if not self._take(self.queue.get()):
+                return None
+            deadline = time.monotonic() + BATCH_DELAY
+            while not self.hurry.is_set() and sum(map(len, self._backlog.values())) < BATCH_ROWS:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    nxt = self.queue.get(timeout=min(left, 0.05))
+                except queue.Empty:
+                    continue
+                if not self._take(nxt):
+                    self.queue.put(None)
+                    break
+        while True:
             try:
-                nxt = self.queue.get(timeout=min(left, 0.05))
+                nxt = self.queue.get_nowait()
             except queue.Empty:
-                continue
-            if nxt is None:
-                self.queue.put(None)
                 break
-            batch.append(nxt)
-            rows += len(nxt[0])
-        return batch
+            if not self._take(nxt):
+                if self._stop_at is None or time.monotonic() > self._stop_at:
+                    return None
+                self.queue.put(None)  # stopping: the backlog first, while there is time
+                break
+        rows: list[dict[str, Any]] = []
+        vectors: list[np.ndarray] = []
+        numbers: list[int] = []
+        chars = 0
+        while self._backlog and len(rows) < BATCH_ROWS and chars < BATCH_CHARS:
+            user = next(iter(self._backlog))
+            waiting = self._backlog.pop(user)
+            row, vector, number = waiting.popleft()
+            if waiting:
+                self._backlog[user] = waiting  # behind the other users: one row each in turn
+            rows.append(row)
+            vectors.append(vector)
+            numbers.append(number)
+            chars += len(row.get("content", ""))
+        return rows, np.stack(vectors), numbers
 
     def _run(self) -> None:
         while (batch := self._next_batch()) is not None:
-            rows = [r for rs, _ in batch for r in rs]
-            vectors = np.concatenate([v for _, v in batch])
+            rows, vectors, numbers = batch
             try:
                 self.build(rows, vectors)
+            except _Stopped:
+                log.info("graph builder stopped with %d messages unwritten (built at the next start)", len(rows))
+                return
             except Exception:
                 log.exception("graph building failed for %d messages", len(rows))
                 self.failed += len(rows)
             with self._count:
                 self.pending -= len(rows)
                 self.processed += len(rows)
+                for n in numbers:
+                    self._outstanding.pop(n, None)
+                self._by_user -= Counter(r.get("user_id", "") for r in rows)
                 self._in_hand -= Counter(r["id"] for r in rows)  # the built ones out (- keeps counts above 0)
                 catch_up = self.overflowed and not self.pending and self.on_overflow is not None
                 if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done
                     self.overflowed, self.pending = False, 1
-                elif not self.pending or (self.processed >= self._hurry_until and not self._idle_waiters):
+                elif not self.pending or (self._oldest() >= self._hurry_until and not self._idle_waiters):
                     self.hurry.clear()  # every waiter served: step aside for requests again
                 self._idle.notify_all()
             if catch_up:
@@ -416,6 +520,7 @@ class Builder:
             group = users[start : start + max(1, min(USER_GROUP, self.group_size()))]
             start += len(group)
             self._step_aside()
+            self._stopping()
             with self.lock:
                 if self.preload is not None:
                     self.preload(group)
@@ -427,6 +532,7 @@ class Builder:
                     written = self.save(built, written)
                     if self.release is not None:
                         self.release(u)
+        self._stopping()
         with self.lock:
             if self.preload is not None:
                 self.preload([])  # unpinned: the budget applies again
@@ -437,7 +543,13 @@ class Builder:
 
     def _step_aside(self) -> None:
         waited = 0.0
-        while self.busy is not None and waited < YIELD_MAX and not self.hurry.is_set() and self.busy():
+        while (
+            self.busy is not None
+            and waited < YIELD_MAX
+            and not self.hurry.is_set()
+            and self._stop_at is None
+            and self.busy()
+        ):
             time.sleep(YIELD_STEP)
             waited += YIELD_STEP
 
@@ -448,6 +560,7 @@ class Builder:
         g = self.graphs(user_id)
         changes = Changes()
         for k in idx:
+            self._stopping()
             if rows[k]["id"] in g.episodes:
                 continue  # built before a crash
             recent = np.asarray(g.recent[-RECENT:]) if g.recent else None

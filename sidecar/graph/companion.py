@@ -28,4 +28,6 @@ class GraphCompanion:
         return {"graph_episodes_deleted": self.graph.forget_user(user_id)}
 
     def stats(self) -> dict[str, Any]:
-        return {"graph": {k: v for k, v in self.graph.health().items() if k != "last_consolidation"}}
+        return {
+            "graph": {k: v for k, v in self.graph.health().items() if k not in ("last_consolidation", "lag_seconds")}
+        }

@@ -418,15 +418,17 @@ class GraphService:
 
     # ------------------------------------------------------------------ commands
 
-    def settled(self) -> None:
-        """Graph commands answer for every acknowledged store: wait for the builder (bounded)."""
+    def settled(self, user_id: str | None = None) -> None:
+        """Graph commands answer for every acknowledged store: wait for the builder (bounded), for this user's
+        messages only when one is named (another user's backlog does not hold them)."""
         deadline = time.monotonic() + SETTLE_SECONDS
         self.caught_up.wait(SETTLE_SECONDS)
-        if not self.builder.wait_idle(max(0.0, deadline - time.monotonic())):
+        left = max(0.0, deadline - time.monotonic())
+        if not (self.builder.wait_user(user_id, left) if user_id is not None else self.builder.wait_idle(left)):
             log.warning("graph builder still busy after %.0f s; answering with what is built", SETTLE_SECONDS)
 
     def entities(self, req: EntitiesRequest) -> EntitiesResponse:
-        self.settled()
+        self.settled(req.user_id)
         if req.limit > self.max_limit * 10:
             raise TooLarge(f"limit {req.limit} is over the maximum of {self.max_limit * 10}")
         with self.lock:
@@ -442,7 +444,7 @@ class GraphService:
             return EntitiesResponse(entities=[entity_out(g, e) for e in found[: req.limit]])
 
     def entity(self, req: EntityRequest) -> EntityResponse:
-        self.settled()
+        self.settled(req.user_id)
         with self.lock:
             g = self.graph(req.user_id)
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
@@ -464,7 +466,7 @@ class GraphService:
     def merge_entities(self, req: MergeEntitiesRequest) -> MergedResponse:
         if req.source == req.target:
             raise InvalidRequest("source and target are the same entity; nothing to merge")
-        self.settled()
+        self.settled(req.user_id)
         with self.lock:
             g = self.graph(req.user_id)
             source, target = g.entities.get(req.source), g.entities.get(req.target)
@@ -489,9 +491,12 @@ class GraphService:
         return ConsolidatedResponse.model_validate(self.consolidate_all(req.user_id))
 
     def health(self) -> dict[str, Any]:
+        pending, lag = self.builder.lag()
         return {
             **self.store.counts(),
             "queue": self.builder.pending,
+            "pending": pending,
+            "lag_seconds": round(lag, 3),
             "last_consolidation": self.last_consolidation,
             "cached_users": len(self._cache),
             "cached_bytes": self._cache.total,

@@ -166,6 +166,8 @@ class Dispatcher:
             relations_closed=g.get("relations_closed", 0),
             traces=g.get("traces", 0),
             queue=g.get("queue", 0),
+            pending=g.get("pending", 0),
+            lag_seconds=g.get("lag_seconds", 0.0),
             last_consolidation=g.get("last_consolidation"),
             cached_users=g.get("cached_users", 0),
             cached_bytes=g.get("cached_bytes", 0),

@@ -126,7 +126,9 @@ def ascii_words(text: str) -> list[str]:
 
 def runs(text: str) -> Iterator[tuple[str, str]]:
     """(kind, run) of normalised text, in order: kind is 'cjk', 'hangul', 'sea' or 'word'. Runs of the
-    spaceless scripts longer than MAX_RUN come in pieces that overlap by one cluster, so no bigram is lost."""
+    spaceless scripts longer than MAX_RUN come in pieces that overlap by one cluster, so no bigram is lost
+    (a cluster of MAX_RUN characters or more is a piece of its own: each character is looked at a bounded
+    number of times, so the time is linear in the text)."""
     if text.isascii():  # most chat: words of letters and digits, as `re` finds them (10x faster than `regex`)
         for word in _ASCII_WORD.findall(text):
             yield "word", word
@@ -146,9 +148,13 @@ def runs(text: str) -> Iterator[tuple[str, str]]:
             yield kind, run[start:end]
             if end >= len(run):
                 break
-            start = end - 1
-            while start > 0 and rx.mark.match(run, start):
-                start -= 1
+            # the next piece starts at this one's last cluster, so no bigram is lost; never at or before this
+            # piece's start: a cluster of MAX_RUN characters or more (a letter with hundreds of marks) once
+            # sent it back to where it began, for ever
+            back = end - 1
+            while back > start and rx.mark.match(run, back):
+                back -= 1
+            start = back if back > start else end
 
 
 def clusters(run: str) -> list[str]:

@@ -147,6 +147,11 @@ class GraphHealth(WireModel):
     relations_closed: int
     traces: int
     queue: int = Field(description="Episodes waiting for the graph builder.")
+    pending: int = Field(0, description="Stored messages not in the graph yet: queued for the builder or being built.")
+    lag_seconds: float = Field(
+        0.0,
+        description="How long the oldest of them has waited, in seconds (0 when none): how far behind the graph is.",
+    )
     cached_users: int = Field(0, description="Users whose graphs are held in memory (under --graph-cache-mb).")
     cached_bytes: int = Field(
         0,

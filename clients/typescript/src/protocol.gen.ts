@@ -1679,6 +1679,10 @@ export interface GraphHealth {
   entities: number;
   episodes: number;
   /**
+   * How long the oldest of them has waited, in seconds (0 when none): how far behind the graph is.
+   */
+  lag_seconds?: number;
+  /**
    * Unix seconds of the last consolidation pass.
    */
   last_consolidation?: number | null;
@@ -1694,6 +1698,10 @@ export interface GraphHealth {
   ner: {
     [k: string]: string | boolean;
   };
+  /**
+   * Stored messages not in the graph yet: queued for the builder or being built.
+   */
+  pending?: number;
   /**
    * Episodes waiting for the graph builder.
    */

@@ -39,12 +39,13 @@ from .words import (
     _VAGUE,
     _VERB_BY_KIND,
     _WE_KINDS,
-    _clause_end,
-    _clause_start,
     _fold,
     _ordinary,
+    _re,
     _verb_at,
 )
+
+_THE = re.compile(r"(?i:the)[ \t]+")
 
 if TYPE_CHECKING:
     from .subjects import _Subject
@@ -88,8 +89,8 @@ class Objects:
     def name_at(self, s: str, pos: int, kind: str) -> tuple[int, int] | None:
         """A name (place, organisation, person) starting at `pos`: capitalised words (a leading "the" dropped),
         or a known name in any case."""
-        m = re.match(r"(?i:the)[ \t]+", s[pos:])
-        at = pos + m.end() if m else pos
+        m = _THE.match(s, pos)
+        at = m.end() if m else pos
         m = _NAME_RX.match(s, at)
         if m:
             end = m.end()
@@ -143,15 +144,15 @@ class Objects:
                 break
             if len(words) == 1 and words[0].endswith("ing") and _PRONOUN_AFTER.match(s, b, stop):
                 break  # "I like holding them"
-            nxt = re.match(r"[ \t]+(?:and|or|&)[ \t]+([\w'’-]+(?:[ \t]+[\w'’-]+)?)", s[b:stop])
+            nxt = _re(r"[ \t]+(?:and|or|&)[ \t]+([\w'’-]+(?:[ \t]+[\w'’-]+)?)").match(s, b, stop)
             if nxt and f"{phrase} and {nxt.group(1)}".casefold() in _BINOMIALS:
-                b += nxt.end()
+                b = nxt.end()
             out.append((a, b))
             pos = b
-            more = re.match(r"[ \t]*(?:,[ \t]*(?:and[ \t]+|or[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+)", s[pos:stop])
+            more = _re(r"[ \t]*(?:,[ \t]*(?:and[ \t]+|or[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+)").match(s, pos, stop)
             if not more:
                 break
-            after = pos + more.end()
+            after = more.end()
             if _verb_at(s, after) is not None or _ANCHOR_HERE.match(s, after):
                 break  # "and hate running", "and I ...": another clause, not another object
             pos = after
@@ -174,7 +175,7 @@ class Objects:
             kind, vend = found
             verb_start = at
             if clause < 0:
-                clause = _clause_start(s, lo, subj.start)
+                clause = self.clause_start(s, lo, subj.start)
             status = self.status(s, clause, subj, verb_start, hi)
             end = self.objects(s, subj, kind, vend, status, fill, hi)
             if end is None:
@@ -203,10 +204,18 @@ class Objects:
     def status(self, s: str, clause: int, subj: _Subject, verb_start: int, hi: int) -> str:
         """ "ok", "ended" (no longer / not ... anymore) or "skip" for the words from the clause start to the verb
         (the subject's own words aside: "my husband Will", "my aunt May")."""
-        before = s[clause : subj.start] + " " + s[max(subj.end, clause) : verb_start]
+        fill = s[max(subj.end, clause) : verb_start]
+        first = self.first_block(clause, subj.start)
+        if first is None and not _BLOCK.search(fill):
+            return "ok"
+        # the clause from the word of its first blocking word on: what comes before it blocks nothing (the
+        # sentence's blocking words are found once: searching the whole clause again for every subject of a
+        # long one was quadratic)
+        start = clause if first is None else max(clause, s.rfind(" ", max(clause, first - 24), first) + 1)
+        before = s[start : subj.start] + " " + fill
         if _BLOCK.search(before):
             if _NEG_ONLY.search(before) and not _BLOCK.search(_NEG_ONLY.sub(" ", before)):
-                end = _clause_end(s, verb_start, hi)
+                end = self.clause_end(s, verb_start, hi)
                 if _ANYMORE.search(s, verb_start, end) or re.search(r"\bno\s+longer\b", before, re.IGNORECASE):
                     return "ended"
             return "skip"
@@ -224,7 +233,7 @@ class Objects:
         if subj.kind == "unknown" and kind not in _UNKNOWN_NAME_KINDS:
             status = "skip"
         ended = status == "ended"
-        stop = _clause_end(s, at, hi)
+        stop = self.clause_end(s, at, hi)
         c = _Phrase(s, subjects, kind, at, hi, stop, status, ended, perfect, fill)
         for kinds, read in _READERS:
             if kind in kinds:
@@ -251,8 +260,8 @@ class Objects:
         first = self.name_at(s, at, "place")
         if first is None:
             return None
-        to = re.match(r"[ \t]+(?:to|into)[ \t]+", s[first[1] : hi])
-        second = self.name_at(s, first[1] + to.end(), "place") if to else None
+        to = _re(r"[ \t]+(?:to|into)[ \t]+").match(s, first[1], hi)
+        second = self.name_at(s, to.end(), "place") if to else None
         self.emit_all(subjects, "lives_in", first, True, status)
         if second is not None:
             second = self.corrected(s, second, "place", hi)
@@ -268,11 +277,10 @@ class Objects:
         name = s[span[0] : span[1]]
         if kind == "joined" and (
             name.casefold() in _PLATFORMS
-            or re.match(
+            or _re(
                 r"[ \t]+(?i:group|club|team|class|community|forum|gym|league|server|channel|program|band|choir|"
-                r"crew|chat)\b",
-                s[span[1] : hi],
-            )
+                r"crew|chat)\b"
+            ).match(s, span[1], hi)
         ):
             return None
         if kind == "left" and not self.left_job(s, name, span[1], hi):
@@ -373,11 +381,10 @@ class Objects:
         if self.known_type(name) == "organisation":
             return True
         return bool(
-            re.match(
+            _re(
                 r"[ \t]+(?:(?:and|to)[ \t]+(?:\w+[ \t]+)?(?:join|joined|start|started|work|working)\b|"
-                r"for[ \t]+[A-Z])",
-                s[end:hi],
-            )
+                r"for[ \t]+[A-Z])"
+            ).match(s, end, hi)
         )
 
     def corrected(self, s: str, span: tuple[int, int], kind: str, hi: int) -> tuple[int, int]:

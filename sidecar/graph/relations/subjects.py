@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from .words import (
     _BARE_VERB,
     _BE_NEXT,
     _BLOCK,
+    _CLAUSE_END,
+    _CUTS,
     _DATE,
     _FILL,
     _HE,
@@ -28,12 +31,24 @@ from .words import (
     _PERSON_RX,
     _QUESTION_START,
     _SHE,
+    _TIME_WORDS,
+    CLAUSE_WINDOW,
     KIN,
+    _clause_end,
     _clause_start,
+    _conjunction_before,
+    _dashes,
     _fold,
     _ordinary,
+    _re,
     _sentences,
     _verb_at,
+)
+
+# the words after which "X and I" still opens its clause (beside openers and the names of times)
+_PAIR_AFTER = frozenset(
+    "and but so then now also plus because cause while though although yesterday tonight today recently finally "
+    "lately last this next year years week weeks month months weekend night morning evening ago".split()
 )
 
 
@@ -57,6 +72,38 @@ class Subjects:
         self.known = known
         self.out: list[FoundRelation] = []
         self.people: list[tuple[str, str | None]] = []  # persons introduced in this message: (name, "he"/"she"/None)
+        self.block_starts: list[int] = []  # the current sentence's blocking words (`_BLOCK`): where they start
+        self.block_ends: list[int] = []  # and end
+        self.span = (0, 0)  # the current sentence; its clauses' punctuation (found once per sentence: `clause_start`)
+        self.cuts: list[int] = []  # after each , ; : ( ) — –
+        self.dashes: list[int] = []  # after each " - "
+        self.ends: list[int] = []  # where each clause end (`_CLAUSE_END`) starts
+
+    def clause_start(self, s: str, lo: int, pos: int) -> int:
+        """`_clause_start` from the sentence's punctuation found once (a look-up, not a search back per subject)."""
+        if s is not self.text or not (self.span[0] <= lo <= pos <= self.span[1]):
+            return _clause_start(s, lo, pos)
+        if pos - lo > CLAUSE_WINDOW:
+            space = s.find(" ", pos - CLAUSE_WINDOW, pos)
+            lo = space + 1 if space >= 0 else pos - CLAUSE_WINDOW
+        i = bisect.bisect_right(self.cuts, pos) - 1
+        cut = self.cuts[i] if i >= 0 else 0
+        j = bisect.bisect_right(self.dashes, pos) - 1
+        cut = max(cut, self.dashes[j] - 1 if j >= 0 else 0, lo)
+        return _conjunction_before(s, cut, pos)
+
+    def clause_end(self, s: str, pos: int, hi: int) -> int:
+        """`_clause_end` from the sentence's clause ends found once."""
+        if s is not self.text or not (self.span[0] <= pos <= hi <= self.span[1]):
+            return _clause_end(s, pos, hi)
+        hi = min(hi, pos + CLAUSE_WINDOW)
+        i = bisect.bisect_left(self.ends, pos)
+        return min(self.ends[i], hi) if i < len(self.ends) else hi
+
+    def first_block(self, a: int, b: int) -> int | None:
+        """Where the first of the current sentence's blocking words lying wholly between `a` and `b` starts."""
+        i = bisect.bisect_left(self.block_starts, a)
+        return self.block_starts[i] if i < len(self.block_starts) and self.block_ends[i] <= b else None
 
     def known_type(self, name: str) -> str | None:
         return self.known.get(_fold(name)) if self.known else None
@@ -94,13 +141,19 @@ class Subjects:
         return self.out
 
     def sentence(self, s: str, lo: int, hi: int, question: bool) -> None:
+        spans = [m.span() for m in _BLOCK.finditer(s, lo, hi)]
+        self.block_starts, self.block_ends = [a for a, _ in spans], [b for _, b in spans]
+        self.span = (lo, hi)
+        self.cuts = [m.end() for m in _CUTS.finditer(s, lo, hi)]
+        self.dashes = [k + 3 for k in _dashes(s, lo, hi)]
+        self.ends = [m.start() for m in _CLAUSE_END.finditer(s, lo, hi)]
         opener = _OPENERS.match(s, lo, hi)
         body = opener.end() if opener else lo
         while body < hi and s[body] in " \t\n\"'“(*_~":
             body += 1
         question = question or bool(
             _QUESTION_START.match(s, body, hi)
-            and not re.match(r"(?i:have|has|had)\s+(?:a|an|two|three|\d+)\b", s[body:hi])
+            and not _re(r"(?i:have|has|had)\s+(?:a|an|two|three|\d+)\b").match(s, body, hi)
         )
         hypothetical = bool(_HYPOTHETICAL_START.match(s, body, hi))
         taken = body
@@ -109,6 +162,12 @@ class Subjects:
         pos = lo
         while (m := _ANCHORS.search(s, pos, hi)) is not None:
             pos = m.end()
+            if m.group("pair") and " " in m.group("pname") and _ordinary(m.group("pname").split()[0]):
+                pos = m.start() + len(m.group("pname").split()[0])  # "Yesterday Tom and I": read on from Tom
+                continue
+            if m.group("pair") and (m.start() < taken or not self.pair_opens(s, lo, m.start())):
+                pos = m.end("pname")  # "I moved to Paris and I work at Google": Paris an object, "I" read on its own
+                continue
             if m.group("name") and " " in m.group("name") and _ordinary(m.group("name").split()[0]):
                 pos = m.start() + len(m.group("name").split()[0])  # "Since I ...": read on from the next word
                 continue
@@ -125,6 +184,17 @@ class Subjects:
             if subject is None or question or hypothetical:
                 continue
             taken = max(taken, self.predicates(s, subject, lo, hi))
+
+    def pair_opens(self, s: str, lo: int, at: int) -> bool:
+        """Whether "X and I" at `at` is the subject of its clause: nothing before it in the clause but an opener,
+        a conjunction or a time ("Yesterday Tom and I ..."); after a verb or a preposition X is its object ("I
+        visited Paris and I live in Oslo": not Paris living in Oslo)."""
+        clause = self.clause_start(s, lo, at)
+        words = s[clause:at].split()
+        if not words or _OPENERS.fullmatch(s[clause:at].strip()):
+            return True
+        last = words[-1].casefold().strip("\"'“(*_~")
+        return last in _PAIR_AFTER or last in _TIME_WORDS or last.isdigit()
 
     def bare(self, s: str, body: int, lo: int, hi: int) -> int:
         """A chat line without a subject: "Just moved to Dublin!", "Starting as a data analyst at Spotify".
@@ -146,7 +216,7 @@ class Subjects:
             self.pet(s, m, hi)
             return None
         if m.group("bday"):
-            if not blocked and not _BLOCK.search(s, _clause_start(s, lo, m.start()), m.start()):
+            if not blocked and self.first_block(self.clause_start(s, lo, m.start()), m.start()) is None:
                 self.birthday(s, m.end(), None, hi)
             return None
         if m.group("appos"):
@@ -168,9 +238,9 @@ class Subjects:
             else:
                 self.emit(None, "has_pet", *m.span("aname"))
                 return None
-            after = re.match(r"[ \t]*,[ \t]*", s[m.end() : hi])
+            after = _re(r"[ \t]*,[ \t]*").match(s, m.end(), hi)
             if s[m.start("aname") + len(name) : m.start("aname") + len(name) + 1] == "," and after:
-                return _Subject([name], "person", m.start(), m.end() + after.end())
+                return _Subject([name], "person", m.start(), after.end())
             return None
         if m.group("pair") or m.group("pair2"):
             name = m.group("pname") or m.group("p2name")
@@ -207,9 +277,9 @@ class Subjects:
             return None
         if possessive:
             if t == "person" or any(_fold(p) == _fold(base) for p, _ in self.people):
-                bday = re.match(r"[ \t]+birthday\b", s[m.end() : hi])
-                if bday and not _BLOCK.search(s, _clause_start(s, lo, m.start()), m.start()):
-                    self.birthday(s, m.end() + bday.end(), base, hi)
+                bday = _re(r"[ \t]+birthday\b").match(s, m.end(), hi)
+                if bday and self.first_block(self.clause_start(s, lo, m.start()), m.start()) is None:
+                    self.birthday(s, bday.end(), base, hi)
             return None
         known = t == "person" or any(_fold(p) == _fold(base) for p, _ in self.people)
         return _Subject([base], "person" if known else "unknown", m.start(), m.end())
@@ -218,14 +288,13 @@ class Subjects:
         word = m.group("kinword").casefold()
         pred = KIN.get(re.sub(r"\s+", " ", word))
         after = m.end()
-        named = re.match(
+        named = _re(
             r"(?:['’]s[ \t]+name[ \t]+is|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+(?:called|named)|"
-            r"[ \t]*,)?[ \t]+",
-            s[after:hi],
-        )
+            r"[ \t]*,)?[ \t]+"
+        ).match(s, after, hi)
         if not named:
             return None
-        at = after + named.end()
+        at = named.end()
         people = []
         while True:
             pm = _PERSON_RX.match(s, at, hi)
@@ -238,10 +307,10 @@ class Subjects:
                 break
             people.append((at, at + len(name)))
             at = at + len(name)
-            more = re.match(r"[ \t]+(?:and|&)[ \t]+(?=[A-Z])", s[at:hi]) if m.group("plural") else None
+            more = _re(r"[ \t]+(?:and|&)[ \t]+(?=[A-Z])").match(s, at, hi) if m.group("plural") else None
             if not more:
                 break
-            at += more.end()
+            at = more.end()
         if not people:
             return None
         names: list[str | None] = []
@@ -253,29 +322,28 @@ class Subjects:
             names.append(name)
         end = people[-1][1]
         if s[end : end + 2] in ("'s", "’s"):
-            bday = re.match(r"[ \t]+birthday\b", s[end + 2 : hi])
+            bday = _re(r"[ \t]+birthday\b").match(s, end + 2, hi)
             if bday:
-                self.birthday(s, end + 2 + bday.end(), names[-1], hi)
+                self.birthday(s, bday.end(), names[-1], hi)
             return None
-        rest = re.match(r"[ \t]*,[ \t]*(?:who[ \t]+)?|[ \t]+who[ \t]+", s[end:hi])
-        pair = re.match(r"[ \t]+(?:and|&)[ \t]+(?:I|me)\b(?!['’])", s[end:hi])
+        rest = _re(r"[ \t]*,[ \t]*(?:who[ \t]+)?|[ \t]+who[ \t]+").match(s, end, hi)
+        pair = _re(r"[ \t]+(?:and|&)[ \t]+(?:I|me)\b(?!['’])").match(s, end, hi)
         if pair:
-            return _Subject([*names, None], "i", m.start(), end + pair.end())
+            return _Subject([*names, None], "i", m.start(), pair.end())
         if rest and "who" in rest.group(0):
-            return _Subject(names, "person", m.start(), end + rest.end())
+            return _Subject(names, "person", m.start(), rest.end())
         if rest:  # "My dad, Frank, was born in Glasgow"
-            return _Subject(names, "person", m.start(), end + rest.end())
+            return _Subject(names, "person", m.start(), rest.end())
         return _Subject(names, "person", m.start(), end)
 
     def pet(self, s: str, m: re.Match[str], hi: int) -> None:
-        named = re.match(
+        named = _re(
             rf"(?:['’]s[ \t]+name(?:[ \t]+is|['’]s)|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+"
-            rf"(?:called|named)|[ \t]*,)?[ \t]+(?P<o>{_NAME})",
-            s[m.end() : hi],
-        )
+            rf"(?:called|named)|[ \t]*,)?[ \t]+(?P<o>{_NAME})"
+        ).match(s, m.end(), hi)
         if not named:
             return
-        a, b = m.end() + named.start("o"), m.end() + named.end("o")
+        a, b = named.span("o")
         name = s[a:b]
         if name.endswith(("'s", "’s")):
             b -= 2
@@ -284,10 +352,10 @@ class Subjects:
         self.emit(None, "has_pet", a, b)
 
     def birthday(self, s: str, pos: int, subject: str | None, hi: int) -> None:
-        m = re.match(r"(?:['’]s|[ \t]+(?:is|was))?[ \t]+(?:(?i:on|the)[ \t]+)?", s[pos:hi])
+        m = _re(r"(?:['’]s|[ \t]+(?:is|was))?[ \t]+(?:(?i:on|the)[ \t]+)?").match(s, pos, hi)
         if not m:
             return
-        at = pos + m.end()
+        at = m.end()
         d = _DATE.match(s, at, hi)
         if d:
             self.emit(subject, "birthday", d.start(), d.end())

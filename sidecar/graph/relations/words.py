@@ -3,6 +3,7 @@ helpers that cut a text into sentences and clauses (pure)."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..mentions import COMMON, MONTH_WORDS, WEEKDAY_WORDS
@@ -804,10 +805,11 @@ _ANCHORS = re.compile(
     # "my birthday"
     r"|(?P<bday>\b(?i:my|our)[ \t]+birthday\b)"
     # "Ana, my sister," / "Ana is my sister"
-    rf"|(?P<appos>(?P<aname>[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*)?)(?:[ \t]*,[ \t]*|[ \t]+(?:is|'s)[ \t]+)(?i:my|our)"
+    rf"|(?P<appos>(?<![\w'’-])(?P<aname>[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*)?)"
+    rf"(?:[ \t]*,[ \t]*|[ \t]+(?:is|'s)[ \t]+)(?i:my|our)"
     rf"[ \t]+{_ADJ}{{0,2}}(?P<akin>(?i:{_KIN_ALT}|{_PET_ALT}))\b)"
     # "X and I", "me and X"
-    rf"|(?P<pair>(?P<pname>[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*)?)[ \t]+(?:and|&)[ \t]+(?:I|i|me)\b(?!['’]))"
+    rf"|(?P<pair>(?<![\w'’-])(?P<pname>[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*)?)[ \t]+(?:and|&)[ \t]+(?:I|i|me)\b(?!['’]))"
     rf"|(?P<pair2>\b[Mm]e[ \t]+(?:and|&)[ \t]+(?P<p2name>[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*)?))"
     r"|(?P<i>(?<![\w'’])[Ii](?:(?P<ic>['’](?:m|ve|d|ll|s))\b)?(?![\w'’]))"
     r"|(?P<we>\b[Ww]e(?:(?P<wec>['’](?:re|ve|d|ll))\b)?(?![\w'’]))"
@@ -816,7 +818,7 @@ _ANCHORS = re.compile(
 )
 _KIN_RX = re.compile(rf"\b(?i:my|our)[ \t]+{_ADJ}{{0,2}}(?P<kinword>(?i:{_KIN_ALT}|{_PEOPLE_ALT}))(?P<plural>s)?\b")
 _ANY = re.compile(
-    r"\b(?:[Ii]|[Mm]y|[Oo]ur|[Ww]e|[Mm]e|[Hh]e|[Ss]he)\b|[A-Z][\w'’-]*\s+(?:\w+\s+)?(?:lives?|moved|"
+    r"\b(?:[Ii]|[Mm]y|[Oo]ur|[Ww]e|[Mm]e|[Hh]e|[Ss]he)\b|(?<![\w'’-])[A-Z][\w'’-]*\s+(?:\w+\s+)?(?:lives?|moved|"
     r"works?|studies|is|was|has|got|quit|left|joined|started|loves|hates|likes|enjoys|married|relocated|"
     r"retired|teaches|'s|and)\b|^\W*(?i:just|finally|recently|moved|started|starting|joined|quit|left|"
     r"living|working|got|been)\b",
@@ -827,12 +829,26 @@ _ANY = re.compile(
 # ----------------------------------------------------------------------------------------------- helpers
 
 
+def _re(pattern: str) -> re.Pattern[str]:
+    """A pattern compiled once (re's own cache), to match at a position of the text (`.match(s, pos, hi)`):
+    matching a slice copied the rest of the text for every subject, quadratic in a long message."""
+    return _compiled(pattern)
+
+
+_compiled = functools.lru_cache(maxsize=None)(re.compile)
+
+
 def _fold(text: str) -> str:
     return re.sub(r"\s+", " ", text.casefold()).strip(" .,;:!?\"'’")
 
 
 _SENT_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s|$)|\n+")
 _ABBREV = {"st", "mt", "ft", "dr", "mr", "mrs", "ms", "jr", "sr", "prof", "vs", "etc", "e.g", "i.e", "approx", "no"}
+_ABBREV_CHARS = 1 + max(map(len, _ABBREV))
+# How far the reader looks from a subject or a verb for its clause's start and end. A sentence with no
+# punctuation (32 KB of " I love it") was read again from its start for every subject: quadratic (92 s in
+# process). A clause of chat is far shorter than this; what lies beyond is another clause.
+CLAUSE_WINDOW = 400
 
 
 def _sentences(text: str) -> list[tuple[int, int, bool]]:
@@ -841,9 +857,12 @@ def _sentences(text: str) -> list[tuple[int, int, bool]]:
     for m in _SENT_END.finditer(text):
         mark = m.group(0)
         if mark == ".":
-            word = text[
-                max(text.rfind(" ", start, m.start()), text.rfind("\n", start, m.start()), start - 1) + 1 : m.start()
-            ]
+            # the word before the full stop, looked for in the few characters an abbreviation has: looking back to
+            # the sentence's start made "Dr. Dr. Dr. ..." (abbreviations do not end a sentence) quadratic
+            a = max(start, m.start() - _ABBREV_CHARS)
+            near = text[a : m.start()]
+            cut = max(near.rfind(" "), near.rfind("\n"))
+            word = near[cut + 1 :] if cut >= 0 or a == start else ""
             if word.casefold() in _ABBREV or (len(word) == 1 and word.isupper()):
                 continue
         out.append((start, m.end(), "?" in mark))
@@ -855,17 +874,54 @@ def _sentences(text: str) -> list[tuple[int, int, bool]]:
 
 def _clause_start(s: str, lo: int, pos: int) -> int:
     """Where the clause holding position `pos` starts: after the last , ; : ( — or " - " before it, or at a
-    conjunction that a new subject follows."""
+    conjunction that a new subject follows; at most CLAUSE_WINDOW characters back (from a word's start)."""
+    if pos - lo > CLAUSE_WINDOW:
+        space = s.find(" ", pos - CLAUSE_WINDOW, pos)
+        lo = space + 1 if space >= 0 else pos - CLAUSE_WINDOW
     cut = max(s.rfind(c, lo, pos) for c in ",;:()—–") + 1
     dash = s.rfind(" - ", lo, pos)
-    cut = max(cut, dash + 2 if dash >= 0 else 0, lo)
-    conj = _CONJ_BEFORE.search(s, cut, pos)
+    return _conjunction_before(s, max(cut, dash + 2 if dash >= 0 else 0, lo), pos)
+
+
+def _conjunction_before(s: str, cut: int, pos: int) -> int:
+    """The clause starting at `cut` starts later at a conjunction right before `pos` (and its spaces), looked for
+    in the few characters it has."""
+    end = pos
+    while end > cut and s[end - 1] in " \t":
+        end -= 1
+    conj = _CONJ_BEFORE.search(s, max(cut, end - _CONJ_CHARS), end) if end < pos else None
     return conj.start() if conj else cut
 
 
-_CONJ_BEFORE = re.compile(
-    r"\b(?:and|but|so|because|cause|although|though|while|whereas|plus|then|now|yet)[ \t]+$", re.IGNORECASE
+_CUTS = re.compile(r"[,;:()—–]")
+
+
+def _dashes(s: str, lo: int, hi: int) -> list[int]:
+    """Where each " - " between `lo` and `hi` starts (overlapping ones too, as `str.rfind` finds them)."""
+    out, k = [], s.find(" - ", lo, hi)
+    while k >= 0:
+        out.append(k)
+        k = s.find(" - ", k + 1, hi)
+    return out
+
+
+_CONJ_WORDS = (
+    "and",
+    "but",
+    "so",
+    "because",
+    "cause",
+    "although",
+    "though",
+    "while",
+    "whereas",
+    "plus",
+    "then",
+    "now",
+    "yet",
 )
+_CONJ_BEFORE = re.compile(rf"\b(?:{'|'.join(_CONJ_WORDS)})$", re.IGNORECASE)
+_CONJ_CHARS = max(map(len, _CONJ_WORDS))
 
 
 def _ordinary(word: str) -> bool:
@@ -918,6 +974,9 @@ def _verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, i
 
 
 def _clause_end(s: str, pos: int, hi: int) -> int:
+    """Where the clause holding `pos` ends: its punctuation, a " but", " so", " because" after a comma, or at
+    most CLAUSE_WINDOW characters on."""
+    hi = min(hi, pos + CLAUSE_WINDOW)
     m = _CLAUSE_END.search(s, pos, hi)
     return m.start() if m else hi
 
