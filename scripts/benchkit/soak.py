@@ -217,6 +217,7 @@ def stream(
                     user = conv[0]
                 else:
                     user = conv[0]
+                req: dict[str, Any] | None
                 if i % 2 == 1:
                     req = {"type": "store", "user_id": user, "content": f"{text} #{i}", "request_id": i}
                     kind = "store"

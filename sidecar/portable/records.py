@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, cast
 
 import numpy as np
 from pydantic import (
@@ -203,9 +203,9 @@ class EndRecord(_Record):
 Record = Annotated[
     MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord, Field(discriminator="kind")
 ]
-# the ignores on TypeAdapter of a union of these models: mypy 1.20 reads `A | B` of them as types.UnionType, not
-# as the TypeForm pydantic 2.14 declares (codec.py's unions of the same shape pass)
-RECORD: TypeAdapter[Any] = TypeAdapter(Record)  # type: ignore[arg-type]
+# cast: mypy reads a union of these models as types.UnionType, not as the TypeForm pydantic 2.14 declares, and
+# whether it says so depends on its cache (an ignore is "needed" on one run and "unused" on the next)
+RECORD: TypeAdapter[Any] = TypeAdapter(cast(Any, Record))
 KEYS = {"message": "id", "fact": "id", "fact_event": "id", "user": "user_id"}
 
 
@@ -226,12 +226,11 @@ def decode_vector(text: str, dim: int) -> np.ndarray:
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of one line of an export file (protocol/export.schema.json)."""
-    line = TypeAdapter(
-        Annotated[  # type: ignore[arg-type]
-            Header | MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord,
-            Field(discriminator="kind"),
-        ]
-    ).json_schema()
+    line_type: Any = Annotated[
+        Header | MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord,
+        Field(discriminator="kind"),
+    ]
+    line = TypeAdapter(line_type).json_schema()
     plain = TypeAdapter(PlainRecord).json_schema()
     defs = {**line.pop("$defs", {}), **plain.pop("$defs", {})}
     return {

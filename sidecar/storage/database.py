@@ -116,7 +116,7 @@ def model_differences(stored: dict[str, Any], running: dict[str, Any]) -> list[s
     """Each setting in which the identity `running` differs from `stored` (what `same_model` compares), as
     'passage prefix "passage: " (this sidecar: "")': what a mismatch error names."""
     a, b = _settings(stored), _settings(running)
-    rows = [
+    rows: list[tuple[str, Any, Any, Callable[[Any], str]]] = [
         ("model", stored.get("name"), running.get("name"), str),
         ("dim", stored.get("dim"), running.get("dim"), str),
         ("pooling", a.get("pooling"), b.get("pooling"), str),
