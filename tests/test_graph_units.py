@@ -4,6 +4,7 @@ groups, and the decay curve. No process, no model: the end-to-end tests are test
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -12,10 +13,9 @@ from conftest import ROOT
 
 from sidecar.graph import consolidation as cons
 from sidecar.graph.mentions import find_mentions
-from sidecar.graph.model import Episode, UserGraph, fold
+from sidecar.graph.model import FLOOR, HALF_LIFE_DAYS, Episode, UserGraph, decayed, fold
 from sidecar.graph.quality import is_backchannel, novelty
 from sidecar.graph.relations import find_relations
-from sidecar.graph.service import FLOOR, HALF_LIFE_DAYS, decayed
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -367,7 +367,7 @@ def test_the_memory_budget_counts_what_a_graph_really_holds():
         for e in t.episode_ids:
             g.episodes[e].trace_id = t.id
     traces = list(g.traces)
-    for a, b in zip(traces, traces[1:]):
+    for a, b in itertools.pairwise(traces):
         g.links[(a, b)] = 0.9
     g.view = (g.version, GraphView(g))
     gc.collect()
@@ -585,7 +585,7 @@ def test_graphs_only_background_work_used_are_held_to_their_own_share_of_the_bud
     for k in range(10):  # the builder's users, one after another
         cache.put(f"bg{k}", _sized(f"bg{k}", 50))
         cache.touch(f"bg{k}", foreground=False)
-        cache.evict(lambda u: u == f"bg{k}", background_budget=3 * one)
+        cache.evict(lambda u, k=k: u == f"bg{k}", background_budget=3 * one)
     assert sorted(cache) == sorted([f"host{k}" for k in range(4)] + ["bg7", "bg8", "bg9"])
     assert cache.background <= 3 * one and cache.total == sum(g.approx_bytes() for g in cache.values())
     cache.touch("bg8")  # recalled: from now on it is the host's, under the whole budget

@@ -94,14 +94,17 @@ def npm() -> str:
     return npm
 
 
+@pytest.mark.slow  # npm ci and the client's toolchain: `pytest -m slow`
 def test_generated_types_match_the_schema(npm: str):
     run([npm, "run", "--silent", "check:generated"], timeout=120)
 
 
+@pytest.mark.slow
 def test_typescript_typechecks_including_the_docs_examples(npm: str):
     run([npm, "run", "--silent", "typecheck"], timeout=180)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     sys.platform == "win32",
     reason="`npm test` hands node the glob dist/test/*.test.js, which cmd.exe "
