@@ -102,7 +102,7 @@ def test_a_tag_or_a_client_version_that_differs_fails_naming_the_file(tmp_path):
 
 
 def test_workflows_pass_the_schema_and_zizmor():
-    assert [p.name for p in WORKFLOWS] == ["ci.yml", "release.yml"]
+    assert [p.name for p in WORKFLOWS] == ["ci.yml", "newest.yml", "release.yml"]
     for proc in _lint(WORKFLOWS):
         assert proc.returncode == 0, f"{proc.args[0]}:\n{proc.stdout}\n{proc.stderr}"
 
