@@ -269,3 +269,24 @@ def s3_env(endpoint: str, **extra: str) -> dict[str, str]:
         "AWS_DEFAULT_REGION": "us-east-1",
         **extra,
     }
+
+
+# ------------------------------------------------------------------ helpers' servers and tools, as fixtures
+
+
+@pytest.fixture
+def llm():
+    """A scripted OpenAI-compatible server on 127.0.0.1 (helpers.ScriptedLLM)."""
+    from helpers import ScriptedLLM
+
+    server = ScriptedLLM()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def npm() -> str:
+    """The npm command, clients/typescript installed (`npm ci`) once for this lockfile and Node."""
+    from helpers import npm_installed
+
+    return npm_installed()
