@@ -229,7 +229,20 @@ def sidecar(spawn):
         assert sc.shutdown() == 0
 
 
-# ------------------------------------------------------------------ an S3 server (tests/test_object_store.py, test_frozen.py)
+@pytest.fixture(scope="module")
+def shared_sidecar(tmp_path_factory):
+    """One sidecar for a test file's checks that store nothing another check could see (bad requests, say):
+    a spawn per check would cost a second of CPU each. Stopped cleanly after the file; its stdout must have
+    carried only JSON objects."""
+    sc = Sidecar(tmp_path_factory.mktemp("shared") / "data")
+    yield sc
+    assert sc.alive(), f"the shared sidecar died; stderr:\n{sc.stderr()}"
+    assert sc.shutdown() == 0
+    for raw in sc.raw_stdout:
+        assert isinstance(orjson.loads(raw), dict), raw
+
+
+# ------------------------------------------------------------ an S3 server (tests/test_object_store.py, test_frozen.py)
 
 
 @pytest.fixture(scope="module")

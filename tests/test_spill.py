@@ -219,7 +219,8 @@ def test_a_small_cache_spills_and_answers_stay_right_end_to_end(spawn, tmp_path)
                     }
                     for i in range(1000)
                 ],
-            }
+            },
+            timeout=300,  # 1,000 embeddings: seconds on a quiet machine, over a minute on a loaded one
         )
         assert r["type"] == "ok", r
 
