@@ -302,7 +302,7 @@ def test_expiry_takes_several_users_old_messages_out_of_their_graphs_for_good(sp
             assert sc.shutdown() == 0
             sc = spawn()
         assert sc.request({"type": "stats"})["graph"]["episodes"] == 3, restarted
-        for user, name, place in people:
+        for user, name, _place in people:
             me = sc.request({"type": "entity", "user_id": user, "name": name})
             assert me["type"] == "entity", me
             assert [r for r in me["relations"] if r["predicate"] == "lives_in"] == [], (restarted, user)

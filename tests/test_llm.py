@@ -197,7 +197,7 @@ def test_several_candidates_one_merge_at_most_and_partial_failure(spawn, llm):
     for user in ("a", "b"):
         remember(sc, user, "Owns an Xbox console")
         remember(sc, user, "Owns a Nintendo Switch console")
-    xbox_a = [f for f in sc.request({"type": "facts", "user_id": "a"})["facts"] if "Xbox" in f["text"]][0]
+    xbox_a = next(f for f in sc.request({"type": "facts", "user_id": "a"})["facts"] if "Xbox" in f["text"])
     # both candidates answered MERGE: the most similar one wins, the other counts as KEEP
     llm.decide.extend(
         [

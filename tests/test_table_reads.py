@@ -45,7 +45,7 @@ def test_wait_idle_returns_only_once_every_read_has_ended():
     with reads.outside(lock, lambda: "table") as table:
         assert table == "table" and reads.running == 1
         assert not lock.locked()  # the lock is left before the read itself
-        waiter, done = in_thread(reads.wait_idle)
+        waiter, _done = in_thread(reads.wait_idle)
         waiter.join(0.2)
         assert waiter.is_alive()
     waiter.join(5)
