@@ -53,8 +53,10 @@ def load_script(name: str):
     return module
 
 
+# Hang detectors, not timing assertions: a batch of 1,000 stores embeds in seconds on a quiet machine and took over
+# a minute on a 2-core machine at load 20 (a full run beside other work), so they are generous.
 READY_TIMEOUT = 120.0
-RESPONSE_TIMEOUT = 60.0
+RESPONSE_TIMEOUT = 180.0
 
 
 class Sidecar:
@@ -229,7 +231,20 @@ def sidecar(spawn):
         assert sc.shutdown() == 0
 
 
-# ----------------------------------------------------- an S3 server (tests/test_object_store.py, test_frozen.py)
+@pytest.fixture(scope="module")
+def shared_sidecar(tmp_path_factory):
+    """One sidecar for a test file's checks that store nothing another check could see (bad requests, say):
+    a spawn per check would cost a second of CPU each. Stopped cleanly after the file; its stdout must have
+    carried only JSON objects."""
+    sc = Sidecar(tmp_path_factory.mktemp("shared") / "data")
+    yield sc
+    assert sc.alive(), f"the shared sidecar died; stderr:\n{sc.stderr()}"
+    assert sc.shutdown() == 0
+    for raw in sc.raw_stdout:
+        assert isinstance(orjson.loads(raw), dict), raw
+
+
+# ------------------------------------------------------------ an S3 server (tests/test_object_store.py, test_frozen.py)
 
 
 @pytest.fixture(scope="module")
@@ -269,3 +284,24 @@ def s3_env(endpoint: str, **extra: str) -> dict[str, str]:
         "AWS_DEFAULT_REGION": "us-east-1",
         **extra,
     }
+
+
+# ------------------------------------------------------------------ helpers' servers and tools, as fixtures
+
+
+@pytest.fixture
+def llm():
+    """A scripted OpenAI-compatible server on 127.0.0.1 (helpers.ScriptedLLM)."""
+    from helpers import ScriptedLLM
+
+    server = ScriptedLLM()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def npm() -> str:
+    """The npm command, clients/typescript installed (`npm ci`) once for this lockfile and Node."""
+    from helpers import npm_installed
+
+    return npm_installed()

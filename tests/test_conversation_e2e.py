@@ -214,11 +214,11 @@ def test_stateless_channel_context_inline_messages(sidecar):
         ({"type": "history", "user_id": "u", "mid_words": 0}, "invalid_request", "mid_words"),
     ],
 )
-def test_bad_requests_get_an_error_and_the_process_keeps_serving(sidecar, request_obj, code, needle):
-    r = sidecar.request({**request_obj, "request_id": 9})
+def test_bad_requests_get_an_error_and_the_process_keeps_serving(shared_sidecar, request_obj, code, needle):
+    r = shared_sidecar.request({**request_obj, "request_id": 9})
     assert r["type"] == "error" and r["code"] == code and r["request_id"] == 9, r
     assert needle in r["message"], r
-    assert sidecar.request({"type": "ping"})["type"] == "pong"
+    assert shared_sidecar.request({"type": "ping"})["type"] == "pong"
 
 
 def test_history_of_a_channel_and_of_a_user(sidecar):

@@ -23,9 +23,8 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import ROOT, Sidecar, bare_env, load_script, new_bucket, posix_only, s3_env
-from test_golden import EXAMPLES, replay
-from test_typescript_client import OUTPUT_TAIL, npm  # noqa: F401 - npm: the fixture that installs the client
-from test_typescript_client import run as run_ts
+from helpers import EXAMPLES, OUTPUT_TAIL, replay
+from helpers import npm_run as run_ts
 
 pytestmark = pytest.mark.slow
 

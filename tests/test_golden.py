@@ -6,27 +6,12 @@ scripts/smoke_binary.py (which replays one through a built binary on each releas
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from binarykit import transcripts
-from binarykit.transcripts import EXAMPLES, match
+from helpers import EXAMPLES, match, replay
 
 
 def test_there_are_transcripts():
     assert len(EXAMPLES) >= 3
-
-
-def replay(sc, path: Path) -> None:
-    """Run one transcript through a sidecar spawned with wait_ready=False (its first line is `ready`)."""
-    transcripts.replay(path, sc.send_raw, sc.recv, timeout=120)
-    steps = transcripts.steps(path)
-    if steps and steps[-1].get("send", {}).get("type") == "shutdown":
-        assert sc.proc.wait(30) == 0
 
 
 def test_matcher_names_the_first_difference():

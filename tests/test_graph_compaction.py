@@ -16,7 +16,7 @@ import threading
 import time
 
 import numpy as np
-from test_table_reads import MODEL, _in_thread, _rows
+from helpers import MODEL, in_thread, table_rows
 
 from sidecar.graph import store as graph_store_module
 from sidecar.graph.model import Entity, UserGraph
@@ -40,7 +40,7 @@ def _held_compaction(gs: GraphStore, exclusive: bool, monkeypatch) -> tuple[thre
         real(*args)
 
     monkeypatch.setattr(graph_store_module, "compact_tables", held)
-    compaction, _ = _in_thread(lambda: gs.compact(exclusive=exclusive))
+    compaction, _ = in_thread(lambda: gs.compact(exclusive=exclusive))
     assert entered.wait(30)
     return compaction, release
 
@@ -54,14 +54,14 @@ def test_a_background_graph_compaction_holds_graph_writes_back_and_requests_not(
             gs.commit(_entity_rows(gs, "u1", f"Name{i}"))
         compaction, release = _held_compaction(gs, False, monkeypatch)
 
-        rows, vectors = _rows(3, "chat-user")
+        rows, vectors = table_rows(3, "chat-user")
         t0 = time.perf_counter()
         store.add(rows, vectors)  # a request: the message store's lock is free
         assert store.search(vectors[2], "chat-user", 1)[0]["id"] == rows[2]["id"]
         assert len(gs.load("u1").entities) == 5  # graph reads go on too
         assert time.perf_counter() - t0 < 10 and compaction.is_alive()
 
-        writer, _ = _in_thread(lambda: gs.commit(_entity_rows(gs, "u1", "Late")))
+        writer, _ = in_thread(lambda: gs.commit(_entity_rows(gs, "u1", "Late")))
         writer.join(0.5)
         assert writer.is_alive()  # a graph write waits for the compaction
         release.set()
@@ -84,8 +84,8 @@ def test_an_exclusive_graph_compaction_holds_requests_back(tmp_path, monkeypatch
         for i in range(3):
             gs.commit(_entity_rows(gs, "u1", f"Name{i}"))
         compaction, release = _held_compaction(gs, True, monkeypatch)
-        rows, vectors = _rows(1, "chat-user")
-        adding, _ = _in_thread(lambda: store.add(rows, vectors))
+        rows, vectors = table_rows(1, "chat-user")
+        adding, _ = in_thread(lambda: store.add(rows, vectors))
         adding.join(0.5)
         assert adding.is_alive()  # after a delete, nothing may read a version whose files are going
         release.set()
@@ -114,22 +114,22 @@ def test_a_graph_commit_holds_requests_back_no_more(tmp_path, monkeypatch):
     try:
         gs.commit(_entity_rows(gs, "u1", "Before"))
         monkeypatch.setattr(gs, "_upsert", held)
-        committing, _ = _in_thread(lambda: gs.commit(_entity_rows(gs, "u1", "During")))
+        committing, _ = in_thread(lambda: gs.commit(_entity_rows(gs, "u1", "During")))
         assert entered.wait(30)
 
-        rows, vectors = _rows(3, "chat-user")
+        rows, vectors = table_rows(3, "chat-user")
 
         def request():
             store.add(rows, vectors)  # the message store's lock is free
             return store.search(vectors[1], "chat-user", 1)[0]["id"]
 
-        requesting, found = _in_thread(request)
+        requesting, found = in_thread(request)
         requesting.join(20)  # (it waited for the whole commit before: here, forever)
         assert not requesting.is_alive() and found == [rows[1]["id"]]
         assert {e.name for e in gs.load("u1").entities.values()} == {"Before", "During"}  # each table's commit seen
         assert committing.is_alive()
 
-        other, _ = _in_thread(lambda: gs.commit(_entity_rows(gs, "u2", "Next")))
+        other, _ = in_thread(lambda: gs.commit(_entity_rows(gs, "u2", "Next")))
         other.join(0.5)
         assert other.is_alive()  # graph writes still take turns
         release.set()

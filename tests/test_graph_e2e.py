@@ -10,39 +10,11 @@ import uuid
 
 import pytest
 from conftest import files_containing
-
-T0 = (int(time.time()) // 60 - 24 * 60) * 60  # a day ago (inside the default TTL): validity is checked to the second
-
-
-def _store_all(sc, user: str, lines: list[str], username: str = "Caroline", **extra) -> list[str]:
-    msgs = [
-        {
-            "user_id": user,
-            "username": username,
-            "content": c,
-            "timestamp": T0 + 60 * i,
-            "message_id": f"m{i}",
-            "channel_id": "general",
-            **extra,
-        }
-        for i, c in enumerate(lines)
-    ]
-    r = sc.request({"type": "store", "messages": msgs})
-    assert r["type"] == "ok", r
-    return r["ids"]
-
-
-STORY = [
-    "I moved to Lisbon last year and I work at Acme Robotics.",
-    "My sister Ana visited me in Lisbon with her dog Max.",
-    "lol ok",
-    "Ana loved the tram rides around Lisbon.",
-    "Now I live in Porto, the job at Acme Robotics is over.",
-]
+from helpers import STORY, T0, store_all
 
 
 def test_entities_relations_and_validity(sidecar):
-    ids = _store_all(sidecar, "u1", STORY)
+    ids = store_all(sidecar, "u1", STORY)
     ents = sidecar.request({"type": "entities", "user_id": "u1"})["entities"]  # answers for every acknowledged store
     by_name = {e["name"]: e for e in ents}
     assert {"Lisbon", "Ana", "Porto", "Acme Robotics", "Caroline"} <= by_name.keys()
@@ -67,7 +39,7 @@ def test_entities_relations_and_validity(sidecar):
 
 
 def test_consolidate_makes_traces_idempotently_and_delete_updates_them(sidecar):
-    ids = _store_all(sidecar, "u1", STORY)
+    ids = store_all(sidecar, "u1", STORY)
     r = sidecar.request({"type": "consolidate", "user_id": "u1"})
     assert (
         r["type"] == "consolidated" and r["episodes"] == 4 and r["traces_created"] >= 1
@@ -91,7 +63,7 @@ def test_consolidate_makes_traces_idempotently_and_delete_updates_them(sidecar):
 
 
 def test_merge_entities(sidecar):
-    _store_all(sidecar, "u1", ["I think Bob fixed my bike.", "Then Robert said hi from Berlin."])
+    store_all(sidecar, "u1", ["I think Bob fixed my bike.", "Then Robert said hi from Berlin."])
     ents = {e["name"]: e["id"] for e in sidecar.request({"type": "entities", "user_id": "u1"})["entities"]}
     r = sidecar.request({"type": "merge_entities", "user_id": "u1", "source": ents["Robert"], "target": ents["Bob"]})
     assert r["type"] == "merged" and r["entity"]["name"] == "Bob" and "Robert" in r["entity"]["aliases"]
@@ -110,7 +82,7 @@ def test_merge_entities(sidecar):
 def test_graph_survives_a_restart_and_forget_user_leaves_nothing_on_disk(spawn, tmp_path):
     marker = "Zanzibar" + uuid.uuid4().hex[:8].capitalize()
     sc = spawn()
-    _store_all(sc, "victim", [f"I moved to {marker} in spring.", f"{marker} is lovely."])
+    store_all(sc, "victim", [f"I moved to {marker} in spring.", f"{marker} is lovely."])
     sc.request({"type": "consolidate"})
     assert sc.shutdown() == 0
     sc = spawn()
@@ -130,10 +102,10 @@ def test_graphs_only_the_builder_used_are_held_to_an_eighth_of_the_graph_budget(
     budget, while graphs a command used keep the whole of it."""
     sc = spawn("--graph-cache-mb", "1")
     for k in range(5):
-        _store_all(sc, f"host{k}", [f"My friend Alice{k} moved to Lisbon."])
+        store_all(sc, f"host{k}", [f"My friend Alice{k} moved to Lisbon."])
         assert sc.request({"type": "entities", "user_id": f"host{k}"})["entities"]  # the host reads these five
     for k in range(60):
-        _store_all(
+        store_all(
             sc,
             f"bulk{k}",
             [
@@ -159,7 +131,7 @@ def test_graphs_only_the_builder_used_are_held_to_an_eighth_of_the_graph_budget(
 
 def test_a_store_made_without_graph_is_built_at_the_next_start(spawn):
     sc = spawn("--graph", "false")
-    _store_all(sc, "u1", ["My friend Jon lives near Oslo."])
+    store_all(sc, "u1", ["My friend Jon lives near Oslo."])
     off = sc.request({"type": "entities", "user_id": "u1"})
     assert off["type"] == "error" and off["code"] == "disabled"
     assert "graph" not in sc.request({"type": "stats"})
@@ -222,7 +194,7 @@ def test_ten_thousand_entities_for_one_user(spawn):
 
 def test_a_relation_about_the_user_links_the_fact_that_states_it(sidecar):
     fact = sidecar.request({"type": "remember", "user_id": "u1", "text": "Lives in Lisbon", "category": "answer"})
-    _store_all(sidecar, "u1", ["I moved to Lisbon last year.", "I adopted a cat named Luna"])
+    store_all(sidecar, "u1", ["I moved to Lisbon last year.", "I adopted a cat named Luna"])
     rels = {r["predicate"]: r for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "me"})["relations"]}
     assert rels["lives_in"]["fact_id"] == fact["fact"]["id"]
     assert "fact_id" not in rels["has_pet"]  # no fact says it: no link

@@ -6,11 +6,6 @@ from __future__ import annotations
 
 import time
 
-from test_llm import (
-    ScriptedLLM,  # noqa: F401 - the llm fixture's server
-    llm,  # noqa: F401 - fixture
-)
-
 
 def _spawn(spawn, server, *extra):
     return spawn(
@@ -38,7 +33,18 @@ def _settle(sc, timeout=30.0):
     raise AssertionError("deep tier did not finish")
 
 
-def test_llm_adds_entities_and_relations_the_rules_miss(spawn, llm):  # noqa: F811
+def _built(sc, episodes: int, timeout=30.0):
+    """The graph's health once `episodes` are built and nothing is queued (the builder's or the LLM's)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        g = sc.request({"type": "health"})["graph"]
+        if g["episodes"] >= episodes and g["queue"] == 0 and g["llm"]["pending"] == 0:
+            return g
+        assert time.monotonic() < deadline, g
+        time.sleep(0.05)
+
+
+def test_llm_adds_entities_and_relations_the_rules_miss(spawn, llm):
     llm.extract.append(
         {
             "json": {
@@ -59,12 +65,13 @@ def test_llm_adds_entities_and_relations_the_rules_miss(spawn, llm):  # noqa: F8
     # a backchannel is never sent; a message with nothing named and no "I" is not either
     sc.store("u1", "lol ok")
     sc.store("u1", "the weather is nice")
-    time.sleep(1.5)
+    graph = _built(sc, episodes=3)  # the deep tier's pre-filter ran for both (it runs as each episode is built)
+    assert graph["llm"]["pending"] == 0 and graph["llm"]["done"] == 1, graph
     assert llm.count("extract") == 1
     assert sc.shutdown() == 0
 
 
-def test_llm_failures_and_garbage_change_nothing(spawn, llm):  # noqa: F811
+def test_llm_failures_and_garbage_change_nothing(spawn, llm):
     llm.extract.extend(
         [
             {"content": "not json at all"},

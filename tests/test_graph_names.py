@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_graph_e2e import _store_all
+from helpers import store_all
 
 from sidecar.embedding.embedder import Embedder
 from sidecar.embedding.model import resolve_model
@@ -66,7 +66,7 @@ def test_a_new_name_joins_the_closest_known_thing_of_its_type_only(embedder):
 
 
 def test_names_resolve_by_meaning_over_the_pipe(sidecar):
-    _store_all(
+    store_all(
         sidecar,
         "u1",
         [

@@ -15,8 +15,7 @@ import lancedb
 import numpy as np
 import orjson
 import pytest
-from test_graph_e2e import STORY, _store_all
-from test_table_reads import MODEL
+from helpers import MODEL, STORY, store_all
 
 from sidecar.graph import GRAPH_TABLES
 from sidecar.graph.model import Entity, Episode, Trace, UserGraph
@@ -203,7 +202,7 @@ def test_counts_wait_for_a_replace_between_its_append_and_its_delete(tmp_path, m
 def test_a_store_from_before_rev_migrates_and_its_rows_are_rewritten_in_place(spawn, tmp_path):
     data = tmp_path / "old"
     sc = spawn(data_dir=data)
-    _store_all(sc, "u1", STORY)
+    store_all(sc, "u1", STORY)
     assert sc.request({"type": "consolidate", "user_id": "u1"})["traces_created"] >= 1
     assert sc.shutdown() == 0
     db = lancedb.connect(data / "lancedb")

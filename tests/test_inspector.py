@@ -331,6 +331,7 @@ def _listening(port: int) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # a real Chromium: `pytest -m slow`
 @linux_only("drives Debian's chromium and chromedriver, installed with apt-get when missing")
 def test_views_in_a_browser(live, browser, screenshots):
     from selenium.webdriver.common.by import By

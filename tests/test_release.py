@@ -102,7 +102,7 @@ def test_a_tag_or_a_client_version_that_differs_fails_naming_the_file(tmp_path):
 
 
 def test_workflows_pass_the_schema_and_zizmor():
-    assert [p.name for p in WORKFLOWS] == ["ci.yml", "release.yml"]
+    assert [p.name for p in WORKFLOWS] == ["ci.yml", "newest.yml", "release.yml"]
     for proc in _lint(WORKFLOWS):
         assert proc.returncode == 0, f"{proc.args[0]}:\n{proc.stdout}\n{proc.stderr}"
 
@@ -286,3 +286,22 @@ def test_a_binary_build_is_packed_checksummed_and_described(tmp_path):
         bad = tmp_path / "bad.json"
         bad.write_text(json.dumps({"executable": str(tmp_path / "nope"), "mode": "onefile", "target": "t"}))
         release_assets.pack(bad, out)
+
+
+def test_the_default_run_leaves_out_the_slow_tests_and_ci_runs_them_after_it():
+    """`python -m pytest` is the quick run (pyproject's addopts); .ci/run and CI run `-m slow` after it, so the
+    builds, npm, the browser and the release build still run on every change (and exit code 5, nothing
+    collected, would fail them)."""
+    import tomllib
+
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"][
+        "addopts"
+    ]
+    assert "-m 'not slow'" in addopts, addopts
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci_run[-1] == ".venv/bin/python -m pytest -m slow" and ci_run[-2].endswith(".venv/bin/python -m pytest")
+    ci = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text(encoding="utf-8"))
+    runs = [s.get("run", "") for s in ci["jobs"]["tests"]["steps"]]
+    assert runs.index("uv run --no-sync python -m pytest") < runs.index("uv run --no-sync python -m pytest -m slow")
+    for name in ("test_frozen.py", "test_typescript_client.py", "test_inspector.py", "test_release.py"):
+        assert "pytest.mark.slow" in (ROOT / "tests" / name).read_text(encoding="utf-8"), name

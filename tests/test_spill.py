@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import files_containing
-from test_vector_cache import _rows
+from helpers import cache_rows
 
 from sidecar.messages.spill import Spill
 from sidecar.messages.vector_cache import VectorCache
 
 
 def _cache(tmp_path, users_fit: int = 1, spill_bytes: int = 1 << 20) -> VectorCache:
-    size = VectorCache(8, 1 << 30).put("x", *_rows("x", 30)).nbytes
+    size = VectorCache(8, 1 << 30).put("x", *cache_rows("x", 30)).nbytes
     return VectorCache(8, users_fit * size * 18 // 10, tmp_path / "spill", spill_bytes)  # + a keyword index
 
 
@@ -23,10 +23,10 @@ def test_an_evicted_user_comes_back_from_the_spill_with_the_same_answers(tmp_pat
     (tmp_path / "spill" / "left-by-a-crash.entry").write_bytes(b"x" * 64)
     cache = _cache(tmp_path)
     assert list((tmp_path / "spill").iterdir()) == []  # emptied when opened: another process's files are never read
-    rows, vecs = _rows("a", 30)
+    rows, vecs = cache_rows("a", 30)
     entry = cache.put("a", rows, vecs)
     before = (entry.search(vecs[4], 5), cache.keyword_ids("a", entry, "m7", ("content", "search_text"), 5))
-    cache.put("b", *_rows("b", 30))  # a is evicted: to the spill
+    cache.put("b", *cache_rows("b", 30))  # a is evicted: to the spill
     assert cache.stats()["users"] == 1 and cache.stats()["spilled_users"] == 1
     (path,) = (tmp_path / "spill").iterdir()
     written = path.stat().st_mtime_ns
@@ -43,12 +43,12 @@ def test_a_store_for_a_spilled_user_keeps_its_file_and_the_next_query_has_the_ro
     """A chat host stores a message, then queries for the same user: the new rows wait beside the spilled file
     (its tail) and join the entry, keyword index included, when it comes back; no table read in between."""
     cache = _cache(tmp_path, users_fit=8)  # the tails' share of the budget (1/16) holds a's two rows
-    rows, vecs = _rows("a", 30)
+    rows, vecs = cache_rows("a", 30)
     entry = cache.put("a", rows, vecs)
     cache.keyword_ids("a", entry, "m1", ("content",), 5)  # a's keyword index is built, and spilled with it
     for i in range(16):
-        cache.put(f"o{i}", *_rows(f"o{i}", 30))  # a spilled
-    new_rows, new_vecs = _rows("a", 2, start=30)
+        cache.put(f"o{i}", *cache_rows(f"o{i}", 30))  # a spilled
+    new_rows, new_vecs = cache_rows("a", 2, start=30)
     new_rows[0]["content"] = "quokka bike"
     before = cache.stats()
     cache.append(new_rows, new_vecs)
@@ -61,28 +61,28 @@ def test_a_store_for_a_spilled_user_keeps_its_file_and_the_next_query_has_the_ro
     assert cache.keyword_ids("a", back, "quokka", ("content",), 5) == [["a-30"]]
     assert back.search(new_vecs[1], 1)[0]["id"] == "a-31"
     for i in range(16, 32):
-        cache.put(f"o{i}", *_rows(f"o{i}", 30))  # a evicted again: written anew, with its two new rows
+        cache.put(f"o{i}", *cache_rows(f"o{i}", 30))  # a evicted again: written anew, with its two new rows
     assert len(cache.get("a")) == 32
 
 
 def test_what_changes_a_spilled_user_drops_its_file(tmp_path):
     cache = _cache(tmp_path)
-    cache.put("a", *_rows("a", 30))
-    cache.put("b", *_rows("b", 30))  # a spilled
-    cache.append(*_rows("a", 40, start=30))  # more new rows of a than its tail may hold: the file goes stale
+    cache.put("a", *cache_rows("a", 30))
+    cache.put("b", *cache_rows("b", 30))  # a spilled
+    cache.append(*cache_rows("a", 40, start=30))  # more new rows of a than its tail may hold: the file goes stale
     assert cache.get("a") is None and cache.stats()["spilled_users"] == 0
-    cache.put("a", *_rows("a", 30))  # now b is spilled
-    cache.append(*_rows("b", 1, start=30))  # b's tail ...
+    cache.put("a", *cache_rows("a", 30))  # now b is spilled
+    cache.append(*cache_rows("b", 1, start=30))  # b's tail ...
     cache.add_chunks("b", ["b-1"], np.array([[0, 2]], np.int32), np.ones((1, 8), np.float16))  # ... goes with its file
     assert cache.get("b") is None
-    cache.put("c", *_rows("c", 30))  # a spilled
-    cache.append(*_rows("a", 1, start=30))  # a tail, then a discard: neither the file nor the tail comes back
+    cache.put("c", *cache_rows("c", 30))  # a spilled
+    cache.append(*cache_rows("a", 1, start=30))  # a tail, then a discard: neither the file nor the tail comes back
     cache.discard("a")
     assert cache.get("a") is None
-    cache.put("a", *_rows("a", 30))  # c spilled
+    cache.put("a", *cache_rows("a", 30))  # c spilled
     assert len(cache.get("c")) == 30  # back in memory, its file still valid
-    cache.append(*_rows("c", 1, start=30))  # changed in memory: the file is stale
-    cache.put("d", *_rows("d", 30))  # c evicted again: written anew
+    cache.append(*cache_rows("c", 1, start=30))  # changed in memory: the file is stale
+    cache.put("d", *cache_rows("d", 30))  # c evicted again: written anew
     assert len(cache.get("c")) == 31
     cache.clear()
     assert cache.get("c") is None and list((tmp_path / "spill").iterdir()) == []
@@ -99,7 +99,7 @@ def test_whatever_happens_a_user_back_from_the_spill_has_exactly_the_tables_rows
     for step in range(2000):
         user, op = users[rng.integers(len(users))], rng.random()
         if op < 0.5:  # a store of 1-3 rows
-            rows, vecs = _rows(user, int(rng.integers(1, 4)), start=1000 * step)
+            rows, vecs = cache_rows(user, int(rng.integers(1, 4)), start=1000 * step)
             table.setdefault(user, []).extend(r["id"] for r in rows)
             cache.append(rows, vecs)
         elif op < 0.95:  # a query: the entry from memory or the spill, else read from the table
@@ -107,7 +107,7 @@ def test_whatever_happens_a_user_back_from_the_spill_has_exactly_the_tables_rows
             entry = cache.get(user)
             applied += cache.spill.tail_nbytes < tails
             if entry is None:
-                rows, vecs = _rows(user, len(table.get(user, [])))
+                rows, vecs = cache_rows(user, len(table.get(user, [])))
                 for r, i in zip(rows, table.get(user, [])):
                     r["id"] = i
                 entry = cache.put(user, rows, vecs)
@@ -137,7 +137,7 @@ def test_a_tail_that_cannot_be_applied_drops_its_file(tmp_path):
     alone later, it would miss the tail's rows."""
     spill = Spill(tmp_path / "spill", 1 << 20, tail_budget=1 << 20)
     spill.put("a", _Unextendable())
-    rows, vecs = _rows("a", 1)
+    rows, vecs = cache_rows("a", 1)
     spill.add("a", rows, vecs)
     assert spill.tail_nbytes > 0
     with pytest.raises(MemoryError):
@@ -151,11 +151,11 @@ def test_a_new_users_first_rows_make_the_file_of_their_empty_entry_stale(tmp_pat
     first store must not leave the empty file valid (the review of 36e6221 found the rows lost)."""
     cache = _cache(tmp_path)
     cache.known = set()
-    cache.put("y", *_rows("y", 0))  # a query for a user with no memories yet
-    cache.put("a", *_rows("a", 30))
-    cache.put("b", *_rows("b", 30))  # y's empty entry (the least recently used) and a are evicted to the spill
+    cache.put("y", *cache_rows("y", 0))  # a query for a user with no memories yet
+    cache.put("a", *cache_rows("a", 30))
+    cache.put("b", *cache_rows("b", 30))  # y's empty entry (the least recently used) and a are evicted to the spill
     assert cache.stats()["spilled_users"] == 2
-    cache.append(*_rows("y", 30))  # y's first rows: no room for them in memory
+    cache.append(*cache_rows("y", 30))  # y's first rows: no room for them in memory
     back = cache.get("y")
     assert back is None or len(back) == 30
 
@@ -165,7 +165,7 @@ def test_a_deleted_users_file_goes_and_other_users_files_stay(tmp_path):
     removed, none of their text stays on disk, and other users' files still serve their next query."""
     cache = _cache(tmp_path)
     for user in "abc":
-        cache.put(user, *_rows(user, 30))  # a and b spilled, c in memory
+        cache.put(user, *cache_rows(user, 30))  # a and b spilled, c in memory
     assert cache.stats()["spilled_users"] == 2
     files = set((tmp_path / "spill").iterdir())
     cache.drop("a")
@@ -180,8 +180,8 @@ def test_a_deleted_users_file_goes_and_other_users_files_stay(tmp_path):
 
 def test_a_file_not_as_written_is_a_miss_and_the_budget_holds(tmp_path):
     cache = _cache(tmp_path)
-    cache.put("a", *_rows("a", 30))
-    cache.put("b", *_rows("b", 30))
+    cache.put("a", *cache_rows("a", 30))
+    cache.put("b", *cache_rows("b", 30))
     (path,) = (tmp_path / "spill").iterdir()
     size = cache.stats()["spilled_bytes"]  # a's file
     data = bytearray(path.read_bytes())
@@ -190,12 +190,12 @@ def test_a_file_not_as_written_is_a_miss_and_the_budget_holds(tmp_path):
     assert cache.get("a") is None and not path.exists()  # read from the table instead
 
     small = _cache(tmp_path / "small", spill_bytes=1)  # no file fits: eviction only drops
-    small.put("a", *_rows("a", 30))
-    small.put("b", *_rows("b", 30))
+    small.put("a", *cache_rows("a", 30))
+    small.put("b", *cache_rows("b", 30))
     assert small.stats()["spilled_users"] == 0 and small.get("a") is None
     two = _cache(tmp_path / "two", spill_bytes=size * 3 // 2)  # room for one file
     for user in "abcd":
-        two.put(user, *_rows(user, 30))
+        two.put(user, *cache_rows(user, 30))
     assert two.stats()["spilled_users"] == 1 and two.get("c") is not None  # the most recently evicted stays
     assert two.get("a") is None and two.get("b") is None
 
@@ -219,7 +219,8 @@ def test_a_small_cache_spills_and_answers_stay_right_end_to_end(spawn, tmp_path)
                     }
                     for i in range(1000)
                 ],
-            }
+            },
+            timeout=300,  # 1,000 embeddings: seconds on a quiet machine, over a minute on a loaded one
         )
         assert r["type"] == "ok", r
 

@@ -13,44 +13,15 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import numpy as np
 import pytest
+from helpers import MODEL, in_thread, table_rows
 
 from sidecar.messages import search
 from sidecar.messages.quantized import quantize, widen
 from sidecar.messages.store import MessageStore
 from sidecar.storage import TableReads
-
-DIM = 384
-MODEL = {"name": "test-model", "dim": DIM, "digest": "0" * 64}
-
-
-def _rows(n: int, user: str) -> tuple[list[dict], np.ndarray]:
-    rows = [
-        {
-            "id": str(uuid.uuid4()),
-            "user_id": user,
-            "content": f"note {i} of {user}",
-            "is_bot": False,
-            "timestamp": time.time(),
-            "message_id": None,
-            "channel_id": None,
-            "reply_to": None,
-            "username": None,
-        }
-        for i in range(n)
-    ]
-    v = np.random.default_rng().standard_normal((n, DIM)).astype(np.float32)
-    return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-def _in_thread(fn) -> tuple[threading.Thread, list]:
-    out: list = []
-    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
-    t.start()
-    return t, out
 
 
 def _held_read(store: MessageStore, ids: list[str], monkeypatch) -> tuple[threading.Thread, list, threading.Event]:
@@ -64,7 +35,7 @@ def _held_read(store: MessageStore, ids: list[str], monkeypatch) -> tuple[thread
         return real(table, ids, dim)
 
     monkeypatch.setattr(search, "rows_with_vectors", slow_read)
-    reader, got = _in_thread(lambda: store.embedded(ids))
+    reader, got = in_thread(lambda: store.embedded(ids))
     assert entered.wait(30)  # the read is under way, logged rows committed first
     return reader, got, release
 
@@ -74,7 +45,7 @@ def test_wait_idle_returns_only_once_every_read_has_ended():
     with reads.outside(lock, lambda: "table") as table:
         assert table == "table" and reads.running == 1
         assert not lock.locked()  # the lock is left before the read itself
-        waiter, _done = _in_thread(reads.wait_idle)
+        waiter, _done = in_thread(reads.wait_idle)
         waiter.join(0.2)
         assert waiter.is_alive()
     waiter.join(5)
@@ -94,7 +65,7 @@ def test_a_read_that_fails_is_not_counted_as_running():
 
 def _assert_compaction_waits_for_the_read(compact, release: threading.Event, reader: threading.Thread) -> None:
     """`compact`, in a thread, runs on while the read is held open, and ends once the read is let go."""
-    compaction, _ = _in_thread(compact)
+    compaction, _ = in_thread(compact)
     compaction.join(0.5)
     assert compaction.is_alive()  # it would delete the files the read has open
     release.set()
@@ -106,11 +77,11 @@ def _assert_compaction_waits_for_the_read(compact, release: threading.Event, rea
 def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compaction_does(tmp_path, monkeypatch):
     store = MessageStore(tmp_path, MODEL)
     try:
-        mine, mine_v = _rows(20, "graph-user")
+        mine, mine_v = table_rows(20, "graph-user")
         store.add(mine, mine_v)
         reader, got, release = _held_read(store, [r["id"] for r in mine], monkeypatch)
 
-        other, other_v = _rows(3, "chat-user")
+        other, other_v = table_rows(3, "chat-user")
         t0 = time.perf_counter()
         store.add(other, other_v)  # acknowledged while the read is still running
         hits = store.search(other_v[1], "chat-user", 1)
@@ -129,11 +100,11 @@ def test_stores_and_queries_do_not_wait_for_a_read_by_id_and_exclusive_compactio
 
 def test_close_waits_for_a_read_by_id_to_end(tmp_path, monkeypatch):
     store = MessageStore(tmp_path, MODEL)
-    mine, mine_v = _rows(5, "graph-user")
+    mine, mine_v = table_rows(5, "graph-user")
     store.add(mine, mine_v)
     reader, got, release = _held_read(store, [r["id"] for r in mine], monkeypatch)
     try:
-        closing, _ = _in_thread(store.close)
+        closing, _ = in_thread(store.close)
         closing.join(0.5)
         assert closing.is_alive()  # the data dir stays locked while the read runs
     finally:
@@ -149,7 +120,7 @@ def test_a_cached_users_rows_by_id_come_from_memory_with_the_tables_vectors_at_i
     cache holds, they come from memory, and a user read from the table gets the very same vectors."""
     store = MessageStore(tmp_path, MODEL)
     try:
-        mine, mine_v = _rows(12, "cached-user")
+        mine, mine_v = table_rows(12, "cached-user")
         store.add(mine, mine_v)
         store.search(mine_v[0], "cached-user", 1)  # queried: the vector cache holds the user
         ids = [r["id"] for r in mine][::-1][:7]
@@ -198,8 +169,8 @@ def test_the_ids_a_catch_up_builds_are_the_missing_ones_user_by_user_oldest_firs
 
     try:
         assert list(store.missing_by_users(done_of([]))) == []  # an empty table: no group at all
-        rows, v = _rows(6, "u")
-        others, w = _rows(2, "t")  # another user, whose messages fall between u's in time
+        rows, v = table_rows(6, "u")
+        others, w = table_rows(2, "t")  # another user, whose messages fall between u's in time
         for r, ts in zip(rows + others, (5.0, 1.0, 3.0, 3.0, 2.0, 4.0, 2.5, 0.5)):
             r["timestamp"] = ts
         rows[2]["id"], rows[3]["id"] = (
@@ -257,7 +228,7 @@ def test_the_graphs_done_ids_are_read_for_the_group_of_users_the_catch_up_asks_a
     store = MessageStore(tmp_path, MODEL)
     gs = GraphStore(store.database, store.lock, store.schedule.note_write)
     try:
-        by_user = {u: _rows(3, u) for u in ("a", "b", "c")}
+        by_user = {u: table_rows(3, u) for u in ("a", "b", "c")}
         for rows, v in by_user.values():
             store.add(rows, v)
         built = {"a": by_user["a"][0][:2], "c": by_user["c"][0]}  # a: two of three built; c: all; b: none
@@ -315,7 +286,7 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
             "superseded_at": None,
             "superseded_reason": None,
         }
-        vector = _rows(1, "x")[1]
+        vector = table_rows(1, "x")[1]
         facts.add([fact], vector)
         real = fact_store.cosine_search
 
@@ -325,11 +296,9 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
             return real(*args, **kwargs)
 
         monkeypatch.setattr(fact_store, "cosine_search", slow_search)
-        reader, got = _in_thread(
-            lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1)
-        )
+        reader, got = in_thread(lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1))
         assert entered.wait(30)
-        other, other_v = _rows(3, "chat-user")
+        other, other_v = table_rows(3, "chat-user")
         store.add(other, other_v)  # the store's lock is free while the read runs
         assert store.search(other_v[2], "chat-user", 1)[0]["id"] == other[2]["id"] and reader.is_alive()
 
@@ -346,11 +315,9 @@ def test_the_graphs_fact_lookups_do_not_hold_up_requests_and_compaction_waits_fo
         store.also_close.append(facts.wait_reads)
         entered.clear()
         release.clear()
-        reader, got = _in_thread(
-            lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1)
-        )
+        reader, got = in_thread(lambda: facts.search_unlocked(vector[0], "user_id = 'graph-user' AND active = true", 1))
         assert entered.wait(30)
-        closing, _ = _in_thread(store.close)
+        closing, _ = in_thread(store.close)
         closing.join(0.5)
         assert closing.is_alive()  # the database stays open while the read runs
         release.set()

@@ -9,99 +9,30 @@ are required: without them these tests fail, they do not skip.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
+from helpers import OUTPUT_TAIL, npm_run
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "clients" / "typescript"
 EXAMPLES = PACKAGE / "examples"
 HOSTS = ROOT / "docs" / "hosts.md"
-STAMP = PACKAGE / "node_modules" / ".memory-sidecar-installed"  # npm ci deletes node_modules, stamp included
-OUTPUT_TAIL = 15_000
 
 
-def tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(
-            f"`{name}` is not on PATH: the TypeScript client's tests need Node.js (>= 18) and npm "
-            f"(install them, e.g. `apt-get install nodejs npm`); PATH={os.environ.get('PATH', '')}"
-        )
-    return path
-
-
-# npm works in clients/typescript (node_modules, dist/): one test worker at a time there (pytest -n)
-NPM_LOCK = FileLock(
-    os.path.join(
-        tempfile.gettempdir(), f"memory-sidecar-npm-{hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:12]}.lock"
-    )
-)
-
-
-def run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    with NPM_LOCK:
-        return _run(args, timeout, env)
-
-
-def _run(args: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {
-        **os.environ,
-        "npm_config_update_notifier": "false",
-        "npm_config_fund": "false",
-        "npm_config_audit": "false",
-        **(env or {}),
-    }
-    try:
-        proc = subprocess.run(args, cwd=PACKAGE, env=full_env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(
-            f"`{' '.join(args)}` did not finish within {timeout} s\n--- stdout\n{e.stdout}\n--- stderr\n{e.stderr}"
-        )
-    assert proc.returncode == 0, (
-        f"`{' '.join(args)}` (in {PACKAGE}) exited with {proc.returncode}\n"
-        f"--- stdout (tail)\n{proc.stdout[-OUTPUT_TAIL:]}\n--- stderr (tail)\n{proc.stderr[-OUTPUT_TAIL:]}"
-    )
-    return proc
-
-
-def install_fingerprint(node: str) -> str:
-    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    digest = hashlib.sha256()
-    for name in ("package.json", "package-lock.json"):
-        digest.update((PACKAGE / name).read_bytes())
-    digest.update(version.encode())
-    return digest.hexdigest()
-
-
-@pytest.fixture(scope="module")
-def npm() -> str:
-    node = tool("node")
-    npm = tool("npm")
-    fingerprint = install_fingerprint(node)
-    with NPM_LOCK:
-        if not (STAMP.exists() and STAMP.read_text().strip() == fingerprint):
-            run([npm, "ci"], timeout=300)
-            STAMP.write_text(fingerprint + "\n")
-    return npm
-
-
+@pytest.mark.slow  # npm ci and the client's toolchain: `pytest -m slow`
 def test_generated_types_match_the_schema(npm: str):
-    run([npm, "run", "--silent", "check:generated"], timeout=120)
+    npm_run([npm, "run", "--silent", "check:generated"], timeout=120)
 
 
+@pytest.mark.slow
 def test_typescript_typechecks_including_the_docs_examples(npm: str):
-    run([npm, "run", "--silent", "typecheck"], timeout=180)
+    npm_run([npm, "run", "--silent", "typecheck"], timeout=180)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     sys.platform == "win32",
     reason="`npm test` hands node the glob dist/test/*.test.js, which cmd.exe "
@@ -109,7 +40,7 @@ def test_typescript_typechecks_including_the_docs_examples(npm: str):
     "Linux and macOS, and in CI's Node 20 job",
 )
 def test_npm_test_against_the_real_sidecar(npm: str):
-    proc = run([npm, "test"], timeout=300, env={"SIDECAR_PYTHON": sys.executable})
+    proc = npm_run([npm, "test"], timeout=300, env={"SIDECAR_PYTHON": sys.executable})
     summary = dict(re.findall(r"^(?:#|\u2139) (tests|pass|fail) (\d+)\s*$", proc.stdout, re.M))  # tap or spec reporter
     assert int(summary.get("tests", 0)) >= 40 and summary.get("fail") == "0", (
         f"unexpected summary {summary}:\n{proc.stdout[-OUTPUT_TAIL:]}"

@@ -6,30 +6,15 @@ import time
 
 import numpy as np
 import pytest
+from helpers import cache_rows
 
 from sidecar.messages.quantized import BLOCK_ROWS, quantize, scores, widen
 from sidecar.messages.vector_cache import VectorCache
 
 
-def _rows(user: str, n: int, start: int = 0, bot_every: int = 0):
-    rows = [
-        {
-            "id": f"{user}-{i}",
-            "user_id": user,
-            "content": f"m{i}",
-            "is_bot": bool(bot_every and i % bot_every == 0),
-            "timestamp": float(i),
-        }
-        for i in range(start, start + n)
-    ]
-    rng = np.random.default_rng(len(user) + start)
-    v = rng.normal(size=(n, 8)).astype(np.float32)
-    return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
 def test_search_is_exact_ranking_with_filters():
     cache = VectorCache(8, 1 << 20)
-    rows, vecs = _rows("u", 50, bot_every=3)
+    rows, vecs = cache_rows("u", 50, bot_every=3)
     entry = cache.put("u", rows, vecs)
     q = vecs[7]
     got = entry.search(q, 5)
@@ -47,27 +32,27 @@ def test_search_is_exact_ranking_with_filters():
 def test_keyword_index_counts_against_the_budget_and_follows_appends():
     """The keyword index a user's first keyword search builds is held within the cache's byte budget
     (evicting the least recently used users), and rows committed later are keyword-searchable at once."""
-    rows, vecs = _rows("a", 30)
+    rows, vecs = cache_rows("a", 30)
     plain = VectorCache(8, 1 << 30).put("a", rows, vecs).nbytes
     cache = VectorCache(8, 2 * plain + 64)
-    cache.put("b", *_rows("b", 30))
+    cache.put("b", *cache_rows("b", 30))
     entry = cache.put("a", rows, vecs)
     assert cache.get("b") is not None and cache.get("a") is entry  # both fit without keyword indexes
     assert cache.keyword_ids("a", entry, "m7", ("content",), 5) == [["a-7"]]
     assert entry.keywords is not None and entry.keywords.nbytes > 0
     assert entry.nbytes == plain + entry.keywords.nbytes
     assert cache.get("b") is None and cache.nbytes == entry.nbytes <= cache.budget  # b, least recent, made room
-    more, more_v = _rows("a", 2, start=30)
+    more, more_v = cache_rows("a", 2, start=30)
     cache.append(more, more_v)
     assert cache.keyword_ids("a", entry, "m31", ("content", "search_text"), 5) == [["a-31"], ["a-31"]]
 
 
 def test_append_grows_only_cached_users_and_keeps_order():
     cache = VectorCache(8, 1 << 20)
-    rows, vecs = _rows("a", 3)
+    rows, vecs = cache_rows("a", 3)
     cache.put("a", rows, vecs)
-    more_a, va = _rows("a", 40, start=3)
-    other, vb = _rows("b", 2)
+    more_a, va = cache_rows("a", 40, start=3)
+    other, vb = cache_rows("b", 2)
     cache.append(more_a + other, np.vstack([va, vb]))
     assert len(cache.get("a")) == 43 and cache.get("b") is None
     assert [cache.get("a").row(i)["id"] for i in range(4)] == ["a-0", "a-1", "a-2", "a-3"]
@@ -79,35 +64,35 @@ def test_a_users_first_rows_ever_are_cached_whole_and_others_wait_for_the_table(
     complete set and are cached at once; a known user who is not cached, and any user while nothing is
     known, still load from the table on their first query. A new user never evicts anyone."""
     cache = VectorCache(8, 1 << 20)
-    cache.append(*_rows("early", 3))
+    cache.append(*cache_rows("early", 3))
     assert cache.get("early") is None  # nothing known yet (before the start-up warm-up)
     cache.known = {"early", "old"}
-    first, v1 = _rows("new", 4)
-    old, v2 = _rows("old", 2)
+    first, v1 = cache_rows("new", 4)
+    old, v2 = cache_rows("old", 2)
     cache.append(first + old, np.vstack([v1, v2]))
     assert len(cache.get("new")) == 4 and cache.get("old") is None
-    more, v3 = _rows("new", 3, start=4)
+    more, v3 = cache_rows("new", 3, start=4)
     cache.append(more, v3)
     assert len(cache.get("new")) == 7 and cache.get("new").search(v3[2], 1)[0]["id"] == "new-6"
     assert cache.known == {"early", "old", "new"}
     full = VectorCache(8, cache.get("new").nbytes + 10)
-    full.put("kept", *_rows("kept", 7))
+    full.put("kept", *cache_rows("kept", 7))
     full.known = {"kept"}
-    full.append(*_rows("late", 5))
+    full.append(*cache_rows("late", 5))
     assert full.get("late") is None and full.get("kept") is not None
     full.clear()  # another sidecar wrote to the table: what it holds is no longer known
-    full.append(*_rows("after", 2))
+    full.append(*cache_rows("after", 2))
     assert full.known is None and full.get("after") is None
 
 
 def test_budget_evicts_least_recently_used():
-    rows, vecs = _rows("x", 10)
+    rows, vecs = cache_rows("x", 10)
     one = VectorCache(8, 1 << 30).put("x", rows, vecs).nbytes
     cache = VectorCache(8, 2 * one + 10)
     for u in ("a", "b"):
-        cache.put(u, *_rows(u, 10))
+        cache.put(u, *cache_rows(u, 10))
     cache.get("a")  # a is now more recent than b
-    cache.put("c", *_rows("c", 10))
+    cache.put("c", *cache_rows("c", 10))
     assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
     assert cache.nbytes <= cache.budget
     big = VectorCache(8, 10)  # an entry larger than the budget is served but not kept
@@ -205,7 +190,7 @@ def test_users_of_an_import_are_in_memory_before_their_first_query(spawn, tmp_pa
 
 def test_a_row_with_chunks_scores_as_its_best_chunk_and_carries_its_span():
     cache = VectorCache(8, 1 << 20)
-    rows, vecs = _rows("u", 10, bot_every=4)
+    rows, vecs = cache_rows("u", 10, bot_every=4)
     entry = cache.put("u", rows, vecs)
     rng = np.random.default_rng(7)
     q = rng.normal(size=8).astype(np.float32)
@@ -259,7 +244,7 @@ def test_quantized_unit_vectors_keep_their_cosines_within_a_few_thousandths():
 
 def test_chunks_added_between_two_identical_queries_count_in_the_second():
     cache = VectorCache(8, 1 << 20)
-    rows, vecs = _rows("u", 6)
+    rows, vecs = cache_rows("u", 6)
     entry = cache.put("u", rows, vecs)
     q = vecs[0]
     far = -np.tile(q, (2, 1))
@@ -271,7 +256,7 @@ def test_chunks_added_between_two_identical_queries_count_in_the_second():
         [10, 20]
     ]
     assert entry.by_ids(["u-4"], q)[0]["span"] == [10, 20]  # the same query's second look agrees
-    more, _ = _rows("u", 2, start=6)
+    more, _ = cache_rows("u", 2, start=6)
     cache.append(more, vecs[:2])  # rows appended after a query: the chunk scores cover them too
     assert len(entry.search(q, 8)) == 8
 
