@@ -531,7 +531,7 @@ def test_no_orphans_when_the_launcher_is_killed(spawn_frozen):
 
 
 @posix_only("the suite stops the sidecar with SIGSTOP and links it into PATH")
-def test_typescript_client_suite_against_the_onedir_binary(onedir_binary, npm):  # noqa: F811 - the fixture
+def test_typescript_client_suite_against_the_onedir_binary(onedir_binary, npm):
     """The TypeScript client's integration suite (clients/typescript/test/integration.test.ts), the one that
     test_typescript_client.py runs against `python -m sidecar`, against the binary a desktop app spawns
     (SIDECAR_BIN). The onedir build, the release artifact for Tauri (docs/hosts.md): its pid is the sidecar,
