@@ -42,11 +42,13 @@ def _text(unit: str, size: int) -> str:
 
 
 def _best_time(fn, text: str, runs: int = 2) -> float:
+    """The least CPU time of `runs` calls, this process's (the machine may be busy with other work: wall time
+    then measures the neighbours, and a ratio of two wall times is noise)."""
     best = float("inf")
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn(text)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best
 
 
@@ -60,8 +62,11 @@ def test_the_tokeniser_ends_on_a_letter_with_255_combining_marks():
         "from sidecar.text.analysis import analyse_fields, query_fields\n"
         "from sidecar.text.tokens import normalize, runs\n"
         f"t = {MARKS!r}\n"
-        "pieces = [r for _, r in runs(normalize(t * 64))]\n"
-        "assert ''.join(pieces) == normalize(t * 64), 'runs lost or repeated characters'\n"
+        # runs() itself, on the clusters as written: normalize() now cuts a run of marks to 30 (stream-safe), so
+        # through it no cluster reaches MAX_RUN, but runs() must end on one whoever calls it
+        "pieces = [r for _, r in runs(t * 64)]\n"
+        "assert ''.join(pieces) == t * 64, 'runs lost or repeated characters'\n"
+        "assert normalize(t) and len(normalize(t)) < len(t)\n"
         "assert analyse_fields(t)[1] and query_fields(t, ['en'])[0]\n"
         "print(len(pieces))\n"
     )
