@@ -165,8 +165,9 @@ def test_client_pipelines_requests_and_reads_answers_in_order(tmp_path):
 
 
 def test_client_gives_up_on_a_missing_answer_after_its_timeout(tmp_path):
-    with Sidecar(tmp_path / "data", command=[sys.executable, "-c", FAKE], timeout=0.5) as sc:
-        sc.wait_ready()
+    with Sidecar(tmp_path / "data", command=[sys.executable, "-c", FAKE], timeout=60) as sc:
+        sc.wait_ready()  # a Python's start-up took over 0.5 s on a loaded machine: not the timeout under test
+        sc.timeout = 0.5
         with pytest.raises(BenchError, match=r"no response within 0\.5 s"):
             sc.request({"type": "silent"}, "ok")
     assert sc.proc.poll() is not None  # the context manager ended the child
