@@ -43,11 +43,16 @@ def test_a_fresh_start_is_quiet_on_stderr_at_the_default_level(sidecar):
     assert sidecar.stderr() == ""
 
 
-def test_semantic_ranking_pets_before_hiking(sidecar):
-    sidecar.store("u", "We went hiking up the mountain trail on Saturday")
-    cat = sidecar.store("u", "My cat Luna keeps knocking glasses off the table")
-    sidecar.store("u", "The quarterly tax forms are due next week")
-    res = sidecar.request({"type": "query", "user_id": "u", "text": "tell me about your pets", "limit": 3})
+# The checks taking `shared_sidecar` share one process (a spawn each cost about 3 s of CPU): each keeps to users
+# of its own and none reads a count over all users.
+
+
+def test_semantic_ranking_pets_before_hiking(shared_sidecar):
+    sidecar = shared_sidecar
+    sidecar.store("ranking", "We went hiking up the mountain trail on Saturday")
+    cat = sidecar.store("ranking", "My cat Luna keeps knocking glasses off the table")
+    sidecar.store("ranking", "The quarterly tax forms are due next week")
+    res = sidecar.request({"type": "query", "user_id": "ranking", "text": "tell me about your pets", "limit": 3})
     contents = [m["content"] for m in res["messages"]]
     assert res["messages"][0]["id"] == cat, contents
     sims = [m["similarity"] for m in res["messages"]]
@@ -70,12 +75,13 @@ def test_users_are_isolated_even_with_hostile_ids(sidecar):
     assert sidecar.request({"type": "stats"})["memories"] == len(ids)  # 8 stored + 1 numeric - 1 forgotten
 
 
-def test_query_filters(sidecar):
+def test_query_filters(shared_sidecar):
+    sidecar = shared_sidecar
     now = int(time.time())
-    sidecar.store("u", "I love pizza", timestamp=now - 3 * DAY)
-    sidecar.store("u", "Pizza is my favourite food, said the bot", is_bot=True, timestamp=now - DAY)
-    sidecar.store("u", "I had pizza again today", timestamp=now)
-    q = {"type": "query", "user_id": "u", "text": "pizza", "limit": 10}
+    sidecar.store("filters", "I love pizza", timestamp=now - 3 * DAY)
+    sidecar.store("filters", "Pizza is my favourite food, said the bot", is_bot=True, timestamp=now - DAY)
+    sidecar.store("filters", "I had pizza again today", timestamp=now)
+    q = {"type": "query", "user_id": "filters", "text": "pizza", "limit": 10}
     assert len(sidecar.request(q)["messages"]) == 3
     no_bot = sidecar.request({**q, "include_bot": False})["messages"]
     assert [m["is_bot"] for m in no_bot] == [False, False]
@@ -89,7 +95,8 @@ def test_query_filters(sidecar):
     assert len(limited) == 1
 
 
-def test_batch_store_one_commit_ids_in_order(sidecar):
+def test_batch_store_one_commit_ids_in_order(shared_sidecar):
+    sidecar = shared_sidecar
     msgs = [
         {
             "user_id": "b",
@@ -204,7 +211,8 @@ def test_data_survives_restart_and_kill(spawn, tmp_path):
     assert sc.shutdown() == 0
 
 
-def test_request_id_echo_and_order_when_pipelined(sidecar):
+def test_request_id_echo_and_order_when_pipelined(shared_sidecar):
+    sidecar = shared_sidecar
     n = 60
     for i in range(n):
         if i % 3 == 0:
@@ -319,7 +327,8 @@ BAD_INPUTS = [
 ]
 
 
-def test_bad_input_gets_one_error_line_and_process_keeps_serving(sidecar):
+def test_bad_input_gets_one_error_line_and_process_keeps_serving(shared_sidecar):
+    sidecar = shared_sidecar
     good = sidecar.store("ok-user", "a memory that must survive bad input")
     for raw, code in BAD_INPUTS:
         sidecar.send_raw(raw + b"\n")

@@ -142,8 +142,10 @@ def test_sigkill_during_cleanup_is_all_or_nothing(tmp_path):
     data_dir = tmp_path / "data"
     old_ts = time.time() - 100 * DAY
     kept: set[str] = set()
+    # each run's checking sidecar (started on the data dir a SIGKILL left) is the next run's victim: a start per
+    # run, not two, and every run still kills a sidecar that started after a kill
+    sc = Sidecar(data_dir, "--ttl-days", "0", "--max-window", VERIFY_WINDOW)
     for run in range(10):
-        sc = Sidecar(data_dir, "--ttl-days", "0")
         old = [f"old run {run} item {k}" for k in range(40)]
         r = sc.request(
             {"type": "store", "messages": [{"user_id": "old", "content": c, "timestamp": old_ts} for c in old]}
@@ -163,7 +165,8 @@ def test_sigkill_during_cleanup_is_all_or_nothing(tmp_path):
         assert set(stored_contents(after, "fresh")) == kept
         assert after.request({"type": "cleanup", "ttl_days": 30})["type"] == "ok"
         assert stored_contents(after, "old") == []
-        after.kill()  # the next run starts from a SIGKILLed process too
+        sc = after
+    sc.kill()
 
 
 def test_sigkill_while_creating_the_data_dir(tmp_path):
