@@ -169,12 +169,14 @@ DIM = 384
 MODEL = {"name": "test-model", "dim": DIM, "digest": "0" * 64}
 
 
-def table_rows(n: int, user: str) -> tuple[list[dict], np.ndarray]:
+def table_rows(n: int, user: str = "u", text: str | None = None) -> tuple[list[dict], np.ndarray]:
+    """n messages of `user` ("note <i> of <user>", or "<text> <i>") as the messages table takes them, and random
+    unit vectors for them."""
     rows = [
         {
             "id": str(uuid.uuid4()),
             "user_id": user,
-            "content": f"note {i} of {user}",
+            "content": f"note {i} of {user}" if text is None else f"{text} {i}",
             "is_bot": False,
             "timestamp": time.time(),
             "message_id": None,

@@ -9,35 +9,13 @@ real process.
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
+from helpers import DIM, MODEL, table_rows
 
 from sidecar.messages.store import WAL_DIR, MessageStore
 from sidecar.messages.wal import WriteAheadLog, decode_records, encode_record
-
-DIM = 384
-MODEL = {"name": "test-model", "dim": DIM, "digest": "0" * 64}
-
-
-def _rows(n: int, user: str = "u", text: str = "note") -> tuple[list[dict], np.ndarray]:
-    rows = [
-        {
-            "id": str(uuid.uuid4()),
-            "user_id": user,
-            "content": f"{text} {i}",
-            "is_bot": False,
-            "timestamp": time.time(),
-            "message_id": None,
-            "channel_id": None,
-            "reply_to": None,
-            "username": None,
-        }
-        for i in range(n)
-    ]
-    v = np.random.default_rng().standard_normal((n, DIM)).astype(np.float32)
-    return rows, v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def _contents(store: MessageStore) -> list[str]:
@@ -48,9 +26,9 @@ def _contents(store: MessageStore) -> list[str]:
 
 
 def test_records_round_trip_and_a_damaged_or_cut_record_ends_the_segment():
-    a, va = _rows(2, text="a")
-    b, vb = _rows(3, text="b")
-    c, vc = _rows(1, text="c")
+    a, va = table_rows(2, "u", "a")
+    b, vb = table_rows(3, "u", "b")
+    c, vc = table_rows(1, "u", "c")
     data = encode_record(a, va) + encode_record(b, vb) + encode_record(c, vc)
     got = list(decode_records(data, DIM))
     assert [r for r, _ in got] == [a, b, c]
@@ -69,7 +47,7 @@ def test_records_round_trip_and_a_damaged_or_cut_record_ends_the_segment():
 def test_rows_logged_by_a_process_that_died_are_committed_at_the_next_open(tmp_path):
     store = MessageStore(tmp_path, MODEL)
     store.close()
-    rows, vectors = _rows(5)
+    rows, vectors = table_rows(5, "u", "note")
     wal = WriteAheadLog(tmp_path / WAL_DIR, DIM)  # what a killed sidecar leaves: logged, never committed
     wal.append(rows[:3], vectors[:3])
     wal.append(rows[3:], vectors[3:])
@@ -88,7 +66,7 @@ def test_rows_logged_by_a_process_that_died_are_committed_at_the_next_open(tmp_p
 
 
 def test_a_segment_whose_rows_were_already_committed_does_not_double_them(tmp_path):
-    rows, vectors = _rows(4)
+    rows, vectors = table_rows(4, "u", "note")
     store = MessageStore(tmp_path, MODEL)
     store.add(rows, vectors)
     store.flush()
@@ -109,7 +87,7 @@ def test_every_read_sees_rows_the_flusher_has_not_committed_yet(tmp_path):
     store = MessageStore(tmp_path, MODEL, cache_bytes=0)  # no cache: reads go to the table
     try:
         for i in range(30):
-            rows, vectors = _rows(1, user=f"user{i % 3}", text=f"m{i}")
+            rows, vectors = table_rows(1, f"user{i % 3}", f"m{i}")
             store.add(rows, vectors)
             assert store.count() == i + 1
             assert store.rows(f"id = '{rows[0]['id']}'")[0]["content"] == f"m{i} 0"
@@ -146,7 +124,7 @@ def test_the_flusher_commits_logged_rows_without_any_read(tmp_path):
     # README: logged rows reach LanceDB within about a second even if nothing reads them
     store = MessageStore(tmp_path, MODEL)
     try:
-        rows, vectors = _rows(3)
+        rows, vectors = table_rows(3, "u", "note")
         store.add(rows, vectors)
         deadline = time.monotonic() + 10
         while store.table.count_rows() < 3 and time.monotonic() < deadline:
@@ -173,11 +151,11 @@ def test_background_expiry_deletes_in_slices_that_let_requests_through(tmp_path,
     monkeypatch.setattr(store_mod, "DELETE_SLICE", 10)
     store = MessageStore(tmp_path, MODEL)
     try:
-        old, v_old = _rows(35, "old-user", "stale")
+        old, v_old = table_rows(35, "old-user", "stale")
         for r in old:
             r["timestamp"] = 1.0e9
-        keep, v_keep = _rows(5, "old-user", "fresh")
-        other, v_other = _rows(5, "other-user", "other")
+        keep, v_keep = table_rows(5, "old-user", "fresh")
+        other, v_other = table_rows(5, "other-user", "other")
         for rows, v in ((old, v_old), (keep, v_keep), (other, v_other)):
             store.add(rows, v)
         store.flush()
