@@ -14,6 +14,7 @@ import numpy as np
 from sidecar.messages.keywords import K1, B, KeywordIndex, terms
 from sidecar.messages.postings import short_key
 from sidecar.messages.schema import search_text
+from sidecar.text import analyse_fields
 
 WORDS = (
     "hiking alps sister violin pizza wombat museum tuesday lisbon kitten garden painting camping "
@@ -137,7 +138,8 @@ def test_filter_applies_before_the_limit():
 
 def test_memory_is_counted():
     """14 bytes per posting of a word (64-bit hash, row, two frequencies), 10 per posting of a term of one or two
-    characters (its code points in 32 bits: a CJK bigram), 16 per row."""
+    characters (its code points in 32 bits: a CJK bigram) and of a gram (a 32-bit hash: here the unigrams of
+    the Han and Kana runs), 16 per row."""
     docs, prev, prev2 = corpus(3, 200)
     docs += ["我最喜欢的食物是饺子", "一番好きな食べ物はラーメンです and some words", "go to the zoo"]
     prev, prev2 = prev + [-1] * 3, prev2 + [-1] * 3
@@ -145,4 +147,6 @@ def test_memory_is_counted():
     kept = [set(terms(d)) | set(terms(d[-1000:])) for d in docs]
     short = sum(1 for k in kept for t in k if short_key(t) is not None)
     assert short > 20
-    assert index.nbytes == (sum(map(len, kept)) - short) * 14 + short * 10 + len(docs) * 16
+    grams = sum(len(set(analyse_fields(d)[2]) | set(analyse_fields(d[-1000:])[2])) for d in docs)
+    assert grams == len(set("我最喜欢的食物是饺子")) + len(set("一番好きな食べ物はラーメンです"))  # English: no trigrams
+    assert index.nbytes == (sum(map(len, kept)) - short) * 14 + (short + grams) * 10 + len(docs) * 16

@@ -152,8 +152,9 @@ def test_a_megabyte_of_chinese_and_a_5000_character_query_stay_bounded():
     assert len(found) == len(text) - 1  # every bigram, none lost where long runs are cut in pieces
     index = _index(["今天天气很好", text, "我们去公园散步吧"])
     query = ("我们明天去北京看长城吃烤鸭" * 400)[:5000]
-    words, grams = index._query(query)
+    words, grams, singles = index._query(query)
     assert len(words) <= MAX_QUERY_TERMS and sum(len(found) for _, found in grams) <= MAX_QUERY_GRAMS
+    assert 0 < len(singles) <= MAX_QUERY_TERMS
     assert index.search("мы пошли в кино " * 400, "content", None, 3) == []  # a long query of words, grams and all
     assert index.search(query, "search_text", None, 3)[0] == 2
 

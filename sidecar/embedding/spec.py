@@ -17,7 +17,18 @@ Files read, all optional except where said:
   config.json                       `hidden_size` (the width when the pooling config does not say);
                                     `max_position_embeddings` (with `model_type` and `pad_token_id`): the most
                                     tokens the ONNX model takes. A `max_seq_length` above it is clamped to it,
-                                    with a warning: the model would fail every longer input.
+                                    with a warning: the model would fail every longer input. `model_type` and
+                                    `vocab_size`: which scripts the model reads (`scripts_read`).
+
+The scripts a model reads (`ModelSpec.scripts`, None: every script) decide how a hybrid query is fused: a
+question written mostly in a script the model does not read is led by its keyword lists (messages/ranking.py).
+Neither the configs nor the ONNX file say which languages a model was trained on, so the rule is, in order:
+the model's name (MODEL_SCRIPTS: multilingual families, Chinese, Japanese and Korean models); a multilingual
+architecture or vocabulary (`model_type` in MULTILINGUAL_TYPES, or `vocab_size` of MULTILINGUAL_VOCAB or more:
+XLM-R and multilingual-e5 have 250,002 entries, multilingual BERT 119,547, LaBSE 501,153; English BERT,
+MiniLM, MPNet, e5-v2 and bge-en about 30,000, RoBERTa 50,265); otherwise Latin only. That default is the safe
+side: keyword-led fusion costs a model that does read a script some paraphrase recall in it, while a
+semantic-led one on a model that does not puts noise first.
 """
 
 from __future__ import annotations
@@ -63,6 +74,18 @@ PASSAGE_PROMPTS = ("document", "passage", "search_document", "corpus", "retrieva
 # published repos: intfloat's e5 models publish no `prompts`; their cards say "query: " / "passage: ").
 # Used only when the config has no prompts and the user gave no --query-prefix / --passage-prefix.
 CARD_PREFIXES = ((re.compile(r"^intfloat/(multilingual-)?e5-(small|base|large)(-v2)?$", re.I), "query: ", "passage: "),)
+# The scripts a model reads, by its name (the first pattern that matches; None: every script), then by its
+# config (`scripts_read`). Script names as sidecar/text's `letters_by_script` counts them.
+LATIN = frozenset({"Latin"})
+CJK_SCRIPTS = frozenset({"Han", "Hiragana", "Katakana"})
+MODEL_SCRIPTS: tuple[tuple[re.Pattern[str], frozenset[str] | None], ...] = (
+    (re.compile(r"multilingual|labse|xlm|bge-m3|(^|/)m(e5|bert|contriever)|jina-embeddings-v3", re.I), None),
+    (re.compile(r"chinese|text2vec|m3e|(^|[-_/])zh([-_./]|$)", re.I), LATIN | {"Han"}),
+    (re.compile(r"japanese|(^|[-_/])ja([-_./]|$)", re.I), LATIN | CJK_SCRIPTS),
+    (re.compile(r"korean|(^|[-_/])ko([-_./]|$)|ko-sroberta", re.I), LATIN | {"Hangul"}),
+)
+MULTILINGUAL_TYPES = frozenset({"xlm-roberta", "xlm-roberta-xl", "xlm", "mt5", "umt5", "bloom", "xmod"})
+MULTILINGUAL_VOCAB = 100_000
 
 
 class ModelConfigError(ValueError):
@@ -80,6 +103,7 @@ class ModelSpec:
     include_prompt: bool  # False: the prefix's tokens are left out of the pooling (sentence-transformers' rule)
     prefix_source: str  # where the prefixes came from (config, model card, options, none)
     positions: int | None = None  # the most tokens the model takes (config.json), when it says
+    scripts: frozenset[str] | None = None  # the scripts the model reads (None: every script): `scripts_read`
 
     @property
     def dim(self) -> int | None:
@@ -212,6 +236,24 @@ def positions_of(config: dict[str, Any]) -> int | None:
     return positions if positions > 2 else None
 
 
+def scripts_read(name: str, config: dict[str, Any]) -> frozenset[str] | None:
+    """The scripts a model reads (None: every script), from its name, else its config.json (module doc)."""
+    for pattern, scripts in MODEL_SCRIPTS:
+        if pattern.search(name):
+            return scripts
+    vocab = config.get("vocab_size")
+    if str(config.get("model_type", "")).lower() in MULTILINGUAL_TYPES:
+        return None
+    if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab >= MULTILINGUAL_VOCAB:
+        return None
+    return LATIN
+
+
+def describe_scripts(scripts: frozenset[str] | None) -> str:
+    """What a log line says of the scripts a model reads."""
+    return "every script" if scripts is None else ", ".join(sorted(scripts)) + " only"
+
+
 def _max_length(sbert: dict[str, Any], positions: int | None, where: Path) -> int:
     """`max_seq_length`, clamped to what the model takes (with a warning: the configs disagree)."""
     asked = sbert.get("max_seq_length")
@@ -284,4 +326,5 @@ def read_spec(
         include_prompt=include_prompt,
         prefix_source=source,
         positions=positions,
+        scripts=scripts_read(name, transformer),
     )

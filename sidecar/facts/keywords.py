@@ -3,8 +3,9 @@ same terms the messages' keyword index makes: CJK bigrams, words stemmed in the 
 derived column, `terms` (joined by spaces), and its `language`; LanceDB's full-text index covers `terms`
 with a whitespace tokenizer and no analysis of its own. A query is analysed the same way, in every
 language the facts table holds. The words' grams (sidecar/text: the fallback field that meets the forms of
-one word a stemmer leaves apart) are in `terms` too, marked; a query's grams are matched at a lower weight
-beside its terms (`query`).
+one word a stemmer leaves apart) are in `terms` too, marked, and so are the unigrams of Han, Kana and Hangul
+runs; a query's grams are matched at a lower weight beside its terms, its unigrams at UNIGRAM_WEIGHT
+(`query`).
 
 Schema version 7 added both columns: data dirs from before get them as the fact store opens (`migrate`),
 computed from each fact's text, and the English-only index on `text` is replaced. The analysis that made
@@ -18,14 +19,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..text import analyse_fields, query_fields
+from ..text import UNIGRAM_WEIGHT, analyse_fields, query_fields
 
 log = logging.getLogger("sidecar.fact_store")
 
 DERIVED = ("terms", "language")
 FIELDS = [pa.field("terms", pa.string(), nullable=False), pa.field("language", pa.string())]
-# the version of the analysis behind `terms`, in the facts table's schema metadata (1, implied: no grams)
-ANALYSIS_KEY, ANALYSIS = b"terms_analysis", b"2"
+# the version of the analysis behind `terms`, in the facts table's schema metadata (1, implied: no grams;
+# 2: grams; 3: the unigrams of Han, Kana and Hangul runs)
+ANALYSIS_KEY, ANALYSIS = b"terms_analysis", b"3"
 GRAM_WEIGHT = 0.3  # a query's grams against its terms (as messages/keywords.py)
 
 
@@ -54,11 +56,11 @@ def analysed(texts: list[str]) -> tuple[list[str], list[str]]:
 
 
 def query(text: str, languages: set[str]) -> Any:
-    """LanceDB's full-text query of a text against `terms`: its terms, and its words' grams at GRAM_WEIGHT
-    shared by each word's grams (None: nothing to look for, stop words alone)."""
+    """LanceDB's full-text query of a text against `terms`: its terms, its words' grams at GRAM_WEIGHT
+    shared by each word's grams, its unigrams at UNIGRAM_WEIGHT (None: nothing to look for, stop words alone)."""
     from lancedb.query import BooleanQuery, FullTextQuery, MatchQuery, Occur
 
-    terms, words = query_fields(text, sorted(languages))
+    terms, words, singles = query_fields(text, sorted(languages))
     grams = list(dict.fromkeys(g for _, found in words for g in found))
     clauses: list[tuple[Occur, FullTextQuery]] = []
     # the ignores below: mypy reads MatchQuery's kw_only pydantic.Field defaults as required arguments
@@ -67,6 +69,9 @@ def query(text: str, languages: set[str]) -> Any:
     if grams:
         boost = GRAM_WEIGHT * len(words) / len(grams)
         clauses.append((Occur.SHOULD, MatchQuery(" ".join(grams), "terms", boost=boost)))  # type: ignore[call-arg]
+    if singles:
+        unigrams = " ".join(dict.fromkeys(singles))
+        clauses.append((Occur.SHOULD, MatchQuery(unigrams, "terms", boost=UNIGRAM_WEIGHT)))  # type: ignore[call-arg]
     if not clauses:
         return None
     return clauses[0][1] if len(clauses) == 1 else BooleanQuery(clauses)

@@ -32,7 +32,13 @@ class InspectorError(RuntimeError):
 
 
 class ReadOnlyData:
-    def __init__(self, data_dir: Path, embed: Callable[[str], np.ndarray], model: dict[str, Any]):
+    def __init__(
+        self,
+        data_dir: Path,
+        embed: Callable[[str], np.ndarray],
+        model: dict[str, Any],
+        scripts: frozenset[str] | None = None,  # the scripts the model reads (None: every one)
+    ):
         self.path = data_dir
         meta = data_dir / META_FILE
         if not (data_dir / LANCE_DIR).is_dir() or not meta.is_file():
@@ -54,6 +60,7 @@ class ReadOnlyData:
         self.same_model = same_model(stored, model)
         self.dim = int(stored.get("dim") or model["dim"])
         self._embed = embed
+        self.scripts = scripts
         lancedb = import_lancedb()
         self.db = lancedb.connect(str(data_dir / LANCE_DIR), read_consistency_interval=timedelta(0))
         self._tables: dict[str, Any] = {}
@@ -126,7 +133,7 @@ class ReadOnlyData:
         table = self.table(MESSAGES)
         if table is None:
             return []
-        return search_table(table, lambda: self._embed(text), text, user_id, mode, limit, self.dim)
+        return search_table(table, lambda: self._embed(text), text, user_id, mode, limit, self.dim, self.scripts)
 
     def facts(self, user_id: str) -> list[dict[str, Any]]:
         """The user's facts, active ones first, newest first, each with its `events` (oldest first)."""

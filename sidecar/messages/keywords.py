@@ -28,7 +28,7 @@ from collections import Counter
 import numpy as np
 
 from ..storage.lazy_import import defer_package_init
-from ..text import GRAM_MARK, analyse_fields, query_fields
+from ..text import GRAM_MARK, UNIGRAM_WEIGHT, analyse_fields, query_fields
 from ..text import terms as text_terms
 from .postings import TF_MAX, Postings, short_key
 from .schema import CONTEXT_CHARS
@@ -145,11 +145,12 @@ class KeywordIndex:
         least = max(1.0, QUERY_LANGUAGE_SHARE * sum(self.languages.values()))
         return sorted(code for code, n in self.languages.items() if n >= least)
 
-    def _query(self, text: str) -> tuple[dict[str, int], list[tuple[list[str], list[str]]]]:
+    def _query(self, text: str) -> tuple[dict[str, int], list[tuple[list[str], list[str]]], dict[str, int]]:
         """The query's terms and their counts, past MAX_QUERY_TERMS distinct ones the best by tf-idf among
-        those the index holds; and the stems and grams of its first words that have grams, MAX_QUERY_GRAMS
-        grams in all at most (a word's grams all or none; the first word's always)."""
-        terms, words = query_fields(text, self.query_languages())
+        those the index holds; the stems and grams of its first words that have grams, MAX_QUERY_GRAMS
+        grams in all at most (a word's grams all or none; the first word's always); and its unigrams held by
+        some row, with their counts, MAX_QUERY_TERMS of them at most (the rarest)."""
+        terms, words, singles = query_fields(text, self.query_languages())
         kept: list[tuple[list[str], list[str]]] = []
         grams = 0
         for stems, found in words:
@@ -157,7 +158,13 @@ class KeywordIndex:
             if kept and grams > MAX_QUERY_GRAMS:
                 break
             kept.append((stems, found))
-        return self._best(Counter(terms), MAX_QUERY_TERMS), kept
+        return self._best(Counter(terms), MAX_QUERY_TERMS), kept, self._rarest(Counter(singles), MAX_QUERY_TERMS)
+
+    def _rarest(self, singles: Counter[str], most: int) -> dict[str, int]:
+        """The unigrams some row holds, the `most` held by the fewest rows (a pasted page of Chinese has
+        hundreds of distinct characters)."""
+        held = [(n, g) for g, n in self._gram_frequencies(list(singles)).items() if n]
+        return {g: singles[g] for _, g in sorted(held)[:most]}
 
     def _best(self, query: Counter[str], most: int) -> dict[str, int]:
         if len(query) <= most:
@@ -199,8 +206,8 @@ class KeywordIndex:
         """`search` as (position, BM25 score) pairs."""
         if not self.rows or limit <= 0:
             return []
-        query, words = self._query(text)
-        if not query and not words:
+        query, words, singles = self._query(text)
+        if not query and not words and not singles:
             return []
         length, borrowed, prev, prev2, glength, gborrowed = self._columns()
         has1, has2 = prev >= 0, prev2 >= 0
@@ -228,7 +235,12 @@ class KeywordIndex:
             if found is not None:
                 scores += times * found
         # a word's grams stand in for its stems where they score more (another form of the word), never add to them
-        gram_norm = field_norm(glength, gborrowed) if words else None
+        gram_norm = field_norm(glength, gborrowed) if words or singles else None
+        for single, times in singles.items():  # a character of a Han, Kana or Hangul run: added, at a lower weight
+            assert gram_norm is not None  # (there are unigrams)
+            found = bm25(single, gram_norm)
+            if found is not None:
+                scores += (UNIGRAM_WEIGHT * times) * found
         held = self._gram_frequencies([g for _, grams in words for g in grams])
         for stems, grams in words:
             assert gram_norm is not None  # (there are words)

@@ -1,5 +1,8 @@
 """Hybrid ranking of messages: weighted reciprocal-rank fusion of the semantic and keyword lists, with
-rows by a speaker the query names ranked up. Pure functions: no LanceDB, no I/O."""
+rows by a speaker the query names ranked up. A question written mostly in scripts the embedding model does
+not read (Chinese, Russian, Arabic, ... on the English all-MiniLM-L6-v2: embedding/spec.py) is led by its
+keyword lists: its semantic list is fused at SEMANTIC_UNREAD, a tie-breaker, since that model's vectors of
+such text are close to noise. Pure functions: no LanceDB, no I/O."""
 
 from __future__ import annotations
 
@@ -7,11 +10,16 @@ import re
 from typing import Any
 
 from ..storage import rrf
+from ..text import letters_by_script
 
 # Weighted reciprocal-rank fusion of three lists, each the best POOL rows of one signal. Chosen on three
 # LoCoMo conversations, checked on two held out (docs/performance.md, "Retrieval quality").
 POOL = 50  # fused with RRF_K = 10 (storage/search.py)
 HYBRID_WEIGHTS = {"semantic": 0.5, "content": 0.3, "search_text": 1.0}
+# hybrid, a question whose letters are mostly (over UNREAD_SHARE) in scripts the model does not read: the
+# semantic list's weight (measured: docs/languages.md, "Questions in a script the model does not read")
+SEMANTIC_UNREAD = 0.05
+UNREAD_SHARE = 0.5
 SPEAKER_BOOST = 1.0  # hybrid: rows by a speaker the query names get their fused score times 1 + this
 # hybrid, when the query names a time (messages/timewords.py): the ranking inside that window is fused with
 # the ranking over all time at this weight (the latter's is 1). Measured on LoCoMo: docs/performance.md.
@@ -28,9 +36,28 @@ def named_speakers(text: str, usernames: set[str]) -> set[str]:
     }
 
 
-def hybrid_scores(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]]) -> dict[str, float]:
-    """id -> fused score of the id lists (semantic, content, search_text), speaker boost included."""
-    scores = rrf(ids, HYBRID_WEIGHTS)
+def reads(text: str, scripts: frozenset[str] | None) -> bool:
+    """Whether a model reading these scripts (None: every script) reads the text: not when more than
+    UNREAD_SHARE of its letters are in other scripts (a text of no letters: it does)."""
+    if scripts is None:
+        return True
+    letters = letters_by_script(text)
+    total = sum(letters.values())
+    unread = sum(n for script, n in letters.items() if script not in scripts)
+    return unread <= UNREAD_SHARE * total
+
+
+def hybrid_weights(text: str, scripts: frozenset[str] | None = None) -> dict[str, float]:
+    """The lists' weights for a question, given the scripts the model reads (None: every script)."""
+    return HYBRID_WEIGHTS if reads(text, scripts) else {**HYBRID_WEIGHTS, "semantic": SEMANTIC_UNREAD}
+
+
+def hybrid_scores(
+    text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]], scripts: frozenset[str] | None = None
+) -> dict[str, float]:
+    """id -> fused score of the id lists (semantic, content, search_text), speaker boost included; `scripts`:
+    those the model reads (None: every script)."""
+    scores = rrf(ids, hybrid_weights(text, scripts))
     # a query that names some (not all) of the speakers is about what they said
     speakers = {r["username"] for r in by_id.values() if r.get("username")}
     named = named_speakers(text, speakers)
@@ -42,11 +69,16 @@ def hybrid_scores(text: str, ids: dict[str, list[str]], by_id: dict[str, dict[st
 
 
 def fuse_hybrid(
-    text: str, ids: dict[str, list[str]], by_id: dict[str, dict[str, Any]], limit: int
+    text: str,
+    ids: dict[str, list[str]],
+    by_id: dict[str, dict[str, Any]],
+    limit: int,
+    scripts: frozenset[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The best `limit` rows of `by_id` by fused rank of the id lists (semantic, content, search_text), each
-    with its fused `score`; ties broken by similarity, then id."""
-    scores = hybrid_scores(text, ids, by_id)
+    with its fused `score`; ties broken by similarity, then id. `scripts`: those the model reads (None: every
+    script)."""
+    scores = hybrid_scores(text, ids, by_id, scripts)
     best = sorted((i for i in scores if i in by_id), key=lambda i: (-scores[i], -by_id[i]["similarity"], i))
     return [{**by_id[i], "score": scores[i]} for i in best[:limit]]
 

@@ -42,6 +42,7 @@ def rank_rows(
     limit: int,
     flt: Filter = (True, None, None),
     keyword_ids: Callable[..., list[list[Any]]] | None = None,  # ids, or (id, BM25 score) pairs: `scored`
+    scripts: frozenset[str] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]], dict[str, dict[str, Any]]]:
     """A keyword or hybrid search over one user's rows in memory: keyword, the best `limit` by BM25 over
     the text (messages/keywords.py); hybrid, BM25 over the text and over search_text (the previous two
@@ -49,7 +50,8 @@ def rank_rows(
     Filters apply before ranking. Returns the rows, best first, each with the `score` it was ranked by (BM25,
     or the fused score), the id lists and, by id, what fusion reads of every row looked at
     (`UserRows.candidates`: similarity, username, position).
-    `keyword_ids(fields, pool, *flt)` (default: the entry's own) lets the cache count an index it builds."""
+    `keyword_ids(fields, pool, *flt)` (default: the entry's own) lets the cache count an index it builds.
+    `scripts`: those the embedding model reads (None: every script; ranking.py)."""
     keyword_ids = keyword_ids or entry.keyword_ids
     if mode == "keyword":
         bm25 = dict(keyword_ids(text, ("content",), limit, *flt, scored=True)[0])
@@ -63,7 +65,7 @@ def rank_rows(
     ids = {"semantic": list(semantic), "content": found[0], "search_text": found[1]}
     extra = list(dict.fromkeys(i for i in found[0] + found[1] if i not in semantic))
     by_id = {**semantic, **entry.candidates(entry.scored(extra, vector))}
-    best = fuse_hybrid(text, ids, by_id, limit)  # result rows only for the few returned
+    best = fuse_hybrid(text, ids, by_id, limit, scripts)  # result rows only for the few returned
     rows = entry.results([(c["position"], c["similarity"]) for c in best], vector)
     for r, c in zip(rows, best):
         r["score"] = c["score"]
@@ -256,18 +258,25 @@ def ids_not_in(table: Any, have: pa.Array, of_users: list[str]) -> pa.Array:
 
 
 def search_table(
-    table: Any, embed: Callable[[], np.ndarray], text: str, user_id: str, mode: str, limit: int, dim: int
+    table: Any,
+    embed: Callable[[], np.ndarray],
+    text: str,
+    user_id: str,
+    mode: str,
+    limit: int,
+    dim: int,
+    scripts: frozenset[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One user's best messages for a query, read straight from a messages table: no store, no vector
     cache, no commit of logged rows, nothing written (the inspector's search; the same lists and the
     same fusion as `MessageStore.search`). Each row carries its cosine `similarity`, `ranks` (its place
     in each list: semantic, content, search_text) and, in keyword and hybrid mode, the `score` that orders
-    them (BM25, the fused score)."""
+    them (BM25, the fused score). `scripts`: those the model reads (None: every script)."""
     if mode == "semantic":
         rows = cosine_search(table, embed(), where(user_id, True, None, None), RESULT_COLUMNS, limit)
         ids = {"semantic": [r["id"] for r in rows]}
     else:
-        rows, ids, _by_id = rank_rows(user_rows(table, user_id, dim), text, embed(), mode, limit)
+        rows, ids, _by_id = rank_rows(user_rows(table, user_id, dim), text, embed(), mode, limit, scripts=scripts)
     places = {name: {rid: k for k, rid in enumerate(found_ids, 1)} for name, found_ids in ids.items()}
     for r in rows:
         r["ranks"] = {name: at[r["id"]] for name, at in places.items() if r["id"] in at}

@@ -72,8 +72,10 @@ class MessageStore(LongMemories, Reembedding):
         compact_max_duty: float = COMPACT_MAX_DUTY,
         spill_bytes: int = 0,
         allow_reembed: bool = False,
+        model_scripts: frozenset[str] | None = None,
     ):
         self.data_dir = data_dir
+        self.model_scripts = model_scripts  # the scripts the model reads (None: every one): hybrid fusion
         self.dim = int(model["dim"])
         self.schedule = CompactionSchedule(compact_every_writes, compact_interval_seconds, compact_max_duty)
         self.lock = threading.RLock()
@@ -299,7 +301,8 @@ class MessageStore(LongMemories, Reembedding):
             if entry is None:  # cache off: the user's rows and chunks, read for this search alone
                 entry = search.user_rows(self.table, user_id, self.dim, self.chunks.of_users([user_id]).get(user_id))
             counted = partial(self.cache.keyword_ids, user_id, entry)
-            return search.rank_rows(entry, text, vector, mode, limit, (include_bot, since, until), counted)[0]
+            flt = (include_bot, since, until)
+            return search.rank_rows(entry, text, vector, mode, limit, flt, counted, self.model_scripts)[0]
 
     @contextmanager
     def _user_entry(self, user_id: str) -> Iterator[Any]:

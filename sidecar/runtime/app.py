@@ -162,12 +162,15 @@ def which_model(cfg: Config) -> tuple[str | None, str | None, str | None]:
 
 
 def _message_store(cfg: Config, model: ModelLoad) -> MessageStore:
+    from ..embedding.spec import describe_scripts
     from ..messages import MessageStore
     from ..storage import import_lancedb
 
     import_lancedb(cfg.log_level)  # the store's library, while the model's file is still being hashed
     files = model.files()  # the store needs the model's identity
-    log.info("model %s from %s (%s)", files.name, files.source, files.onnx)
+    log.info(
+        "model %s from %s (%s); reads %s", files.name, files.source, files.onnx, describe_scripts(files.spec.scripts)
+    )
     # an object store re-embeds at the opening; a local data dir in the background (messages/reembed.py)
     reembed = model.embedder().embed_passages if cfg.reembed and cfg.shared else None
     return MessageStore(
@@ -180,6 +183,7 @@ def _message_store(cfg: Config, model: ModelLoad) -> MessageStore:
         cache_bytes=cfg.cache_mb << 20,
         spill_bytes=cfg.cache_disk_mb << 20,
         allow_reembed=cfg.reembed and not cfg.shared,
+        model_scripts=files.spec.scripts,
     )
 
 

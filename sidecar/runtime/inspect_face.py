@@ -41,7 +41,7 @@ def run(config: Config) -> int:
         embedder = Embedder(files, threads=config.threads)
         identity = files.identity
         assert isinstance(config.data_dir, Path)  # a local data dir (object-store locations are refused above)
-        data = ReadOnlyData(config.data_dir, embedder.embed_query, identity)
+        data = ReadOnlyData(config.data_dir, embedder.embed_query, identity, files.spec.scripts)
         token = secrets.token_urlsafe(24) if config.token is None else config.token
         server = InspectorServer(data, config.port, token)
     except (InspectorError, OSError, RuntimeError) as exc:

@@ -5,6 +5,7 @@ the sidecar."""
 
 from .analysis import (
     GRAM_MARK,
+    UNIGRAM_WEIGHT,
     analyse,
     analyse_fields,
     configure,
@@ -16,17 +17,19 @@ from .analysis import (
     terms,
 )
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
-from .tokens import nfkc_size, written_without_spaces
+from .tokens import letters_by_script, nfkc_size, written_without_spaces
 
 __all__ = [
     "GRAM_MARK",
     "KNOWN_LANGUAGES",
     "LANGUAGES",
     "STEMMERS",
+    "UNIGRAM_WEIGHT",
     "analyse",
     "analyse_fields",
     "configure",
     "language_of",
+    "letters_by_script",
     "nfkc_size",
     "parse_languages",
     "query_fields",

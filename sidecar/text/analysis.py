@@ -26,6 +26,14 @@ them (messages/keywords.py, facts/keywords.py). English is left out: its stemmer
 inflections (every inflected query of the sample found without grams) and its keyword index would grow
 3 to 4 times (docs/languages.md).
 
+Unigrams, in the same second field: each distinct character (grapheme cluster) of a Han, Kana or Hangul run,
+marked as a gram is, as Lucene's CJKBigramFilter with `outputUnigrams` has them beside the bigrams. Chinese
+and Japanese write many words in one character (猫, 叫, 住) and Korean glues endings to one-syllable stems
+(살아, 살지): a bigram alone never meets them. A query's unigrams add to its score at UNIGRAM_WEIGHT
+(messages/keywords.py, facts/keywords.py): a row holding a query's bigram holds its two characters too, so
+it still ranks above a row holding them apart. Not for Thai, Lao, Khmer and Myanmar, whose letters are not
+words.
+
 Pure: no I/O. The stemmers are imported on first use (languages.py)."""
 
 from __future__ import annotations
@@ -35,12 +43,14 @@ from typing import cast
 
 from .languages import KNOWN_LANGUAGES, SCRIPT_OF_LANGUAGE, STEMMERS, Languages, stemmer
 from .stopwords import STOP_WORDS
-from .tokens import ascii_words, bigrams, fold_marks, normalize, runs, script_of
+from .tokens import ascii_words, bigrams, clusters, fold_marks, normalize, runs, script_of
 
 MAX_TOKEN_CHARS = 40
 GRAM = 3  # characters of a gram
 GRAM_MARK = "~"  # a gram's first character: never in a term (terms are letters, digits and their marks)
 GRAMLESS = frozenset({"en"})  # languages whose words have no grams
+UNIGRAM_KINDS = frozenset({"cjk", "hangul"})  # runs (tokens.py) whose characters are unigrams too
+UNIGRAM_WEIGHT = 1.0  # a query's unigrams against its terms (a bigram's score is 1)
 _STEMS: dict[str, dict[str, str | None]] = {}  # language -> word -> term (None: dropped)
 _STEMS_MAX = 200_000  # words held per language
 _MISS = object()
@@ -136,6 +146,11 @@ def grams(word: str) -> list[str]:
     return list(dict.fromkeys(GRAM_MARK + word[i : i + GRAM] for i in range(len(word) - GRAM + 1)))
 
 
+def unigrams(run: str) -> list[str]:
+    """A Han, Kana or Hangul run's distinct characters (grapheme clusters), marked as grams are."""
+    return [GRAM_MARK + u for u in dict.fromkeys(clusters(run))]
+
+
 def language_of(text: str) -> str | None:
     """The language a memory's words are stemmed in (None: no script of it stems)."""
     normal = normalize(text)
@@ -157,7 +172,8 @@ def analyse(text: str, language: str | None = DECIDE) -> tuple[str | None, list[
 def analyse_fields(
     text: str, language: str | None = DECIDE, with_grams: bool = True
 ) -> tuple[str | None, list[str], list[str]]:
-    """`analyse`, and the memory's grams (each word's distinct ones, in order)."""
+    """`analyse`, and the memory's grams (each word's distinct ones, in order; the unigrams of each Han, Kana
+    and Hangul run among them)."""
     normal = normalize(text)
     if normal.isascii():
         return _analyse_ascii(normal, language, with_grams)
@@ -167,10 +183,10 @@ def analyse_fields(
     for kind, run in runs(normal):
         if kind == "word":
             words.append(run)
-        elif kind == "hangul":
-            out += hangul_terms(run)
-        else:
-            out += bigrams(run)
+            continue
+        out += hangul_terms(run) if kind == "hangul" else bigrams(run)
+        if with_grams and kind in UNIGRAM_KINDS:
+            found += unigrams(run)
     if not words:
         return (None if language == DECIDE else language), out, found
     langs = settings()
@@ -222,9 +238,9 @@ def query_terms(text: str, languages: Iterable[str]) -> list[str]:
     return query_fields(text, languages)[0]
 
 
-def query_fields(text: str, languages: Iterable[str]) -> tuple[list[str], list[tuple[list[str], list[str]]]]:
-    """`query_terms`, and each word's stems and grams (those of the word in the languages that have grams),
-    for the words that have grams."""
+def query_fields(text: str, languages: Iterable[str]) -> tuple[list[str], list[tuple[list[str], list[str]]], list[str]]:
+    """`query_terms`; each word's stems and grams (those of the word in the languages that have grams), for
+    the words that have grams; and the unigrams of its Han, Kana and Hangul runs (each run's distinct ones)."""
     normal = normalize(text)
     by_script: dict[str, list[str]] = {}
     for code in languages:
@@ -232,11 +248,12 @@ def query_fields(text: str, languages: Iterable[str]) -> tuple[list[str], list[t
     langs = settings()
     out: list[str] = []
     words: list[tuple[list[str], list[str]]] = []
+    singles: list[str] = []
     for kind, run in runs(normal):
-        if kind == "hangul":
-            out += hangul_terms(run)
-        elif kind != "word":
-            out += bigrams(run)
+        if kind != "word":
+            out += hangul_terms(run) if kind == "hangul" else bigrams(run)
+            if kind in UNIGRAM_KINDS:
+                singles += unigrams(run)
         else:
             script = script_of(run)
             chosen: list[str | None] = [*by_script.get(script, [])] or [langs.default(script)]
@@ -249,4 +266,4 @@ def query_fields(text: str, languages: Iterable[str]) -> tuple[list[str], list[t
                 found = grams(fold_marks(run) if script == "Latin" else run)
                 if found:
                     words.append((mine, found))
-    return out, words
+    return out, words, singles

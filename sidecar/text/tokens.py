@@ -180,6 +180,42 @@ def fold_marks(word: str) -> str:
     )
 
 
+_SPACELESS_SCRIPTS = (
+    ("CJK ", "Han"),
+    ("HIRAGANA", "Hiragana"),
+    ("KATAKANA", "Katakana"),
+    ("THAI", "Thai"),
+    ("LAO ", "Lao"),
+    ("KHMER", "Khmer"),
+    ("MYANMAR", "Myanmar"),
+)
+
+
+def letters_by_script(text: str) -> dict[str, int]:
+    """How many letters of the text are in each script: a word's letters in its script (`script_of`, 'Other'
+    beyond the known ones), Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer and Myanmar by character;
+    digits, marks, punctuation and emoji not counted."""
+    normal = normalize(text)
+    if normal.isascii():
+        letters = sum(map(len, _ASCII_WORD.findall(normal))) - sum(c.isdigit() for c in normal)
+        return {"Latin": letters} if letters else {}
+    out: dict[str, int] = {}
+    for kind, run in runs(normal):
+        if kind == "word":
+            script = script_of(run)
+            if script:
+                out[script] = out.get(script, 0) + sum(c.isalpha() for c in run)
+        elif kind == "hangul":
+            out["Hangul"] = out.get("Hangul", 0) + sum(c.isalpha() for c in run)
+        else:
+            for ch in run:
+                name = unicodedata.name(ch, "")
+                found = next((s for prefix, s in _SPACELESS_SCRIPTS if name.startswith(prefix)), None)
+                if found is not None and ch.isalpha():
+                    out[found] = out.get(found, 0) + 1
+    return out
+
+
 _SPACELESS_NAMES = ("CJK ", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC", "THAI", "LAO ", "KHMER", "MYANMAR")
 
 
