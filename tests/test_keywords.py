@@ -148,5 +148,5 @@ def test_memory_is_counted():
     short = sum(1 for k in kept for t in k if short_key(t) is not None)
     assert short > 20
     grams = sum(len(set(analyse_fields(d)[2]) | set(analyse_fields(d[-1000:])[2])) for d in docs)
-    assert grams == len(set("我最喜欢的食物是饺子")) + len(set("一番好きな食べ物はラーメンです"))  # English: no trigrams
+    assert grams == len(set("我最喜欢的食物是饺子")) + len(set("一番好きな食べ物はラーメンです"))
     assert index.nbytes == (sum(map(len, kept)) - short) * 14 + (short + grams) * 10 + len(docs) * 16

@@ -15,9 +15,12 @@ import pytest
 from conftest import ROOT, Sidecar
 from lancedb.index import FTS
 
+from sidecar.embedding.spec import LATIN, scripts_read
 from sidecar.messages.keywords import MAX_QUERY_GRAMS, MAX_QUERY_TERMS, KeywordIndex
+from sidecar.messages.ranking import HYBRID_WEIGHTS, UNREAD_WEIGHTS, hybrid_weights
 from sidecar.storage import SCHEMA_VERSION
-from sidecar.text import analyse_fields, configure, language_of, query_terms, terms
+from sidecar.storage.search import RRF_K
+from sidecar.text import analyse_fields, configure, language_of, query_fields, query_terms, terms
 
 
 def _index(texts: list[str]) -> KeywordIndex:
@@ -112,6 +115,55 @@ def test_an_exact_word_outranks_words_that_only_share_its_grams():
     assert _finds(memories, "renang") == [memories[1]]
     assert set(_finds(memories, "renang", 3)) == set(memories)  # the other forms follow
     assert analyse_fields("I finally bought new guitars")[2] == []  # English: no grams (its stemmer meets its forms)
+
+
+def test_han_kana_and_hangul_runs_have_unigrams_beside_their_bigrams():
+    """As Lucene's CJKBigramFilter with outputUnigrams: each character of a run, in the grams' field (marked);
+    the terms (bigrams) as before; none for Thai, whose letters are not words."""
+    _, found, grams = analyse_fields("我养了一只猫，叫豆豆")
+    assert found == terms("我养了一只猫，叫豆豆") == ["我养", "养了", "了一", "一只", "只猫", "叫豆", "豆豆"]
+    assert grams == ["~我", "~养", "~了", "~一", "~只", "~猫", "~叫", "~豆"]  # distinct, in order
+    assert "~住" in analyse_fields("大阪に住んでます")[2] and "~살" in analyse_fields("이제 망원동 살아")[2]
+    assert analyse_fields("ฉันชอบชาเขียว")[2] == []
+    query, _, singles = query_fields("我的猫叫什么名字？", [])
+    assert "猫叫" in query and {"~猫", "~叫"} <= set(singles)
+
+
+def test_a_character_written_alone_is_found_and_a_bigram_match_still_ranks_first():
+    memories = ["我养了一只猫，叫豆豆，特别黏人", "今天加班到十点，累死了", "周末去灵隐寺爬山", "猫叫了一晚上"]
+    assert _finds(memories, "我的猫叫什么名字？") == [memories[3]]  # the bigram 猫叫, and its two characters
+    assert _finds(memories, "我的猫叫什么名字？", 3)[1] == memories[0]  # 我, 猫 and 叫 written apart
+    assert _finds(memories[:3], "我的猫叫什么名字？") == [memories[0]]
+    assert set(_finds(memories, "猫", 3)) == {memories[0], memories[3]}
+    korean = ["요즘 부산에서 일하고 있어", "서울로 이사 왔어! 이제 망원동 살아", "고양이 입양했어"]
+    assert _finds(korean, "나 지금 어디 살지?") == [korean[1]]  # 살지 / 살아: the stem's syllable
+
+
+def test_the_model_reads_its_scripts_and_the_keyword_lists_lead_otherwise():
+    assert scripts_read("sentence-transformers/all-MiniLM-L6-v2", {"model_type": "bert", "vocab_size": 30522}) == LATIN
+    for multilingual in (
+        "intfloat/multilingual-e5-small",
+        "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
+    ):
+        assert scripts_read(multilingual, {}) is None  # every script
+    assert scripts_read("someone/unknown", {"model_type": "xlm-roberta"}) is None
+    assert scripts_read("someone/unknown", {"vocab_size": 250002}) is None
+    assert scripts_read("someone/unknown", {}) == LATIN  # the safe default: keyword-led outside Latin
+    assert scripts_read("BAAI/bge-small-zh-v1.5", {"vocab_size": 21128}) == LATIN | {"Han"}
+    for question in (
+        "我的猫叫什么名字？",
+        "今どこに住んでる？",
+        "나 지금 어디 살지?",
+        "где я живу?",
+        "أين أعمل الآن؟",
+        "मैं कहाँ रहता हूँ?",
+    ):
+        assert hybrid_weights(question, LATIN) == UNREAD_WEIGHTS, question
+        assert hybrid_weights(question, None) == HYBRID_WEIGHTS, question
+    assert UNREAD_WEIGHTS["semantic"] < HYBRID_WEIGHTS["semantic"] / 5
+    for question in ("where do I live?", "What is 豆豆's favourite toy?", "2024?", "👍"):
+        assert hybrid_weights(question, LATIN) == HYBRID_WEIGHTS, question
+    assert hybrid_weights("我的猫叫什么名字？", LATIN | {"Han"}) == HYBRID_WEIGHTS
 
 
 def test_the_language_decision():
@@ -209,6 +261,38 @@ def test_another_form_of_a_word_finds_memories_and_facts_over_the_pipe(sc):
             )
             got = sc.request({"type": "facts", "user_id": f"i-{lang}", "text": form, "mode": "keyword"})
             assert [f["text"] for f in got["facts"]] == [memory], (form, got)
+
+
+def test_a_cat_named_in_one_character_and_questions_the_model_cannot_read(sc):
+    """猫 is never a bigram of its own: its unigram finds the memory. A Russian or Arabic question on the English
+    model is led by the keyword lists: the fused score of the memory first in both of them is theirs, the
+    semantic list adding a tie-breaker at most (an English one adds its full weight)."""
+    chinese = ["今天加班到十点，累死了", "我养了一只猫，叫豆豆，特别黏人", "周末去灵隐寺爬山", "晚安", "明天要早起开会"]
+    sc.request({"type": "store", "messages": [{"user_id": "u-cat", "content": c} for c in chinese]})
+    assert [m["content"] for m in _query(sc, "u-cat", "我的猫叫什么名字？", "keyword", 1)] == [chinese[1]]
+    assert chinese[1] in [m["content"] for m in _query(sc, "u-cat", "我的猫叫什么名字？")]
+    keyword_led = (HYBRID_WEIGHTS["content"] + HYBRID_WEIGHTS["search_text"]) / (RRF_K + 1)
+    for user, memories, question in [
+        (
+            "u-ru",
+            ["мой брат работает врачом в Казани", "лол", "купил новый велосипед", "спокойной ночи"],
+            "кем работает мой брат?",
+        ),
+        ("u-ar", ["أخي يعمل طبيبا في القاهرة", "هههه", "اشتريت دراجة جديدة", "تصبح على خير"], "ماذا يعمل أخي؟"),
+        (
+            "u-en",
+            ["my brother works as a doctor in Leeds", "lol", "bought a new bike", "good night"],
+            "where does my brother work?",
+        ),
+    ]:
+        sc.request({"type": "store", "messages": [{"user_id": user, "content": c} for c in memories]})
+        top = _query(sc, user, question)[0]
+        assert top["content"] == memories[0], (user, top)
+        semantic = top["score"] - keyword_led  # what the semantic list added
+        if user == "u-en":
+            assert semantic > UNREAD_WEIGHTS["semantic"] / (RRF_K + 1), top
+        else:
+            assert 0 < semantic <= UNREAD_WEIGHTS["semantic"] / (RRF_K + 1) + 1e-6, (user, top)
 
 
 def test_every_result_carries_the_score_it_was_ranked_by(sc):

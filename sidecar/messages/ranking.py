@@ -1,7 +1,7 @@
 """Hybrid ranking of messages: weighted reciprocal-rank fusion of the semantic and keyword lists, with
 rows by a speaker the query names ranked up. A question written mostly in scripts the embedding model does
 not read (Chinese, Russian, Arabic, ... on the English all-MiniLM-L6-v2: embedding/spec.py) is led by its
-keyword lists: its semantic list is fused at SEMANTIC_UNREAD, a tie-breaker, since that model's vectors of
+keyword lists (UNREAD_WEIGHTS): its semantic list is fused as a tie-breaker, since that model's vectors of
 such text are close to noise. Pure functions: no LanceDB, no I/O."""
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from ..text import letters_by_script
 POOL = 50  # fused with RRF_K = 10 (storage/search.py)
 HYBRID_WEIGHTS = {"semantic": 0.5, "content": 0.3, "search_text": 1.0}
 # hybrid, a question whose letters are mostly (over UNREAD_SHARE) in scripts the model does not read: the
-# semantic list's weight (measured: docs/languages.md, "Questions in a script the model does not read")
-SEMANTIC_UNREAD = 0.05
+# lists' weights, the semantic one a tie-breaker (measured: docs/languages.md, "A script the model does not read")
+# (the keyword lists' own weights kept: content at 1.0 cut the small talk shown but ranked fewer answers first)
+UNREAD_WEIGHTS = {**HYBRID_WEIGHTS, "semantic": 0.05}
 UNREAD_SHARE = 0.5
 SPEAKER_BOOST = 1.0  # hybrid: rows by a speaker the query names get their fused score times 1 + this
 # hybrid, when the query names a time (messages/timewords.py): the ranking inside that window is fused with
@@ -49,7 +50,7 @@ def reads(text: str, scripts: frozenset[str] | None) -> bool:
 
 def hybrid_weights(text: str, scripts: frozenset[str] | None = None) -> dict[str, float]:
     """The lists' weights for a question, given the scripts the model reads (None: every script)."""
-    return HYBRID_WEIGHTS if reads(text, scripts) else {**HYBRID_WEIGHTS, "semantic": SEMANTIC_UNREAD}
+    return HYBRID_WEIGHTS if reads(text, scripts) else UNREAD_WEIGHTS
 
 
 def hybrid_scores(
