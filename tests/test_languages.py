@@ -6,9 +6,11 @@ context in four scripts; and a data dir of schema 6 whose facts gain their terms
 from __future__ import annotations
 
 import json
+import time
 import unicodedata
 
 import lancedb
+import numpy as np
 import orjson
 import pyarrow as pa
 import pytest
@@ -295,6 +297,45 @@ def test_a_cat_named_in_one_character_and_questions_the_model_cannot_read(sc):
             assert 0 < semantic <= UNREAD_WEIGHTS["semantic"] / (RRF_K + 1) + 1e-6, (user, top)
 
 
+def test_facts_hybrid_is_led_by_keywords_for_a_script_the_model_does_not_read(tmp_path):
+    """The facts' fusion follows the same rule: vectors made to rank the facts in the opposite order to BM25
+    lead for an English question, and break ties only for a Russian one on a model reading Latin alone."""
+    from helpers import DIM, MODEL
+
+    from sidecar.facts import FactStore
+    from sidecar.messages.store import MessageStore
+
+    store = MessageStore(tmp_path, MODEL)
+    facts = FactStore.attach(store.database, store.lock, model_scripts=LATIN)
+    try:
+        texts = ["брат брат живёт в Москве", "брат любит футбол и шахматы по вечерам", "кошка спит на диване"]
+        texts += ["brother brother lives in Leeds", "brother likes football and chess in the evening", "the cat sleeps"]
+        now = time.time()
+        rows = [
+            {"id": f"f{i}", "user_id": "u", "text": t, "category": "preference", "source": "rules", "confidence": 0.9}
+            | {"message_id": None, "created_at": now, "updated_at": now, "active": True, "superseded_by": None}
+            | {"superseded_at": None, "superseded_reason": None}
+            for i, t in enumerate(texts)
+        ]
+        vectors = np.zeros((len(texts), DIM), np.float32)
+        for i in range(len(texts)):
+            vectors[i, i % 3] = 1.0
+        facts.add(rows, vectors)
+        query = np.zeros(DIM, np.float32)
+        query[1], query[0] = 1.0, 0.2  # nearest the second fact of each language, then the first
+        query /= np.linalg.norm(query)
+
+        def hybrid(text: str) -> list[str]:
+            return [r["text"] for r in facts.search(query, "user_id = 'u'", 2, text=text, mode="hybrid")]
+
+        assert hybrid("где живёт брат?") == texts[0:2]  # BM25's order: the fact saying брат twice first
+        assert hybrid("where does my brother live?") == [texts[4], texts[3]]  # the vectors' order
+        facts.model_scripts = None  # a model reading every script: the vectors lead for Russian too
+        assert hybrid("где живёт брат?") == [texts[1], texts[0]]
+    finally:
+        store.close()
+
+
 def test_every_result_carries_the_score_it_was_ranked_by(sc):
     sc.request(
         {
@@ -417,4 +458,19 @@ def test_facts_of_a_schema_6_data_dir_get_their_terms(spawn, tmp_path):
     got = sc3.request({"type": "facts", "user_id": "u", "text": "tulisan", "mode": "keyword"})
     assert [f["text"] for f in got["facts"]] == ["Saya suka menulis puisi"], got
     got = sc3.request({"type": "facts", "user_id": "u", "text": "饺子", "mode": "keyword"})
+    assert [f["text"] for f in got["facts"]] == ["最喜欢的食物是饺子"], got
+    got = sc3.request({"type": "facts", "user_id": "u", "text": "饺", "mode": "keyword"})
+    assert [f["text"] for f in got["facts"]] == ["最喜欢的食物是饺子"], got  # the unigram
+    assert sc3.shutdown() == 0
+    # a data dir of the analysis before the unigrams (2): its terms without them, found once analysed again
+    data = db.open_table("facts").to_arrow()
+    assert data.schema.metadata[b"terms_analysis"] == b"3"
+    plain = [
+        " ".join(t for t in v.split() if not (t.startswith("~") and len(t) == 2))
+        for v in data.column("terms").to_pylist()
+    ]
+    data = data.set_column(data.column_names.index("terms"), "terms", pa.array(plain, pa.string()))
+    db.create_table("facts", data=data.replace_schema_metadata({b"terms_analysis": b"2"}), mode="overwrite")
+    sc4 = spawn()
+    got = sc4.request({"type": "facts", "user_id": "u", "text": "饺", "mode": "keyword"})
     assert [f["text"] for f in got["facts"]] == ["最喜欢的食物是饺子"], got

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from ..storage import Database, compact_tables, cosine_search, rrf, sql_in
 from ..storage.reads import TableReads
+from ..text import written_in
 from . import keywords
 
 log = logging.getLogger("sidecar.fact_store")
@@ -48,6 +49,9 @@ FACT_COLUMNS = [
 ]
 FACT_POOL = 50  # hybrid: each signal's best rows that are fused
 FACT_RRF_K = 60  # the usual reciprocal-rank constant (no fact benchmark to tune it on)
+# hybrid: the semantic list's weight (the keyword list's is 1) for a query the model reads, and for one mostly in
+# scripts it does not read, where it only breaks ties (as the messages' fusion: messages/ranking.py)
+FACT_SEMANTIC, FACT_SEMANTIC_UNREAD = 1.0, 0.05
 EVENT_COLUMNS = [
     "id",
     "fact_id",
@@ -120,11 +124,19 @@ def create_tables(database: Database) -> None:
 
 class FactStore:
     @classmethod
-    def attach(cls, database: Database, lock: threading.RLock, on_write: Any = None, reembed: Any = None) -> FactStore:
+    def attach(
+        cls,
+        database: Database,
+        lock: threading.RLock,
+        on_write: Any = None,
+        reembed: Any = None,
+        model_scripts: frozenset[str] | None = None,
+    ) -> FactStore:
         """The fact tables of an open data dir, created when missing and re-embedded when the data dir's
-        model changed (with `reembed`)."""
+        model changed (with `reembed`). `model_scripts`: those the model reads (None: every script)."""
         create_tables(database)
         store = cls(database.db, database.dim, lock, on_write)
+        store.model_scripts = model_scripts
         moving = database.reembedding
         if reembed is not None and (database.model_changed or (moving is not None and not moving.get("facts"))):
             store.reembed(reembed)
@@ -134,6 +146,7 @@ class FactStore:
 
     def __init__(self, db: Any, dim: int, lock: threading.RLock, on_write: Any = None):
         self.dim = dim
+        self.model_scripts: frozenset[str] | None = None  # the scripts the model reads (None: every one): hybrid
         self.lock = lock
         self._on_write_cb = on_write or (lambda: None)
         self.changes = 0  # writes and deletes of this process so far (what an answer read earlier may have missed)
@@ -212,7 +225,8 @@ class FactStore:
         """Facts matching `where`, best first, each with its cosine `similarity` to `vector`.
 
         semantic: nearest vectors; keyword: BM25 over the fact text; hybrid: both, fused by
-        reciprocal rank (equal weights)."""
+        reciprocal rank (equal weights; the semantic list a tie-breaker for a query mostly in scripts the
+        model does not read)."""
         if mode == "semantic" or text is None:
             with self.lock:
                 return self._semantic(vector, where, limit)
@@ -224,9 +238,9 @@ class FactStore:
                 "keyword": self._keyword(text, vector, where, FACT_POOL),
             }
         by_id = {r["id"]: r for rows in lists.values() for r in rows}
-        scores = rrf(
-            {k: [r["id"] for r in rows] for k, rows in lists.items()}, {"semantic": 1.0, "keyword": 1.0}, k=FACT_RRF_K
-        )
+        semantic = FACT_SEMANTIC if written_in(text, self.model_scripts) else FACT_SEMANTIC_UNREAD
+        ids = {k: [r["id"] for r in rows] for k, rows in lists.items()}
+        scores = rrf(ids, {"semantic": semantic, "keyword": 1.0}, k=FACT_RRF_K)
         best = sorted(scores, key=lambda i: (-scores[i], -by_id[i]["similarity"], i))[:limit]
         return [by_id[i] for i in best]
 

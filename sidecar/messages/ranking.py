@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..storage import rrf
-from ..text import letters_by_script
+from ..text import written_in
 
 # Weighted reciprocal-rank fusion of three lists, each the best POOL rows of one signal. Chosen on three
 # LoCoMo conversations, checked on two held out (docs/performance.md, "Retrieval quality").
@@ -37,20 +37,9 @@ def named_speakers(text: str, usernames: set[str]) -> set[str]:
     }
 
 
-def reads(text: str, scripts: frozenset[str] | None) -> bool:
-    """Whether a model reading these scripts (None: every script) reads the text: not when more than
-    UNREAD_SHARE of its letters are in other scripts (a text of no letters: it does)."""
-    if scripts is None:
-        return True
-    letters = letters_by_script(text)
-    total = sum(letters.values())
-    unread = sum(n for script, n in letters.items() if script not in scripts)
-    return unread <= UNREAD_SHARE * total
-
-
 def hybrid_weights(text: str, scripts: frozenset[str] | None = None) -> dict[str, float]:
     """The lists' weights for a question, given the scripts the model reads (None: every script)."""
-    return HYBRID_WEIGHTS if reads(text, scripts) else UNREAD_WEIGHTS
+    return HYBRID_WEIGHTS if written_in(text, scripts, UNREAD_SHARE) else UNREAD_WEIGHTS
 
 
 def hybrid_scores(

@@ -210,7 +210,11 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
         store.start_chunking(embedder.windows, embedder.embed_ids)  # long memories, in the background
         moving = cfg.reembed or store.database.reembedding is not None  # begun now, or resumed
         fact_store = FactStore.attach(
-            store.database, store.lock, store.schedule.note_write, embedder.embed_passages if moving else None
+            store.database,
+            store.lock,
+            store.schedule.note_write,
+            embedder.embed_passages if moving else None,
+            model_scripts=embedder.files.spec.scripts,
         )
         store.also_compact.append(lambda exclusive, keep: fact_store.compact(if_written=not exclusive, keep=keep))
         store.also_close.append(fact_store.wait_reads)  # the graph's fact lookups, outside the lock

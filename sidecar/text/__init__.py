@@ -17,7 +17,7 @@ from .analysis import (
     terms,
 )
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
-from .tokens import letters_by_script, nfkc_size, written_without_spaces
+from .tokens import letters_by_script, nfkc_size, written_in, written_without_spaces
 
 __all__ = [
     "GRAM_MARK",
@@ -36,5 +36,6 @@ __all__ = [
     "query_terms",
     "settings",
     "terms",
+    "written_in",
     "written_without_spaces",
 ]

@@ -216,6 +216,16 @@ def letters_by_script(text: str) -> dict[str, int]:
     return out
 
 
+def written_in(text: str, scripts: frozenset[str] | None, share: float = 0.5) -> bool:
+    """Whether no more than `share` of the text's letters are outside these scripts (None: every script; a
+    text without letters: True). What a model reading those scripts can read of it (messages/ranking.py)."""
+    if scripts is None:
+        return True
+    letters = letters_by_script(text)
+    outside = sum(n for script, n in letters.items() if script not in scripts)
+    return outside <= share * sum(letters.values())
+
+
 _SPACELESS_NAMES = ("CJK ", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC", "THAI", "LAO ", "KHMER", "MYANMAR")
 
 
