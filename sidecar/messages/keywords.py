@@ -236,7 +236,7 @@ class KeywordIndex:
                 scores += times * found
         # a word's grams stand in for its stems where they score more (another form of the word), never add to them
         gram_norm = field_norm(glength, gborrowed) if words or singles else None
-        for single, times in singles.items():  # a character of a Han, Kana or Hangul run: added, at a lower weight
+        for single, times in singles.items():  # a character of a Han, Kana or Hangul run: added to the terms
             assert gram_norm is not None  # (there are unigrams)
             found = bm25(single, gram_norm)
             if found is not None:
