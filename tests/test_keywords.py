@@ -150,3 +150,24 @@ def test_memory_is_counted():
     grams = sum(len(set(analyse_fields(d)[2]) | set(analyse_fields(d[-1000:])[2])) for d in docs)
     assert grams == len(set("我最喜欢的食物是饺子")) + len(set("一番好きな食べ物はラーメンです"))
     assert index.nbytes == (sum(map(len, kept)) - short) * 14 + (short + grams) * 10 + len(docs) * 16
+
+
+def test_frequencies_of_several_keys_equal_one_key_at_a_time():
+    """Postings.frequencies_of (the unigrams of a query, in one pass) against frequencies, key by key: keys in
+    the sorted part, in the unsorted tail, in both, repeated, and missing."""
+    from sidecar.messages.postings import Postings
+
+    rng = np.random.default_rng(5)
+    postings = Postings(np.uint32)
+    rows = 300
+    pairs = rng.choice(60 * rows, 6000, replace=False)  # distinct (key, row) pairs, as an index has them
+    for start in range(0, 6000, 1000):  # past 4096 the tail is merged into the sorted part; then a new tail
+        part = pairs[start : start + 1000]
+        keys, at = (part // rows).tolist(), (part % rows).tolist()
+        postings.add(keys, at, rng.integers(1, 9, 1000).tolist(), rng.integers(0, 3, 1000).tolist())
+    wanted = np.array([3, 59, 3, 70, 1, 60], np.uint32)
+    tf, tail = postings.frequencies_of(wanted, rows)
+    for i, key in enumerate(wanted.tolist()):
+        one_tf, one_tail = postings.frequencies(key, rows)
+        assert np.array_equal(tf[i], one_tf) and np.array_equal(tail[i], one_tail), key
+    assert not tf[3].any() and not tf[5].any()  # keys no row holds

@@ -66,6 +66,7 @@ class KeywordIndex:
         self._glength: list[np.ndarray] = []  # per row: grams in its text, in its borrowed part
         self._gborrowed: list[np.ndarray] = []
         self.rows = 0
+        self._norms: dict[tuple[str, bool], np.ndarray] = {}  # (field, grams?) -> BM25's length part per row
         self.nbytes = 0
         self.languages: Counter[str] = Counter()  # the languages of the rows, as sidecar/text decided them
 
@@ -113,6 +114,7 @@ class KeywordIndex:
         self._glength.append(np.array(glengths, np.float32))
         self._gborrowed.append(np.array(gborrowed, np.float32))
         self.rows += len(contents)
+        self._norms.clear()
         self.nbytes += self._posting_bytes() - before + len(contents) * ROW_BYTES
 
     def _posting_bytes(self) -> int:
@@ -148,8 +150,8 @@ class KeywordIndex:
     def _query(self, text: str) -> tuple[dict[str, int], list[tuple[list[str], list[str]]], dict[str, int]]:
         """The query's terms and their counts, past MAX_QUERY_TERMS distinct ones the best by tf-idf among
         those the index holds; the stems and grams of its first words that have grams, MAX_QUERY_GRAMS
-        grams in all at most (a word's grams all or none; the first word's always); and its unigrams held by
-        some row, with their counts, MAX_QUERY_TERMS of them at most (the rarest)."""
+        grams in all at most (a word's grams all or none; the first word's always); and its unigrams with their
+        counts, MAX_QUERY_TERMS of them at most (`_rarest`)."""
         terms, words, singles = query_fields(text, self.query_languages())
         kept: list[tuple[list[str], list[str]]] = []
         grams = 0
@@ -161,8 +163,10 @@ class KeywordIndex:
         return self._best(Counter(terms), MAX_QUERY_TERMS), kept, self._rarest(Counter(singles), MAX_QUERY_TERMS)
 
     def _rarest(self, singles: Counter[str], most: int) -> dict[str, int]:
-        """The unigrams some row holds, the `most` held by the fewest rows (a pasted page of Chinese has
-        hundreds of distinct characters)."""
+        """Past `most` distinct unigrams, the `most` held by the fewest rows, among those some row holds (a
+        pasted page of Chinese has hundreds of distinct characters)."""
+        if len(singles) <= most:
+            return singles
         held = [(n, g) for g, n in self._gram_frequencies(list(singles)).items() if n]
         return {g: singles[g] for _, g in sorted(held)[:most]}
 
@@ -213,9 +217,14 @@ class KeywordIndex:
         has1, has2 = prev >= 0, prev2 >= 0
 
         def field_norm(lengths: np.ndarray, borrows: np.ndarray) -> np.ndarray:
-            if field == "search_text":
-                lengths = lengths + np.where(has1, borrows[prev], 0) + np.where(has2, borrows[prev2], 0)
-            return K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
+            """BM25's length part per row, kept until rows are added (the same for every query)."""
+            key = (field, lengths is glength)
+            found = self._norms.get(key)
+            if found is None:
+                if field == "search_text":
+                    lengths = lengths + np.where(has1, borrows[prev], 0) + np.where(has2, borrows[prev2], 0)
+                found = self._norms[key] = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
+            return found
 
         def bm25(term: str, norm: np.ndarray) -> np.ndarray | None:
             tf, tail = self._frequencies(term)
@@ -236,11 +245,16 @@ class KeywordIndex:
                 scores += times * found
         # a word's grams stand in for its stems where they score more (another form of the word), never add to them
         gram_norm = field_norm(glength, gborrowed) if words or singles else None
-        for single, times in singles.items():  # a character of a Han, Kana or Hangul run: added to the terms
+        if singles:  # the characters of Han, Kana and Hangul runs: added to the terms, all in one pass
             assert gram_norm is not None  # (there are unigrams)
-            found = bm25(single, gram_norm)
-            if found is not None:
-                scores += (UNIGRAM_WEIGHT * times) * found
+            keys = np.array([self._postings(g)[1] for g in singles], np.uint32)
+            tf, tail = self._grams.frequencies_of(keys, self.rows)
+            if field == "search_text":
+                tf = tf + np.where(has1, tail[:, prev], 0) + np.where(has2, tail[:, prev2], 0)
+            n = np.count_nonzero(tf, axis=1)
+            idf = np.log(1 + (self.rows - n + 0.5) / (n + 0.5)).astype(np.float32)
+            weight = UNIGRAM_WEIGHT * np.array(list(singles.values()), np.float32) * idf
+            scores += (weight[:, None] * tf * (K1 + 1) / (tf + gram_norm)).sum(axis=0)
         held = self._gram_frequencies([g for _, grams in words for g in grams])
         for stems, grams in words:
             assert gram_norm is not None  # (there are words)

@@ -72,6 +72,30 @@ class Postings:
             tail[p[at]] = t2[at]
         return tf, tail
 
+    def frequencies_of(self, keys: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """`frequencies` of several keys at once: (len(keys), rows) arrays, a key's row in each (one pass over
+        the tail for all of them, where a call per key scans it once each)."""
+        found: tuple[np.ndarray, np.ndarray] = np.unique(keys.astype(self.dtypes[0]), return_inverse=True)
+        unique, back = found
+        tf = np.zeros((len(unique), rows), np.float32)
+        tail = np.zeros((len(unique), rows), np.float32)
+        ordered, pos, f, tf_tail = self._sorted
+        lo, hi = np.searchsorted(ordered, unique, "left"), np.searchsorted(ordered, unique, "right")
+        counts = hi - lo
+        if counts.any():
+            which = np.repeat(np.arange(len(unique)), counts)
+            at = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            tf[which, pos[at]] = f[at]
+            tail[which, pos[at]] = tf_tail[at]
+        joined = self._joined_tail()
+        if joined is not None and len(unique):
+            h, p, f2, t2 = joined
+            slot = np.minimum(np.searchsorted(unique, h), len(unique) - 1)
+            hit = unique[slot] == h
+            tf[slot[hit], p[hit]] = f2[hit]
+            tail[slot[hit], p[hit]] = t2[hit]
+        return tf[back], tail[back]
+
     def document_frequencies(self, keys: np.ndarray) -> np.ndarray:
         """Rows holding each key, in the sorted part and the tail."""
         keys = keys.astype(self.dtypes[0])
