@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..messages import Replaced
 from ..wire import (
     ConsolidatedResponse,
     ConsolidateRequest,
@@ -28,6 +29,7 @@ from ..wire import (
 )
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import consolidation as cons
+from . import supersession
 from .builder import USER_GROUP, Builder, Changes
 from .cache import GraphCache
 from .model import (
@@ -53,6 +55,7 @@ CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
 BATCH = 500  # episodes per consolidation pass of one user
 BACKGROUND_SHARE = 8  # graphs no command has used: 1/8 of --graph-cache-mb (graph/cache.py)
+SUPERSEDED_WAIT = 0.02  # seconds a query waits for the graphs' lock (the builder's) before using the last links
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
 
@@ -343,6 +346,27 @@ class GraphService:
     def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
         assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.true_now(user_id, text, limit)
+
+    def superseded(self, user_id: str, ids: list[str]) -> dict[str, Replaced]:
+        """Which of these memories (episodes) of the user a later one replaced (graph/supersession.py): the
+        `Supersession` the query and `context` are handed. It never waits for the builder: with the graphs' lock
+        held by it, the user's links as last worked out answer (none when never), so a graph that has not caught
+        up yet answers with what it had built."""
+        if not ids:
+            return {}
+        if self.lock.acquire(timeout=SUPERSEDED_WAIT):
+            try:
+                g = self.graph(user_id)
+                if g.replaced is None or g.replaced[0] != g.version:
+                    g.replaced = (g.version, supersession.replaced(g))
+                links = g.replaced[1]
+            finally:
+                self.lock.release()
+        else:
+            held = self._cache.get(user_id)
+            last = held.replaced if held is not None else None
+            links = last[1] if last is not None else {}
+        return {i: Replaced(*links[i]) for i in ids if i in links}
 
     def search(
         self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None, until: float | None

@@ -245,6 +245,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
             max_limit=cfg.max_limit,
             companions=companions,
             graph_search=graph.search if graph is not None else None,
+            supersession=graph.superseded if graph is not None else None,
         )
         conversation = ConversationService(
             store,
@@ -252,6 +253,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
             max_window=cfg.max_window,
             max_content_bytes=cfg.max_content_bytes,
             max_content_chars=cfg.max_content_chars,
+            supersession=service.supersession,
         )
         portable = _portable(cfg, store, fact_store, graph, embedder, facts, service, identity)
         if graph is not None and resynced:
