@@ -116,3 +116,33 @@ def test_without_graph_memory_nothing_is_marked(spawn):
     _store(sc, "u1", MOVES[:3])
     assert all("superseded" not in m for m in _query(sc, "u1", "where do I live now?", limit=10))
     assert sc.shutdown() == 0
+
+
+def _remember(sc, user: str, text: str, message_id: str) -> dict:
+    r = sc.request({"type": "remember", "user_id": user, "text": text, "category": "answer", "message_id": message_id})
+    assert r["type"] == "remembered", r
+    return r
+
+
+def _invalidate(sc, new: dict, old: dict) -> None:
+    r = sc.request(
+        {"type": "resolve", "fact_id": new["fact"]["id"], "candidate_id": old["fact"]["id"], "action": "INVALIDATE"}
+    )
+    assert r["type"] == "resolved", r
+
+
+def test_a_fact_invalidated_by_a_later_one_marks_the_memory_it_came_from_and_only_for_its_user(spawn):
+    sc = spawn("--graph", "false")  # the facts alone
+    old, new, _hi = _store(sc, "u1", ["The office is by the harbour.", "The office is uptown these days.", "hi"])
+    (theirs,) = _store(sc, "u2", ["The office is by the harbour."], start=T0 + 60)
+    _invalidate(sc, _remember(sc, "u1", "Office is uptown", new), _remember(sc, "u1", "Office is by the harbour", old))
+    # another user's fact naming u1's memories: nothing of u1's reaches u2, and u2's memory is not marked by it
+    _invalidate(
+        sc, _remember(sc, "u2", "Office is uptown", new), _remember(sc, "u2", "Office is by the harbour", theirs)
+    )
+    got = _query(sc, "u1", "harbour office", limit=3)
+    assert [m["id"] for m in got][:2] == [new, old]
+    assert got[1]["superseded"] == {"id": new, "at": T0 + 3_600} and "superseded" not in got[0]
+    mine = _query(sc, "u2", "harbour office", limit=3)
+    assert [m["id"] for m in mine] == [theirs] and "superseded" not in mine[0]
+    assert sc.shutdown() == 0
