@@ -111,6 +111,23 @@ def test_a_graph_still_building_answers_at_once_with_what_it_knows_and_never_a_w
     assert got[0]["id"] == ids[-1] and sum("superseded" in m for m in got) == 9, got
 
 
+def test_after_a_restart_the_links_come_back_without_a_query_waiting_for_the_graph(spawn, tmp_path):
+    sc = spawn(data_dir=tmp_path / "d")
+    ids = _store(sc, "u1", MOVES[:3])
+    _built(sc, "u1")
+    assert sc.shutdown() == 0
+    sc = spawn(data_dir=tmp_path / "d")  # no graph held: the first answers may carry no mark, never a wrong one
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        got = _query(sc, "u1", "where do I live now?", limit=3)
+        assert all(m["superseded"]["id"] == ids[ids.index(m["id"]) + 1] for m in got if "superseded" in m)
+        if sum("superseded" in m for m in got) == 2:
+            break
+        time.sleep(0.1)
+    assert got[0]["id"] == ids[-1] and sum("superseded" in m for m in got) == 2, got
+    assert sc.shutdown() == 0
+
+
 def test_without_graph_memory_nothing_is_marked(spawn):
     sc = spawn("--graph", "false")
     _store(sc, "u1", MOVES[:3])

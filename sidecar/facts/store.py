@@ -196,12 +196,13 @@ class FactStore:
         """(the message an invalidated fact of the user came from, the message of the fact that replaced it), for
         facts from these messages. Costs nothing for a user with no invalidated fact (the users that have one are
         read once, then kept as this process invalidates or restores facts)."""
-        with self.lock:
-            if self._invalidated is None:
+        users = self._invalidated  # (no lock to read it: a query never waits for a write here)
+        if users is None:
+            with self.lock:
                 got = self.facts.search().where(_INVALIDATED).select(["user_id"]).limit(None).to_arrow()
-                self._invalidated = set(got.column("user_id").to_pylist())
-            if user_id not in self._invalidated or not message_ids:
-                return []
+                users = self._invalidated = set(got.column("user_id").to_pylist())
+        if user_id not in users or not message_ids:
+            return []
         user = f"user_id = {sql_str(user_id)}"
         old = self.get(f"{user} AND {_INVALIDATED} AND {sql_in('message_id', message_ids)}")
         new = (
