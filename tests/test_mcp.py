@@ -146,6 +146,28 @@ def test_each_tool_does_its_job(tmp_path):
     anyio.run(main)
 
 
+def test_a_replaced_memory_says_so_in_search(tmp_path):
+    async def main():
+        async with client(tmp_path / "data", "--user", "uma") as session:
+            _, paris = await call(session, "remember", content="I live in Paris, near the Canal Saint-Martin.")
+            await anyio.sleep(1.1)  # a later second: the move comes after
+            _, rome = await call(session, "remember", content="I moved to Rome.")
+            for _ in range(100):  # the graph is built in the background
+                text, found = await call(session, "search", query="Canal Saint-Martin")
+                if any(m.get("superseded") for m in found["messages"]):
+                    break
+                await anyio.sleep(0.1)
+            old = next(m for m in found["messages"] if m["id"] == paris["id"])
+            assert old["superseded"]["id"] == rome["id"]
+            assert [m["id"] for m in found["messages"]][:2] == [rome["id"], paris["id"]]  # what is true now first
+            line = next(x for x in text.splitlines() if "Canal Saint-Martin" in x)
+            assert f"outdated: replaced by {rome['id']}" in line
+            text, _ = await call(session, "context", text="Canal Saint-Martin")  # (the history block shows it as said)
+            assert all("outdated" in x for x in text.splitlines() if x.startswith("- ") and "Saint-Martin" in x)
+
+    anyio.run(main)
+
+
 def test_user_id_scopes_each_call(tmp_path):
     async def main():
         async with client(tmp_path / "data") as session:

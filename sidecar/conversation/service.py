@@ -8,12 +8,13 @@ Kept apart from `service.py` (the memory rules) so that a `context` command can 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from ..messages import MessageReader, content_over_limit
+from ..messages import MessageReader, Supersession, asks_past, content_over_limit, current_first, marked
 from ..storage import sql_num, sql_str
 from ..wire import (
     ChannelContextOptions,
@@ -57,8 +58,10 @@ class ConversationService:
         max_window: int = 1_000,
         max_content_bytes: int = 1_000_000,
         max_content_chars: int | None = None,
+        supersession: Supersession | None = None,
     ):
         self.store = store
+        self.supersession = supersession  # which memories a later one replaced (messages/supersession.py)
         self.opt_out_marker = opt_out_marker
         self.max_window = max_window
         self.max_content_bytes = max_content_bytes
@@ -127,10 +130,30 @@ class ConversationService:
         skip = exclude | {"", conv.normal(text)}
         for uid in users:
             rows = self.store.search(vector, uid, limit + 1 + min(len(exclude), limit), text=text, mode="hybrid")
-            kept = [r for r in rows if r["similarity"] >= floor and conv.normal(r["content"]) not in skip]
+            kept = [r for r in rows if r["similarity"] >= floor and conv.normal(r["content"]) not in skip][:limit]
             if kept:
-                found[uid] = kept[:limit]
+                found[uid] = self._supersede(uid, text, vector, kept, skip, limit)
         return conv.memory_lines(found, users, words)
+
+    def _supersede(
+        self, user_id: str, text: str, vector: Any, rows: list[dict[str, Any]], skip: frozenset[str], limit: int
+    ) -> list[dict[str, Any]]:
+        """What is true now, first, as `query` does it (messages/supersession.py): a replaced memory is marked
+        (its line says "outdated") and, unless the text asks about the past, the current memory of its chain is
+        shown too, above it."""
+        replaced = self.supersession(user_id, [r["id"] for r in rows]) if self.supersession is not None else {}
+        if not replaced:
+            return rows
+        if not asks_past(text, time.time()):
+            missing = sorted({i.current for i in replaced.values()} - {r["id"] for r in rows})
+            heads: dict[str, dict[str, Any]] = {}
+            if missing:
+                found, vectors = self.store.embedded(missing, user_id)
+                for r, v in zip(found, vectors):
+                    if r["user_id"] == user_id and conv.normal(r["content"]) not in skip:
+                        heads[r["id"]] = {**r, "similarity": float(v @ vector)}
+            rows = current_first(rows, replaced, heads, limit, lift=("score", "similarity"))
+        return marked(rows, replaced)
 
     # ------------------------------------------------------------------ blocks
 

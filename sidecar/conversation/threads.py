@@ -371,6 +371,7 @@ class Memory:
     timestamp: float
     label: str
     text: str
+    outdated: bool = False  # a later memory replaced what it says (messages/supersession.py)
 
 
 def normal(text: str) -> str:
@@ -399,6 +400,11 @@ def memory_lines(found: dict[str, list[dict]], names: dict[str, str], words: int
                 DEFAULT_BOT_LABEL if r.get("is_bot") else names.get(uid) or uid
             )
             out.setdefault(uid, []).append(
-                Memory(float(r["timestamp"]), label, cut_words(" ".join(r["content"].split()), share))
+                Memory(
+                    float(r["timestamp"]),
+                    label,
+                    cut_words(" ".join(r["content"].split()), share),
+                    r.get("superseded") is not None,
+                )
             )
     return out

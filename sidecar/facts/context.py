@@ -106,7 +106,7 @@ class ContextBlocks:
                 req.memories_min_similarity,
             )
             for u in users:
-                u.memories = [ContextMemory(m.timestamp, m.label, m.text) for m in found.get(u.user_id, [])]
+                u.memories = [ContextMemory(m.timestamp, m.label, m.text, m.outdated) for m in found.get(u.user_id, [])]
         if req.format == "xml":
             text = render_xml(users)
             count = sum(len(u.relevant) for u in users)

@@ -196,6 +196,7 @@ class ContextMemory:
     timestamp: float
     label: str
     text: str
+    outdated: bool = False  # a later memory replaced what it says
 
 
 @dataclass
@@ -236,9 +237,11 @@ def now_line(r: ContextRelation) -> str:
 
 
 def memory_line(m: ContextMemory) -> str:
-    """ "2024-03-02 Sam: I moved to Paris." (the date in UTC)."""
+    """ "2024-03-02 Sam: I moved to Paris." (the date in UTC); "2024-03-02 Sam (outdated): I live in Rome." when a
+    later memory replaced what it says."""
     day = datetime.fromtimestamp(m.timestamp, tz=UTC).strftime("%Y-%m-%d")
-    return f"{day} {normalise_text(m.label)}: {normalise_text(m.text)}"
+    mark = " (outdated)" if m.outdated else ""
+    return f"{day} {normalise_text(m.label)}{mark}: {normalise_text(m.text)}"
 
 
 def _attr(value: str) -> str:

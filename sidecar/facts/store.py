@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..storage import Database, compact_tables, cosine_search, rrf, sql_in
+from ..storage import Database, compact_tables, cosine_search, rrf, sql_in, sql_str
 from ..storage.reads import TableReads
 from ..text import written_in
 from . import keywords
@@ -47,6 +47,7 @@ FACT_COLUMNS = [
     "superseded_at",
     "superseded_reason",
 ]
+_INVALIDATED = "active = false AND superseded_reason = 'invalidated'"
 FACT_POOL = 50  # hybrid: each signal's best rows that are fused
 FACT_RRF_K = 60  # the usual reciprocal-rank constant (no fact benchmark to tune it on)
 # hybrid: the semantic list's weight (the keyword list's is 1) for a query the model reads, and for one mostly in
@@ -160,6 +161,7 @@ class FactStore:
         # event order within the same clock tick; continues across restarts from the highest stored seq
         self._seq = itertools.count(self._max_seq() + 1)
         self._names: dict[str, str] = {r["user_id"]: r["username"] for r in self.users.to_arrow().to_pylist()}
+        self._invalidated: set[str] | None = None  # users with an invalidated fact (read at first use)
         self._ensure_index()
 
     def _ensure_index(self) -> None:
@@ -203,6 +205,30 @@ class FactStore:
             self.facts.add(self._arrow(rows, vectors))
             self._on_write()
 
+    def replacements(self, user_id: str, message_ids: list[str]) -> list[tuple[str, str]]:
+        """(the message an invalidated fact of the user came from, the message of the fact that replaced it), for
+        facts from these messages. Costs nothing for a user with no invalidated fact (the users that have one are
+        read once, then kept as this process invalidates or restores facts)."""
+        users = self._invalidated  # (no lock to read it: a query never waits for a write here)
+        if users is None:
+            with self.lock:
+                got = self.facts.search().where(_INVALIDATED).select(["user_id"]).limit(None).to_arrow()
+                users = self._invalidated = set(got.column("user_id").to_pylist())
+        if user_id not in users or not message_ids:
+            return []
+        user = f"user_id = {sql_str(user_id)}"
+        old = self.get(f"{user} AND {_INVALIDATED} AND {sql_in('message_id', message_ids)}")
+        new = (
+            {r["id"]: r for r in self.get(f"{user} AND {sql_in('id', [r['superseded_by'] for r in old])}")}
+            if old
+            else {}
+        )
+        return [
+            (r["message_id"], new[r["superseded_by"]]["message_id"])
+            for r in old
+            if r["superseded_by"] in new and new[r["superseded_by"]]["message_id"] not in (None, r["message_id"])
+        ]
+
     def update(self, fact_id_sql: str, values: dict[str, Any], vector: np.ndarray | None = None) -> None:
         if vector is not None:
             values = {**values, "vector": np.asarray(vector, dtype=np.float32).tolist()}
@@ -212,6 +238,8 @@ class FactStore:
             self.languages.update([language] if language else [])
         with self.lock:
             self.facts.update(where=f"id = {fact_id_sql}", values=values)
+            if values.get("superseded_reason") == "invalidated":
+                self._invalidated = None  # read again at the next use
             self._on_write()
 
     def get(self, where: str) -> list[dict[str, Any]]:
@@ -363,6 +391,7 @@ class FactStore:
         """Facts as exported (ids kept): new ones inserted, stored ones kept or (overwrite) replaced."""
         with self.lock:
             self._merge(self.facts, "id", self._arrow(rows, vectors), overwrite)
+            self._invalidated = None
 
     def restore_events(self, rows: list[dict[str, Any]], overwrite: bool) -> None:
         """History events as exported, their order (`seq`) kept; new events are numbered after them."""

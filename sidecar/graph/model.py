@@ -158,6 +158,7 @@ class UserGraph(Validity):
     spaceless_lengths: set[int] = field(default_factory=set)  # lengths of the keys in scripts without spaces
     usernames: dict[str, str] = field(default_factory=dict)  # folded -> as written: the speakers seen (not stored)
     view: Any = None  # (version, recall's view of this graph): cached here so it leaves with the graph
+    replaced: Any = None  # (version, supersession.replaced(self)): which episodes later ones replaced
 
     def approx_bytes(self) -> int:
         """Resident bytes of this graph and its recall view, for the LRU budget. The per-item figures are

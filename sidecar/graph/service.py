@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..messages import Replaced
 from ..wire import (
     ConsolidatedResponse,
     ConsolidateRequest,
@@ -28,6 +29,7 @@ from ..wire import (
 )
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import consolidation as cons
+from . import supersession
 from .builder import USER_GROUP, Builder, Changes
 from .cache import GraphCache
 from .model import (
@@ -83,6 +85,10 @@ class GraphService:
         self._pinned: set[str] = set()  # the builder's current group: never evicted while it builds
         self._rows: dict[str, dict[str, Any]] = {}  # the group's rows not made into graphs yet (preload)
         self._stale, self._read_bytes = False, 0  # drop_cached() was called; the graphs read lately, mean bytes
+        # which episodes later ones replaced, per user (supersession.py), kept beside the graphs' LRU: a query reads
+        # them without loading a graph (a user whose graph left is read again in the background, `_warm`)
+        self._links: dict[str, supersession.Links] = {}
+        self._warming: set[str] = set()
         self.writable: Callable[[], bool] = lambda: True  # False on a read-only sidecar: recall writes nothing
         self._unconsolidated = 0  # episodes built since the last pass, and when
         self._first_unconsolidated: float | None = None
@@ -162,6 +168,8 @@ class GraphService:
         """What the builder built in one user's graph, as table rows (added to `rows`; the builder commits them)."""
         g, c = built
         g.version += 1
+        g.replaced = (g.version, supersession.replaced(g))  # worked out here: a query never waits for the lock
+        self._links[g.user_id] = g.replaced[1]
         self._cache.measure(g.user_id)  # grown by what was built
         return self.store.rows(
             [(g, c.episodes, list(c.entities.values()), list(c.relations.values()), [], [])], into=rows
@@ -309,6 +317,8 @@ class GraphService:
         gone = set(ids)
         with self.lock:
             users = sorted(self.store.users_of(ids))
+            for uid in users:
+                self._links.pop(uid, None)  # worked out again without them
             saved: list[tuple[UserGraph, list, list, list, list, list]] = []
             dropped: dict[str, set[str]] = {"relations": set(), "traces": set(), "episodes": gone}
             for uid in users:  # all of them written together: one commit per table, not one per user
@@ -343,6 +353,49 @@ class GraphService:
     def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
         assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.true_now(user_id, text, limit)
+
+    def superseded(self, user_id: str, ids: list[str]) -> dict[str, Replaced]:
+        """Which of these memories (episodes) of the user a later one replaced (graph/supersession.py): the
+        `Supersession` the query and `context` are handed. Never waits and never reads a graph on the request
+        path: the links are worked out when the builder builds (or here, when the user's graph is held and the
+        graphs' lock free) and kept per user; a user whose graph is not held and whose links are not known yet is
+        answered with none, and their graph is read in the background for the next request (`_warm`). So a graph
+        that has not caught up answers with what it had built."""
+        if not ids:
+            return {}
+        g = self._cache.get(user_id)
+        if g is not None and (g.replaced is None or g.replaced[0] != g.version) and self.lock.acquire(blocking=False):
+            try:
+                if self._cache.get(user_id) is g:
+                    g.replaced = (g.version, supersession.replaced(g))
+                    self._links[user_id] = g.replaced[1]
+            finally:
+                self.lock.release()
+        links = self._links.get(user_id)
+        if links is None:
+            self._warm(user_id)
+            return {}
+        return {i: Replaced(*links[i]) for i in ids if i in links}
+
+    def _warm(self, user_id: str) -> None:
+        """Work out the user's links in a thread of its own (reading their graph when it is not held)."""
+        if user_id in self._warming:
+            return
+        self._warming.add(user_id)
+
+        def work() -> None:
+            try:
+                with self.lock:
+                    g = self.graph(user_id, background=True)
+                    if g.replaced is None or g.replaced[0] != g.version:
+                        g.replaced = (g.version, supersession.replaced(g))
+                    self._links[user_id] = g.replaced[1]
+            except Exception:  # a store error: the next request tries again
+                log.exception("reading the links of a graph failed")
+            finally:
+                self._warming.discard(user_id)
+
+        threading.Thread(target=work, name="graph-links", daemon=True).start()
 
     def search(
         self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None, until: float | None
@@ -404,16 +457,20 @@ class GraphService:
         with self.lock:
             gone = set(user_ids)
             self._cache.keep_only(lambda u: u not in gone)
+            for u in gone:
+                self._links.pop(u, None)
 
     def drop_cached(self) -> None:
         """Another sidecar changed the tables: every graph is read again when next used (takes no lock)."""
         self._stale = True
+        self._links = {}  # and the links worked out again
 
     def forget_user(self, user_id: str) -> int:
         if self.deep is not None:
             self.deep.forget(user_id)
         with self.lock:
             self._cache.pop(user_id)
+            self._links.pop(user_id, None)
             return self.store.forget_user(user_id)
 
     # ------------------------------------------------------------------ commands

@@ -26,8 +26,9 @@ def _search(r: Any, user: str) -> str:
     lines = [f"{count(len(r.messages), 'memory', 'memories')} for user {user!r}, best first:"]
     for i, m in enumerate(r.messages, 1):
         who = "assistant" if m.is_bot else (m.username or "user")
+        old = f", outdated: replaced by {m.superseded.id} on {when(m.superseded.at)}" if m.superseded else ""
         lines.append(
-            f"{i}. [{when(m.timestamp)}, {who}, score {m.score:.3g}, similarity {m.similarity:.2f}, id {m.id}] "
+            f"{i}. [{when(m.timestamp)}, {who}, score {m.score:.3g}, similarity {m.similarity:.2f}, id {m.id}{old}] "
             f"{m.content}"
         )
     return "\n".join(lines)

@@ -1,11 +1,12 @@
 """Messages: every stored message of every user, per-user search (semantic, keyword, hybrid), expiry
 and forgetting. The base domain: facts, conversation and graph stand on it through `interface.py`."""
 
-from .interface import Companion, GraphSearch, MessageReader
+from .interface import Companion, GraphSearch, MessageReader, Replaced, Supersession
 from .schema import MESSAGES, RESULT_COLUMNS
 from .search import search_table
 from .service import MemoryService, content_over_limit
 from .store import MessageStore
+from .supersession import asks_past, current_first, marked
 from .timewords import named_window
 
 __all__ = [
@@ -16,7 +17,12 @@ __all__ = [
     "MemoryService",
     "MessageReader",
     "MessageStore",
+    "Replaced",
+    "Supersession",
+    "asks_past",
     "content_over_limit",
+    "current_first",
+    "marked",
     "named_window",
     "search_table",
 ]

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -69,3 +69,20 @@ class GraphSearch(Protocol):
         self, user_id: str, text: str, vector: np.ndarray, limit: int, since: float | None, until: float | None
     ) -> list[dict[str, Any]]:
         """Message rows (with `similarity`) ranked by the graph's activation for the query."""
+
+
+class Replaced(NamedTuple):
+    """A memory whose statement a later memory replaced: `by` the memory that replaced it (its direct
+    successor), `at` when that one was said (unix seconds), `current` the latest of the chain (what is true
+    now: `by` itself, or the memory that replaced `by`, and so on)."""
+
+    by: str
+    at: float
+    current: str
+
+
+class Supersession(Protocol):
+    def __call__(self, user_id: str, ids: list[str]) -> dict[str, Replaced]:
+        """Which of these memories of the user were replaced by a later one of theirs, and by which (ids not
+        replaced, or not known, are absent). Answers at once with what is known: it never waits for a
+        background builder."""

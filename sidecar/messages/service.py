@@ -34,9 +34,10 @@ from ..wire import (
     StoreRequest,
 )
 from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge, quote
-from .interface import Companion, GraphSearch
+from .interface import Companion, GraphSearch, Supersession
 from .ranking import POOL, fuse_window
 from .store import MessageStore
+from .supersession import asks_past, current_first, marked
 from .timewords import named_window
 
 log = logging.getLogger("sidecar.service")
@@ -113,6 +114,7 @@ class MemoryService:
         clock: Callable[[], float] = time.time,
         companions: tuple[Companion, ...] = (),
         graph_search: GraphSearch | None = None,
+        supersession: Supersession | None = None,
     ):
         self.embedder = embedder
         self.store = store
@@ -125,6 +127,7 @@ class MemoryService:
         self.started = time.monotonic()
         self.companions = companions  # other domains told of every store and forget (facts, graph)
         self.graph_search = graph_search  # query mode "graph" (graph memory on)
+        self.supersession = supersession  # which memories a later one replaced (graph memory, facts)
 
     def content_over_limit(self, content: str) -> str | None:
         """Why a memory's content is over this sidecar's limits (every face: store, import, MCP), or None."""
@@ -215,15 +218,16 @@ class MemoryService:
         for companion in self.companions:
             companion.on_query(req.user_id, req.username)
         text = req.text
+        vector: list[np.ndarray] = []
         if req.mode == "graph":
             if self.graph_search is None:
                 raise Disabled("query mode `graph` needs graph memory, which is switched off (--graph false)")
-            rows = self.graph_search(
-                req.user_id, text, self.embedder.embed_query(text), req.limit, req.since, req.until
-            )
+            vector.append(self.embedder.embed_query(text))
+            rows = self.graph_search(req.user_id, text, vector[0], req.limit, req.since, req.until)
             rows = [r for r in rows if req.include_bot or not r["is_bot"]]
         else:
-            rows = self._search(req)
+            rows = self._search(req, vector)
+        rows = self._supersede(req, rows, vector)
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:
@@ -234,9 +238,9 @@ class MemoryService:
             out.append(MessageOut(**r))
         return ResultsResponse(messages=out)
 
-    def _search(self, req: QueryRequest) -> list[dict[str, Any]]:
+    def _search(self, req: QueryRequest, vector: list[np.ndarray]) -> list[dict[str, Any]]:
+        """The ranked rows of a semantic, keyword or hybrid query (`vector`: the query's vector once computed)."""
         text = req.text
-        vector: list[np.ndarray] = []
 
         def embed() -> np.ndarray:  # computed inside search, beside the full-text queries; once
             if not vector:
@@ -272,6 +276,41 @@ class MemoryService:
             )
             rows = fuse_window(rows, inside, req.limit)
         return rows
+
+    def _supersede(
+        self, req: QueryRequest, rows: list[dict[str, Any]], vector: list[np.ndarray]
+    ) -> list[dict[str, Any]]:
+        """What is true now, first (messages/supersession.py): replaced memories marked in every mode; in the
+        default (hybrid) and graph modes, unless the question asks about the past, the current memory of each
+        replaced one's chain returned too, above it."""
+        if self.supersession is None or not rows:
+            return rows
+        replaced = self.supersession(req.user_id, [r["id"] for r in rows])
+        if not replaced:
+            return rows
+        if req.mode in ("hybrid", "graph") and not asks_past(req.text, self.clock()):
+            missing = {i.current for i in replaced.values()} - {r["id"] for r in rows}
+            heads = self._heads(req, sorted(missing), vector) if missing else {}
+            rows = current_first(rows, replaced, heads, req.limit)
+        return marked(rows, replaced)
+
+    def _heads(self, req: QueryRequest, ids: list[str], vector: list[np.ndarray]) -> dict[str, dict[str, Any]]:
+        """The rows of these current memories (the user's own only) that the query's filters let through, with
+        their similarity to the query."""
+        rows, vectors = self.store.embedded(ids, req.user_id)
+        if not vector:
+            vector.append(self.embedder.embed_query(req.text))
+        out: dict[str, dict[str, Any]] = {}
+        for r, v in zip(rows, vectors):
+            if (
+                r["user_id"] != req.user_id
+                or (r["is_bot"] and not req.include_bot)
+                or (req.since is not None and r["timestamp"] < req.since)
+                or (req.until is not None and r["timestamp"] > req.until)
+            ):
+                continue
+            out[r["id"]] = {**r, "similarity": float(v @ vector[0])}
+        return out
 
     def cleanup(self, req: CleanupRequest) -> OkResponse:
         ttl = req.ttl_days if req.ttl_days is not None else self.ttl_days

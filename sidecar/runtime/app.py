@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the domains are imported by build(), once the model starts 
     from ..facts.extraction import ExtractionWorker
     from ..graph import GraphService
     from ..llm import LLMClient
-    from ..messages import MemoryService, MessageStore
+    from ..messages import MemoryService, MessageStore, Supersession
     from ..portable import PortableService
     from ..storage import SharedStore
     from ..wire import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest
@@ -187,6 +187,29 @@ def _message_store(cfg: Config, model: ModelLoad) -> MessageStore:
     )
 
 
+def _supersession(graph: GraphService | None, facts: FactStore, store: MessageStore) -> Supersession:
+    """Which memories a later one replaced (the query's and context's "what is true now, first"): graph memory's
+    links (relations closed by later ones) and, for the rest, the facts' (a fact from one memory invalidated by a
+    fact from a later memory of the same user: its `message_id` naming the memory, the memory's own id)."""
+    from ..messages import Replaced
+    from ..storage import sql_in, sql_str
+
+    def superseded(user_id: str, ids: list[str]) -> dict[str, Replaced]:
+        out = graph.superseded(user_id, ids) if graph is not None else {}
+        pairs = facts.replacements(user_id, [i for i in ids if i not in out])
+        if pairs:  # the replacing memory: the user's own, and when it was said
+            said = {
+                r["id"]: r["timestamp"]
+                for r in store.rows(f"{sql_in('id', [n for _, n in pairs])} AND user_id = {sql_str(user_id)}", user_id)
+            }
+            for old, new in sorted(pairs, key=lambda p: said.get(p[1], float("inf"))):
+                if new in said and old not in out:
+                    out[old] = Replaced(new, said[new], new)
+        return out
+
+    return superseded
+
+
 def build(cfg: Config, model: ModelLoad | None = None) -> App:
     """`model`: the ModelLoad the caller started before its own imports (the server does), else one is
     started here; either way the domains' imports and the store's opening run beside the model's load."""
@@ -253,6 +276,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
             max_limit=cfg.max_limit,
             companions=companions,
             graph_search=graph.search if graph is not None else None,
+            supersession=_supersession(graph, fact_store, store),
         )
         conversation = ConversationService(
             store,
@@ -260,6 +284,7 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
             max_window=cfg.max_window,
             max_content_bytes=cfg.max_content_bytes,
             max_content_chars=cfg.max_content_chars,
+            supersession=service.supersession,
         )
         portable = _portable(cfg, store, fact_store, graph, embedder, facts, service, identity)
         if graph is not None and resynced:

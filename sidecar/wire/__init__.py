@@ -75,6 +75,7 @@ from .messages import (
     QueryRequest,
     ResultsResponse,
     StoreRequest,
+    Superseded,
 )
 from .portable import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest, LineError, OnConflict
 from .system import (
@@ -171,6 +172,7 @@ __all__ = [
     "StatsRequest",
     "StatsResponse",
     "StoreRequest",
+    "Superseded",
     "SyncRequest",
     "SyncedResponse",
     "TraceOut",

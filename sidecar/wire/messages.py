@@ -147,6 +147,15 @@ class OkResponse(ResponseBase):
     KEEP_NULL: ClassVar[frozenset[str]] = frozenset({"expires_at"})
 
 
+class Superseded(WireModel):
+    """A later memory of the same user replaced what this one says ("I live in Berlin", then "moved to Lisbon")."""
+
+    id: str = Field(
+        description="The memory that replaced it (the next one of its chain: what replaced that may be later still)."
+    )
+    at: int = Field(description="When that memory was said: unix seconds (whole seconds).")
+
+
 class MessageOut(WireModel):
     id: str
     content: str
@@ -178,6 +187,15 @@ class MessageOut(WireModel):
             "A long memory (past the model's 256-token window, embedded in overlapping chunks): the [start, end) "
             "character offsets (Unicode code points) in `content` of the chunk that matched best; absent for "
             "shorter memories and for keyword-only matches."
+        ),
+    )
+    superseded: Superseded | None = Field(
+        None,
+        description=(
+            "Present when a later memory replaced what this one says (a relation it stated was closed by a later "
+            "one in graph memory): this memory is history, no longer true. In the default (hybrid) and graph modes, "
+            'unless the query asks about the past ("before", "used to", "in 2024", ...), the current memory '
+            "is returned too and ranked above it."
         ),
     )
 

@@ -1058,11 +1058,31 @@ export interface MessageOut {
    */
   span?: [number, number] | null;
   /**
+   * Present when a later memory replaced what this one says (a relation it stated was closed by a later one in graph memory): this memory is history, no longer true. In the default (hybrid) and graph modes, unless the query asks about the past ("before", "used to", "in 2024", ...), the current memory is returned too and ranked above it.
+   */
+  superseded?: Superseded | null;
+  /**
    * Unix seconds (whole seconds).
    */
   timestamp: number;
   user_id: string;
   username?: string | null;
+}
+/**
+ * A later memory of the same user replaced what this one says ("I live in Berlin", then "moved to Lisbon").
+ *
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "Superseded".
+ */
+export interface Superseded {
+  /**
+   * When that memory was said: unix seconds (whole seconds).
+   */
+  at: number;
+  /**
+   * The memory that replaced it (the next one of its chain: what replaced that may be later still).
+   */
+  id: string;
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
