@@ -46,7 +46,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from . import ROOT
+from . import ROOT, pyheap
 from . import hostile as hostile_shapes
 from .client import BenchError, Sidecar
 from .output import write_json
@@ -115,6 +115,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="at the end, export the data dir and check every acknowledged memory is in it",
     )
+    parser.add_argument(
+        "--pyheap",
+        action="store_true",
+        help="each sample also holds Python's heap inside the sidecar (pyheap.py: object arenas, bytes in live "
+        "objects, glibc's malloc totals, the most numerous object types); from source only",
+    )
     parser.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
 
 
@@ -130,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     if data_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="soak-")
         data_dir = os.path.join(tmp.name, "data")
+    if args.pyheap:
+        pyheap.enable(tempfile.mkdtemp(prefix="soak-pyheap-"), types=True)
     with Sidecar(data_dir, args.sidecar_args, expiry_off=False, cwd=ROOT, clean_env=True) as sc:
         try:
             _, ready = sc.wait_ready()
@@ -352,6 +360,7 @@ def _sample(pid, start, lock, lat, done, previous, rss_seen) -> dict:
         "store_ms": _percentiles(stores),
         "query_ms": _percentiles(queries),
         "rss_by_kind_mib": by_kind,
+        **({"pyheap": heap} if (heap := pyheap.read(pid)) is not None else {}),
     }
 
 

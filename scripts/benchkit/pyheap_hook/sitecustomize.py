@@ -66,7 +66,14 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
             out["malloc"] = {f: getattr(info, f) for f in ("arena", "hblkhd", "uordblks", "fordblks")}
         except (OSError, AttributeError):  # not glibc
             pass
-        out["gc_objects"] = len(gc.get_objects())
+        objects = gc.get_objects()
+        out["gc_objects"] = len(objects)
+        if os.environ.get("BENCH_PYHEAP_TYPES"):
+            import collections
+
+            counts = collections.Counter(type(o).__qualname__ for o in objects)
+            out["types"] = dict(counts.most_common(15))
+        del objects
         path = os.path.join(os.environ["BENCH_PYHEAP_DIR"], f"{os.getpid()}.json")
         with open(path + ".part", "w") as f:
             json.dump(out, f)
