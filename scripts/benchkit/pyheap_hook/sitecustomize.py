@@ -73,6 +73,12 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
 
             counts = collections.Counter(type(o).__qualname__ for o in objects)
             out["types"] = dict(counts.most_common(15))
+        for o in objects:  # LanceDB's own caches (the sidecar's connection holds their Session)
+            if type(o).__name__ == "LanceDBConnection" and getattr(o, "_session", None) is not None:
+                try:
+                    out["lance_cache"] = {"bytes": o._session.size_bytes(), "items": o._session.approx_num_items()}
+                except Exception:  # another lancedb version
+                    pass
         del objects
         path = os.path.join(os.environ["BENCH_PYHEAP_DIR"], f"{os.getpid()}.json")
         with open(path + ".part", "w") as f:
