@@ -75,8 +75,8 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
             out["types"] = dict(counts.most_common(15))
         for o in objects:  # LanceDB's own caches (the sidecar's connection holds their Session)
             if type(o).__name__ == "LanceDBConnection" and getattr(o, "_session", None) is not None:
-                try:
-                    out["lance_cache"] = {"bytes": o._session.size_bytes(), "items": o._session.approx_num_items()}
+                try:  # properties in lancedb 0.41 (methods in its JS client)
+                    out["lance_cache"] = {"bytes": o._session.size_bytes, "items": o._session.approx_num_items}
                 except Exception:  # another lancedb version
                     pass
         del objects
