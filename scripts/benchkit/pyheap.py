@@ -21,7 +21,8 @@ _DIR: list[str] = []
 
 def enable(directory: str | Path, types: bool = False) -> None:
     """Sidecars started from now on load the hook, which writes into `directory` (a temporary one of the run);
-    with `types`, also the count of live objects of the 15 most numerous types (`types`)."""
+    with `types`, also the count of live objects of the 15 most numerous types (`types`; of the objects made since
+    `ready`: the sidecar freezes start-up's, which gc.get_objects() then leaves out) and LanceDB's cache bytes."""
     if not _DIR:
         _DIR.append(str(directory))
         os.environ["BENCH_PYHEAP_DIR"] = _DIR[0]

@@ -137,7 +137,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pyheap",
         action="store_true",
         help="each sample also holds Python's heap inside the sidecar (pyheap.py: object arenas, bytes in live "
-        "objects, glibc's malloc totals, the most numerous object types); from source only",
+        "objects, glibc's malloc totals, the most numerous types of the objects made since `ready`, LanceDB's "
+        "cache bytes); from source only",
     )
     parser.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
 
