@@ -37,6 +37,7 @@ SUBCOMMANDS = (
     "ab",
     "fact-thresholds",
     "graph-build",
+    "graph-lag",
     "graph",
     "graph-quality",
     "validity",

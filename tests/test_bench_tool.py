@@ -29,6 +29,7 @@ SUBCOMMANDS = (
     "ab",
     "fact-thresholds",
     "graph-build",
+    "graph-lag",
     "graph",
     "graph-quality",
     "validity",

@@ -426,7 +426,7 @@ def test_builder_queue_is_bounded_and_what_it_left_out_is_caught_up(monkeypatch)
     gate, built, left_out, calls = threading.Event(), [], [], []
     b = builder_mod.Builder(threading.RLock(), None, None, None, lambda n: None)
 
-    def build(rows, vectors):
+    def build(rows, vectors, parts=None):
         gate.wait(10)
         built.extend(r["id"] for r in rows)
 
@@ -466,7 +466,7 @@ def test_a_delete_waits_for_the_rows_queued_before_it_not_for_a_stream_of_later_
     built: list[str] = []
     b = builder_mod.Builder(threading.RLock(), None, None, None, lambda n: None)
 
-    def build(rows, vectors):
+    def build(rows, vectors, parts=None):
         time.sleep(0.05)
         built.extend(r["id"] for r in rows)
 

@@ -54,6 +54,36 @@ def test_deciles_compare_the_first_and_last_tenth_of_the_requests():
     assert "too few" in soak.deciles(samples[:5])["message"]
 
 
+def test_last_half_is_flat_by_the_slope_of_the_level_per_10k_requests():
+    # 40,000 requests, a sample per 1,000: the level rises 30 MiB in the first half, then 0.5 or 3 MiB per 10k
+    def run(per_10k: float) -> list[dict]:
+        return [
+            {"done": 1000 * k, "rss_min_mib": 200 + min(k, 20) * 1.5 + max(0, k - 20) * per_10k / 10, "rss_mib": 300}
+            for k in range(1, 41)
+        ]
+
+    flat, rising = soak.last_half(run(0.5), 1.0), soak.last_half(run(3.0), 1.0)
+    assert flat["flat"] is True and abs(flat["slope_mib_per_10k"] - 0.5) < 0.01  # the first half's rise is not judged
+    assert rising["flat"] is False and abs(rising["slope_mib_per_10k"] - 3.0) < 0.01
+    assert flat["level_mib"]["100%"] > flat["level_mib"]["75%"] > flat["level_mib"]["50%"]
+    assert soak.last_half(run(0.5)[:5], 1.0)["flat"] is None  # too few samples
+
+
+def test_retention_dates_the_stores_in_epochs_and_cuts_between_them():
+    kept = soak.Retention(4_000, 100_000)
+    assert kept.epoch == 1_000
+    dates = [kept.date(i) for i in range(0, 10_000, 7)]
+    assert dates == sorted(dates) and dates[0] >= kept.base and max(dates) < kept.base + 28 * 86_400 + kept.gap
+    assert all(kept.cleanup(i) is None for i in range(5_000) if i % 1000)  # only at an epoch's start
+    assert kept.cleanup(4_000) is None  # the first four epochs are all kept
+    request, cut = kept.cleanup(7_000)  # at the start of epoch 7: epoch 2 goes, 3 to 6 stay
+    assert request["type"] == "cleanup" and cut == 2
+    at = soak.time.time() - request["ttl_days"] * 86_400  # what the sidecar deletes: dated before `at`
+    assert kept.date(2_999) < at < kept.date(3_000)
+    assert at - kept.date(2_999) > 3600 and kept.date(3_000) - at > 3600  # far from both: a delayed cleanup cuts alike
+    assert not soak.Retention(0, 100).on
+
+
 def test_judge_prints_the_verdict_for_an_earlier_run(tmp_path):
     path = tmp_path / "soak.json"
     path.write_bytes(orjson.dumps({"samples": _samples([500, 502, 501, 503, 502, 504], [510] * 6, [600] * 6)}))
@@ -156,6 +186,27 @@ def test_a_hostile_soak_answers_every_shape_and_keeps_every_acknowledged_memory(
     verified = [line for line in proc.stdout.splitlines() if line.startswith("verify: ")]
     acked, found = (int(w) for w in verified[0].split()[1:5:3])
     assert acked == found and acked > 100  # the ordinary stores and the hostile ones answered ok
+
+
+@linux_only("the soak samples RSS by kind from /proc/<pid>/smaps")
+def test_a_soak_with_retention_deletes_the_old_epochs_and_keeps_every_other_acknowledged_memory(tmp_path):
+    """--retain: the cleanups delete exactly the epochs they cut (none of their memories in the export) and every
+    other memory answered `ok` is in it."""
+    out = tmp_path / "soak.json"
+    proc = subprocess.run(
+        [*(sys.executable, BENCH, "soak", "--requests", "300", "--retain", "120"), "--users", "10", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(ROOT),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    result = orjson.loads(out.read_bytes())
+    assert result["failure"] is None and result["retain"] == 120 and result["last_half"] is not None
+    verified = next(line for line in proc.stdout.splitlines() if line.startswith("verify: ")).split()
+    kept, found, deleted, back = int(verified[1]), int(verified[4]), int(verified[11]), int(verified[17])
+    # epochs of 30 requests (15 stores); at request 270, epoch 9 starts and epoch 4 goes: epochs 0-4 deleted
+    assert kept == found and deleted == 75 and back == 0
 
 
 def test_every_hostile_shape_can_be_drawn_and_expects_an_answer():

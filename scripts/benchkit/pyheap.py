@@ -19,11 +19,15 @@ HOOK = Path(__file__).with_name("pyheap_hook")
 _DIR: list[str] = []
 
 
-def enable(directory: str | Path) -> None:
-    """Sidecars started from now on load the hook, which writes into `directory` (a temporary one of the run)."""
+def enable(directory: str | Path, types: bool = False) -> None:
+    """Sidecars started from now on load the hook, which writes into `directory` (a temporary one of the run);
+    with `types`, also the count of live objects of the 15 most numerous types (`types`; of the objects made since
+    `ready`: the sidecar freezes start-up's, which gc.get_objects() then leaves out) and LanceDB's cache bytes."""
     if not _DIR:
         _DIR.append(str(directory))
         os.environ["BENCH_PYHEAP_DIR"] = _DIR[0]
+        if types:
+            os.environ["BENCH_PYHEAP_TYPES"] = "1"
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK), os.environ.get("PYTHONPATH")) if p)
 
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from . import ROOT
+from . import ROOT, pyheap
 from . import hostile as hostile_shapes
 from .client import BenchError, Sidecar
 from .output import write_json
@@ -115,6 +115,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="at the end, export the data dir and check every acknowledged memory is in it",
     )
+    parser.add_argument(
+        "--retain",
+        type=int,
+        default=0,
+        metavar="REQUESTS",
+        help="keep the store to about the memories of the last REQUESTS requests, as a bot with a retention "
+        "policy does: stores are dated in epochs of REQUESTS/4 requests, a day apart at most, and at the start of "
+        "each epoch from the fifth on a `cleanup` deletes the oldest epoch still stored; the export at the end must "
+        "hold every acknowledged memory of the epochs kept and none of the ones deleted; 0: the store only grows",
+    )
+    parser.add_argument(
+        "--flat-slope",
+        type=float,
+        default=1.0,
+        metavar="MIB",
+        help="RSS is flat in the last half when the level between compactions (interval minimums) rises by at most "
+        "this many MiB per 10,000 requests (least-squares slope over the samples of the last half of the requests)",
+    )
+    parser.add_argument(
+        "--pyheap",
+        action="store_true",
+        help="each sample also holds Python's heap inside the sidecar (pyheap.py: object arenas, bytes in live "
+        "objects, glibc's malloc totals, the most numerous types of the objects made since `ready`, LanceDB's "
+        "cache bytes); from source only",
+    )
     parser.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
 
 
@@ -122,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.judge:
         samples = json.loads(Path(args.judge).read_bytes())["samples"]
         print(plateau(samples, args.plateau_tolerance)["message"])
+        print(last_half(samples, args.flat_slope)["message"])
         print(deciles(samples)["message"])
         return 0
 
@@ -130,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
     if data_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="soak-")
         data_dir = os.path.join(tmp.name, "data")
+    if args.pyheap:
+        pyheap.enable(tempfile.mkdtemp(prefix="soak-pyheap-"), types=True)
     with Sidecar(data_dir, args.sidecar_args, expiry_off=False, cwd=ROOT, clean_env=True) as sc:
         try:
             _, ready = sc.wait_ready()
@@ -137,13 +165,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"sidecar did not start: {e}", file=sys.stderr)
             return 1
         acked: list[str] = []
-        samples, failure = stream(args, sc, ready, acked)
-        if not failure and (args.verify or args.hostile > 0):
-            failure += verify(sc, acked, data_dir)
+        kept = Retention(args.retain, args.requests)
+        samples, failure = stream(args, sc, ready, acked, kept)
+        if not failure and (args.verify or args.hostile > 0 or args.retain > 0):
+            failure += verify(sc, acked, data_dir, kept)
         code = sc.finish(120)
     verdict = plateau(samples, args.plateau_tolerance)
-    _write(args, samples, ready, failure, verdict, exit_code=code)
+    flat = last_half(samples, args.flat_slope)
+    _write(args, samples, ready, failure, verdict, exit_code=code, flat=flat)
     print(verdict["message"])
+    print(flat["message"])
     print(deciles(samples)["message"])
     if failure:
         print(failure[0], file=sys.stderr)
@@ -152,8 +183,38 @@ def run(args: argparse.Namespace) -> int:
     return 0 if not failure and code == 0 else 1
 
 
-def verify(sc: Sidecar, acked: list[str], data_dir: str) -> list[str]:
-    """Every acknowledged memory is in an export of the data dir: [] or one failure line."""
+class Retention:
+    """--retain: the dates of the stores, by epochs of `retain // 4` requests (even: an epoch starts with a query's
+    slot, which its `cleanup` takes), GAP seconds apart, each epoch's stores within the first half of its GAP; a
+    `cleanup` cuts in the middle of the empty half before an epoch, so the time a request waits in the pipe moves
+    no memory across the cut. Every date is within the last 28 days (the sidecar's default expiry is 30)."""
+
+    def __init__(self, retain: int, requests: int):
+        self.on = retain > 0
+        self.epoch = max(2, (retain // 4) // 2 * 2)
+        epochs = requests // self.epoch + 2
+        self.gap = min(86_400.0, 28 * 86_400.0 / epochs)
+        self.base = time.time() - epochs * self.gap
+        self.of: dict[str, int] = {}  # acknowledged memory id -> epoch of its store (dated ones only)
+        self.cut = -1  # epochs up to this one were deleted by a cleanup answered ok
+
+    def date(self, i: int) -> float:
+        e, k = divmod(i, self.epoch)
+        return self.base + e * self.gap + k * (self.gap / 2 / self.epoch)
+
+    def cleanup(self, i: int) -> tuple[dict[str, Any], int] | None:
+        """At the start of each epoch from the fifth: the request that deletes the oldest epoch kept, and that epoch."""
+        e, k = divmod(i, self.epoch)
+        if not self.on or k or e < 5:
+            return None
+        cut = e - 5
+        at = self.base + (cut + 1) * self.gap - self.gap / 4  # after epoch `cut`'s stores, before the next's
+        return {"type": "cleanup", "ttl_days": (time.time() - at) / 86_400.0}, cut
+
+
+def verify(sc: Sidecar, acked: list[str], data_dir: str, kept: Retention | None = None) -> list[str]:
+    """Every acknowledged memory is in an export of the data dir, but those a --retain cleanup deleted, which
+    are not: [] or one failure line."""
     out = Path(tempfile.mkdtemp(prefix="soak-verify-")) / "all.jsonl"
     sc.timeout = max(sc.timeout, 600.0)
     answer = sc.request({"type": "export", "out": str(out), "vectors": False}, "exported")
@@ -163,23 +224,35 @@ def verify(sc: Sidecar, acked: list[str], data_dir: str) -> list[str]:
             record = json.loads(line)
             if record.get("kind") == "message":
                 found.add(record.get("id"))
+    cut = kept.cut if kept is not None else -1
+    deleted = {i for i in acked if kept is not None and kept.of.get(i, cut + 1) <= cut}
+    acked = [i for i in acked if i not in deleted]
     missing = [i for i in acked if i not in found]
+    back = [i for i in deleted if i in found]
     print(
         f"verify: {len(acked)} acknowledged memories, {len(acked) - len(missing)} in the export "
-        f"({answer.get('messages')} messages exported)",
+        f"({answer.get('messages')} messages exported)"
+        + (
+            f"; {len(deleted)} deleted by the retention cleanups, {len(back)} of them in the export"
+            if kept and kept.on
+            else ""
+        ),
         flush=True,
     )
     out.unlink()
-    return [f"{len(missing)} acknowledged memories missing from the export, e.g. {missing[:3]}"] if missing else []
+    failures = [f"{len(missing)} acknowledged memories missing from the export, e.g. {missing[:3]}"] if missing else []
+    return failures + ([f"{len(back)} memories a cleanup deleted are in the export, e.g. {back[:3]}"] if back else [])
 
 
 def stream(
-    args: argparse.Namespace, sc: Sidecar, ready: dict, acked: list[str] | None = None
+    args: argparse.Namespace, sc: Sidecar, ready: dict, acked: list[str] | None = None, kept: Retention | None = None
 ) -> tuple[list[dict], list[str]]:
     """The traffic, a writer and a reader thread with at most --window requests in flight, and a sample
     every --interval seconds (rewritten to --out) until every answer is in or one is wrong. The ids of the
-    memories whose store was answered `ok` are appended to `acked`."""
+    memories whose store was answered `ok` are appended to `acked` (and their epochs noted in `kept`)."""
     acked = [] if acked is None else acked
+    kept = Retention(0, args.requests) if kept is None else kept
+    cuts: dict[int, int] = {}  # request number of a retention cleanup -> the epoch it deletes
     rng = random.Random(args.seed)
     hostile_rng = random.Random(args.seed + 1)
     expected_hostile: dict[int, hostile_shapes.Hostile] = {}
@@ -227,7 +300,14 @@ def stream(
                     if mode != "default":
                         req["mode"] = mode
                     kind = "query"
-                if args.hostile > 0 and hostile_rng.random() < args.hostile:
+                if kept.on and i % 2 == 1:
+                    req["timestamp"] = kept.date(i)
+                cleanup = kept.cleanup(i)
+                if cleanup is not None:
+                    req, kind = {**cleanup[0], "request_id": i}, "cleanup"
+                    with lock:
+                        cuts[i] = cleanup[1]
+                elif args.hostile > 0 and hostile_rng.random() < args.hostile:
                     shape = hostile_shapes.draw(hostile_rng, user)
                     kind = "hostile"
                     with lock:
@@ -274,6 +354,13 @@ def stream(
                     )
                     if ok and kind == "store":
                         acked.append(r["id"])
+                        if kept.on:
+                            kept.of[r["id"]] = expected // kept.epoch
+                    elif kind == "cleanup":
+                        ok = rid == expected and r.get("type") == "ok"
+                        if ok:
+                            with lock:
+                                kept.cut = max(kept.cut, cuts.pop(expected))
                 if not ok:
                     what = f" ({shape.name})" if shape is not None else ""
                     failure.append(f"request {expected}{what}: unexpected answer {str(r)[:500]}")
@@ -352,6 +439,7 @@ def _sample(pid, start, lock, lat, done, previous, rss_seen) -> dict:
         "store_ms": _percentiles(stores),
         "query_ms": _percentiles(queries),
         "rss_by_kind_mib": by_kind,
+        **({"pyheap": heap} if (heap := pyheap.read(pid)) is not None else {}),
     }
 
 
@@ -391,6 +479,38 @@ def plateau(samples: list[dict], tolerance: float) -> dict:
         f"the last third (tolerance {tolerance:.0%}); steady (median of the interval medians) "
         f"{steady_middle:.1f} and {steady_last:.1f} MiB; peaks {peak_middle:.1f} and "
         f"{peak_last:.1f} MiB",
+    }
+
+
+def last_half(samples: list[dict], max_slope: float) -> dict:
+    """Whether RSS is flat in the last half of the requests: the least-squares slope of the level between
+    compactions (each interval's lowest one-second RSS) against the requests answered, over the samples of the
+    last half, in MiB per 10,000 requests, at most `max_slope`; beside it the level (median of the interval
+    minimums) of the samples around the half (45-55% of the requests), three quarters (70-80%) and the end (the
+    last 10%)."""
+    kept = [s for s in samples if s.get("done")]
+    total = kept[-1]["done"] if kept else 0
+    half = [s for s in kept if s["done"] >= total / 2]
+    if len(half) < 4:
+        return {"flat": None, "message": f"RSS in the last half: too few samples ({len(half)}) to judge"}
+    xs, ys = [s["done"] / 10_000 for s in half], [s.get("rss_min_mib", s["rss_mib"]) for s in half]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sum((x - mx) ** 2 for x in xs) or 1.0)
+
+    def level(lo: float, hi: float) -> float | None:
+        part = [s.get("rss_min_mib", s["rss_mib"]) for s in kept if lo * total <= s["done"] <= hi * total]
+        return round(median(part), 1) if part else None
+
+    at = {"50%": level(0.45, 0.55), "75%": level(0.70, 0.80), "100%": level(0.90, 1.0)}
+    ok = slope <= max_slope
+    return {
+        "flat": ok,
+        "slope_mib_per_10k": round(slope, 2),
+        "max_slope_mib_per_10k": max_slope,
+        "level_mib": at,
+        "message": f"RSS {'flat' if ok else 'NOT flat'} in the last half: the level between compactions rose "
+        f"{slope:+.2f} MiB per 10,000 requests (least squares over {len(half)} samples; at most {max_slope:g}); "
+        f"level at 50% / 75% / 100% of the requests {' / '.join(f'{v}' for v in at.values())} MiB",
     }
 
 
@@ -435,7 +555,7 @@ def deciles(samples: list[dict]) -> dict:
     }
 
 
-def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
+def _write(args, samples, ready, failure, verdict, exit_code=None, flat=None) -> None:
     write_json(
         args.out,
         {
@@ -452,6 +572,8 @@ def _write(args, samples, ready, failure, verdict, exit_code=None) -> None:
             "samples": samples,
             "failure": failure[0] if failure else None,
             "plateau": verdict,
+            "last_half": flat,
+            "retain": args.retain,
             "exit_code": exit_code,
         },
     )

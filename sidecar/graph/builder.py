@@ -38,6 +38,11 @@ BATCH_ROWS = 512
 # second at most, and the users' queued rows are taken in turn, so another user's message waits for one batch, not
 # for every long message queued before it (a 32,000-character message once held every user's graph 28.7 s).
 BATCH_CHARS = 32_000
+# A message longer than this is read in slices of at most this many characters (cut after a sentence or at a space
+# where one is near), each slice a batch of its own: another user's message waits for one slice, not for the
+# whole of a long message (32,000 characters of run-on chat held another user's statement 1.5-5.2 s on a loaded
+# machine; `bench.py graph-lag`, docs/reliability.md "Text that costs time").
+SLICE_CHARS = 8_000
 STOP_SECONDS = 2.0  # at shutdown, the builder finishes what is queued if it can in this long; the rest waits for
 # the next start, which builds every stored message with no episode (`catch_up`)
 USER_GROUP = 16  # users of a batch whose rows are read together (their graphs made one at a time)
@@ -54,6 +59,33 @@ CATCH_UP_AHEAD = 1024  # the catch-up queues more stored messages only while few
 # Python over a 1 MB text held the GIL for seconds (other users' requests waited up to 1.9 s, measured).
 EPISODE_CHARS = 32_000
 RULE_CONFIDENCE = 0.6  # a relation read by the rule tier (the LLM tier's: 0.8; a host's facts stand apart)
+
+
+def slices(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the slices a message is read in: the whole of it up to SLICE_CHARS; past that, slices of at
+    most SLICE_CHARS, each ending after a sentence's end or a space in its last 400 characters
+    when there is one (a clause cut in two loses what it said; run-on text has no better place to cut)."""
+    out, start = [], 0
+    while len(text) - start > SLICE_CHARS:
+        end = start + SLICE_CHARS
+        near = text[end - 400 : end]
+        cut = max(near.rfind(". "), near.rfind("! "), near.rfind("? "), near.rfind("\n"))
+        if cut < 0:
+            cut = near.rfind(" ")
+        if cut >= 0:
+            end = end - 400 + cut + 1
+        out.append((start, end))
+        start = end
+    out.append((start, len(text)))
+    return out
+
+
+class _Partial:
+    """A long message whose slices are being read: its episode (written with the last slice), what the slices read
+    so far found, and the similarity to the user's recent episodes (its novelty, once the last is read)."""
+
+    def __init__(self, episode: Episode, best: float | None):
+        self.episode, self.best, self.new, self.named = episode, best, 0, 0
 
 
 class _Stopped(Exception):
@@ -92,46 +124,66 @@ def build_episode(
     content = row["content"]
     low = is_backchannel(content)
     best = float(np.max(recent @ vector)) if recent is not None and len(recent) else None
+    episode = new_episode(g, row, low)
+    new, named = (0, 0) if low else read_into(g, row, episode, content, changes, extra, same_fact, similar)
+    episode.quality = 0.0 if low else novelty(new, named, best)
+    changes.episodes.append(episode)
+    return episode
+
+
+def new_episode(g: UserGraph, row: dict[str, Any], low: bool) -> Episode:
+    """The message's episode, in the user's graph, before anything of its text is read."""
     episode = Episode(
         row["id"], float(row["timestamp"]), row.get("channel_id"), row.get("message_id"), row.get("reply_to"), 0.0, low
     )
-    new = 0
-    mentions: list[Mention] = []
     g.note_username(row.get("username"))
-    if not low:
-        mentions = find_mentions(content, *g.gazetteer())
-        if extra is not None:
-            taken = [(m.start, m.end) for m in mentions]
-            mentions += [m for m in extra(content) if all(m.end <= s or m.start >= e for s, e in taken)]
-        for m in mentions:
-            if m.type == "date":
-                continue  # times are the episode's own; a date is not an entity of the graph
-            entity, created = g.resolve(m.text, m.type, similar)
-            new += created
-            if entity.id not in episode.entity_ids:
-                episode.entity_ids.append(entity.id)
-                entity.episodes.append(episode.id)
-                changes.entities[entity.id] = entity
-    named = [m for m in mentions if m.type != "date"]
-    episode.quality = 0.0 if low else novelty(new, len(named), best)
     g.episodes[episode.id] = episode
     if episode.message_id:
         g.by_message_id[episode.message_id] = episode.id
-    if not low and not row.get("is_bot"):
-        _relations(g, row, episode, changes, same_fact, similar)
-    changes.episodes.append(episode)
     return episode
+
+
+def read_into(
+    g: UserGraph,
+    row: dict[str, Any],
+    episode: Episode,
+    text: str,
+    changes: Changes,
+    extra: Callable[[str], list[Mention]] | None = None,
+    same_fact: Callable[[str, str], str | None] | None = None,
+    similar: Similar | None = None,
+) -> tuple[int, int]:
+    """Read `text` (the message's content, or a slice of a long one) into its episode: its mentions as entities,
+    then (unless a bot said it) the relations it states. Returns the entities it created and its named mentions."""
+    mentions = find_mentions(text, *g.gazetteer())
+    if extra is not None:
+        taken = [(m.start, m.end) for m in mentions]
+        mentions += [m for m in extra(text) if all(m.end <= s or m.start >= e for s, e in taken)]
+    new = 0
+    for m in mentions:
+        if m.type == "date":
+            continue  # times are the episode's own; a date is not an entity of the graph
+        entity, created = g.resolve(m.text, m.type, similar)
+        new += created
+        if entity.id not in episode.entity_ids:
+            episode.entity_ids.append(entity.id)
+            entity.episodes.append(episode.id)
+            changes.entities[entity.id] = entity
+    if not row.get("is_bot"):
+        _relations(g, row, episode, text, changes, same_fact, similar)
+    return new, sum(m.type != "date" for m in mentions)
 
 
 def _relations(
     g: UserGraph,
     row: dict[str, Any],
     episode: Episode,
+    text: str,
     changes: Changes,
     same_fact: Callable[[str, str], str | None] | None,
     similar: Similar | None,
 ) -> None:
-    found = find_relations(row["content"], g.gazetteer()[0])
+    found = find_relations(text, g.gazetteer()[0])
     if not found:
         return
     me = None
@@ -219,7 +271,11 @@ class Builder:
         self.extra = extra
         self.queue: queue.Queue[tuple[list[dict[str, Any]], np.ndarray, int] | None] = queue.Queue()
         # the builder thread's own: queued rows taken off the queue, each user's in order, users taken in turn
-        self._backlog: OrderedDict[str, deque[tuple[dict[str, Any], np.ndarray, int]]] = OrderedDict()
+        # (row, vector, number, slice: (start, end) of a long message's content, or None for the whole message)
+        self._backlog: OrderedDict[str, deque[tuple[dict[str, Any], np.ndarray, int, tuple[int, int] | None]]] = (
+            OrderedDict()
+        )
+        self._partial: dict[str, _Partial] = {}  # long messages read in part, by row id (the builder thread's)
         self.pending = 0  # rows queued or being built
         self.submitted = 0  # rows ever queued (a row's number: how many were queued before it)
         self.processed = 0  # rows ever taken off the queue and built (or failed)
@@ -413,14 +469,21 @@ class Builder:
             if waiting is None:  # a user with nothing waiting goes first: not behind another's backlog
                 waiting = self._backlog[user] = deque()
                 self._backlog.move_to_end(user, last=False)
-            waiting.append((r, vectors[k], first + k))
+            parts = slices(r["content"])
+            if len(parts) == 1:
+                waiting.append((r, vectors[k], first + k, None))
+            else:
+                waiting.extend((r, vectors[k], first + k, part) for part in parts)
         return True
 
-    def _next_batch(self) -> tuple[list[dict[str, Any]], np.ndarray, list[int]] | None:
+    def _next_batch(
+        self,
+    ) -> tuple[list[dict[str, Any]], np.ndarray, list[int], list[tuple[int, int] | None]] | None:
         """Queued work for one pass: with nothing in hand, what arrives within BATCH_DELAY of the first item
         (fewer commits to the graph tables), less when a command waits for the graph (`hurry`); then every
         queued row joins the backlog, and the batch takes the users' rows in turn, up to BATCH_ROWS rows and
-        BATCH_CHARS characters. None: stop."""
+        BATCH_CHARS characters (past its first row), and a slice of a long message only as its first (`slices`).
+        The rows, their vectors, numbers and slices (None: the whole row). None: stop."""
         if not self._backlog:
             if not self._take(self.queue.get()):
                 return None
@@ -449,37 +512,47 @@ class Builder:
         rows: list[dict[str, Any]] = []
         vectors: list[np.ndarray] = []
         numbers: list[int] = []
+        parts: list[tuple[int, int] | None] = []
         chars = 0
-        while self._backlog and len(rows) < BATCH_ROWS and chars < BATCH_CHARS:
+        while self._backlog and len(rows) < BATCH_ROWS:
             user = next(iter(self._backlog))
+            row, vector, number, part = self._backlog[user][0]
+            size = len(row.get("content", "")) if part is None else part[1] - part[0]
+            if rows and (part is not None or chars + size > BATCH_CHARS):
+                break  # the next batch starts with it
             waiting = self._backlog.pop(user)
-            row, vector, number = waiting.popleft()
+            waiting.popleft()
             if waiting:
                 self._backlog[user] = waiting  # behind the other users: one row each in turn
             rows.append(row)
             vectors.append(vector)
             numbers.append(number)
-            chars += len(row.get("content", ""))
-        return rows, np.stack(vectors), numbers
+            parts.append(part)
+            chars += size
+        return rows, np.stack(vectors), numbers, parts
 
     def _run(self) -> None:
         while (batch := self._next_batch()) is not None:
-            rows, vectors, numbers = batch
+            rows, vectors, numbers, parts = batch
+            # the rows done with this batch: whole ones and long ones' last slices (until then a row is pending)
+            done = [k for k, p in enumerate(parts) if p is None or p[1] >= len(rows[k]["content"])]
             try:
-                self.build(rows, vectors)
+                self.build(rows, vectors, parts)
             except _Stopped:
                 log.info("graph builder stopped with %d messages unwritten (built at the next start)", len(rows))
                 return
             except Exception:
                 log.exception("graph building failed for %d messages", len(rows))
-                self.failed += len(rows)
+                self.failed += len(done)
+                for r in rows:  # a long message's later slices are left unread (built again at the next start)
+                    self._partial.pop(r["id"], None)
             with self._count:
-                self.pending -= len(rows)
-                self.processed += len(rows)
-                for n in numbers:
-                    self._outstanding.pop(n, None)
-                self._by_user -= Counter(r.get("user_id", "") for r in rows)
-                self._in_hand -= Counter(r["id"] for r in rows)  # the built ones out (- keeps counts above 0)
+                self.pending -= len(done)
+                self.processed += len(done)
+                for k in done:
+                    self._outstanding.pop(numbers[k], None)
+                self._by_user -= Counter(rows[k].get("user_id", "") for k in done)
+                self._in_hand -= Counter(rows[k]["id"] for k in done)  # the built ones out (- keeps counts above 0)
                 catch_up = self.overflowed and not self.pending and self.on_overflow is not None
                 if catch_up:  # the catch-up holds one pending unit: nobody sees the graph settled before it is done
                     self.overflowed, self.pending = False, 1
@@ -505,11 +578,13 @@ class Builder:
             if not again:
                 return
 
-    def build(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> None:
+    def build(
+        self, rows: list[dict[str, Any]], vectors: np.ndarray, parts: list[tuple[int, int] | None] | None = None
+    ) -> None:
         """Build a batch of stored messages, every user's, a group of users at a time (`group_size()` of them,
         at most USER_GROUP: their rows read together, their graphs made and let go one at a time, so that a
         batch over many users never holds more than one graph beyond the memory budget), then write it all with
-        one commit per table."""
+        one commit per table. `parts`: per row, the slice of a long message this batch reads (None: all of it)."""
         by_user: dict[str, list[int]] = {}
         for k, r in enumerate(rows):
             by_user.setdefault(r["user_id"], []).append(k)
@@ -525,7 +600,7 @@ class Builder:
                 if self.preload is not None:
                     self.preload(group)
                 for u in group:  # one user's graph at a time (the group's rows were read together)
-                    built = self._build_user(u, by_user[u], rows, vectors)
+                    built = self._build_user(u, by_user[u], rows, vectors, parts)
                     ids = {ep.id for ep in built[1].episodes}
                     episodes |= ids
                     self.unwritten |= ids
@@ -554,19 +629,64 @@ class Builder:
             waited += YIELD_STEP
 
     def _build_user(
-        self, user_id: str, idx: list[int], rows: list[dict[str, Any]], vectors: np.ndarray
+        self,
+        user_id: str,
+        idx: list[int],
+        rows: list[dict[str, Any]],
+        vectors: np.ndarray,
+        parts: list[tuple[int, int] | None] | None = None,
     ) -> tuple[UserGraph, Changes]:
-        idx.sort(key=lambda k: rows[k]["timestamp"])
+        idx.sort(key=lambda k: rows[k]["timestamp"])  # (stable: a long message's slices stay in order)
         g = self.graphs(user_id)
         changes = Changes()
         for k in idx:
             self._stopping()
-            if rows[k]["id"] in g.episodes:
+            part = parts[k] if parts is not None else None
+            if part is not None:
+                built = self._build_slice(g, rows[k], vectors[k], part, changes)
+                if built is None:
+                    continue  # not its last slice, or built before a crash
+                ep = built
+            elif rows[k]["id"] in g.episodes:
                 continue  # built before a crash
-            recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
-            ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact, self.similar)
+            else:
+                recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
+                ep = build_episode(g, rows[k], vectors[k], recent, changes, self.extra, self.same_fact, self.similar)
             if self.on_built is not None:
                 self.on_built(g, ep, rows[k])
             # a copy: a view would keep the builder's whole batch of vectors alive for as long as the graph
             g.recent = [*g.recent[-RECENT + 1 :], vectors[k].astype(np.float32)]
         return g, changes
+
+    def _build_slice(
+        self, g: UserGraph, row: dict[str, Any], vector: np.ndarray, part: tuple[int, int], changes: Changes
+    ) -> Episode | None:
+        """Read one slice of a long message into the user's graph; its episode once the last slice is read (it
+        joins `changes` then, and stays in `unwritten` until that batch is written), else None."""
+        start, end = part
+        state = self._partial.get(row["id"])
+        if start == 0:
+            if row["id"] in g.episodes:
+                return None  # built before a crash
+            recent = np.asarray(g.recent[-RECENT:]) if g.recent else None
+            best = float(np.max(recent @ vector)) if recent is not None and len(recent) else None
+            state = self._partial[row["id"]] = _Partial(new_episode(g, row, is_backchannel(row["content"])), best)
+            self.unwritten.add(row["id"])
+        elif state is None:
+            return None  # its first slice was built before a crash, or its batch failed
+        ep = state.episode
+        g.episodes[ep.id] = ep  # (the graph may have been let go and read again from the tables since)
+        if ep.message_id:
+            g.by_message_id[ep.message_id] = ep.id
+        if not ep.low:
+            new, named = read_into(
+                g, row, ep, row["content"][start:end], changes, self.extra, self.same_fact, self.similar
+            )
+            state.new += new
+            state.named += named
+        if end < len(row["content"]):
+            return None
+        del self._partial[row["id"]]
+        ep.quality = 0.0 if ep.low else novelty(state.new, state.named, state.best)
+        changes.episodes.append(ep)
+        return ep

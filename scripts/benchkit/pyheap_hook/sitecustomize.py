@@ -24,6 +24,37 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
         os.close(r)
         return b"".join(chunks).decode(errors="replace")
 
+    _found: list = []
+
+    def _lance_session():
+        """The sidecar's LanceDB connection's Session, found once by walking what the threads' frames reach (the
+        connection was made before `ready`, and the sidecar freezes what start-up made: gc.get_objects() does not
+        list it)."""
+        if _found:
+            return _found[0]
+        import gc
+        import sys
+        import types
+
+        seen: set[int] = set()
+        todo: list[object] = list(sys._current_frames().values())
+        while todo and len(seen) < 500_000:
+            o = todo.pop()
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            session = getattr(o, "_session", None) if type(o).__name__ == "LanceDBConnection" else None
+            if session is not None:
+                _found.append(session)
+                return session
+            if isinstance(o, types.FrameType):
+                todo.append(o.f_locals)
+                if o.f_back is not None:
+                    todo.append(o.f_back)
+            else:
+                todo.extend(gc.get_referents(o))
+        return None
+
     def _write(_signum, _frame) -> None:
         import ctypes
         import gc
@@ -66,7 +97,20 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
             out["malloc"] = {f: getattr(info, f) for f in ("arena", "hblkhd", "uordblks", "fordblks")}
         except (OSError, AttributeError):  # not glibc
             pass
-        out["gc_objects"] = len(gc.get_objects())
+        objects = gc.get_objects()
+        out["gc_objects"] = len(objects)
+        if os.environ.get("BENCH_PYHEAP_TYPES"):
+            import collections
+
+            counts = collections.Counter(type(o).__qualname__ for o in objects)
+            out["types"] = dict(counts.most_common(15))
+        del objects
+        session = _lance_session()
+        if session is not None:  # LanceDB's own caches: properties in lancedb 0.41
+            try:
+                out["lance_cache"] = {"bytes": session.size_bytes, "items": session.approx_num_items}
+            except Exception:  # another lancedb version
+                pass
         path = os.path.join(os.environ["BENCH_PYHEAP_DIR"], f"{os.getpid()}.json")
         with open(path + ".part", "w") as f:
             json.dump(out, f)
