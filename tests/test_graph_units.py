@@ -13,8 +13,9 @@ from conftest import ROOT
 
 from sidecar.graph import consolidation as cons
 from sidecar.graph.mentions import find_mentions
-from sidecar.graph.model import FLOOR, HALF_LIFE_DAYS, Episode, UserGraph, decayed, fold
+from sidecar.graph.model import UserGraph
 from sidecar.graph.quality import is_backchannel, novelty
+from sidecar.graph.records import FLOOR, HALF_LIFE_DAYS, Episode, decayed, fold
 from sidecar.graph.relations import find_relations
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -324,8 +325,8 @@ def test_the_memory_budget_counts_what_a_graph_really_holds():
     import uuid
 
     from sidecar.graph.builder import Changes, build_episode
-    from sidecar.graph.model import Trace
     from sidecar.graph.recall import GraphView
+    from sidecar.graph.records import Trace
 
     texts = [
         "I met Ana and Bruno at the Lisbon fair.",

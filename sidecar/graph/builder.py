@@ -24,8 +24,9 @@ import numpy as np
 import pyarrow as pa
 
 from .mentions import Mention, find_mentions
-from .model import Entity, Episode, Relation, Similar, UserGraph
+from .model import Similar, UserGraph
 from .quality import is_backchannel, novelty
+from .records import Entity, Episode, Relation
 from .relations import AS_FACT, PREDICATES, find_relations
 
 log = logging.getLogger("sidecar.graph")

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .model import fold_chars
+from .records import fold_chars
 
 TYPES = ("person", "place", "organisation", "thing", "event", "date", "other")
 

@@ -16,10 +16,11 @@ from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, Reca
 from ..wire.errors import TooLarge
 from . import activation as act
 from . import recall_validity as validity
+from .consolidation import BATCH
 from .model import UserGraph
 from .recall import BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity, recall
 from .recall_validity import Order
-from .service import BATCH, decayed
+from .records import decayed
 
 USE_BOOST = 0.1
 TIME_BOOST = 1.0  # an episode inside the time the query names (messages/timewords.py): activation x (1 + this)
