@@ -32,15 +32,6 @@ DOMAIN_DEPS = {
 # a guard against a file or a function nobody can read, not a ruler that decides where code is cut
 MAX_MODULE_LINES = 1200
 MAX_FUNCTION_LINES = 200
-# The only import circle and the only private names shared across modules left: the graph's relation reader
-# (one class torn into mixins over relations/words.py) and its recaller/service pair. Issue 67 (the graph re-cut
-# by concept) removes them; after it this is empty and the tests below refuse any.
-KNOWN_CIRCLES: list[set[str]] = [
-    {"sidecar.graph.recaller", "sidecar.graph.service"},
-    {f"sidecar.graph.{m}" for m in ("mentions", "model", "validity")}
-    | {f"sidecar.graph.relations{m}" for m in ("", ".objects", ".reader", ".subjects", ".words")},
-]
-KNOWN_PRIVATE_SOURCES = {"sidecar.graph.relations.words"}
 
 
 def _modules() -> list[Path]:
@@ -225,13 +216,12 @@ def circles(edges: dict[str, set[str]]) -> list[set[str]]:
 
 def test_no_import_circles():
     edges, _ = import_graph()
-    assert [c for c in circles(edges) if c not in KNOWN_CIRCLES] == []
+    assert circles(edges) == []
 
 
 def test_no_private_names_imported_across_modules():
     _, private = import_graph()
-    known = tuple(f"from {m}" for m in KNOWN_PRIVATE_SOURCES)
-    assert [p for p in private if not p.endswith(known)] == []
+    assert private == []
 
 
 def test_the_cohesion_checks_catch_a_circle_and_a_private_import():

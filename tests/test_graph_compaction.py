@@ -19,7 +19,8 @@ import numpy as np
 from helpers import MODEL, in_thread, table_rows
 
 from sidecar.graph import store as graph_store_module
-from sidecar.graph.model import Entity, UserGraph
+from sidecar.graph.model import UserGraph
+from sidecar.graph.records import Entity
 from sidecar.graph.store import ENTITIES, GraphStore
 from sidecar.messages.store import MessageStore
 

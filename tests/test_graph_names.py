@@ -12,8 +12,9 @@ from helpers import store_all
 
 from sidecar.embedding.embedder import Embedder
 from sidecar.embedding.model import resolve_model
-from sidecar.graph.model import UserGraph, compact, fold
+from sidecar.graph.model import UserGraph
 from sidecar.graph.names import THRESHOLD, NameMatcher
+from sidecar.graph.records import compact, fold
 
 GROUPS = json.loads((Path(__file__).parent / "fixtures" / "entity_aliases.json").read_text())
 

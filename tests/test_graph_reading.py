@@ -14,9 +14,10 @@ from conftest import ROOT
 
 from sidecar.graph.builder import EPISODE_CHARS, Changes, build_episode
 from sidecar.graph.mentions import find_mentions
-from sidecar.graph.model import UserGraph, fold
+from sidecar.graph.model import UserGraph
 from sidecar.graph.quality import is_backchannel
-from sidecar.graph.relations import PREDICATES, find_relations
+from sidecar.graph.records import fold
+from sidecar.graph.relations import PREDICATES, find_relations, single_valued
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from benchkit import graph_quality as gq
@@ -397,7 +398,7 @@ def test_ten_thousand_relations_for_one_user():
 
 
 def _episode(g: UserGraph, i: int):
-    from sidecar.graph.model import Episode
+    from sidecar.graph.records import Episode
 
     ep = Episode(f"x{i}", float(i), "c", None, None, 0.5, False)
     g.episodes[ep.id] = ep
@@ -409,7 +410,7 @@ def test_a_relation_of_an_entity_merged_into_another_is_kept_once():
     _build(g, "My sister Alice moved to Rome", "My sister Ali moved to Rome", "My sister Ali lives in Milan")
     alice, ali = g.find("Alice"), g.find("Ali")
     g.merge(ali, alice)
-    dropped = g.fold_relations()
+    dropped = g.fold_relations(single_valued)
     assert len(dropped) == 1  # (me, sister, Ali) became (me, sister, Alice), which was there
     # Alice's Rome (current) closes when her Milan began; Ali's Rome, closed by Milan, stays as history
     assert _relations(g) == [
@@ -420,7 +421,7 @@ def test_a_relation_of_an_entity_merged_into_another_is_kept_once():
     ]
     me = g.find("Sam")
     g.merge(alice, me)  # merged into the speaker: a relation of one entity with itself is dropped
-    g.fold_relations()
+    g.fold_relations(single_valued)
     assert all(r.subject_id != r.object_id for r in g.relations.values())
 
 

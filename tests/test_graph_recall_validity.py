@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from sidecar.graph import recall_validity as validity
-from sidecar.graph.model import Episode, Relation, UserGraph
+from sidecar.graph.model import UserGraph
 from sidecar.graph.recall import rank_by_validity
 from sidecar.graph.recall_validity import BOTH, PAST, PRESENT, order, predicates, tense
+from sidecar.graph.records import Episode, Relation
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,8 @@ import pytest
 from helpers import MODEL, STORY, store_all
 
 from sidecar.graph import GRAPH_TABLES
-from sidecar.graph.model import Entity, Episode, Trace, UserGraph
+from sidecar.graph.model import UserGraph
+from sidecar.graph.records import Entity, Episode, Trace
 from sidecar.graph.store import ENTITIES, GraphStore
 from sidecar.messages.store import MessageStore
 from sidecar.storage import SCHEMA_VERSION

@@ -13,8 +13,9 @@ from conftest import ROOT
 
 from sidecar.graph import consolidation as cons
 from sidecar.graph.mentions import find_mentions
-from sidecar.graph.model import FLOOR, HALF_LIFE_DAYS, Episode, UserGraph, decayed, fold
+from sidecar.graph.model import UserGraph
 from sidecar.graph.quality import is_backchannel, novelty
+from sidecar.graph.records import FLOOR, HALF_LIFE_DAYS, Episode, decayed, fold
 from sidecar.graph.relations import find_relations
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -324,8 +325,8 @@ def test_the_memory_budget_counts_what_a_graph_really_holds():
     import uuid
 
     from sidecar.graph.builder import Changes, build_episode
-    from sidecar.graph.model import Trace
     from sidecar.graph.recall import GraphView
+    from sidecar.graph.records import Trace
 
     texts = [
         "I met Ana and Bruno at the Lisbon fair.",
@@ -400,10 +401,12 @@ def test_a_built_graph_keeps_none_of_the_builders_batch():
         }
         for i in range(4_000)
     ]
+    find_relations("We live in Oslo.")  # the reader's import and patterns, once per process: not the graph's
+    rng = np.random.default_rng(1)  # (numpy.random's import, the same)
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    vectors = np.random.default_rng(1).standard_normal((len(rows), 384)).astype(np.float32)  # 6 MB
+    vectors = rng.standard_normal((len(rows), 384)).astype(np.float32)  # 6 MB
     b._build_user("u", list(range(0, len(rows), 200)), rows, vectors)  # this user's 20 of the batch's rows
     del vectors
     gc.collect()

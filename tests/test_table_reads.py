@@ -221,7 +221,8 @@ def test_the_graphs_done_ids_are_read_for_the_group_of_users_the_catch_up_asks_a
     (GraphStore.done_ids(users)), so a group names exactly its users' messages the graph has not built."""
     import pyarrow as pa
 
-    from sidecar.graph.model import Episode, UserGraph
+    from sidecar.graph.model import UserGraph
+    from sidecar.graph.records import Episode
     from sidecar.graph.store import GraphStore
 
     monkeypatch.setattr(search, "COHORT_USERS", 2)

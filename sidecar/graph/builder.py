@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import self_names
 from .mentions import Mention, find_mentions
-from .model import Entity, Episode, Relation, Similar, UserGraph
+from .model import Similar, UserGraph
 from .quality import is_backchannel, novelty
+from .records import Entity, Episode, Relation, fold
 from .relations import AS_FACT, PREDICATES, find_relations
 
 log = logging.getLogger("sidecar.graph")
@@ -101,11 +103,20 @@ class Changes:
         self.relations: dict[str, Relation] = {}
 
 
-def self_entity(g: UserGraph, username: str | None) -> Entity:
-    """The entity of the user themself (the subject of first-person relations)."""
+def self_entity(g: UserGraph, username: str | None, introduced: str | None = None) -> Entity:
+    """The entity of the user themself (the subject of first-person relations), named by the display name;
+    it answers to "me", the display name's readable part ("mara_v" -> "Mara") and the name the user introduced
+    themself with (self_names.py), unless the graph knows that name as someone else."""
     entity, _new = g.resolve(username or "me", "person")
-    if username and "me" not in {a.casefold() for a in entity.aliases}:
+    keys = entity.keys()
+    added = bool(username) and "me" not in keys
+    if added:
         entity.aliases.add("me")
+    for name in (self_names.readable(username), introduced):
+        if name and fold(name) not in keys and g.by_key.get(fold(name), entity.id) == entity.id:
+            entity.aliases.add(name)
+            added = True
+    if added:
         g.index(entity)
     return entity
 
@@ -155,6 +166,9 @@ def read_into(
 ) -> tuple[int, int]:
     """Read `text` (the message's content, or a slice of a long one) into its episode: its mentions as entities,
     then (unless a bot said it) the relations it states. Returns the entities it created and its named mentions."""
+    if not row.get("is_bot") and (name := self_names.introduced(text)) is not None:
+        me = self_entity(g, row.get("username"), name)  # before the mentions: "Hi, I'm Mara" mentions the user
+        changes.entities[me.id] = me
     mentions = find_mentions(text, *g.gazetteer())
     if extra is not None:
         taken = [(m.start, m.end) for m in mentions]

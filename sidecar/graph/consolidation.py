@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .model import Episode, Trace, UserGraph
+from .model import UserGraph
+from .records import Episode, Trace
 
 WINDOW = 20  # episodes before each one that it may link to
 MIN_CONFIDENCE = 0.7  # edges at least this confident join episodes into one trace
@@ -33,6 +34,7 @@ SIMILAR = 0.55
 HUB_SHARE = 0.2
 TRACE_LINK = 0.85  # traces whose vectors are closer than this are linked (weight = cosine)
 SUMMARY_WORDS = 32
+BATCH = 500  # episodes per consolidation pass of one user (GraphService.consolidate_user)
 
 
 @dataclass

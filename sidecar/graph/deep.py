@@ -20,7 +20,6 @@ from typing import Any
 
 from ..llm import LLMClient, LLMError
 from ..llm.worker import JobQueue
-from .relations import PREDICATES
 
 log = logging.getLogger("sidecar.graph")
 
@@ -69,10 +68,6 @@ def parse(obj: dict[str, Any], content: str) -> tuple[list[tuple[str, str]], lis
         if predicate and 0 < len(obj_text) <= 80 and obj_text.casefold() in folded:
             relations.append((predicate, obj_text))
     return entities, relations
-
-
-def single_valued(predicate: str) -> bool:
-    return PREDICATES.get(predicate, (False, "other"))[0]
 
 
 class DeepTier:

@@ -6,7 +6,8 @@ What it finds, in this order (an earlier, longer match wins an overlap):
   and any script: in scripts written without spaces (Chinese, Japanese, Thai, ...) and in Korean, whose
   particles glue to a name, a known name is found inside a run of text; a known first name followed by a
   capitalised word takes it as the surname ("Bob Miller", not "Bob" and "Miller"); a known name that is
-  also an ordinary word ("will", "may", "rose") counts only when written with a capital;
+  also an ordinary word ("will", "may", "rose") counts only when written with a capital, and not when it
+  opens a sentence as a verb before "you", "I", "we", "the", ... ("Will you remember?", "May I ask");
 - platform mentions (`@name` in any script, Discord's `<@123>`), e-mail addresses and URLs;
 - time expressions: today/yesterday/tomorrow, weekdays, months with or without a day, years,
   "last/next/this <unit>", "<n> <units> ago", numeric dates and clock times;
@@ -27,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .model import fold_chars
+from .records import fold_chars
 
 TYPES = ("person", "place", "organisation", "thing", "event", "date", "other")
 
@@ -327,7 +328,7 @@ def _gazetteer_hits(text: str, gazetteer: Mapping[str, str], max_words: int) -> 
             start, end = words[i][0], words[i + n - 1][1]
             key = _SPACES.sub(" ", folded[start:end]) if n > 1 else folded[start:end]
             kind = gazetteer.get(key)
-            if kind is not None and (n > 1 or not text[start].islower() or not _ordinary_key(key)):
+            if kind is not None and (n > 1 or not _ordinary_key(key) or _named_as_word(text, start, end)):
                 hits.append(Mention(text[start:end], start, end, kind))
                 i += n
                 break
@@ -365,6 +366,20 @@ def _spaceless_hits(
             else:
                 i += 1
     return [h for h in hits if mask.find(1, h.start, h.end) < 0]
+
+
+# a word after which a sentence-opening "Will", "May" or "Mark" is the verb: "Will you remember?", "May I ask?"
+_AUX_NEXT = re.compile(
+    r"[ \t]+(?i:i|you|u|ya|we|he|she|it|they|there|this|that|these|those|the|a|an|my|your|his|her|our|their|its|"
+    r"anyone|anybody|someone|somebody|everyone|everybody|not|be)\b"
+)
+
+
+def _named_as_word(text: str, start: int, end: int) -> bool:
+    """A known name that is also an ordinary word ("will", "may", "rose") counts as the name: written with a
+    capital, and not opening a sentence as a question's or a wish's verb ("Will you remember?", "May I ask",
+    while "Will said hi" and "where does Will live?" name Will)."""
+    return not text[start].islower() and not (_opens_sentence(text, start) and _AUX_NEXT.match(text, end))
 
 
 def _ordinary_key(key: str) -> bool:

@@ -1,6 +1,7 @@
 """One user's graph in memory: entities with their aliases and mentions, episodes, relations with
-their validity, traces and the links between them. Pure data and the rules that change it (entity
-resolution, relation validity, merging); the store loads and saves it, the builder feeds it.
+their validity, traces and the links between them (the records themselves: records.py). Pure data and the
+rules that change it (entity resolution, relation validity, merging); the store loads and saves it, the
+builder feeds it.
 
 Derived state is never stored twice: an entity's mention count, first/last seen and salience come
 from its mentions; a relation's validity from its episodes' times.
@@ -8,20 +9,15 @@ from its mentions; a relation's validity from its episodes' times.
 
 from __future__ import annotations
 
-import hashlib
-import math
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-if TYPE_CHECKING:
-    import numpy as np
+from .records import Entity, Episode, Relation, Trace, compact, fold, stable_id
+from .validity import Validity
 
 SALIENCE_STEP = 0.1  # each resolved mention raises salience by this, up to 1
-HALF_LIFE_DAYS = 7.0  # activation loses half of what it has above FLOOR in a week without use
-FLOOR = 0.1
 # Resident bytes per item of a loaded graph (tracemalloc; see UserGraph.approx_bytes)
 EPISODE_BYTES = 400
 ENTITY_BYTES = 1_050
@@ -34,8 +30,6 @@ VIEW_TRACE_BYTES = 300
 NAME_VECTOR_BYTES = 950  # float16, with its key
 ARRAY_BYTES = 112  # a numpy array's own header, on top of its data
 
-
-_ACCENTS = re.compile("[\u0300-\u036f]+")
 # a key wholly in a script written without spaces (or Korean): the fast tier looks for it inside runs of text
 _SPACELESS_KEY = re.compile(
     "[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff\u1100-\u11ff\u3040-\u30ff"
@@ -44,94 +38,7 @@ _SPACELESS_KEY = re.compile(
 USERNAMES = 512
 
 
-def fold_chars(text: str) -> str:
-    """Case folded, compatibility forms unified and the accents of Latin, Greek and Cyrillic letters dropped
-    ("Zoë" -> "zoe"), every other script's marks kept and recomposed (a Korean syllable stays one character,
-    a Devanagari vowel sign or a Japanese voicing mark stays on its letter)."""
-    if text.isascii():
-        return text.casefold()
-    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFKD", text.casefold())))
-
-
-def fold(name: str) -> str:
-    """The key a name is matched by: case and diacritics folded (`fold_chars`), punctuation at the ends and
-    repeated spaces dropped ("Zoë  O'Neil." -> "zoe o'neil")."""
-    return re.sub(r"\s+", " ", fold_chars(name)).strip(" .,;:!?\"'’()[]{}")
-
-
-def decayed(activation: float, since: float, now: float) -> float:
-    days = max(0.0, now - since) / 86_400.0
-    return FLOOR + (activation - FLOOR) * math.pow(2.0, -days / HALF_LIFE_DAYS)
-
-
-def compact(key: str) -> str:
-    """A folded name with a leading "the", spaces and punctuation dropped: "the Grand Canyon",
-    "grand-canyon" and "Grand Canyon" are one name ("the" only when a name follows it)."""
-    return re.sub(r"[\W_]+", "", re.sub(r"^the\s+(?=\S)", "", key))
-
-
-def stable_id(*parts: str) -> str:
-    return hashlib.blake2b("\x1f".join(parts).encode(), digest_size=12).hexdigest()
-
-
 Similar = Callable[["UserGraph", str, str], "Entity | None"]  # (graph, folded name, type) -> a known entity
-
-
-@dataclass(slots=True)
-class Entity:
-    id: str
-    name: str
-    type: str
-    aliases: set[str] = field(default_factory=set)
-    activation: float = 0.5
-    episodes: list[str] = field(default_factory=list)  # mentioning episodes, in arrival order
-
-    def keys(self) -> set[str]:
-        return {fold(self.name), *(fold(a) for a in self.aliases)}
-
-
-@dataclass(slots=True)
-class Episode:
-    id: str  # the message id
-    ts: float
-    channel_id: str | None
-    message_id: str | None
-    reply_to: str | None
-    quality: float
-    low: bool  # a backchannel: kept and searchable, but makes no entities or traces
-    entity_ids: list[str] = field(default_factory=list)
-    trace_id: str | None = None
-
-
-@dataclass(slots=True)
-class Relation:
-    id: str
-    subject_id: str
-    predicate: str
-    object_id: str | None
-    object_value: str
-    valid_from: float
-    valid_to: float | None
-    episode_ids: list[str]
-    confidence: float
-    fact_id: str | None = None
-
-
-@dataclass(slots=True)
-class Trace:
-    id: str
-    summary: str
-    episode_ids: list[str]
-    entity_ids: list[str]
-    activation: float
-    start: float
-    end: float
-    created_at: float
-    updated_at: float
-    vector: np.ndarray | None = None  # (float16 in memory, half the bytes; float32 on disk), None until computed
-
-
-from .validity import Validity  # noqa: E402 - it uses the classes above
 
 
 @dataclass

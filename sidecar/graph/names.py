@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .model import Entity, UserGraph, fold
+from .model import UserGraph
+from .records import Entity, fold
 
 THRESHOLD = 0.85
 CANDIDATES = 500  # the most recently mentioned entities of the type that a new name is compared with

@@ -29,8 +29,9 @@ from . import activation as act
 from . import recall_validity as validity
 from .consolidation import HUB_SHARE, SESSION_GAP
 from .mentions import find_mentions
-from .model import UserGraph, fold
+from .model import UserGraph
 from .recall_validity import Order
+from .records import fold
 
 MIN_SIMILARITY = 0.3
 SEMANTIC_SEEDS = 20

@@ -33,7 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 
-from .model import Relation, UserGraph
+from .model import UserGraph
+from .records import Relation
 from .relations import AS_FACT, PREDICATES
 
 PRESENT, PAST, BOTH = "present", "past", "both"

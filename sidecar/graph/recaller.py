@@ -4,9 +4,10 @@ strengthening the traces it returns."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -16,10 +17,16 @@ from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, Reca
 from ..wire.errors import TooLarge
 from . import activation as act
 from . import recall_validity as validity
+from .consolidation import BATCH
 from .model import UserGraph
 from .recall import BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity, recall
 from .recall_validity import Order
-from .service import BATCH, decayed
+from .records import decayed
+
+if TYPE_CHECKING:
+    from ..messages import MessageReader
+    from .builder import Builder
+    from .store import GraphStore
 
 USE_BOOST = 0.1
 TIME_BOOST = 1.0  # an episode inside the time the query names (messages/timewords.py): activation x (1 + this)
@@ -27,8 +34,26 @@ SIMILARITY_WEIGHT = 0.6  # query mode graph: cosine vs fired activation in an ep
 TRUE_NOW_WAIT = 0.5  # seconds `context` waits at most for the builder (a backlog: it answers with what is built)
 
 
+class Graphs(Protocol):
+    """What recall needs of the graph service, which hands itself over (service.py imports this module, never
+    the other way round)."""
+
+    reader: MessageReader
+    store: GraphStore
+    builder: Builder
+    lock: threading.RLock
+    max_limit: int
+    clock: Callable[[], float]
+    cut: Callable[[str, int], str]
+    writable: Callable[[], bool]
+
+    def graph(self, user_id: str, background: bool = False) -> UserGraph: ...
+    def settled(self, user_id: str | None = None) -> None: ...
+    def consolidate_user(self, user_id: str) -> dict[str, int]: ...
+
+
 class Recaller:
-    def __init__(self, service: Any, embed: Callable[[str], np.ndarray]):
+    def __init__(self, service: Graphs, embed: Callable[[str], np.ndarray]):
         self.service = service  # the GraphService: graphs, lock, store, reader
         self.embed = embed
 

@@ -30,18 +30,12 @@ from ..wire import (
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import consolidation as cons
 from . import supersession
-from .builder import USER_GROUP, Builder, Changes
+from .builder import USER_GROUP, Builder, Changes, self_entity
 from .cache import GraphCache
-from .model import (
-    Entity,
-    Episode,
-    Similar,
-    Trace,
-    UserGraph,
-    decayed,  # noqa: F401
-    fold,
-    stable_id,
-)
+from .model import Similar, UserGraph
+from .recaller import Recaller
+from .records import Entity, Episode, Trace, fold, stable_id
+from .relations import single_valued
 from .store import GraphStore
 from .tables import graph_of
 from .wire_out import entity_out, relation_out, trace_out
@@ -53,7 +47,6 @@ log = logging.getLogger("sidecar.graph")
 
 CONSOLIDATE_EVERY = 200  # new episodes that start a background consolidation
 CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolidated one
-BATCH = 500  # episodes per consolidation pass of one user
 BACKGROUND_SHARE = 8  # graphs no command has used: 1/8 of --graph-cache-mb (graph/cache.py)
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
@@ -114,8 +107,6 @@ class GraphService:
 
             self.deep = DeepTier(llm, self._apply_deep)
             self.builder.on_built = self._to_deep_tier
-        from .recaller import Recaller
-
         self.recaller = Recaller(self, embed) if embed is not None else None
 
     # ------------------------------------------------------------------ graphs
@@ -217,19 +208,19 @@ class GraphService:
                 counts = self.consolidate_user(uid)
                 for k in counts:
                     total[k] += counts[k]
-                if counts["episodes"] < BATCH:
+                if counts["episodes"] < cons.BATCH:
                     break
             total["users"] += 1
         self.last_consolidation = self.clock()
         return total
 
     def consolidate_user(self, user_id: str) -> dict[str, int]:
-        """One pass over at most BATCH of the user's unconsolidated episodes (idempotent)."""
+        """One pass over at most BATCH (consolidation.py) of the user's unconsolidated episodes (idempotent)."""
         with self.lock:
             g = self.graph(user_id, background=True)
             ordered = sorted(g.episodes.values(), key=lambda e: (e.ts, e.id))
             unwritten = self.builder.unwritten  # built, not yet written by the builder: the next pass takes them
-            new = [e for e in ordered if e.trace_id is None and not e.low and e.id not in unwritten][:BATCH]
+            new = [e for e in ordered if e.trace_id is None and not e.low and e.id not in unwritten][: cons.BATCH]
             if not new:
                 return {"episodes": 0, "traces_created": 0, "traces_updated": 0, "links": 0}
             first = ordered.index(new[0])
@@ -418,8 +409,7 @@ class GraphService:
             self.deep.submit(DeepJob(g.user_id, ep.id, row["content"], row.get("username")))
 
     def _apply_deep(self, job: Any, entities: list[tuple[str, str]], relations: list[tuple[str, str]]) -> None:
-        from .builder import self_entity
-        from .deep import LLM_CONFIDENCE, single_valued
+        from .deep import LLM_CONFIDENCE
 
         with self.lock:
             g = self.graph(job.user_id, background=True)
@@ -534,7 +524,9 @@ class GraphService:
             episodes = list(source.episodes)
             moved = g.merge(source, target)
             g.version += 1
-            self.store.delete_rows(g, entities=[source.id], relations=g.fold_relations())  # relations made one
+            self.store.delete_rows(
+                g, entities=[source.id], relations=g.fold_relations(single_valued)
+            )  # relations made one
             self.store.replace_mentions(g, episodes)
             self.store.save(
                 g,

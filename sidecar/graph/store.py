@@ -39,7 +39,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..storage import Database, compact_tables, sql_in, sql_str
-from .model import Entity, Episode, Relation, Trace, UserGraph
+from .model import UserGraph
+from .records import Entity, Episode, Relation, Trace
 from .tables import (
     ENTITIES,
     EPISODES,

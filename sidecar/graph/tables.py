@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..storage import sql_str
-from .model import Entity, Episode, Relation, Trace, UserGraph
+from .model import UserGraph
+from .records import Entity, Episode, Relation, Trace
 
 EPISODES, ENTITIES, MENTIONS, RELATIONS, TRACES, LINKS = (
     "graph_episodes",

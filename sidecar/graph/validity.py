@@ -6,10 +6,8 @@ cheap whatever the number a user has (10,000: a scan of all of them each time be
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .model import Entity, Episode, Relation
+from .records import Entity, Episode, Relation, fold, stable_id
 
 
 class Validity:
@@ -19,7 +17,7 @@ class Validity:
 
     @staticmethod
     def _key(obj_id: str | None, value: str) -> str:
-        return obj_id if obj_id is not None else "=" + _model().fold(value)
+        return obj_id if obj_id is not None else "=" + fold(value)
 
     def _relations_of(self, subject_id: str, predicate: str) -> tuple[dict[str, list[str]], set[str]]:
         """(object key -> relation ids, the current ones' ids) of one subject's predicate."""
@@ -64,8 +62,8 @@ class Validity:
                     rel.valid_to = episode.ts
                     current.discard(rel_id)
                     closed.append(rel)
-        rel = _relation(
-            _model().stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id),
+        rel = Relation(
+            stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id),
             subject.id,
             predicate,
             obj.id if obj is not None else None,
@@ -97,8 +95,8 @@ class Validity:
                 rel.episode_ids.append(episode.id)
                 current.discard(rel_id)
                 return rel, [rel]
-        rel = _relation(
-            _model().stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id, "ended"),
+        rel = Relation(
+            stable_id(self.user_id, subject.id, predicate, _unkeyed(target), episode.id, "ended"),
             subject.id,
             predicate,
             obj.id if obj is not None else None,
@@ -119,17 +117,12 @@ class Validity:
             if rel.valid_to is None:
                 current.add(rel.id)
 
-    def fold_relations(self, single: Callable[[str], bool] | None = None) -> list[str]:
+    def fold_relations(self, single: Callable[[str], bool]) -> list[str]:
         """After a merge: relations that became one (the same subject, predicate and object, both current) are
         joined into the oldest, a relation of an entity with itself is dropped, and of a single-valued
         predicate's current relations only the latest stays current (the others close when it began). Returns
-        the ids dropped (their rows are to be deleted)."""
-        if single is None:
-            from .relations import PREDICATES
-
-            def single(p: str) -> bool:
-                return PREDICATES.get(p, (False, ""))[0]
-
+        the ids dropped (their rows are to be deleted). `single`: whether a predicate is single-valued
+        (relations.single_valued)."""
         self.rel_index = None
         dropped: list[str] = []
         keep: dict[tuple[str, str, str], Relation] = {}
@@ -166,13 +159,3 @@ class Validity:
 def _unkeyed(key: str) -> str:
     """An object key as the relation id was always made of: the entity id, or the folded value."""
     return key[1:] if key.startswith("=") else key
-
-
-def _model():
-    from . import model  # imported at first use: model.py builds UserGraph on this mixin
-
-    return model
-
-
-def _relation(*args) -> Relation:
-    return _model().Relation(*args)

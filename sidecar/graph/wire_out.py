@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..wire import EntityOut, RelationOut, TraceOut
-from .model import Entity, Trace, UserGraph, decayed
+from .model import UserGraph
+from .records import Entity, Trace, decayed
 
 
 def entity_out(g: UserGraph, e: Entity) -> EntityOut:

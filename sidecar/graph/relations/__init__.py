@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .predicates import AS_FACT, PREDICATES, FoundRelation
+from .predicates import AS_FACT, PREDICATES, FoundRelation, single_valued
 
-__all__ = ["AS_FACT", "PREDICATES", "FoundRelation", "find_relations"]
+__all__ = ["AS_FACT", "PREDICATES", "FoundRelation", "find_relations", "single_valued"]
 
 
 def find_relations(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:

@@ -8,47 +8,47 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from .words import (
-    _ANCHOR_HERE,
-    _AND_NAME,
-    _AND_VERB,
-    _ANYMORE,
-    _BE_TITLE,
-    _BINOMIALS,
-    _BLOCK,
-    _CLAUSE_AFTER,
-    _CORRECTION,
-    _DATE,
-    _FILL,
-    _FUTURE,
-    _LIGHT,
-    _MODIFIED,
-    _NAME_RX,
-    _NAMED_LATER,
-    _NEG_ONLY,
-    _NOT_JOB,
-    _PET_NAMES,
-    _PLACE_INNER,
-    _PLATFORMS,
-    _PRONOUN_AFTER,
-    _THEN_AT,
-    _THEN_BASED,
-    _THING,
-    _TIME_WORDS,
-    _TITLE_ANY,
-    _UNKNOWN_NAME_KINDS,
-    _VAGUE,
-    _VERB_BY_KIND,
-    _WE_KINDS,
-    _fold,
-    _ordinary,
-    _re,
-    _verb_at,
+    ANCHOR_HERE,
+    AND_NAME,
+    AND_VERB,
+    ANYMORE,
+    BE_TITLE,
+    BINOMIALS,
+    BLOCK,
+    CLAUSE_AFTER,
+    CORRECTION,
+    DATE,
+    FILL,
+    FUTURE,
+    LIGHT,
+    MODIFIED,
+    NAME_RX,
+    NAMED_LATER,
+    NEG_ONLY,
+    NOT_JOB,
+    PET_NAMES,
+    PLACE_INNER,
+    PLATFORMS,
+    PRONOUN_AFTER,
+    THEN_AT,
+    THEN_BASED,
+    THING,
+    TIME_WORDS,
+    TITLE_ANY,
+    UNKNOWN_NAME_KINDS,
+    VAGUE,
+    VERB_BY_KIND,
+    WE_KINDS,
+    compiled,
+    fold,
+    ordinary,
+    verb_at,
 )
 
 _THE = re.compile(r"(?i:the)[ \t]+")
 
 if TYPE_CHECKING:
-    from .subjects import _Subject
+    from .subjects import Subject
 
 
 class _Phrase(NamedTuple):
@@ -94,7 +94,7 @@ class Objects:
         or a known name in any case."""
         m = _THE.match(s, pos)
         at = m.end() if m else pos
-        m = _NAME_RX.match(s, at)
+        m = NAME_RX.match(s, at)
         if m:
             end = m.end()
             name = s[at:end]
@@ -103,10 +103,10 @@ class Objects:
                 name = name[:-2]
             name = name.rstrip(".")
             end = at + len(name)
-            if kind != "person" and _MODIFIED.match(s, end):
+            if kind != "person" and MODIFIED.match(s, end):
                 return None  # "at the Berlin office", "in the London area"
             first = name.split()[0].casefold()
-            if _fold(name) in _TIME_WORDS or (len(name.split()) == 1 and _ordinary(name) and kind != "person"):
+            if fold(name) in TIME_WORDS or (len(name.split()) == 1 and ordinary(name) and kind != "person"):
                 return None
             if first in ("i", "i'm", "i've", "i'd", "i'll"):
                 return None
@@ -126,7 +126,7 @@ class Objects:
         what follows are left out."""
         out = []
         while True:
-            m = _THING.match(s, pos, stop)
+            m = THING.match(s, pos, stop)
             if not m:
                 break
             a, b = m.span("o")
@@ -138,38 +138,38 @@ class Objects:
                 or not words[0][0].isalpha()
                 or "'" in words[0]
                 or "’" in words[0]
-                or words[0] in _VAGUE
-                or " ".join(words[:2]) in _VAGUE
-                or words[-1] in _VAGUE
-                or phrase.casefold() in _LIGHT
-                or _CLAUSE_AFTER.match(s, b, stop)
+                or words[0] in VAGUE
+                or " ".join(words[:2]) in VAGUE
+                or words[-1] in VAGUE
+                or phrase.casefold() in LIGHT
+                or CLAUSE_AFTER.match(s, b, stop)
             ):
                 break
-            if len(words) == 1 and words[0].endswith("ing") and _PRONOUN_AFTER.match(s, b, stop):
+            if len(words) == 1 and words[0].endswith("ing") and PRONOUN_AFTER.match(s, b, stop):
                 break  # "I like holding them"
-            nxt = _re(r"[ \t]+(?:and|or|&)[ \t]+([\w'’-]+(?:[ \t]+[\w'’-]+)?)").match(s, b, stop)
-            if nxt and f"{phrase} and {nxt.group(1)}".casefold() in _BINOMIALS:
+            nxt = compiled(r"[ \t]+(?:and|or|&)[ \t]+([\w'’-]+(?:[ \t]+[\w'’-]+)?)").match(s, b, stop)
+            if nxt and f"{phrase} and {nxt.group(1)}".casefold() in BINOMIALS:
                 b = nxt.end()
             out.append((a, b))
             pos = b
-            more = _re(r"[ \t]*(?:,[ \t]*(?:and[ \t]+|or[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+)").match(s, pos, stop)
+            more = compiled(r"[ \t]*(?:,[ \t]*(?:and[ \t]+|or[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+)").match(s, pos, stop)
             if not more:
                 break
             after = more.end()
-            if _verb_at(s, after) is not None or _ANCHOR_HERE.match(s, after):
+            if verb_at(s, after) is not None or ANCHOR_HERE.match(s, after):
                 break  # "and hate running", "and I ...": another clause, not another object
             pos = after
         return out
 
-    def predicates(self, s: str, subj: _Subject, lo: int, hi: int) -> int:
+    def predicates(self, s: str, subj: Subject, lo: int, hi: int) -> int:
         """The verb phrases after a subject, and those coordinated with them; returns where reading stopped."""
         clause = -1  # where the subject's clause starts: found once a verb is
         pos, first = subj.end, True
         while True:
-            fill = _FILL.match(s, pos, hi)
-            assert fill is not None  # _FILL matches the empty string too
+            fill = FILL.match(s, pos, hi)
+            assert fill is not None  # FILL matches the empty string too
             at = fill.end()
-            found = _verb_at(s, at, fill)
+            found = verb_at(s, at, fill)
             if found is None:
                 if first and fill.group("be") is not None:
                     found = self.be_phrase(s, at, hi)
@@ -185,55 +185,55 @@ class Objects:
                 return pos
             pos = end
             first = False
-            more = _AND_VERB.match(s, pos, hi)
+            more = AND_VERB.match(s, pos, hi)
             if not more:
                 return pos
-            nxt = _FILL.match(s, more.end(), hi)
+            nxt = FILL.match(s, more.end(), hi)
             assert nxt is not None
-            if _verb_at(s, nxt.end(), nxt) is None:
+            if verb_at(s, nxt.end(), nxt) is None:
                 return pos
             pos = more.end()
 
     def be_phrase(self, s: str, at: int, hi: int) -> tuple[str, int] | None:
         """After "I'm" / "is": "a nurse", "a student at", "into climbing", "a huge fan of"."""
         for kind in ("student", "likes_be"):
-            m = _VERB_BY_KIND[kind].match(s, at, hi)
+            m = VERB_BY_KIND[kind].match(s, at, hi)
             if m:
                 return kind, m.end()
-        if _BE_TITLE.match(s, at, hi):
+        if BE_TITLE.match(s, at, hi):
             return "title_be", at
         return None
 
-    def status(self, s: str, clause: int, subj: _Subject, verb_start: int, hi: int) -> str:
+    def status(self, s: str, clause: int, subj: Subject, verb_start: int, hi: int) -> str:
         """ "ok", "ended" (no longer / not ... anymore) or "skip" for the words from the clause start to the verb
         (the subject's own words aside: "my husband Will", "my aunt May")."""
         fill = s[max(subj.end, clause) : verb_start]
         first = self.first_block(clause, subj.start)
-        if first is None and not _BLOCK.search(fill):
+        if first is None and not BLOCK.search(fill):
             return "ok"
         # the clause from the word of its first blocking word on: what comes before it blocks nothing (the
         # sentence's blocking words are found once: searching the whole clause again for every subject of a
         # long one was quadratic)
         start = clause if first is None else max(clause, s.rfind(" ", max(clause, first - 24), first) + 1)
         before = s[start : subj.start] + " " + fill
-        if _BLOCK.search(before):
-            if _NEG_ONLY.search(before) and not _BLOCK.search(_NEG_ONLY.sub(" ", before)):
+        if BLOCK.search(before):
+            if NEG_ONLY.search(before) and not BLOCK.search(NEG_ONLY.sub(" ", before)):
                 end = self.clause_end(s, verb_start, hi)
-                if _ANYMORE.search(s, verb_start, end) or re.search(r"\bno\s+longer\b", before, re.IGNORECASE):
+                if ANYMORE.search(s, verb_start, end) or re.search(r"\bno\s+longer\b", before, re.IGNORECASE):
                     return "ended"
             return "skip"
         return "ok"
 
     def objects(
-        self, s: str, subj: _Subject, kind: str, at: int, status: str, fill: re.Match[str], hi: int
+        self, s: str, subj: Subject, kind: str, at: int, status: str, fill: re.Match[str], hi: int
     ) -> int | None:
         """Read the object(s) of one verb phrase; emit its relations unless `status` is "skip". Returns where
         the phrase ends, None when it has no object the tier takes."""
         perfect = fill.group("have") is not None
         subjects = subj.names
-        if subj.kind == "we" and kind not in _WE_KINDS:
+        if subj.kind == "we" and kind not in WE_KINDS:
             status = "skip"
-        if subj.kind == "unknown" and kind not in _UNKNOWN_NAME_KINDS:
+        if subj.kind == "unknown" and kind not in UNKNOWN_NAME_KINDS:
             status = "skip"
         ended = status == "ended"
         stop = self.clause_end(s, at, hi)
@@ -247,7 +247,7 @@ class Objects:
         s, subjects, kind, at, hi, stop, status, ended, perfect, fill = c
         span = self.name_at(s, at, "place")
         if span is None:
-            inner = _PLACE_INNER.match(s, at, stop)
+            inner = PLACE_INNER.match(s, at, stop)
             span = self.name_at(s, inner.end(), "place") if inner and kind != "born" else None
         if span is None:
             return None
@@ -263,7 +263,7 @@ class Objects:
         first = self.name_at(s, at, "place")
         if first is None:
             return None
-        to = _re(r"[ \t]+(?:to|into)[ \t]+").match(s, first[1], hi)
+        to = compiled(r"[ \t]+(?:to|into)[ \t]+").match(s, first[1], hi)
         second = self.name_at(s, to.end(), "place") if to else None
         self.emit_all(subjects, "lives_in", first, True, status)
         if second is not None:
@@ -279,8 +279,8 @@ class Objects:
             return None
         name = s[span[0] : span[1]]
         if kind == "joined" and (
-            name.casefold() in _PLATFORMS
-            or _re(
+            name.casefold() in PLATFORMS
+            or compiled(
                 r"[ \t]+(?i:group|club|team|class|community|forum|gym|league|server|channel|program|band|choir|"
                 r"crew|chat)\b"
             ).match(s, span[1], hi)
@@ -293,7 +293,7 @@ class Objects:
             kind in ("works_past", "studies_past") and not perfect
         ):
             ended = True
-        if kind in ("works", "joined") and self.progressive(s, at, fill) and _FUTURE.search(s, span[1], stop):
+        if kind in ("works", "joined") and self.progressive(s, at, fill) and FUTURE.search(s, span[1], stop):
             status = "skip"
         pred = "studies_at" if kind in ("studies", "studies_past", "student") else "works_at"
         self.emit_all(subjects, pred, span, ended, status)
@@ -301,22 +301,22 @@ class Objects:
 
     def _titles(self, c: _Phrase) -> int | None:
         s, subjects, kind, at, hi, stop, status, ended, perfect, fill = c
-        m = _TITLE_ANY.match(s, at, hi) if kind == "title" else _BE_TITLE.match(s, at, hi)
-        if not m or any(w in _NOT_JOB for w in m.group("o").casefold().split()[:-1]):
+        m = TITLE_ANY.match(s, at, hi) if kind == "title" else BE_TITLE.match(s, at, hi)
+        if not m or any(w in NOT_JOB for w in m.group("o").casefold().split()[:-1]):
             return None
         if kind == "title_be" and fill.group("be") and fill.group("be").casefold() in ("was", "were") and not perfect:
             ended = True
-        if kind == "title" and self.progressive(s, at, fill) and _FUTURE.search(s, m.end(), stop):
+        if kind == "title" and self.progressive(s, at, fill) and FUTURE.search(s, m.end(), stop):
             status = "skip"
         self.emit_all(subjects, "job_title", m.span("o"), ended, status)
         end = m.end()
-        then = _THEN_AT.match(s, end, hi)
+        then = THEN_AT.match(s, end, hi)
         if then:
             span = self.name_at(s, then.end(), "organisation")
             if span is not None:
                 self.emit_all(subjects, "works_at", span, ended, status)
                 return span[1]
-        based = _THEN_BASED.match(s, end, hi)
+        based = THEN_BASED.match(s, end, hi)
         if based:
             span = self.name_at(s, based.end(), "place")
             if span is not None:
@@ -338,18 +338,18 @@ class Objects:
     def _pets(self, c: _Phrase) -> int | None:
         s, subjects, kind, at, hi, stop, status, ended, perfect, fill = c
         names = []
-        m = _PET_NAMES.match(s, at, hi)
+        m = PET_NAMES.match(s, at, hi)
         if m:
             names.append(m.span("o"))
             pos = m.end()
-            while (more := _AND_NAME.match(s, pos, hi)) is not None:
+            while (more := AND_NAME.match(s, pos, hi)) is not None:
                 names.append(more.span("o"))
                 pos = more.end()
         else:
-            later = _NAMED_LATER.match(s, at, hi)
+            later = NAMED_LATER.match(s, at, hi)
             if later:
                 names.append(later.span("o"))
-        names = [(a, b) for a, b in names if not _ordinary(s[a:b].split()[0])]
+        names = [(a, b) for a, b in names if not ordinary(s[a:b].split()[0])]
         if not names:
             return None
         for span in names:
@@ -368,7 +368,7 @@ class Objects:
 
     def _born_on(self, c: _Phrase) -> int | None:
         s, subjects, kind, at, hi, stop, status, ended, perfect, fill = c
-        d = _DATE.match(s, at, hi)
+        d = DATE.match(s, at, hi)
         if not d:
             return None
         self.emit_all(subjects, "birthday", d.span(), False, status)
@@ -384,7 +384,7 @@ class Objects:
         if self.known_type(name) == "organisation":
             return True
         return bool(
-            _re(
+            compiled(
                 r"[ \t]+(?:(?:and|to)[ \t]+(?:\w+[ \t]+)?(?:join|joined|start|started|work|working)\b|"
                 r"for[ \t]+[A-Z])"
             ).match(s, end, hi)
@@ -392,7 +392,7 @@ class Objects:
 
     def corrected(self, s: str, span: tuple[int, int], kind: str, hi: int) -> tuple[int, int]:
         """ "I moved to Lisbon, no wait, Porto": the name after the correction."""
-        m = _CORRECTION.match(s, span[1], hi)
+        m = CORRECTION.match(s, span[1], hi)
         if m and m.end() > span[1]:
             other = self.name_at(s, m.end(), kind)
             if other is not None:

@@ -27,6 +27,13 @@ PREDICATES: dict[str, tuple[bool, str]] = {
     "birthday": (True, "date"),
 }
 
+
+def single_valued(predicate: str) -> bool:
+    """Whether a predicate holds one value at a time (a new one closes the old); an unknown one (the LLM
+    tier's) does not."""
+    return PREDICATES.get(predicate, (False, "other"))[0]
+
+
 # how a relation reads as a fact (third person, no name), to find the same fact among the user's
 AS_FACT = {
     "lives_in": "Lives in {}",

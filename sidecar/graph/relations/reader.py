@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from .objects import Objects
 from .predicates import FoundRelation
 from .subjects import Subjects
-from .words import _ANY, _fold
+from .words import ANY, fold
 
 
 class _Reader(Subjects, Objects):
@@ -16,13 +16,13 @@ class _Reader(Subjects, Objects):
 
 def read(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:
     """find_relations (the package's one entry point): each relation once, in order of appearance."""
-    if not _ANY.search(text):
+    if not ANY.search(text):
         return []  # every reading needs a subject word, a name before a verb or a subjectless opener
     found = _Reader(text, known).read()
     seen: set[tuple] = set()
     unique = []
     for r in sorted(found, key=lambda r: r.start):
-        key = (_fold(r.subject or ""), r.predicate, _fold(r.object), r.ended)
+        key = (fold(r.subject or ""), r.predicate, fold(r.object), r.ended)
         if key not in seen:
             seen.add(key)
             unique.append(r)

@@ -86,7 +86,7 @@ PEOPLE = (
     "student",
     "client",
 )
-_SHE = {
+SHE = {
     "sister",
     "sis",
     "mom",
@@ -109,7 +109,7 @@ _SHE = {
     "stepmom",
     "landlady",
 }
-_HE = {
+HE = {
     "brother",
     "bro",
     "dad",
@@ -347,7 +347,7 @@ _JOBS = (
     "owner",
 )
 # modifiers that make "a ___ <job>" something else than the job the person has
-_NOT_JOB = {
+NOT_JOB = {
     "good",
     "great",
     "bad",
@@ -394,7 +394,7 @@ _NOT_JOB = {
     "backseat",
 }
 # "joined X" where X is a platform is not a job
-_PLATFORMS = {
+PLATFORMS = {
     "twitter",
     "x",
     "reddit",
@@ -433,7 +433,7 @@ _PLATFORMS = {
     "playstation",
     "netflix",
 }
-_BINOMIALS = {
+BINOMIALS = {
     "mac and cheese",
     "rock and roll",
     "fish and chips",
@@ -461,7 +461,7 @@ _BINOMIALS = {
     "rock n roll",
 }
 # a likes/dislikes object that says nothing on its own
-_VAGUE = {
+VAGUE = {
     "it",
     "that",
     "this",
@@ -543,7 +543,7 @@ _VAGUE = {
     "this one",
     "that one",
 }
-_LIGHT = {
+LIGHT = {
     "going",
     "doing",
     "getting",
@@ -565,7 +565,7 @@ _LIGHT = {
     "working",
 }
 
-_TIME_WORDS = {w for w in MONTH_WORDS | WEEKDAY_WORDS} | {
+TIME_WORDS = {w for w in MONTH_WORDS | WEEKDAY_WORDS} | {
     "christmas",
     "easter",
     "thanksgiving",
@@ -589,9 +589,9 @@ _TIME_WORDS = {w for w in MONTH_WORDS | WEEKDAY_WORDS} | {
 _CASELESS = "\u0590-\u05ff\u0600-\u06ff\u0900-\u097f\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _NWORD = rf"(?:(?:St|Mt|Ft|Dr|Mr|Mrs|Ms|Jr)\.|[A-Z][\w'’&-]*(?:\.[A-Z][\w'’&-]*)*|[{_CASELESS}]+)"
 _JOIN = r"(?:of|the|de|da|del|di|van|von|la|le|du|y|&|and\s+the)"
-_NAME = rf"{_NWORD}(?:[ \t]+(?:{_JOIN}[ \t]+)?{_NWORD}){{0,4}}"
-_NAME_RX = re.compile(_NAME)
-_PERSON_RX = re.compile(rf"[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*){{0,2}}|[{_CASELESS}]+")
+NAME = rf"{_NWORD}(?:[ \t]+(?:{_JOIN}[ \t]+)?{_NWORD}){{0,4}}"
+NAME_RX = re.compile(NAME)
+PERSON_RX = re.compile(rf"[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*){{0,2}}|[{_CASELESS}]+")
 
 
 def _alt(words) -> str:
@@ -610,13 +610,13 @@ _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
     r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
-_DATE = re.compile(
+DATE = re.compile(
     rf"(?i:{_MONTH})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b|"
     rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?i:{_MONTH})\b(?:,?\s+\d{{4}})?"
 )
 
 # the words a subject and its verb may have between them: auxiliaries and a few adverbs (their kind noted)
-_FILL = re.compile(
+FILL = re.compile(
     r"(?:[ \t]*(?:(?P<have>(?:['’]ve|have|has)(?![ \t]+(?:a|an|another|one|two|three|four|five|\d+)\b))|"
     r"(?P<neg>(?:n['’]t|not)(?![ \t]+(?:like|enjoy|stand|bear)\b)|"
     r"(?:don|doesn|didn|won|isn|aren|wasn|weren|haven|hasn)['’]t(?![ \t]+(?:like|enjoy)\b)|"
@@ -708,31 +708,31 @@ _VERBS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ]
 ]
-_BE_TITLE = re.compile(rf"(?i:a|an)[ \t]+(?P<o>(?:[a-z][\w-]*[ \t]+){{0,2}}(?i:{_JOB_ALT}))\b")
-_TITLE_ANY = re.compile(rf"(?:(?i:a|an)[ \t]+)?(?P<o>(?:[a-z][\w-]*[ \t]+){{0,2}}(?i:{_JOB_ALT}))\b")
-_PET_NAMES = re.compile(rf"(?:[ \t]*,[ \t]*|[ \t]+(?i:called|named)[ \t]+|[ \t]*:[ \t]*)(?P<o>{_NAME})")
-_NAMED_LATER = re.compile(
+BE_TITLE = re.compile(rf"(?i:a|an)[ \t]+(?P<o>(?:[a-z][\w-]*[ \t]+){{0,2}}(?i:{_JOB_ALT}))\b")
+TITLE_ANY = re.compile(rf"(?:(?i:a|an)[ \t]+)?(?P<o>(?:[a-z][\w-]*[ \t]+){{0,2}}(?i:{_JOB_ALT}))\b")
+PET_NAMES = re.compile(rf"(?:[ \t]*,[ \t]*|[ \t]+(?i:called|named)[ \t]+|[ \t]*:[ \t]*)(?P<o>{NAME})")
+NAMED_LATER = re.compile(
     rf",?[ \t]+(?:and[ \t]+)?(?i:we|i|they|he|she)[ \t]+(?i:named|called)[ \t]+"
-    rf"(?i:him|her|it|them)[ \t]+(?P<o>{_NAME})"
+    rf"(?i:him|her|it|them)[ \t]+(?P<o>{NAME})"
 )
-_AND_NAME = re.compile(rf"[ \t]*(?:,[ \t]*(?:and[ \t]+)?|[ \t]+(?:and|&)[ \t]+)(?P<o>{_NAME})")
-_THEN_AT = re.compile(r"[ \t]+(?i:at|for|with)[ \t]+")
-_THEN_BASED = re.compile(r",?[ \t]+(?i:based|living)[ \t]+in[ \t]+")
-_AND_VERB = re.compile(r"[ \t]*(?:,[ \t]*)?(?:(?i:and|but|&|\+)[ \t]+)(?:(?i:then|now|also|still|later)[ \t]+)?")
-_CORRECTION = re.compile(
+AND_NAME = re.compile(rf"[ \t]*(?:,[ \t]*(?:and[ \t]+)?|[ \t]+(?:and|&)[ \t]+)(?P<o>{NAME})")
+THEN_AT = re.compile(r"[ \t]+(?i:at|for|with)[ \t]+")
+THEN_BASED = re.compile(r",?[ \t]+(?i:based|living)[ \t]+in[ \t]+")
+AND_VERB = re.compile(r"[ \t]*(?:,[ \t]*)?(?:(?i:and|but|&|\+)[ \t]+)(?:(?i:then|now|also|still|later)[ \t]+)?")
+CORRECTION = re.compile(
     r"[ \t]*[,;.!-]*[ \t]*(?i:no[ \t]*,?[ \t]*wait|wait[ \t]*,?[ \t]*no|wait|sorry|i[ \t]+mean(?:t)?|"
     r"or[ \t]+rather|rather|correction|scratch[ \t]+that|make[ \t]+that|oops)[ \t]*[,:!.-]*[ \t]*"
     r"(?:(?i:to|in|at|for)[ \t]+)?"
 )
-_MODIFIED = re.compile(
+MODIFIED = re.compile(
     r"['’]?s?[ \t]+(?i:office|offices|branch|store|shop|campus|team|site|location|headquarters|hq|"
     r"plant|factory|department|division|area|region|suburbs|outskirts|airport|station|account|"
     r"version|fans?|style|food|trip|way)\b"
 )
-_PLACE_INNER = re.compile(r"(?i:a|an|the|our|my)[ \t]+(?:[a-z'-]+[ \t]+){0,3}?(?i:in|near|outside(?:[ \t]+of)?)[ \t]+")
+PLACE_INNER = re.compile(r"(?i:a|an|the|our|my)[ \t]+(?:[a-z'-]+[ \t]+){0,3}?(?i:in|near|outside(?:[ \t]+of)?)[ \t]+")
 
 # what stops a subject's reading: negation, modality, hypotheticals, wishes, plans, hedges, reported speech
-_BLOCK = re.compile(
+BLOCK = re.compile(
     r"n['’]t\b|\b(?:not|never|cannot|nobody|neither|nor|if|unless|whether|would|could|should|might|may|must|will|"
     r"shall|gonna|wanna|gotta|going\s+to|want|wants|wanted|hope|hopes|hoping|wish|wishes|wished|dream|dreams|"
     r"dreamed|dreamt|imagine|imagining|pretend|pretending|plan|plans|planning|planned|thinking|considering|"
@@ -743,24 +743,24 @@ _BLOCK = re.compile(
     r"|['’](?:d|ll)\b",
     re.IGNORECASE,
 )
-_NEG_ONLY = re.compile(r"n['’]t\b|\b(?:not|no\s+longer)\b", re.IGNORECASE)
-_ANYMORE = re.compile(r"\b(?:anymore|any\s+more|any\s+longer)\b", re.IGNORECASE)
-_FUTURE = re.compile(
+NEG_ONLY = re.compile(r"n['’]t\b|\b(?:not|no\s+longer)\b", re.IGNORECASE)
+ANYMORE = re.compile(r"\b(?:anymore|any\s+more|any\s+longer)\b", re.IGNORECASE)
+FUTURE = re.compile(
     r"\b(?:next|tomorrow|soon|later\s+this|in\s+(?:a|two|three|\d+)\s+(?:days?|weeks?|months?)|"
     r"from\s+(?:next|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|"
     r"april|may|june|july|august|september|october|november|december))\b",
     re.IGNORECASE,
 )
-_QUESTION_START = re.compile(
+QUESTION_START = re.compile(
     r"(?i:do|does|did|is|are|was|were|will|would|can|could|should|have|has|had|shall|may|"
     r"might|am|how|what|where|when|why|who|which|whose|isn['’]t|aren['’]t|don['’]t|"
     r"doesn['’]t|didn['’]t)\b"
 )
-_HYPOTHETICAL_START = re.compile(
+HYPOTHETICAL_START = re.compile(
     r"(?i:if|unless|suppose|supposing|imagine|what\s+if|in\s+case|once|hypothetically|"
     r"assuming|whenever)\b"
 )
-_OPENERS = re.compile(
+OPENERS = re.compile(
     r"(?:[^\w]*(?i:omg|oh\s+my\s+god|oh|ok|okay|so+|well|btw|by\s+the\s+way|anyway|anyways|also|and|but|plus|"
     r"update|news|big\s+news|good\s+news|great\s+news|some\s+news|fun\s+fact|guess\s+what|honestly|actually|tbh|"
     r"fyi|yay|woo+hoo+|hey+|hi|yo|lol|lmao|haha+|ugh|um+|uh+|wow|whew|phew|hmm+|ps|edit|finally|officially|"
@@ -768,7 +768,7 @@ _OPENERS = re.compile(
     r"just\s+so\s+you\s+know|long\s+story\s+short)\b[\s,:;!.…-]*)+"
 )
 # subjectless chat lines ("Just moved to Dublin!", "Started at Zalando today"): the verbs that may open one
-_BARE = {
+BARE = {
     "lives",
     "lives_past",
     "moved_from",
@@ -786,18 +786,18 @@ _BARE = {
     "lives_used",
     "works_used",
 }
-_NAME_NEXT = re.compile(r"(?:['’]s|(?<=['’]s))[ \t]+birthday\b|[ \t]*,[ \t]*who\b|[ \t]+who\b")
-_BE_NEXT = re.compile(r"(?i:a|an|into|obsessed|passionate|crazy|mad|addicted)\b")
-_BARE_VERB = re.compile(
+NAME_NEXT = re.compile(r"(?:['’]s|(?<=['’]s))[ \t]+birthday\b|[ \t]*,[ \t]*who\b|[ \t]+who\b")
+BE_NEXT = re.compile(r"(?i:a|an|into|obsessed|passionate|crazy|mad|addicted)\b")
+BARE_VERB = re.compile(
     r"(?i:moved|relocated|lived|living|started|starting|joined|quit|left|got|just|been|working|"
     r"worked|studying|studied|married|divorced|broke|adopted|retired|lost|resigned|laid|fired|"
     r"finally|recently|officially|currently)\b"
 )
-_BARE_START = re.compile(r"(?i:(?:just|finally|recently|officially|so|now|still|been|currently)\s+)*")
-_WE_KINDS = {"lives", "lives_past", "lives_used", "moved_from", "has_pet"}
-_UNKNOWN_NAME_KINDS = {"lives", "works", "studies", "born", "title_be", "moved_from", "quit", "joined"}
+BARE_START = re.compile(r"(?i:(?:just|finally|recently|officially|so|now|still|been|currently)\s+)*")
+WE_KINDS = {"lives", "lives_past", "lives_used", "moved_from", "has_pet"}
+UNKNOWN_NAME_KINDS = {"lives", "works", "studies", "born", "title_be", "moved_from", "quit", "joined"}
 
-_ANCHORS = re.compile(
+ANCHORS = re.compile(
     # "my sister Alice", "my dad, Frank,", "my best friend Priya", "our son Max", "my roommate Kofi"
     rf"(?P<kin>\b(?i:my|our)[ \t]+{_ADJ}{{0,2}}(?P<kinword>(?i:{_KIN_ALT}|{_PEOPLE_ALT}))(?P<plural>s)?\b)"
     # "my dog Rex", "our cat Miso", "my guinea pig Oscar"
@@ -816,8 +816,8 @@ _ANCHORS = re.compile(
     r"|(?P<pron>\b(?P<pronw>[Hh]e|[Ss]he)(?:(?P<pc>['’](?:s|d|ll))\b)?(?![\w'’]))"
     rf"|(?P<name>(?<![\w'’])(?:[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*){{0,2}}|[{_CASELESS}]+))"
 )
-_KIN_RX = re.compile(rf"\b(?i:my|our)[ \t]+{_ADJ}{{0,2}}(?P<kinword>(?i:{_KIN_ALT}|{_PEOPLE_ALT}))(?P<plural>s)?\b")
-_ANY = re.compile(
+KIN_RX = re.compile(rf"\b(?i:my|our)[ \t]+{_ADJ}{{0,2}}(?P<kinword>(?i:{_KIN_ALT}|{_PEOPLE_ALT}))(?P<plural>s)?\b")
+ANY = re.compile(
     r"\b(?:[Ii]|[Mm]y|[Oo]ur|[Ww]e|[Mm]e|[Hh]e|[Ss]he)\b|(?<![\w'’-])[A-Z][\w'’-]*\s+(?:\w+\s+)?(?:lives?|moved|"
     r"works?|studies|is|was|has|got|quit|left|joined|started|loves|hates|likes|enjoys|married|relocated|"
     r"retired|teaches|'s|and)\b|^\W*(?i:just|finally|recently|moved|started|starting|joined|quit|left|"
@@ -829,7 +829,7 @@ _ANY = re.compile(
 # ----------------------------------------------------------------------------------------------- helpers
 
 
-def _re(pattern: str) -> re.Pattern[str]:
+def compiled(pattern: str) -> re.Pattern[str]:
     """A pattern compiled once (re's own cache), to match at a position of the text (`.match(s, pos, hi)`):
     matching a slice copied the rest of the text for every subject, quadratic in a long message."""
     return _compiled(pattern)
@@ -838,7 +838,7 @@ def _re(pattern: str) -> re.Pattern[str]:
 _compiled = functools.lru_cache(maxsize=None)(re.compile)
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
     return re.sub(r"\s+", " ", text.casefold()).strip(" .,;:!?\"'’")
 
 
@@ -851,7 +851,7 @@ _ABBREV_CHARS = 1 + max(map(len, _ABBREV))
 CLAUSE_WINDOW = 400
 
 
-def _sentences(text: str) -> list[tuple[int, int, bool]]:
+def split_sentences(text: str) -> list[tuple[int, int, bool]]:
     """(start, end, is a question) of each sentence."""
     out, start = [], 0
     for m in _SENT_END.finditer(text):
@@ -872,7 +872,7 @@ def _sentences(text: str) -> list[tuple[int, int, bool]]:
     return out
 
 
-def _clause_start(s: str, lo: int, pos: int) -> int:
+def find_clause_start(s: str, lo: int, pos: int) -> int:
     """Where the clause holding position `pos` starts: after the last , ; : ( — or " - " before it, or at a
     conjunction that a new subject follows; at most CLAUSE_WINDOW characters back (from a word's start)."""
     if pos - lo > CLAUSE_WINDOW:
@@ -880,10 +880,10 @@ def _clause_start(s: str, lo: int, pos: int) -> int:
         lo = space + 1 if space >= 0 else pos - CLAUSE_WINDOW
     cut = max(s.rfind(c, lo, pos) for c in ",;:()—–") + 1
     dash = s.rfind(" - ", lo, pos)
-    return _conjunction_before(s, max(cut, dash + 2 if dash >= 0 else 0, lo), pos)
+    return conjunction_before(s, max(cut, dash + 2 if dash >= 0 else 0, lo), pos)
 
 
-def _conjunction_before(s: str, cut: int, pos: int) -> int:
+def conjunction_before(s: str, cut: int, pos: int) -> int:
     """The clause starting at `cut` starts later at a conjunction right before `pos` (and its spaces), looked for
     in the few characters it has."""
     end = pos
@@ -893,10 +893,10 @@ def _conjunction_before(s: str, cut: int, pos: int) -> int:
     return conj.start() if conj else cut
 
 
-_CUTS = re.compile(r"[,;:()—–]")
+CUTS = re.compile(r"[,;:()—–]")
 
 
-def _dashes(s: str, lo: int, hi: int) -> list[int]:
+def dashes_between(s: str, lo: int, hi: int) -> list[int]:
     """Where each " - " between `lo` and `hi` starts (overlapping ones too, as `str.rfind` finds them)."""
     out, k = [], s.find(" - ", lo, hi)
     while k >= 0:
@@ -924,12 +924,12 @@ _CONJ_BEFORE = re.compile(rf"\b(?:{'|'.join(_CONJ_WORDS)})$", re.IGNORECASE)
 _CONJ_CHARS = max(map(len, _CONJ_WORDS))
 
 
-def _ordinary(word: str) -> bool:
+def ordinary(word: str) -> bool:
     w = word.casefold().replace("’", "'")
-    return w in COMMON or w.split("'")[0] in COMMON or w in _TIME_WORDS
+    return w in COMMON or w.split("'")[0] in COMMON or w in TIME_WORDS
 
 
-_THING = re.compile(
+THING = re.compile(
     r"(?:(?i:the|a|an)[ \t]+)?(?P<o>[\w'’-]+(?:[ \t]+(?!(?i:and|or|but|because|cause|so|when|if|while|though|although|"
     r"as|than|that|which|who|whose|where|since|until|with|at|in|on|for|from|to|about|during|after|before|into|by|"
     r"like|around|near|over|under|through|too|more|most|less|now|lately|anymore|every|each|today|tonight|yesterday|"
@@ -942,15 +942,15 @@ _THING = re.compile(
     r"this|these|here|there|a\s+lot|lots|so\s+much|these\s+days)\b)"
 )
 
-_VERB_BY_KIND: dict[str, re.Pattern[str]] = {}
+VERB_BY_KIND: dict[str, re.Pattern[str]] = {}
 for _kind, _rx in _VERBS:
-    _VERB_BY_KIND.setdefault(_kind, _rx)
-_CLAUSE_AFTER = re.compile(
+    VERB_BY_KIND.setdefault(_kind, _rx)
+CLAUSE_AFTER = re.compile(
     r"[ \t]+(?i:is|are|was|were|has|have|had|makes?|brings?|gets?|keeps?|helps?|lets?|feels?|"
     r"looks?|seems?|turned|tackles?|can|will|would)\b"
 )
-_PRONOUN_AFTER = re.compile(r"[ \t]+(?i:them|it|him|her|you|me|us|this|that)\b")
-_ANCHOR_HERE = re.compile(r"(?:[Ii]|[Ww]e|[Ss]he|[Hh]e|[Mm]y|[Oo]ur)\b")
+PRONOUN_AFTER = re.compile(r"[ \t]+(?i:them|it|him|her|you|me|us|this|that)\b")
+ANCHOR_HERE = re.compile(r"(?:[Ii]|[Ww]e|[Ss]he|[Hh]e|[Mm]y|[Oo]ur)\b")
 
 
 # every verb phrase in one pattern, first listed first (one match in C instead of forty in Python); without
@@ -962,7 +962,7 @@ _VERB_NOT_BE = re.compile(
 _VERB_START = re.compile(r"[^\W\d_]|['’]")
 
 
-def _verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, int] | None:
+def verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, int] | None:
     """The verb phrase starting at `at`: (kind, where its object starts)."""
     if not _VERB_START.match(s, at):
         return None
@@ -973,12 +973,12 @@ def _verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, i
     return _VERBS[int(m.lastgroup[1:])][0], m.end()
 
 
-def _clause_end(s: str, pos: int, hi: int) -> int:
+def find_clause_end(s: str, pos: int, hi: int) -> int:
     """Where the clause holding `pos` ends: its punctuation, a " but", " so", " because" after a comma, or at
     most CLAUSE_WINDOW characters on."""
     hi = min(hi, pos + CLAUSE_WINDOW)
-    m = _CLAUSE_END.search(s, pos, hi)
+    m = CLAUSE_END.search(s, pos, hi)
     return m.start() if m else hi
 
 
-_CLAUSE_END = re.compile(r"[.;!?…]|,[ \t]+(?:but|so|because)\b|[ \t]-[ \t]|—|–|\n")
+CLAUSE_END = re.compile(r"[.;!?…]|,[ \t]+(?:but|so|because)\b|[ \t]-[ \t]|—|–|\n")
