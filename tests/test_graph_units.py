@@ -14,8 +14,9 @@ from conftest import ROOT
 from sidecar.graph import consolidation as cons
 from sidecar.graph.mentions import find_mentions
 from sidecar.graph.model import FLOOR, HALF_LIFE_DAYS, Episode, UserGraph, decayed, fold
-from sidecar.graph.quality import is_backchannel, novelty
+from sidecar.graph.quality import novelty
 from sidecar.graph.relations import find_relations
+from sidecar.text import is_backchannel
 
 FIXTURES = ROOT / "tests" / "fixtures"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from ..messages import MessageReader, content_over_limit
+from ..messages import MessageReader, content_over_limit, drop_padding, padding_fetch
 from ..storage import sql_num, sql_str
 from ..wire import (
     ChannelContextOptions,
@@ -24,6 +24,7 @@ from ..wire import (
     HistoryOptions,
     HistoryResponse,
 )
+from ..wire.base import MIN_SCORE
 from ..wire.conversation import MEMORY_FLOOR
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import threads as conv
@@ -114,11 +115,13 @@ class ConversationService:
         limit: int,
         words: int,
         floor: float = MEMORY_FLOOR,
+        min_score: float = MIN_SCORE,
         exclude: frozenset[str] = frozenset(),
     ) -> dict[str, list[conv.Memory]]:
         """`context`'s relevant memories: each user's stored messages most relevant to `text` (the hybrid
         ranking of `query`), at `floor` cosine or above, at most `limit` per user, the message being answered
-        (the same text) and those `exclude` names (texts the channel and history blocks show) left out; each
+        (the same text) and those `exclude` names (texts the channel and history blocks show) left out, and no
+        padding (`query`'s step at `min_score`: no small talk, nothing below it that shares no term); each
         cut to its share of `words`, the budget of them all. `users`: id -> the name their own messages are
         labelled with when stored without a username."""
         if limit <= 0 or not text.strip():
@@ -126,7 +129,8 @@ class ConversationService:
         found: dict[str, list[dict[str, Any]]] = {}
         skip = exclude | {"", conv.normal(text)}
         for uid in users:
-            rows = self.store.search(vector, uid, limit + 1 + min(len(exclude), limit), text=text, mode="hybrid")
+            size = padding_fetch(limit + 1 + min(len(exclude), limit), min_score)
+            rows = drop_padding(self.store.search(vector, uid, size, text=text, mode="hybrid"), text, min_score)
             kept = [r for r in rows if r["similarity"] >= floor and conv.normal(r["content"]) not in skip]
             if kept:
                 found[uid] = kept[:limit]

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..text import is_backchannel
 from .mentions import Mention, find_mentions
 from .model import Entity, Episode, Relation, Similar, UserGraph
-from .quality import is_backchannel, novelty
+from .quality import novelty
 from .relations import AS_FACT, PREDICATES, find_relations
 
 log = logging.getLogger("sidecar.graph")

@@ -2,6 +2,8 @@
 and forgetting. The base domain: facts, conversation and graph stand on it through `interface.py`."""
 
 from .interface import Companion, GraphSearch, MessageReader
+from .padding import drop_padding
+from .padding import fetch as padding_fetch
 from .schema import MESSAGES, RESULT_COLUMNS
 from .search import search_table
 from .service import MemoryService, content_over_limit
@@ -17,6 +19,8 @@ __all__ = [
     "MessageReader",
     "MessageStore",
     "content_over_limit",
+    "drop_padding",
     "named_window",
+    "padding_fetch",
     "search_table",
 ]

@@ -34,6 +34,7 @@ from ..wire import (
     StoreRequest,
 )
 from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge, quote
+from . import padding
 from .interface import Companion, GraphSearch
 from .ranking import POOL, fuse_window
 from .store import MessageStore
@@ -42,6 +43,7 @@ from .timewords import named_window
 log = logging.getLogger("sidecar.service")
 
 DAY = 86_400.0
+LIKENESS = frozenset({"hybrid", "semantic"})  # modes ranked by likeness to the text: the padding floor applies
 
 
 def content_over_limit(
@@ -215,15 +217,16 @@ class MemoryService:
         for companion in self.companions:
             companion.on_query(req.user_id, req.username)
         text = req.text
+        limit = padding.fetch(req.limit, req.min_score)  # room for what the padding step drops
         if req.mode == "graph":
             if self.graph_search is None:
                 raise Disabled("query mode `graph` needs graph memory, which is switched off (--graph false)")
-            rows = self.graph_search(
-                req.user_id, text, self.embedder.embed_query(text), req.limit, req.since, req.until
-            )
+            rows = self.graph_search(req.user_id, text, self.embedder.embed_query(text), limit, req.since, req.until)
             rows = [r for r in rows if req.include_bot or not r["is_bot"]]
         else:
-            rows = self._search(req)
+            rows = self._search(req, limit)
+        # no padding: small talk, and results by likeness below the floor sharing no term with the text
+        rows = padding.drop_padding(rows, text, req.min_score, likeness=req.mode in LIKENESS)[: req.limit]
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:
@@ -234,7 +237,7 @@ class MemoryService:
             out.append(MessageOut(**r))
         return ResultsResponse(messages=out)
 
-    def _search(self, req: QueryRequest) -> list[dict[str, Any]]:
+    def _search(self, req: QueryRequest, limit: int) -> list[dict[str, Any]]:
         text = req.text
         vector: list[np.ndarray] = []
 
@@ -248,11 +251,10 @@ class MemoryService:
             if req.mode == "hybrid" and req.since is None and req.until is None
             else None
         )
-        limit = max(req.limit, POOL) if window else req.limit
         rows = self.store.search(
             embed,
             req.user_id,
-            limit,
+            max(limit, POOL) if window else limit,
             include_bot=req.include_bot,
             since=req.since,
             until=req.until,
@@ -270,7 +272,7 @@ class MemoryService:
                 text=text,
                 mode="hybrid",
             )
-            rows = fuse_window(rows, inside, req.limit)
+            rows = fuse_window(rows, inside, limit)
         return rows
 
     def cleanup(self, req: CleanupRequest) -> OkResponse:
