@@ -3,8 +3,11 @@ answer the question. A result is dropped when
 
 - it is small talk: a backchannel ("lol", "haha nice", "gn", emoji only; sidecar/text's `is_backchannel`),
   which carries nothing a prompt can use, whatever it shares with the question; or
-- it shares no term with the question (sidecar/text's analysis: stems, and bigrams of the scripts written
-  without spaces) and its cosine `similarity` is below the floor.
+- it shares no term with the question and its cosine `similarity` is below the floor. A hybrid ranking
+  marks the rows its keyword lists found (`keyword_match`: a term of the text in the row, or in the
+  messages before it that its search text borrows, so "yes, last Tuesday" answering "did you visit the
+  museum?" shares "museum"); other rows are analysed here (sidecar/text: stems, and bigrams of the scripts
+  written without spaces).
 
 So a query may answer fewer than `limit` results, or none. The floor is the request's `min_score` (default
 wire's MIN_SCORE, calibrated on the tuning split of tests/fixtures/prompt_recall: docs/performance.md,
@@ -67,7 +70,7 @@ def drop_padding(
         content = row["content"]
         if len(content) <= MAX_CHARS and is_backchannel(content):
             continue
-        if likeness and row["similarity"] < floor and not shares(_text_of(row)):
+        if likeness and row["similarity"] < floor and not row.get("keyword_match", False) and not shares(_text_of(row)):
             continue
         kept.append(row)
     return kept
