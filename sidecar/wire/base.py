@@ -142,9 +142,9 @@ Fraction = Annotated[Number, Field(ge=0, le=1)]
 # the largest floor that loses no question's answer from the top 5 there (docs/performance.md, "No padding").
 MIN_SCORE = 0.13
 MIN_SCORE_DESCRIPTION = (
-    "No padding: a result that shares no term with the text and whose cosine similarity is below this floor is "
-    "not returned, nor is small talk (a backchannel: 'lol', 'haha nice', 'gn', emoji only), so fewer than "
-    "`limit` results (or none) may come back. 0 returns them (the answers before the floor existed). 0..1."
+    "No padding: small talk (a backchannel: 'lol', 'haha nice', 'gn', emoji only) is never returned, nor a result "
+    "that shares no term with the text and whose cosine similarity is below this floor, so fewer results than "
+    "asked for (or none) may come back. 0 returns them all (the answers before the floor existed). 0..1."
 )
 
 # {"<user_id>": "<display name or null>", ...}; JSON object keys are always strings.
