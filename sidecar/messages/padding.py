@@ -10,8 +10,8 @@ answer the question. A result is dropped when
   written without spaces).
 
 So a query may answer fewer than `limit` results, or none. The floor is the request's `min_score` (default
-wire's MIN_SCORE, calibrated on the tuning split of tests/fixtures/prompt_recall: docs/performance.md,
-"No padding"); 0 switches the step off (every result returned, as before it existed). The caller asks the
+wire's MIN_SCORE, calibrated on the tuning split of tests/fixtures/prompt_recall: docs/protocol.md,
+"Why 0.13"); 0 switches the step off (every result returned, as before it existed). The caller asks the
 ranking for more rows than it will return (`fetch`), so that what is dropped is replaced by the next
 results that answer. A long memory is judged by the chunk that matched (`span`), else by its first
 MAX_CHARS characters, which bounds the analysis of one result.

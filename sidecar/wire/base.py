@@ -139,7 +139,7 @@ Fraction = Annotated[Number, Field(ge=0, le=1)]
 # No padding (`query`'s `min_score`, `context`'s `memories_min_score`): a result that shares no term with the
 # question and is below this cosine is not returned, nor is a backchannel ("lol", "gn"); 0 returns them as
 # before. Calibrated on the tuning split of tests/fixtures/prompt_recall (`python scripts/bench.py prompt`):
-# the largest floor that loses no question's answer from the top 5 there (docs/performance.md, "No padding").
+# the largest floor that loses no question's answer from the top 5 there (docs/protocol.md, "Why 0.13").
 MIN_SCORE = 0.13
 MIN_SCORE_DESCRIPTION = (
     "No padding: small talk (a backchannel: 'lol', 'haha nice', 'gn', emoji only) is never returned, nor a result "
