@@ -15,9 +15,9 @@ from conftest import ROOT
 from sidecar.graph.builder import EPISODE_CHARS, Changes, build_episode
 from sidecar.graph.mentions import find_mentions
 from sidecar.graph.model import UserGraph
-from sidecar.graph.quality import is_backchannel
 from sidecar.graph.records import fold
 from sidecar.graph.relations import PREDICATES, find_relations, single_valued
+from sidecar.text import is_backchannel
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from benchkit import graph_quality as gq

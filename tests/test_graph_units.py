@@ -14,9 +14,10 @@ from conftest import ROOT
 from sidecar.graph import consolidation as cons
 from sidecar.graph.mentions import find_mentions
 from sidecar.graph.model import UserGraph
-from sidecar.graph.quality import is_backchannel, novelty
+from sidecar.graph.quality import novelty
 from sidecar.graph.records import FLOOR, HALF_LIFE_DAYS, Episode, decayed, fold
 from sidecar.graph.relations import find_relations
+from sidecar.text import is_backchannel
 
 FIXTURES = ROOT / "tests" / "fixtures"
 

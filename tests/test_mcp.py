@@ -85,6 +85,7 @@ def test_tools_are_listed_with_schemas(tmp_path):
         search = tools["search"].input_schema["properties"]
         assert search["mode"]["enum"] == ["hybrid", "semantic", "keyword", "graph"]
         assert search["limit"]["maximum"] == 100 and search["limit"]["minimum"] == 1
+        assert (search["min_score"]["minimum"], search["min_score"]["maximum"]) == (0, 1)
         fact = tools["remember_fact"].input_schema
         assert fact["required"] == ["text", "category"]
         assert fact["properties"]["category"]["enum"] == ["preference", "company", "pattern", "answer"]
@@ -107,6 +108,12 @@ def test_each_tool_does_its_job(tmp_path):
             assert found["messages"][0]["user_id"] == "uma"  # --user is the default scope
             _, keyword = await call(session, "search", query="quarterly report", mode="keyword")
             assert keyword["messages"][0]["content"] == "The quarterly report is due on Friday"
+            # no padding: small talk is left out unless min_score 0 asks for it
+            await call(session, "remember", content="haha nice")
+            _, found = await call(session, "search", query="what is my cat called?", limit=4)
+            assert "haha nice" not in [m["content"] for m in found["messages"]]
+            _, padded = await call(session, "search", query="what is my cat called?", limit=4, min_score=0)
+            assert "haha nice" in [m["content"] for m in padded["messages"]]
 
             text, fact = await call(session, "remember_fact", text="Prefers window seats", category="preference")
             assert fact["action"] == "added" and "Prefers window seats" in text
@@ -140,7 +147,7 @@ def test_each_tool_does_its_job(tmp_path):
             assert gone["deleted"] == 1
             assert (await call(session, "facts"))[1]["facts"] == []
             text, gone = await call(session, "forget", everything=True)
-            assert gone["deleted"] == 2 and "uma" in text
+            assert gone["deleted"] == 3 and "uma" in text
             assert (await call(session, "search", query="hiking"))[1]["messages"] == []
 
     anyio.run(main)
@@ -204,6 +211,8 @@ def test_errors_are_mcp_errors_and_the_server_lives_on(tmp_path):
             assert "query" in await fails(session, "search")
             assert "minimum" in await fails(session, "search", query="x", limit=0)
             assert "mode" in await fails(session, "search", query="x", mode="psychic")
+            assert "maximum" in await fails(session, "search", query="x", min_score=1.5)
+            assert "minimum" in await fails(session, "search", query="x", min_score=-0.1)
             assert "Additional properties" in await fails(session, "remember", content="x", colour="red")
             assert "not one of" in await fails(session, "remember_fact", text="x", category="mood")
             assert "content must not be empty" in await fails(session, "remember", content="   ")

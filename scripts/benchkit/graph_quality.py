@@ -11,7 +11,7 @@ relations     tests/fixtures/relations.jsonl: statements a reader sees at once i
 entities      tests/fixtures/entities_locomo.jsonl (the sample the fast tier was written against) and
               entities_locomo_heldout.jsonl: span precision, recall and F1 of `graph.mentions.find_mentions`,
               typed F1 (a span counts only with its type), ms per turn
-backchannel   tests/fixtures/backchannel.jsonl: precision and recall of `graph.quality.is_backchannel`
+backchannel   tests/fixtures/backchannel.jsonl: precision and recall of `sidecar.text.is_backchannel`
 
   python scripts/bench.py graph-quality
   python scripts/bench.py graph-quality --errors tune     # what the tier misses or gets wrong, one half
@@ -147,7 +147,7 @@ def entity_scores(name: str) -> dict[str, Any]:
 
 
 def backchannel_scores() -> dict[str, Any]:
-    from sidecar.graph.quality import is_backchannel
+    from sidecar.text import is_backchannel
 
     rows = records("backchannel.jsonl")
     got = [is_backchannel(r["text"]) for r in rows]

@@ -32,6 +32,7 @@ involved; other_script: questions in the user's own script), and per language fo
     python scripts/bench.py prompt                      # both splits
     python scripts/bench.py prompt --split tuning --misses
     python scripts/bench.py prompt --users 2 --split tuning --json /tmp/p.json
+    python scripts/bench.py prompt --split tuning --min-score 0.14   # another no-padding floor
 """
 
 from __future__ import annotations
@@ -64,6 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tree", type=Path, help="the source tree whose sidecar runs (its working directory); default: this one"
     )
     add_sidecar_arguments(parser, timeout=300.0)
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        help="the no-padding floor sent as `query`'s min_score and `context`'s memories_min_score "
+        "(default: none sent, the sidecar's default; 0: no floor)",
+    )
     parser.add_argument("--misses", action="store_true", help="print each question that fails a figure (stderr)")
     parser.add_argument("--json", type=Path, help="write the figures (and each question's outcome) here too")
 
@@ -232,13 +239,18 @@ def run(args: argparse.Namespace) -> int:
         for u in users:
             uid = f"{u['split']}-{u['user']}"
             for q in u["questions"]:
-                ans = sc.request({"type": "query", "user_id": uid, "text": q["text"], "limit": LIMIT}, "results")
+                floor = {} if args.min_score is None else {"min_score": args.min_score}
+                ans = sc.request(
+                    {"type": "query", "user_id": uid, "text": q["text"], "limit": LIMIT, **floor}, "results"
+                )
                 results = [{**r, "key": ids[uid].get(r["id"])} for r in ans["messages"]]
                 for r in results:  # `superseded.id` read as a key, as the scoring speaks keys
                     if isinstance(r.get("superseded"), dict):
                         r["superseded"] = {**r["superseded"], "id": ids[uid].get(r["superseded"].get("id"))}
                 ctx = sc.request(
-                    {"type": "context", "user_id": uid, "username": u["name"], "text": q["text"]}, "context"
+                    {"type": "context", "user_id": uid, "username": u["name"], "text": q["text"]}
+                    | ({} if args.min_score is None else {"memories_min_score": args.min_score}),
+                    "context",
                 )
                 o = judge(u, q, results, ctx["text"])
                 outcomes.append(o)

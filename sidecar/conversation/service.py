@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from ..messages import MessageReader, Supersession, asks_past, content_over_limit, current_first, marked
+from ..messages import (
+    MessageReader,
+    Supersession,
+    asks_past,
+    content_over_limit,
+    current_first,
+    drop_padding,
+    marked,
+    padding_fetch,
+)
 from ..storage import sql_num, sql_str
 from ..wire import (
     ChannelContextOptions,
@@ -25,6 +34,7 @@ from ..wire import (
     HistoryOptions,
     HistoryResponse,
 )
+from ..wire.base import MIN_SCORE
 from ..wire.conversation import MEMORY_FLOOR
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
 from . import threads as conv
@@ -117,11 +127,13 @@ class ConversationService:
         limit: int,
         words: int,
         floor: float = MEMORY_FLOOR,
+        min_score: float = MIN_SCORE,
         exclude: frozenset[str] = frozenset(),
     ) -> dict[str, list[conv.Memory]]:
         """`context`'s relevant memories: each user's stored messages most relevant to `text` (the hybrid
         ranking of `query`), at `floor` cosine or above, at most `limit` per user, the message being answered
-        (the same text) and those `exclude` names (texts the channel and history blocks show) left out; each
+        (the same text) and those `exclude` names (texts the channel and history blocks show) left out, and no
+        padding (`query`'s step at `min_score`: no small talk, nothing below it that shares no term); each
         cut to its share of `words`, the budget of them all. `users`: id -> the name their own messages are
         labelled with when stored without a username."""
         if limit <= 0 or not text.strip():
@@ -129,10 +141,11 @@ class ConversationService:
         found: dict[str, list[dict[str, Any]]] = {}
         skip = exclude | {"", conv.normal(text)}
         for uid in users:
-            rows = self.store.search(vector, uid, limit + 1 + min(len(exclude), limit), text=text, mode="hybrid")
-            kept = [r for r in rows if r["similarity"] >= floor and conv.normal(r["content"]) not in skip][:limit]
+            size = padding_fetch(limit + 1 + min(len(exclude), limit), min_score)
+            rows = drop_padding(self.store.search(vector, uid, size, text=text, mode="hybrid"), text, min_score)
+            kept = [r for r in rows if r["similarity"] >= floor and conv.normal(r["content"]) not in skip]
             if kept:
-                found[uid] = self._supersede(uid, text, vector, kept, skip, limit)
+                found[uid] = self._supersede(uid, text, vector, kept, skip, limit)[:limit]
         return conv.memory_lines(found, users, words)
 
     def _supersede(

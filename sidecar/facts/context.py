@@ -31,7 +31,7 @@ PREFERENCE = "preference"
 
 # what `context` is handed by the graph and the conversation domains (runtime/dispatcher.py wires them)
 TrueNow = Callable[[str, "str | None", int], list[dict[str, Any]]]  # user, text, limit -> relations
-Memories = Callable[[dict[str, str], str, np.ndarray, int, int, float], dict[str, list[Any]]]  # -> lines by user
+Memories = Callable[[dict[str, str], str, np.ndarray, int, int, float, float], dict[str, list[Any]]]  # -> lines by user
 
 
 class ContextBlocks:
@@ -104,6 +104,7 @@ class ContextBlocks:
                 req.memories_limit,
                 req.memories_words,
                 req.memories_min_similarity,
+                req.memories_min_score,
             )
             for u in users:
                 u.memories = [ContextMemory(m.timestamp, m.label, m.text, m.outdated) for m in found.get(u.user_id, [])]

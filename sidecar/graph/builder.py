@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..text import is_backchannel
 from . import self_names
 from .mentions import Mention, find_mentions
 from .model import Similar, UserGraph
-from .quality import is_backchannel, novelty
+from .quality import novelty
 from .records import Entity, Episode, Relation, fold
 from .relations import AS_FACT, PREDICATES, find_relations
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..wire.base import MIN_SCORE
+
 MODES = ["hybrid", "semantic", "keyword", "graph"]
 ENTITY_TYPES = ["person", "place", "organisation", "thing", "event", "date", "other"]
 
@@ -108,7 +110,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "search",
         "Search memories",
-        "Find stored memories (messages) relevant to a query, best first, with their similarity, time and id.",
+        "Find stored memories (messages) relevant to a query, best first, with their similarity, time and id; "
+        "small talk and unrelated memories are left out, so fewer than `limit` (or none) may come back.",
         {
             "query": {"type": "string", "minLength": 1, "description": "What to look for, in plain words."},
             "limit": _limit(5, "Most memories returned."),
@@ -119,6 +122,14 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "description": "hybrid: keywords + meaning (best in general); semantic: meaning only; "
                 "keyword: exact words; graph: associative recall through the memory graph.",
             },
+            "min_score": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": MIN_SCORE,
+                "description": "No padding: small talk is never returned, nor a memory that shares no word with "
+                "the query and is below this similarity, so fewer than `limit` may come back. 0 returns them.",
+            },
         },
         ("query",),
         lambda a, u: {
@@ -127,6 +138,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "text": a["query"],
             "limit": a.get("limit", 5),
             "mode": a.get("mode", "hybrid"),
+            "min_score": a.get("min_score", MIN_SCORE),
         },
         read_only=True,
     ),

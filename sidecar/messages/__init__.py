@@ -2,6 +2,8 @@
 and forgetting. The base domain: facts, conversation and graph stand on it through `interface.py`."""
 
 from .interface import Companion, GraphSearch, MessageReader, Replaced, Supersession
+from .padding import drop_padding
+from .padding import fetch as padding_fetch
 from .schema import MESSAGES, RESULT_COLUMNS
 from .search import search_table
 from .service import MemoryService, content_over_limit
@@ -22,7 +24,9 @@ __all__ = [
     "asks_past",
     "content_over_limit",
     "current_first",
+    "drop_padding",
     "marked",
     "named_window",
+    "padding_fetch",
     "search_table",
 ]

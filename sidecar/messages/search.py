@@ -48,8 +48,9 @@ def rank_rows(
     the text (messages/keywords.py); hybrid, BM25 over the text and over search_text (the previous two
     messages, then this one) fused with the semantic list by weighted reciprocal rank (ranking.py).
     Filters apply before ranking. Returns the rows, best first, each with the `score` it was ranked by (BM25,
-    or the fused score), the id lists and, by id, what fusion reads of every row looked at
-    (`UserRows.candidates`: similarity, username, position).
+    or the fused score; hybrid: and `keyword_match`, found by a keyword list, read by messages/padding.py), the
+    id lists and, by id, what fusion reads of every row looked at (`UserRows.candidates`: similarity,
+    username, position).
     `keyword_ids(fields, pool, *flt)` (default: the entry's own) lets the cache count an index it builds.
     `scripts`: those the embedding model reads (None: every script; ranking.py)."""
     keyword_ids = keyword_ids or entry.keyword_ids
@@ -67,8 +68,10 @@ def rank_rows(
     by_id = {**semantic, **entry.candidates(entry.scored(extra, vector))}
     best = fuse_hybrid(text, ids, by_id, limit, scripts)  # result rows only for the few returned
     rows = entry.results([(c["position"], c["similarity"]) for c in best], vector)
+    matched = {*found[0], *found[1]}
     for r, c in zip(rows, best):
         r["score"] = c["score"]
+        r["keyword_match"] = r["id"] in matched  # shares a term with the text (its own or its context's)
     return rows, ids, by_id
 
 

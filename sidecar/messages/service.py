@@ -34,6 +34,7 @@ from ..wire import (
     StoreRequest,
 )
 from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge, quote
+from . import padding
 from .interface import Companion, GraphSearch, Supersession
 from .ranking import POOL, fuse_window
 from .store import MessageStore
@@ -43,6 +44,7 @@ from .timewords import named_window
 log = logging.getLogger("sidecar.service")
 
 DAY = 86_400.0
+LIKENESS = frozenset({"hybrid", "semantic"})  # modes ranked by likeness to the text: the padding floor applies
 
 
 def content_over_limit(
@@ -219,15 +221,18 @@ class MemoryService:
             companion.on_query(req.user_id, req.username)
         text = req.text
         vector: list[np.ndarray] = []
+        limit = padding.fetch(req.limit, req.min_score)  # room for what the padding step drops
         if req.mode == "graph":
             if self.graph_search is None:
                 raise Disabled("query mode `graph` needs graph memory, which is switched off (--graph false)")
             vector.append(self.embedder.embed_query(text))
-            rows = self.graph_search(req.user_id, text, vector[0], req.limit, req.since, req.until)
+            rows = self.graph_search(req.user_id, text, vector[0], limit, req.since, req.until)
             rows = [r for r in rows if req.include_bot or not r["is_bot"]]
         else:
-            rows = self._search(req, vector)
-        rows = self._supersede(req, rows, vector)
+            rows = self._search(req, limit, vector)
+        # no padding: small talk, and results by likeness below the floor sharing no term with the text
+        rows = padding.drop_padding(rows, text, req.min_score, likeness=req.mode in LIKENESS)
+        rows = self._supersede(req, rows, vector)[: req.limit]  # what is true now, first
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:
@@ -238,8 +243,9 @@ class MemoryService:
             out.append(MessageOut(**r))
         return ResultsResponse(messages=out)
 
-    def _search(self, req: QueryRequest, vector: list[np.ndarray]) -> list[dict[str, Any]]:
-        """The ranked rows of a semantic, keyword or hybrid query (`vector`: the query's vector once computed)."""
+    def _search(self, req: QueryRequest, limit: int, vector: list[np.ndarray]) -> list[dict[str, Any]]:
+        """The ranked rows of a semantic, keyword or hybrid query, `limit` of them (`vector`: the query's vector
+        once computed)."""
         text = req.text
 
         def embed() -> np.ndarray:  # computed inside search, beside the full-text queries; once
@@ -252,11 +258,10 @@ class MemoryService:
             if req.mode == "hybrid" and req.since is None and req.until is None
             else None
         )
-        limit = max(req.limit, POOL) if window else req.limit
         rows = self.store.search(
             embed,
             req.user_id,
-            limit,
+            max(limit, POOL) if window else limit,
             include_bot=req.include_bot,
             since=req.since,
             until=req.until,
@@ -274,7 +279,7 @@ class MemoryService:
                 text=text,
                 mode="hybrid",
             )
-            rows = fuse_window(rows, inside, req.limit)
+            rows = fuse_window(rows, inside, limit)
         return rows
 
     def _supersede(

@@ -1,6 +1,7 @@
 """Text analysis for keyword search, the same for every index and every script: normalisation and cutting
 by Unicode script (tokens.py), the language decision and the Snowball stemmers (languages.py), stop words
-(stopwords.py), and the terms of a memory or of a query (analysis.py). Pure; imports no other part of
+(stopwords.py), the terms of a memory or of a query (analysis.py), and small talk: is a message a
+backchannel ("lol", "gn", emoji only; smalltalk.py). Pure; imports no other part of
 the sidecar."""
 
 from .analysis import (
@@ -17,6 +18,7 @@ from .analysis import (
     terms,
 )
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
+from .smalltalk import is_backchannel
 from .tokens import letters_by_script, nfkc_size, written_in, written_without_spaces
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "analyse",
     "analyse_fields",
     "configure",
+    "is_backchannel",
     "language_of",
     "letters_by_script",
     "nfkc_size",

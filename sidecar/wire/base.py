@@ -136,6 +136,17 @@ Action = Annotated[Literal["KEEP", "INVALIDATE", "MERGE"], BeforeValidator(_uppe
 
 Fraction = Annotated[Number, Field(ge=0, le=1)]
 
+# No padding (`query`'s `min_score`, `context`'s `memories_min_score`): a result that shares no term with the
+# question and is below this cosine is not returned, nor is a backchannel ("lol", "gn"); 0 returns them as
+# before. Calibrated on the tuning split of tests/fixtures/prompt_recall (`python scripts/bench.py prompt`):
+# the largest floor that loses no question's answer from the top 5 there (docs/protocol.md, "Why 0.13").
+MIN_SCORE = 0.13
+MIN_SCORE_DESCRIPTION = (
+    "No padding: small talk (a backchannel: 'lol', 'haha nice', 'gn', emoji only) is never returned, nor a result "
+    "that shares no term with the text and whose cosine similarity is below this floor, so fewer results than "
+    "asked for (or none) may come back. 0 returns them all (the answers before the floor existed). 0..1."
+)
+
 # {"<user_id>": "<display name or null>", ...}; JSON object keys are always strings.
 UserMap = Annotated[
     dict[Annotated[StrictStr, AfterValidator(_id_to_str)], StrictStr | None],

@@ -7,7 +7,10 @@ from typing import Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from .base import (
+    MIN_SCORE,
+    MIN_SCORE_DESCRIPTION,
     MODE_DESCRIPTION,
+    Fraction,
     Id,
     Number,
     RequestBase,
@@ -152,6 +155,7 @@ class ContextRequest(RequestBase):
     memories_min_similarity: Number = Field(
         MEMORY_FLOOR, ge=-1, le=1, description="`memories`: the least cosine similarity to `text` shown."
     )
+    memories_min_score: Fraction = Field(MIN_SCORE, description="`memories`: " + MIN_SCORE_DESCRIPTION)
     users: UserMap | None = None
     user_id: Id | None = Field(None, description="Shorthand for one user (with `username`).")
     username: StrictStr | None = None

@@ -7,8 +7,11 @@ from typing import ClassVar, Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from .base import (
+    MIN_SCORE,
+    MIN_SCORE_DESCRIPTION,
     MODE_DESCRIPTION,
     SCOPE,
+    Fraction,
     Id,
     Number,
     RequestBase,
@@ -85,6 +88,12 @@ class QueryRequest(RequestBase):
     text: StrictStr
     limit: StrictInt = Field(5, ge=1)
     min_similarity: Number | None = Field(None, ge=-1, le=1)
+    min_score: Fraction = Field(
+        MIN_SCORE,
+        description=MIN_SCORE_DESCRIPTION + " The floor applies in modes hybrid and semantic; in keyword mode every "
+        "result shares a term with the text and in graph mode results come by association, so there only small "
+        "talk is dropped.",
+    )
     include_bot: StrictBool = True
     since: Timestamp | None = Field(None, description="Only memories with timestamp >= since.")
     until: Timestamp | None = Field(None, description="Only memories with timestamp <= until.")

@@ -131,6 +131,10 @@ export interface MessageIn {
 export interface QueryRequest {
   include_bot?: boolean;
   limit?: number;
+  /**
+   * No padding: small talk (a backchannel: 'lol', 'haha nice', 'gn', emoji only) is never returned, nor a result that shares no term with the text and whose cosine similarity is below this floor, so fewer results than asked for (or none) may come back. 0 returns them all (the answers before the floor existed). 0..1. The floor applies in modes hybrid and semantic; in keyword mode every result shares a term with the text and in graph mode results come by association, so there only small talk is dropped.
+   */
+  min_score?: number;
   min_similarity?: number | null;
   /**
    * semantic: nearest vectors (cosine); keyword: BM25 full-text match; hybrid (default): both, fused by rank. graph: episodes ranked by spreading activation over the user's memory graph (graph memory on).
@@ -608,6 +612,10 @@ export interface ContextRequest {
    * `memories`: memories per user at most.
    */
   memories_limit?: number;
+  /**
+   * `memories`: No padding: small talk (a backchannel: 'lol', 'haha nice', 'gn', emoji only) is never returned, nor a result that shares no term with the text and whose cosine similarity is below this floor, so fewer results than asked for (or none) may come back. 0 returns them all (the answers before the floor existed). 0..1.
+   */
+  memories_min_score?: number;
   /**
    * `memories`: the least cosine similarity to `text` shown.
    */
