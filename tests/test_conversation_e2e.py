@@ -48,9 +48,9 @@ def cc(sc, **kw):
     return r
 
 
-def test_channel_context_from_the_store(sidecar):
+def test_channel_context_from_the_store(shared_sidecar):
     put(
-        sidecar,
+        shared_sidecar,
         "general",
         [
             ("101", "u1", "alice", "how do I reset the router?", 0, None, False),
@@ -60,9 +60,9 @@ def test_channel_context_from_the_store(sidecar):
             ("105", "u1", "alice", "thanks carol, and what about the wifi password?", 240, "103", False),
         ],
     )
-    put(sidecar, "random", [("201", "u9", "zed", "a message in another channel", 200, None, False)])
+    put(shared_sidecar, "random", [("201", "u9", "zed", "a message in another channel", 200, None, False)])
 
-    r = cc(sidecar, channel_id="general", bot_user_id="BOT", bot_name="Mika", request_id="c1")
+    r = cc(shared_sidecar, channel_id="general", bot_user_id="BOT", bot_name="Mika", request_id="c1")
     assert r == {
         "type": "channel_context",
         "request_id": "c1",
@@ -80,39 +80,41 @@ def test_channel_context_from_the_store(sidecar):
     }
 
     # the bot was pulled into 105's chain: the host sends that chain itself, so it is left out
-    r = cc(sidecar, channel_id="general", exclude_reply_chain_of="105", bot_user_id="BOT", bot_name="Mika")
+    r = cc(shared_sidecar, channel_id="general", exclude_reply_chain_of="105", bot_user_id="BOT", bot_name="Mika")
     assert r["block"] == f"{HEADER}\n\nthread (bob, Mika):\n  bob: lunch at noon?\n  Mika: noon works for me"
 
     # before a message: the window ends just before it; a reply to a message outside the window is a root
-    r = cc(sidecar, channel_id="general", before_message_id="105", limit=2)
+    r = cc(shared_sidecar, channel_id="general", before_message_id="105", limit=2)
     assert r["block"] == (
         f"{HEADER}\n\nstandalone (helper-bot):\n  helper-bot: noon works for me\n\n"
         "standalone (carol):\n  carol: hold the button for 10 s"
     )
 
     # the chain of a message newer than the window is found through the store
-    put(sidecar, "general", [("106", "u2", "bob", "did it work?", 300, "103", False)])
-    r = cc(sidecar, channel_id="general", before_message_id="105", exclude_reply_chain_of="106", exclude_ids=["104"])
+    put(shared_sidecar, "general", [("106", "u2", "bob", "did it work?", 300, "103", False)])
+    r = cc(
+        shared_sidecar, channel_id="general", before_message_id="105", exclude_reply_chain_of="106", exclude_ids=["104"]
+    )
     assert r["block"] == f"{HEADER}\n\nstandalone (bob):\n  bob: lunch at noon?"
 
     # everything excluded: an empty string, not a header alone
-    r = cc(sidecar, channel_id="general", exclude_ids=["101", "102", "103", "104", "105", "106"])
+    r = cc(shared_sidecar, channel_id="general", exclude_ids=["101", "102", "103", "104", "105", "106"])
     assert (r["block"], r["threads"], r["messages"]) == ("", 0, 0)
-    assert cc(sidecar, channel_id="nobody-talks-here")["block"] == ""
+    assert cc(shared_sidecar, channel_id="nobody-talks-here")["block"] == ""
 
-    err = sidecar.request({"type": "channel_context", "channel_id": "general", "before_message_id": "999"})
+    err = shared_sidecar.request({"type": "channel_context", "channel_id": "general", "before_message_id": "999"})
     assert err["code"] == "not_found" and "999" in err["message"]
-    err = sidecar.request({"type": "channel_context", "channel_id": "random", "before_message_id": "101"})
+    err = shared_sidecar.request({"type": "channel_context", "channel_id": "random", "before_message_id": "101"})
     assert err["code"] == "not_found"  # message ids are looked up within the channel
 
 
-def test_ten_roots_capped_at_five_and_window_limit(sidecar):
-    put(sidecar, "busy", [(str(i), f"u{i}", f"user{i}", f"topic {i}", i, None, False) for i in range(10)])
-    r = cc(sidecar, channel_id="busy")
+def test_ten_roots_capped_at_five_and_window_limit(shared_sidecar):
+    put(shared_sidecar, "busy", [(str(i), f"u{i}", f"user{i}", f"topic {i}", i, None, False) for i in range(10)])
+    r = cc(shared_sidecar, channel_id="busy")
     assert r["threads"] == 5
     assert r["block"] == HEADER + "".join(f"\n\nstandalone (user{i}):\n  user{i}: topic {i}" for i in (9, 8, 7, 6, 5))
-    assert cc(sidecar, channel_id="busy", max_threads=2)["threads"] == 2
-    r = cc(sidecar, channel_id="busy", limit=3, max_threads=10)
+    assert cc(shared_sidecar, channel_id="busy", max_threads=2)["threads"] == 2
+    r = cc(shared_sidecar, channel_id="busy", limit=3, max_threads=10)
     assert r["threads"] == 3 and "topic 6" not in r["block"]
 
 
@@ -140,13 +142,13 @@ def test_equal_timestamps_have_a_deterministic_order_across_compaction_and_resta
     assert sc.shutdown() == 0
 
 
-def test_hostile_channel_ids_match_only_themselves(sidecar):
+def test_hostile_channel_ids_match_only_themselves(shared_sidecar):
     ids = ["x' OR '1'='1", "c\\", "o'brien", "ünï🚀"]
     for n, cid in enumerate(ids):
-        put(sidecar, cid, [(f"m{n}", "u", "ann", f"in {cid}", n, None, False)])
+        put(shared_sidecar, cid, [(f"m{n}", "u", "ann", f"in {cid}", n, None, False)])
     for cid in ids:
-        assert cc(sidecar, channel_id=cid)["block"] == f"{HEADER}\n\nstandalone (ann):\n  ann: in {cid}"
-        h = sidecar.request({"type": "history", "channel_id": cid})
+        assert cc(shared_sidecar, channel_id=cid)["block"] == f"{HEADER}\n\nstandalone (ann):\n  ann: in {cid}"
+        h = shared_sidecar.request({"type": "history", "channel_id": cid})
         assert h["messages"] == 1 and h["block"].endswith(f"ann: in {cid}")
 
 
@@ -221,15 +223,23 @@ def test_bad_requests_get_an_error_and_the_process_keeps_serving(shared_sidecar,
     assert shared_sidecar.request({"type": "ping"})["type"] == "pong"
 
 
-def test_history_of_a_channel_and_of_a_user(sidecar):
+def test_history_of_a_channel_and_of_a_user(shared_sidecar):
     words = " ".join(f"w{i}" for i in range(40))
     rows = [
-        (str(100 + i), "u1" if i % 2 else "u2", "ann" if i % 2 else "ben", f"m{i:02d} {words}", 60 * i, None, False)
+        (
+            str(100 + i),
+            "hist-ann" if i % 2 else "hist-ben",
+            "ann" if i % 2 else "ben",
+            f"m{i:02d} {words}",
+            60 * i,
+            None,
+            False,
+        )
         for i in range(35)
     ]
-    put(sidecar, "chan", rows)
-    put(sidecar, "elsewhere", [("900", "u1", "ann", "ann elsewhere", 60 * 40, None, False)])
-    h = sidecar.request({"type": "history", "channel_id": "chan", "request_id": "h"})
+    put(shared_sidecar, "chan", rows)
+    put(shared_sidecar, "elsewhere", [("900", "hist-ann", "ann", "ann elsewhere", 60 * 40, None, False)])
+    h = shared_sidecar.request({"type": "history", "channel_id": "chan", "request_id": "h"})
     assert h["type"] == "history" and h["request_id"] == "h" and h["messages"] == 30 and h["opted_out"] is False
     lines = h["block"].split("\n")
     assert lines[0] == "[recent history]" and len(lines) == 31
@@ -238,17 +248,17 @@ def test_history_of_a_channel_and_of_a_user(sidecar):
     assert lines[-1] == f"[2024-01-01T00:34Z] ben: m34 {words}"
 
     # a user's history spans channels; before_message_id ends it
-    h = sidecar.request(
-        {"type": "history", "user_id": "u1", "full_count": 2, "mid_count": 1, "mid_words": 3, "short_count": 0}
+    h = shared_sidecar.request(
+        {"type": "history", "user_id": "hist-ann", "full_count": 2, "mid_count": 1, "mid_words": 3, "short_count": 0}
     )
     assert h["block"] == (
         "[recent history]\n[2024-01-01T00:31Z] ann: m31 w0 w1…\n"
         f"[2024-01-01T00:33Z] ann: m33 {words}\n[2024-01-01T00:40Z] ann: ann elsewhere"
     )
-    h = sidecar.request(
+    h = shared_sidecar.request(
         {
             "type": "history",
-            "user_id": "u1",
+            "user_id": "hist-ann",
             "channel_id": "chan",
             "full_count": 1,
             "mid_count": 0,
@@ -258,7 +268,7 @@ def test_history_of_a_channel_and_of_a_user(sidecar):
         }
     )
     assert h["block"] == f"[recent history]\n[2024-01-01T00:29Z] ann: m29 {words}"
-    h = sidecar.request({"type": "history", "user_id": "nobody"})
+    h = shared_sidecar.request({"type": "history", "user_id": "nobody"})
     assert (h["block"], h["messages"]) == ("", 0)
 
 

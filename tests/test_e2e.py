@@ -259,14 +259,15 @@ def test_a_data_dir_that_is_a_file_is_named_as_such(spawn, tmp_path):
 
 @pytest.mark.parametrize("how", ["eof", "sigterm", "sigint"])
 def test_graceful_exit_paths(spawn, how):
-    """End of stdin (a host that closes it without `shutdown`), SIGTERM and SIGINT: exit 0 within 2 s, the
-    acknowledged store kept. On Windows a host's SIGTERM is CTRL_BREAK_EVENT to the sidecar's process group
-    (conftest starts it in its own), and Ctrl+C only reaches a whole console, so that case is skipped there."""
+    """End of stdin (a host that closes it without `shutdown`), SIGTERM and SIGINT: the sidecar leaves by the
+    graceful path (its log names the cause), exit 0, the acknowledged store kept. No bound on the seconds it
+    takes (a loaded machine stretches them): `wait` is a hang detector. On Windows a host's SIGTERM is
+    CTRL_BREAK_EVENT to the sidecar's process group (conftest starts it in its own), and Ctrl+C only reaches a
+    whole console, so that case is skipped there."""
     if sys.platform == "win32" and how == "sigint":
         pytest.skip("Windows delivers CTRL_C_EVENT to a whole console, not to one child process group")
-    sc = spawn()
+    sc = spawn("--log-level", "info")
     sc.store("g", "persist me")
-    t0 = time.monotonic()
     if how == "eof":
         sc.close_stdin()
     elif sys.platform == "win32":
@@ -274,7 +275,8 @@ def test_graceful_exit_paths(spawn, how):
     else:
         sc.proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
     assert sc.proc.wait(30) == 0
-    assert time.monotonic() - t0 < 2.0, f"exit took {time.monotonic() - t0:.2f} s after {how}"
+    cause = "end of input, shutting down" if how == "eof" else "received signal"
+    assert cause in sc.stderr(), sc.stderr()
     sc2 = spawn()
     assert sc2.ready["memories"] == 1
     assert sc2.shutdown() == 0
@@ -451,7 +453,7 @@ HOST = (
     "print(f'sidecar pid {p.pid}', file=sys.stderr, flush=True)\n"
     "time.sleep(600)\n"
 )
-PARENT_DEADLINE = 2.0  # seconds: the sidecar notices a dead parent and is gone within this
+PARENT_GONE_WAIT = 10.0  # seconds: a hang detector (it watches every 0.25 s), not a bound on its speed
 
 
 class HostedSidecar:
@@ -490,17 +492,17 @@ class HostedSidecar:
             assert time.monotonic() < deadline and self.stderr_closed_at is None, f"no {needle!r}:\n{self.stderr()!r}"
             time.sleep(0.01)
 
-    def kill_host_and_time_the_exit(self) -> float:
-        """Kill the host outright (SIGKILL; TerminateProcess on Windows); seconds until the sidecar is gone."""
+    def kill_host_and_wait_for_the_exit(self) -> None:
+        """Kill the host outright (SIGKILL; TerminateProcess on Windows); wait until the sidecar is gone."""
         self.wait_stderr(b"sidecar pid ")
         self.host.kill()
         self.host.wait(10)
-        t0 = time.monotonic()
-        self._reader.join(10)
+        self._reader.join(PARENT_GONE_WAIT)
         if self.stderr_closed_at is None:
             os.kill(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
-            raise AssertionError(f"the sidecar was still running 10 s after its parent died:\n{self.stderr()!r}")
-        return self.stderr_closed_at - t0
+            raise AssertionError(
+                f"the sidecar was still running {PARENT_GONE_WAIT:.0f} s after its parent died:\n{self.stderr()!r}"
+            )
 
     def close(self) -> None:
         self.host.stdin.close()
@@ -508,7 +510,7 @@ class HostedSidecar:
 
 def test_exits_when_parent_dies_even_if_stdin_stays_open(tmp_path, spawn):
     """A dead parent does not always close the pipe: the sidecar watches its parent (its pid on POSIX, its
-    process handle on Windows), leaves within 2 s, and what it acknowledged is kept."""
+    process handle on Windows), leaves, and what it acknowledged is kept."""
     hosted = HostedSidecar(tmp_path / "d")
     try:
         assert json.loads(hosted.host.stdout.readline())["type"] == "ready"
@@ -516,9 +518,8 @@ def test_exits_when_parent_dies_even_if_stdin_stays_open(tmp_path, spawn):
         hosted.host.stdin.flush()
         acked = json.loads(hosted.host.stdout.readline())
         assert acked["type"] == "ok", acked
-        elapsed = hosted.kill_host_and_time_the_exit()
-        assert elapsed < PARENT_DEADLINE, f"the sidecar took {elapsed:.2f} s to leave after its parent died"
-        assert b"parent process is gone" in hosted.stderr()
+        hosted.kill_host_and_wait_for_the_exit()
+        assert b"parent process is gone, shutting down" in hosted.stderr()  # the watch, not the pipes, ended it
     finally:
         hosted.close()
     again = spawn(data_dir=tmp_path / "d")
@@ -533,10 +534,9 @@ def test_exits_during_startup_when_parent_dies(tmp_path):
     hosted = HostedSidecar(tmp_path / "d", "--log-level", "debug")
     try:
         hosted.wait_stderr(b"configuration:")  # the server is starting
-        elapsed = hosted.kill_host_and_time_the_exit()
+        hosted.kill_host_and_wait_for_the_exit()
         assert hosted.host.stdout.read() == b"", "the sidecar finished starting up instead of leaving"
         assert b"parent process is gone during start-up" in hosted.stderr()
-        assert elapsed < PARENT_DEADLINE, elapsed
     finally:
         hosted.close()
 

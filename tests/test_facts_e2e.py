@@ -23,35 +23,35 @@ def facts(sc, user, **extra):
     return r["facts"]
 
 
-def test_remember_duplicate_collapses_and_confirms(sidecar):
-    a = remember(sidecar, "u1", "Lives in New York", "answer", username="Alice")
+def test_remember_duplicate_collapses_and_confirms(shared_sidecar):
+    a = remember(shared_sidecar, "dup1", "Lives in New York", "answer", username="Alice")
     assert a["action"] == "added" and a["candidates"] == [] and a["fact"]["source"] == "manual"
     assert a["fact"]["confidence"] == 1.0 and a["fact"]["username"] == "Alice" and a["fact"]["active"] is True
-    b = remember(sidecar, "u1", "lives in new york city", "answer", source="chat")
+    b = remember(shared_sidecar, "dup1", "lives in new york city", "answer", source="chat")
     assert b["action"] == "duplicate" and b["fact"]["id"] == a["fact"]["id"] and b["fact"]["similarity"] > 0.88
-    c = remember(sidecar, "u1", "  Lives   in New York ", "answer")
+    c = remember(shared_sidecar, "dup1", "  Lives   in New York ", "answer")
     assert c["action"] == "duplicate"
-    assert [f["text"] for f in facts(sidecar, "u1")] == ["Lives in New York"]
-    hist = sidecar.request({"type": "fact_history", "fact_id": a["fact"]["id"]})
+    assert [f["text"] for f in facts(shared_sidecar, "dup1")] == ["Lives in New York"]
+    hist = shared_sidecar.request({"type": "fact_history", "fact_id": a["fact"]["id"]})
     assert [e["action"] for e in hist["events"]] == ["created", "confirmed", "confirmed"]
     # other users are untouched by the rule
-    assert remember(sidecar, "u2", "Lives in New York", "answer")["action"] == "added"
+    assert remember(shared_sidecar, "dup2", "Lives in New York", "answer")["action"] == "added"
     # numbers differ: never a duplicate, shown as a candidate instead
-    remember(sidecar, "u3", "Is 29 years old", "answer")
-    d = remember(sidecar, "u3", "Is 30 years old", "answer")
+    remember(shared_sidecar, "dup3", "Is 29 years old", "answer")
+    d = remember(shared_sidecar, "dup3", "Is 30 years old", "answer")
     assert d["action"] == "added" and [x["text"] for x in d["candidates"]] == ["Is 29 years old"]
 
 
-def test_candidates_and_resolve_each_action(sidecar):
-    ny = remember(sidecar, "u", "Lives in New York", "answer")["fact"]
-    la = remember(sidecar, "u", "Moved to Los Angeles", "answer")
+def test_candidates_and_resolve_each_action(shared_sidecar):
+    ny = remember(shared_sidecar, "cand", "Lives in New York", "answer")["fact"]
+    la = remember(shared_sidecar, "cand", "Moved to Los Angeles", "answer")
     assert la["action"] == "added"
     assert [c["id"] for c in la["candidates"]] == [ny["id"]] and 0.35 <= la["candidates"][0]["similarity"] < 0.88
-    unrelated = remember(sidecar, "u", "Has a cat named Miso", "preference")
+    unrelated = remember(shared_sidecar, "cand", "Has a cat named Miso", "preference")
     assert unrelated["candidates"] == []
 
     # INVALIDATE: the old fact goes inactive, kept for history
-    r = sidecar.request(
+    r = shared_sidecar.request(
         {
             "type": "resolve",
             "fact_id": la["fact"]["id"],
@@ -63,26 +63,26 @@ def test_candidates_and_resolve_each_action(sidecar):
     assert r["type"] == "resolved" and r["action"] == "INVALIDATE"
     assert r["candidate"]["active"] is False and r["candidate"]["superseded_by"] == la["fact"]["id"]
     assert r["candidate"]["superseded_reason"] == "invalidated" and r["fact"]["active"] is True
-    assert {f["text"] for f in facts(sidecar, "u")} == {"Moved to Los Angeles", "Has a cat named Miso"}
-    all_facts = facts(sidecar, "u", include_inactive=True)
+    assert {f["text"] for f in facts(shared_sidecar, "cand")} == {"Moved to Los Angeles", "Has a cat named Miso"}
+    all_facts = facts(shared_sidecar, "cand", include_inactive=True)
     assert {f["text"]: f["active"] for f in all_facts}["Lives in New York"] is False
-    hist = sidecar.request({"type": "fact_history", "fact_id": ny["id"]})
+    hist = shared_sidecar.request({"type": "fact_history", "fact_id": ny["id"]})
     assert hist["fact"]["active"] is False
     assert [(e["action"], e.get("other_fact_id"), e.get("decided_by")) for e in hist["events"]] == [
         ("created", None, "manual"),
         ("invalidated", la["fact"]["id"], "host"),
     ]
     assert hist["events"][1]["reason"] == "moved"
-    again = sidecar.request(
+    again = shared_sidecar.request(
         {"type": "resolve", "fact_id": la["fact"]["id"], "candidate_id": ny["id"], "action": "KEEP"}
     )
     assert again["type"] == "error" and again["code"] == "invalid_request" and "no longer active" in again["message"]
 
     # MERGE: both become one fact (the candidate's id), re-embedded
-    xbox = remember(sidecar, "g", "Owns an Xbox")["fact"]
-    ps5 = remember(sidecar, "g", "Bought a PS5")
+    xbox = remember(shared_sidecar, "cand-g", "Owns an Xbox")["fact"]
+    ps5 = remember(shared_sidecar, "cand-g", "Bought a PS5")
     assert [c["id"] for c in ps5["candidates"]] == [xbox["id"]]
-    m = sidecar.request(
+    m = shared_sidecar.request(
         {
             "type": "resolve",
             "fact_id": ps5["fact"]["id"],
@@ -94,10 +94,10 @@ def test_candidates_and_resolve_each_action(sidecar):
     assert m["action"] == "MERGE" and m["candidate"]["text"] == "Owns both an Xbox and a PS5"
     assert m["candidate"]["active"] is True and m["fact"]["active"] is False
     assert m["fact"]["superseded_by"] == xbox["id"] and m["fact"]["superseded_reason"] == "merged"
-    assert [f["text"] for f in facts(sidecar, "g")] == ["Owns both an Xbox and a PS5"]
-    best = facts(sidecar, "g", text="playstation console")[0]
+    assert [f["text"] for f in facts(shared_sidecar, "cand-g")] == ["Owns both an Xbox and a PS5"]
+    best = facts(shared_sidecar, "cand-g", text="playstation console")[0]
     assert best["id"] == xbox["id"] and best["similarity"] > 0.3  # searchable by the merged text
-    hist = sidecar.request({"type": "fact_history", "fact_id": xbox["id"]})
+    hist = shared_sidecar.request({"type": "fact_history", "fact_id": xbox["id"]})
     assert [e["action"] for e in hist["events"]] == ["created", "merged"]
     assert (
         hist["events"][1]["previous_text"] == "Owns an Xbox"
@@ -105,12 +105,14 @@ def test_candidates_and_resolve_each_action(sidecar):
     )
 
     # KEEP: both stay
-    s1 = remember(sidecar, "k", "Speaks Spanish")["fact"]
-    s2 = remember(sidecar, "k", "Speaks French")
+    s1 = remember(shared_sidecar, "cand-k", "Speaks Spanish")["fact"]
+    s2 = remember(shared_sidecar, "cand-k", "Speaks French")
     assert [c["id"] for c in s2["candidates"]] == [s1["id"]]
-    k = sidecar.request({"type": "resolve", "fact_id": s2["fact"]["id"], "candidate_id": s1["id"], "action": "KEEP"})
+    k = shared_sidecar.request(
+        {"type": "resolve", "fact_id": s2["fact"]["id"], "candidate_id": s1["id"], "action": "KEEP"}
+    )
     assert k["fact"]["active"] and k["candidate"]["active"]
-    assert len(facts(sidecar, "k")) == 2
+    assert len(facts(shared_sidecar, "cand-k")) == 2
 
     # bad resolves
     for bad, code in [
@@ -120,73 +122,78 @@ def test_candidates_and_resolve_each_action(sidecar):
         ({"fact_id": s1["id"], "candidate_id": s2["fact"]["id"], "action": "MERGE"}, "invalid_request"),
         ({"fact_id": s1["id"], "candidate_id": s2["fact"]["id"], "action": "DROP"}, "invalid_request"),
     ]:
-        r = sidecar.request({"type": "resolve", **bad})
+        r = shared_sidecar.request({"type": "resolve", **bad})
         assert r["type"] == "error" and r["code"] == code, (bad, r)
 
 
-def test_update_and_forget_fact(sidecar):
-    f = remember(sidecar, "u", "Works at Acme", "company")["fact"]
-    r = sidecar.request({"type": "update_fact", "fact_id": f["id"], "text": "Works at Acme Robotics", "reason": "typo"})
+def test_update_and_forget_fact(shared_sidecar):
+    f = remember(shared_sidecar, "upd", "Works at Acme", "company")["fact"]
+    r = shared_sidecar.request(
+        {"type": "update_fact", "fact_id": f["id"], "text": "Works at Acme Robotics", "reason": "typo"}
+    )
     assert r["type"] == "fact" and r["fact"]["text"] == "Works at Acme Robotics" and r["fact"]["id"] == f["id"]
-    r = sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "Answer"})
+    r = shared_sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "Answer"})
     assert r["fact"]["category"] == "answer"
     assert (
-        sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "bogus"})["code"] == "invalid_request"
+        shared_sidecar.request({"type": "update_fact", "fact_id": f["id"], "category": "bogus"})["code"]
+        == "invalid_request"
     )
-    assert sidecar.request({"type": "update_fact", "fact_id": f["id"]})["code"] == "invalid_request"
-    assert sidecar.request({"type": "update_fact", "fact_id": "missing", "text": "x"})["code"] == "not_found"
-    hist = sidecar.request({"type": "fact_history", "fact_id": f["id"]})
+    assert shared_sidecar.request({"type": "update_fact", "fact_id": f["id"]})["code"] == "invalid_request"
+    assert shared_sidecar.request({"type": "update_fact", "fact_id": "missing", "text": "x"})["code"] == "not_found"
+    hist = shared_sidecar.request({"type": "fact_history", "fact_id": f["id"]})
     assert [(e["action"], e.get("previous_text"), e.get("reason")) for e in hist["events"]] == [
         ("created", None, None),
         ("updated", "Works at Acme", "typo"),
         ("updated", "Works at Acme Robotics", "correction"),
     ]
-    assert facts(sidecar, "u", text="robotics company")[0]["text"] == "Works at Acme Robotics"
+    assert facts(shared_sidecar, "upd", text="robotics company")[0]["text"] == "Works at Acme Robotics"
 
-    assert sidecar.request({"type": "forget_fact", "fact_id": f["id"]}) == {"type": "ok", "deleted": 1}
-    assert sidecar.request({"type": "forget_fact", "fact_id": f["id"]})["code"] == "not_found"
-    assert sidecar.request({"type": "fact_history", "fact_id": f["id"]})["code"] == "not_found"
-    assert facts(sidecar, "u", include_inactive=True) == []
+    assert shared_sidecar.request({"type": "forget_fact", "fact_id": f["id"]}) == {"type": "ok", "deleted": 1}
+    assert shared_sidecar.request({"type": "forget_fact", "fact_id": f["id"]})["code"] == "not_found"
+    assert shared_sidecar.request({"type": "fact_history", "fact_id": f["id"]})["code"] == "not_found"
+    assert facts(shared_sidecar, "upd", include_inactive=True) == []
 
 
-def test_facts_filters_order_and_limits(sidecar):
-    remember(sidecar, "u", "Likes dark roast coffee", "preference")
-    remember(sidecar, "u", "Works at Globex as a designer", "company")
-    remember(sidecar, "u", "Goes swimming every Tuesday", "pattern")
-    assert [f["text"] for f in facts(sidecar, "u")] == [
+def test_facts_filters_order_and_limits(shared_sidecar):
+    remember(shared_sidecar, "filt", "Likes dark roast coffee", "preference")
+    remember(shared_sidecar, "filt", "Works at Globex as a designer", "company")
+    remember(shared_sidecar, "filt", "Goes swimming every Tuesday", "pattern")
+    assert [f["text"] for f in facts(shared_sidecar, "filt")] == [
         "Goes swimming every Tuesday",
         "Works at Globex as a designer",
         "Likes dark roast coffee",
     ]  # recent first
-    assert [f["text"] for f in facts(sidecar, "u", category="company")] == ["Works at Globex as a designer"]
-    assert len(facts(sidecar, "u", category=["company", "pattern"])) == 2
-    rel = facts(sidecar, "u", text="what does she drink in the morning?", limit=1)
+    assert [f["text"] for f in facts(shared_sidecar, "filt", category="company")] == ["Works at Globex as a designer"]
+    assert len(facts(shared_sidecar, "filt", category=["company", "pattern"])) == 2
+    rel = facts(shared_sidecar, "filt", text="what does she drink in the morning?", limit=1)
     assert [f["text"] for f in rel] == ["Likes dark roast coffee"] and "similarity" in rel[0]
-    assert sidecar.request({"type": "facts", "user_id": "u", "limit": 1000})["code"] == "too_large"
-    assert facts(sidecar, "x' OR '1'='1") == []
+    assert shared_sidecar.request({"type": "facts", "user_id": "filt", "limit": 1000})["code"] == "too_large"
+    assert facts(shared_sidecar, "x' OR '1'='1") == []
     assert (
-        sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "mood"})["code"]
+        shared_sidecar.request({"type": "remember", "user_id": "filt", "text": "x", "category": "mood"})["code"]
         == "invalid_request"
     )
     assert (
-        sidecar.request({"type": "remember", "user_id": "u", "text": "  ", "category": "pattern"})["code"]
+        shared_sidecar.request({"type": "remember", "user_id": "filt", "text": "  ", "category": "pattern"})["code"]
         == "invalid_request"
     )
     assert (
-        sidecar.request({"type": "remember", "user_id": "u", "text": "x", "category": "pattern", "confidence": 2})[
-            "code"
-        ]
+        shared_sidecar.request(
+            {"type": "remember", "user_id": "filt", "text": "x", "category": "pattern", "confidence": 2}
+        )["code"]
         == "invalid_request"
     )
 
 
-def test_recall_three_users_and_usernames(sidecar):
-    remember(sidecar, "a", "Plays the cello", "preference", username="Ann")
-    remember(sidecar, "b", "Works at a bakery", "company")
-    remember(sidecar, "b", "Bakes sourdough every weekend", "pattern")
-    remember(sidecar, "c", "Allergic to cats", "answer")
-    sidecar.store("c", "hello there, I am Cleo", username="Cleo")  # store names a user too
-    r = sidecar.request({"type": "recall", "users": {"c": None, "a": None, "b": "Bea"}, "text": "bread", "limit": 5})
+def test_recall_three_users_and_usernames(shared_sidecar):
+    remember(shared_sidecar, "a", "Plays the cello", "preference", username="Ann")
+    remember(shared_sidecar, "b", "Works at a bakery", "company")
+    remember(shared_sidecar, "b", "Bakes sourdough every weekend", "pattern")
+    remember(shared_sidecar, "c", "Allergic to cats", "answer")
+    shared_sidecar.store("c", "hello there, I am Cleo", username="Cleo")  # store names a user too
+    r = shared_sidecar.request(
+        {"type": "recall", "users": {"c": None, "a": None, "b": "Bea"}, "text": "bread", "limit": 5}
+    )
     assert r["type"] == "recall"
     assert [(u["user_id"], u.get("username")) for u in r["users"]] == [("c", "Cleo"), ("a", "Ann"), ("b", "Bea")]
     by = {u["user_id"]: sorted(f["text"] for f in u["facts"]) for u in r["users"]}
@@ -198,10 +205,10 @@ def test_recall_three_users_and_usernames(sidecar):
     sims = [f["similarity"] for f in r["users"][2]["facts"]]
     assert sims == sorted(sims, reverse=True)
     # the new name stuck
-    assert facts(sidecar, "b")[0]["username"] == "Bea"
-    sidecar.request({"type": "query", "user_id": "b", "text": "x", "username": "Beatrix"})
-    assert facts(sidecar, "b")[0]["username"] == "Beatrix"
-    assert sidecar.request({"type": "recall", "users": {}})["code"] == "invalid_request"
+    assert facts(shared_sidecar, "b")[0]["username"] == "Bea"
+    shared_sidecar.request({"type": "query", "user_id": "b", "text": "x", "username": "Beatrix"})
+    assert facts(shared_sidecar, "b")[0]["username"] == "Beatrix"
+    assert shared_sidecar.request({"type": "recall", "users": {}})["code"] == "invalid_request"
 
 
 CONTEXT_FIXTURE = [
@@ -286,7 +293,7 @@ def test_context_xml_and_markdown_byte_for_byte(spawn):
     assert sc2.request({"type": "context", "format": "xml"})["code"] == "invalid_request"
 
 
-def test_extract_inline_end_to_end(sidecar):
+def test_extract_inline_end_to_end(shared_sidecar):
     reply = (
         'Great, I will keep that in mind! <memory category="preference">Prefers aisle seats</memory>\n'
         '<MEMORY category="Company">Works at Initech</MEMORY>\n'
@@ -294,8 +301,8 @@ def test_extract_inline_end_to_end(sidecar):
         '<memory category="answer">Budget is <memory category="answer">about 300 dollars</memory></memory>\n'
         'Here are three flights. <memory category="pattern">Flies to Berlin every'
     )
-    r = sidecar.request(
-        {"type": "extract_inline", "user_id": "u", "username": "Ulla", "reply": reply, "message_id": "m-9"}
+    r = shared_sidecar.request(
+        {"type": "extract_inline", "user_id": "inline", "username": "Ulla", "reply": reply, "message_id": "m-9"}
     )
     assert r["type"] == "extracted", r
     assert r["reply"] == "Great, I will keep that in mind!\nHere are three flights."
@@ -316,15 +323,15 @@ def test_extract_inline_end_to_end(sidecar):
     ]
     assert [x["reason"] for x in r["rejected"]] == ["unknown_category", "nested", "unclosed"]
     # the same tag again is a duplicate, and the answer still strips it
-    r2 = sidecar.request(
+    r2 = shared_sidecar.request(
         {
             "type": "extract_inline",
-            "user_id": "u",
+            "user_id": "inline",
             "reply": 'Sure. <memory category="preference">prefers aisle seats</memory>',
         }
     )
     assert r2["reply"] == "Sure." and r2["facts"][0]["action"] == "duplicate"
-    plain = sidecar.request({"type": "extract_inline", "user_id": "u", "reply": "No tags here."})
+    plain = shared_sidecar.request({"type": "extract_inline", "user_id": "inline", "reply": "No tags here."})
     assert plain == {"type": "extracted", "reply": "No tags here.", "facts": [], "rejected": []}
 
 
@@ -384,20 +391,20 @@ def test_version_1_data_dir_is_migrated(spawn, tmp_path):
     assert "migrating" not in sc3.stderr() and len(facts(sc3, "u")) == 1
 
 
-def test_bad_fact_requests_get_one_error_line_each(sidecar):
-    keep = remember(sidecar, "u", "Works at Globex", "company")["fact"]
+def test_bad_fact_requests_get_one_error_line_each(shared_sidecar):
+    keep = remember(shared_sidecar, "bad", "Works at Globex", "company")["fact"]
     hostile = "x' OR '1'='1"
     cases = [
-        ({"type": "remember", "user_id": "u", "text": 5, "category": "company"}, "invalid_request"),
-        ({"type": "remember", "user_id": "u", "text": "ok"}, "invalid_request"),
-        ({"type": "remember", "user_id": "u", "text": "a\u0000b", "category": "company"}, "invalid_request"),
-        ({"type": "remember", "user_id": "u", "text": "x" * 1001, "category": "company"}, "too_large"),
-        ({"type": "extract_inline", "user_id": "u", "reply": ["not", "a", "string"]}, "invalid_request"),
-        ({"type": "facts", "user_id": "u", "limit": "5"}, "invalid_request"),
-        ({"type": "facts", "user_id": "u", "category": []}, "invalid_request"),
-        ({"type": "recall", "users": ["u"]}, "invalid_request"),
-        ({"type": "context", "user_id": "u", "limit": 0}, "invalid_request"),
-        ({"type": "context", "user_id": "u", "relevant_limit": 10_000}, "too_large"),
+        ({"type": "remember", "user_id": "bad", "text": 5, "category": "company"}, "invalid_request"),
+        ({"type": "remember", "user_id": "bad", "text": "ok"}, "invalid_request"),
+        ({"type": "remember", "user_id": "bad", "text": "a\u0000b", "category": "company"}, "invalid_request"),
+        ({"type": "remember", "user_id": "bad", "text": "x" * 1001, "category": "company"}, "too_large"),
+        ({"type": "extract_inline", "user_id": "bad", "reply": ["not", "a", "string"]}, "invalid_request"),
+        ({"type": "facts", "user_id": "bad", "limit": "5"}, "invalid_request"),
+        ({"type": "facts", "user_id": "bad", "category": []}, "invalid_request"),
+        ({"type": "recall", "users": ["bad"]}, "invalid_request"),
+        ({"type": "context", "user_id": "bad", "limit": 0}, "invalid_request"),
+        ({"type": "context", "user_id": "bad", "relevant_limit": 10_000}, "too_large"),
         ({"type": "fact_history", "fact_id": hostile}, "not_found"),
         ({"type": "forget_fact", "fact_id": hostile}, "not_found"),
         ({"type": "update_fact", "fact_id": hostile, "text": "x"}, "not_found"),
@@ -405,7 +412,7 @@ def test_bad_fact_requests_get_one_error_line_each(sidecar):
         ({"type": "sync", "timeout": -1}, "invalid_request"),
     ]
     for n, (req, code) in enumerate(cases):
-        r = sidecar.request({**req, "request_id": n})
+        r = shared_sidecar.request({**req, "request_id": n})
         assert r["type"] == "error" and r["code"] == code and r["request_id"] == n, (req, r)
-    assert [f["id"] for f in facts(sidecar, "u")] == [keep["id"]]
-    assert sidecar.request({"type": "ping"})["type"] == "pong"
+    assert [f["id"] for f in facts(shared_sidecar, "bad")] == [keep["id"]]
+    assert shared_sidecar.request({"type": "ping"})["type"] == "pong"

@@ -62,21 +62,24 @@ def test_consolidate_makes_traces_idempotently_and_delete_updates_them(sidecar):
     assert sister == []  # stated only by the deleted message
 
 
-def test_merge_entities(sidecar):
-    store_all(sidecar, "u1", ["I think Bob fixed my bike.", "Then Robert said hi from Berlin."])
-    ents = {e["name"]: e["id"] for e in sidecar.request({"type": "entities", "user_id": "u1"})["entities"]}
-    r = sidecar.request({"type": "merge_entities", "user_id": "u1", "source": ents["Robert"], "target": ents["Bob"]})
+def test_merge_entities(shared_sidecar):
+    store_all(shared_sidecar, "mg1", ["I think Bob fixed my bike.", "Then Robert said hi from Berlin."])
+    ents = {e["name"]: e["id"] for e in shared_sidecar.request({"type": "entities", "user_id": "mg1"})["entities"]}
+    r = shared_sidecar.request(
+        {"type": "merge_entities", "user_id": "mg1", "source": ents["Robert"], "target": ents["Bob"]}
+    )
     assert r["type"] == "merged" and r["entity"]["name"] == "Bob" and "Robert" in r["entity"]["aliases"]
     assert r["entity"]["mentions"] == 2 and r["moved"]["mentions"] == 1
-    assert sidecar.request({"type": "entity", "user_id": "u1", "name": "robert"})["entity"]["id"] == ents["Bob"]
-    assert sidecar.request({"type": "entity", "user_id": "u1", "id": ents["Robert"]})["code"] == "not_found"
-    same = sidecar.request({"type": "merge_entities", "user_id": "u1", "source": ents["Bob"], "target": ents["Bob"]})
+    assert shared_sidecar.request({"type": "entity", "user_id": "mg1", "name": "robert"})["entity"]["id"] == ents["Bob"]
+    assert shared_sidecar.request({"type": "entity", "user_id": "mg1", "id": ents["Robert"]})["code"] == "not_found"
+    same = shared_sidecar.request(
+        {"type": "merge_entities", "user_id": "mg1", "source": ents["Bob"], "target": ents["Bob"]}
+    )
     assert same["code"] == "invalid_request"
-    gone = sidecar.request({"type": "merge_entities", "user_id": "u1", "source": "nope", "target": ents["Bob"]})
+    gone = shared_sidecar.request({"type": "merge_entities", "user_id": "mg1", "source": "nope", "target": ents["Bob"]})
     assert gone["code"] == "not_found"
-    other = sidecar.request({"type": "merge_entities", "user_id": "u2", "source": ents["Bob"], "target": "x"})
+    other = shared_sidecar.request({"type": "merge_entities", "user_id": "mg2", "source": ents["Bob"], "target": "x"})
     assert other["code"] == "not_found"  # another user's ids are unknown here
-    sidecar.shutdown()
 
 
 def test_graph_survives_a_restart_and_forget_user_leaves_nothing_on_disk(spawn, tmp_path):
@@ -155,22 +158,24 @@ def test_a_store_made_without_graph_is_built_at_the_next_start(spawn):
 HOSTILE = ['Zoë "Quote" O\'Neil', "Ана", "שלום", "Ünïcødé 🎉", "x' OR '1'='1"]
 
 
-def test_hostile_names_and_bad_requests(sidecar):
+def test_hostile_names_and_bad_requests(shared_sidecar):
     for name in HOSTILE:
-        sidecar.store("h", f"I met {name} today\nand we talked.")
-    assert sidecar.request({"type": "entities", "user_id": "h", "limit": 100})["type"] == "entities"
-    assert sidecar.request({"type": "entity", "user_id": "h", "name": "x' OR '1'='1"})["code"] == "not_found"
+        shared_sidecar.store("hostile", f"I met {name} today\nand we talked.")
+    assert shared_sidecar.request({"type": "entities", "user_id": "hostile", "limit": 100})["type"] == "entities"
+    assert (
+        shared_sidecar.request({"type": "entity", "user_id": "hostile", "name": "x' OR '1'='1"})["code"] == "not_found"
+    )
     for bad in (
         {"type": "entities"},
-        {"type": "entity", "user_id": "h"},
-        {"type": "entity", "user_id": "h", "id": "a", "name": "b"},
-        {"type": "entities", "user_id": "h", "limit": -1},
-        {"type": "entities", "user_id": "h", "entity_type": "spaceship"},
-        {"type": "merge_entities", "user_id": "h", "source": "a"},
+        {"type": "entity", "user_id": "hostile"},
+        {"type": "entity", "user_id": "hostile", "id": "a", "name": "b"},
+        {"type": "entities", "user_id": "hostile", "limit": -1},
+        {"type": "entities", "user_id": "hostile", "entity_type": "spaceship"},
+        {"type": "merge_entities", "user_id": "hostile", "source": "a"},
     ):
-        r = sidecar.request(bad)
+        r = shared_sidecar.request(bad)
         assert r["type"] == "error" and r["code"] == "invalid_request", (bad, r)
-    assert sidecar.request({"type": "ping"})["type"] == "pong"
+    assert shared_sidecar.request({"type": "ping"})["type"] == "pong"
 
 
 def test_ten_thousand_entities_for_one_user(spawn):
@@ -192,31 +197,38 @@ def test_ten_thousand_entities_for_one_user(spawn):
     assert recall["known"] and names[4_242] in recall["traces"][0]["episodes"][0]["content"]
 
 
-def test_a_relation_about_the_user_links_the_fact_that_states_it(sidecar):
-    fact = sidecar.request({"type": "remember", "user_id": "u1", "text": "Lives in Lisbon", "category": "answer"})
-    store_all(sidecar, "u1", ["I moved to Lisbon last year.", "I adopted a cat named Luna"])
-    rels = {r["predicate"]: r for r in sidecar.request({"type": "entity", "user_id": "u1", "name": "me"})["relations"]}
+def test_a_relation_about_the_user_links_the_fact_that_states_it(shared_sidecar):
+    fact = shared_sidecar.request(
+        {"type": "remember", "user_id": "rel1", "text": "Lives in Lisbon", "category": "answer"}
+    )
+    store_all(shared_sidecar, "rel1", ["I moved to Lisbon last year.", "I adopted a cat named Luna"])
+    rels = {
+        r["predicate"]: r
+        for r in shared_sidecar.request({"type": "entity", "user_id": "rel1", "name": "me"})["relations"]
+    }
     assert rels["lives_in"]["fact_id"] == fact["fact"]["id"]
     assert "fact_id" not in rels["has_pet"]  # no fact says it: no link
 
 
-def test_a_relation_stated_again_links_a_fact_remembered_since(sidecar):
+def test_a_relation_stated_again_links_a_fact_remembered_since(shared_sidecar):
     """The builder keeps its fact look-ups while no fact is written: a fact remembered after the first
     statement is found when the relation is stated again (regression: the kept answer must not outlive a write)."""
 
     def pet_relation() -> dict:
-        me = sidecar.request({"type": "entity", "user_id": "u2", "name": "me"})
+        me = shared_sidecar.request({"type": "entity", "user_id": "rel2", "name": "me"})
         return next(r for r in me["relations"] if r["predicate"] == "has_pet")
 
     def state(i: int) -> None:
-        msg = {"user_id": "u2", "username": "Dana", "content": "I adopted a cat named Luna", "timestamp": T0 + i}
-        assert sidecar.request({"type": "store", "messages": [msg]})["type"] == "ok"
+        msg = {"user_id": "rel2", "username": "Dana", "content": "I adopted a cat named Luna", "timestamp": T0 + i}
+        assert shared_sidecar.request({"type": "store", "messages": [msg]})["type"] == "ok"
 
     state(0)
     assert "fact_id" not in pet_relation()
     state(1)  # stated again with no fact written: still no link
     assert "fact_id" not in pet_relation()
-    fact = sidecar.request({"type": "remember", "user_id": "u2", "text": "Has a pet named Luna", "category": "answer"})
+    fact = shared_sidecar.request(
+        {"type": "remember", "user_id": "rel2", "text": "Has a pet named Luna", "category": "answer"}
+    )
     state(2)
     assert pet_relation()["fact_id"] == fact["fact"]["id"]
 
@@ -332,13 +344,16 @@ CHAT = [  # (username, content): how people write, in one user's store
 ]
 
 
-def test_the_graph_reads_chat_as_people_write_it(sidecar):
+def test_the_graph_reads_chat_as_people_write_it(shared_sidecar):
     msgs = [
-        {"user_id": "u58", "username": who, "content": text, "timestamp": T0 + 60 * i, "message_id": f"m{i}"}
+        {"user_id": "chat58", "username": who, "content": text, "timestamp": T0 + 60 * i, "message_id": f"m{i}"}
         for i, (who, text) in enumerate(CHAT)
     ]
-    assert sidecar.request({"type": "store", "messages": msgs})["type"] == "ok"
-    ents = {e["name"]: e for e in sidecar.request({"type": "entities", "user_id": "u58", "limit": 100})["entities"]}
+    assert shared_sidecar.request({"type": "store", "messages": msgs})["type"] == "ok"
+    ents = {
+        e["name"]: e
+        for e in shared_sidecar.request({"type": "entities", "user_id": "chat58", "limit": 100})["entities"]
+    }
     types = {name: e["type"] for name, e in ents.items()}
     assert {
         k: types.get(k) for k in ("Paris", "Siemens", "Google", "Alice", "Rome", "Bob Miller", "Porto", "王伟")
@@ -356,7 +371,7 @@ def test_the_graph_reads_chat_as_people_write_it(sidecar):
     assert ents["Bob Miller"]["mentions"] == 2
 
     def relations(name: str) -> set[tuple]:
-        r = sidecar.request({"type": "entity", "user_id": "u58", "name": name})
+        r = shared_sidecar.request({"type": "entity", "user_id": "chat58", "name": name})
         return {(x["subject"], x["predicate"], x["object"], x.get("valid_to") is None) for x in r["relations"]}
 
     # Porto, then York: what Tom says of his brother Sam, the user's own entity, is Sam's latest home
@@ -373,15 +388,19 @@ def test_the_graph_reads_chat_as_people_write_it(sidecar):
     assert not any(r[2] in ("Oslo", "Lisbon") for r in relations("Sam"))  # reported speech, a corrected slip
     assert ("Alice", "lives_in", "Rome", True) in relations("Alice")
     assert ("Tom", "lives_in", "Leeds", True) in relations("Tom")
-    recall = sidecar.request({"type": "graph_recall", "user_id": "u58", "text": "where does my brother Tom live?"})
+    recall = shared_sidecar.request(
+        {"type": "graph_recall", "user_id": "chat58", "text": "where does my brother Tom live?"}
+    )
     assert recall["type"] == "graph_recall" and recall["known"]  # the cycle answers like any graph
     # a relation stated about an entity that is then merged into another: one sister, one current Rome
-    ali = sidecar.request({"type": "entity", "user_id": "u58", "name": "Ali"})["entity"]["id"]
-    r = sidecar.request({"type": "merge_entities", "user_id": "u58", "source": ali, "target": ents["Alice"]["id"]})
+    ali = shared_sidecar.request({"type": "entity", "user_id": "chat58", "name": "Ali"})["entity"]["id"]
+    r = shared_sidecar.request(
+        {"type": "merge_entities", "user_id": "chat58", "source": ali, "target": ents["Alice"]["id"]}
+    )
     assert r["type"] == "merged" and r["moved"]["relations"] == 2
     sisters = [x for x in relations("Sam") if x[1] == "sister"]
     assert sisters == [("Sam", "sister", "Alice", True)]
     assert [x for x in relations("Alice") if x[1] == "lives_in"] == [("Alice", "lives_in", "Rome", True)]
     # no user sees another's relations
-    assert sidecar.request({"type": "entity", "user_id": "u58b", "name": "Alice"})["code"] == "not_found"
-    assert sidecar.request({"type": "entities", "user_id": "u58b"})["entities"] == []
+    assert shared_sidecar.request({"type": "entity", "user_id": "chat58b", "name": "Alice"})["code"] == "not_found"
+    assert shared_sidecar.request({"type": "entities", "user_id": "chat58b"})["entities"] == []

@@ -19,7 +19,7 @@ STORY = [
 ]
 
 
-def _store(sc, user="u1"):
+def _store(sc, user):
     msgs = [
         {
             "user_id": user,
@@ -36,9 +36,11 @@ def _store(sc, user="u1"):
     return r["ids"]
 
 
-def test_recall_finds_the_trace_and_knows_what_it_does_not_know(sidecar):
-    ids = _store(sidecar)
-    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "Where did Ana go hiking?", "limit": 3})
+def test_recall_finds_the_trace_and_knows_what_it_does_not_know(shared_sidecar):
+    ids = _store(shared_sidecar, "find")
+    r = shared_sidecar.request(
+        {"type": "graph_recall", "user_id": "find", "text": "Where did Ana go hiking?", "limit": 3}
+    )
     assert r["type"] == "graph_recall" and r["known"] is True and 0 < r["confidence"] <= 1
     top = r["traces"][0]
     assert ids[2] in [e["id"] for e in top["episodes"]]  # the hiking message, in the first trace
@@ -46,26 +48,28 @@ def test_recall_finds_the_trace_and_knows_what_it_does_not_know(sidecar):
     assert all(set(e) >= {"id", "content", "timestamp", "activation"} for e in top["episodes"])
     assert [t["activation"] for t in r["traces"]] == sorted((t["activation"] for t in r["traces"]), reverse=True)
     # a name this user never mentioned: the memory does not know, and says so
-    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "Who is Gina married to?"})
+    r = shared_sidecar.request({"type": "graph_recall", "user_id": "find", "text": "Who is Gina married to?"})
     assert r == {"type": "graph_recall", "known": False, "confidence": 0.0, "traces": []}
-    assert sidecar.request({"type": "graph_recall", "user_id": "stranger", "text": "hiking?"})["known"] is False
+    assert shared_sidecar.request({"type": "graph_recall", "user_id": "stranger", "text": "hiking?"})["known"] is False
     # query mode graph has no gate: an unknown name in the text still gets the closest memories
-    res = sidecar.request({"type": "query", "user_id": "u1", "text": "Did Gina go hiking with Ana?", "mode": "graph"})
+    res = shared_sidecar.request(
+        {"type": "query", "user_id": "find", "text": "Did Gina go hiking with Ana?", "mode": "graph"}
+    )
     assert ids[2] in [m["id"] for m in res["messages"]]
     # query mode graph: episodes by activation
-    res = sidecar.request(
-        {"type": "query", "user_id": "u1", "text": "Where did Ana go hiking?", "mode": "graph", "limit": 2}
+    res = shared_sidecar.request(
+        {"type": "query", "user_id": "find", "text": "Where did Ana go hiking?", "mode": "graph", "limit": 2}
     )
     assert res["type"] == "results" and res["messages"][0]["id"] == ids[2]
     assert all(-1 <= m["similarity"] <= 1 for m in res["messages"])
 
 
-def test_time_window_and_use_strengthens(sidecar):
-    ids = _store(sidecar)
-    r = sidecar.request(
+def test_time_window_and_use_strengthens(shared_sidecar):
+    ids = _store(shared_sidecar, "window")
+    r = shared_sidecar.request(
         {
             "type": "graph_recall",
-            "user_id": "u1",
+            "user_id": "window",
             "text": "Acme Robotics work",
             "since": T0 + 2 * DAY - 10,
             "strengthen": False,
@@ -73,31 +77,31 @@ def test_time_window_and_use_strengthens(sidecar):
     )
     episodes = [e["id"] for t in r["traces"] for e in t["episodes"]]
     assert episodes and ids[0] not in episodes and ids[4] in episodes  # only the window's episodes
-    ana = lambda: sidecar.request({"type": "entity", "user_id": "u1", "name": "Ana"})["traces"]  # noqa: E731
+    ana = lambda: shared_sidecar.request({"type": "entity", "user_id": "window", "name": "Ana"})["traces"]  # noqa: E731
     before = {t["id"]: t["activation"] for t in ana()}
-    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "hiking with Ana"})
+    r = shared_sidecar.request({"type": "graph_recall", "user_id": "window", "text": "hiking with Ana"})
     returned = {t["id"] for t in r["traces"]}
     after = {t["id"]: t["activation"] for t in ana()}
     assert any(after[t] > before[t] for t in returned & before.keys())
 
 
-def test_bad_input_and_edge_cases(sidecar):
-    _store(sidecar)
+def test_bad_input_and_edge_cases(shared_sidecar):
+    _store(shared_sidecar, "edge")
     for text in ("🎉🎉🎉", "the and of it", "x" * 32_000):
-        r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": text})
+        r = shared_sidecar.request({"type": "graph_recall", "user_id": "edge", "text": text})
         assert r["type"] == "graph_recall" and (r["known"] or r["traces"] == []), r
     for bad in (
-        {"type": "graph_recall", "user_id": "u1", "text": "  "},
-        {"type": "graph_recall", "user_id": "u1", "text": "a", "limit": -1},
-        {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"gate": 1.5}},
-        {"type": "graph_recall", "user_id": "u1", "text": "a", "params": {"iterations": 0}},
+        {"type": "graph_recall", "user_id": "edge", "text": "  "},
+        {"type": "graph_recall", "user_id": "edge", "text": "a", "limit": -1},
+        {"type": "graph_recall", "user_id": "edge", "text": "a", "params": {"gate": 1.5}},
+        {"type": "graph_recall", "user_id": "edge", "text": "a", "params": {"iterations": 0}},
         {"type": "graph_recall", "text": "a"},
     ):
-        r = sidecar.request(bad)
+        r = shared_sidecar.request(bad)
         assert r["type"] == "error" and r["code"] == "invalid_request", (bad, r)
-    r = sidecar.request({"type": "graph_recall", "user_id": "u1", "text": "a", "limit": 10_000})
+    r = shared_sidecar.request({"type": "graph_recall", "user_id": "edge", "text": "a", "limit": 10_000})
     assert r["code"] == "too_large"
-    assert sidecar.request({"type": "ping"})["type"] == "pong"
+    assert shared_sidecar.request({"type": "ping"})["type"] == "pong"
 
 
 def test_one_giant_component(sidecar):
@@ -132,23 +136,23 @@ def test_query_mode_graph_needs_the_graph(spawn):
     assert sc.shutdown() == 0
 
 
-def test_context_can_add_related_memories(sidecar):
-    _store(sidecar)
-    base = {"type": "context", "user_id": "u1", "username": "Caroline", "text": "how was the hike with Ana?"}
-    plain = sidecar.request(base)
+def test_context_can_add_related_memories(shared_sidecar):
+    _store(shared_sidecar, "ctx")
+    base = {"type": "context", "user_id": "ctx", "username": "Caroline", "text": "how was the hike with Ana?"}
+    plain = shared_sidecar.request(base)
     assert plain["type"] == "context" and "related_block" not in plain
-    r = sidecar.request({**base, "related": 2, "related_words": 40})
+    r = shared_sidecar.request({**base, "related": 2, "related_words": 40})
     block = r["related_block"]
     lines = block.splitlines()
     assert lines[0] == "[related memories]" and 2 <= len(lines) <= 3
     assert "Sintra" in block and all(line.startswith("- 20") for line in lines[1:])
     assert sum(len(line.split()) - 2 for line in lines[1:]) <= 40 + 2  # the word budget, an ellipsis aside
-    assert sidecar.request({**base, "text": "who is Gina?", "related": 2}).get("related_block", "") == ""
-    opted = sidecar.request({**base, "text": "hike with Ana? 🚫", "related": 2})
+    assert shared_sidecar.request({**base, "text": "who is Gina?", "related": 2}).get("related_block", "") == ""
+    opted = shared_sidecar.request({**base, "text": "hike with Ana? 🚫", "related": 2})
     assert opted["opted_out"] is True and not opted.get("related_block")
 
 
-def test_recall_knows_what_is_true_now_and_what_was_before(sidecar):
+def test_recall_knows_what_is_true_now_and_what_was_before(shared_sidecar):
     """ "Where does Sam live now?" after "I live in Berlin" then "I moved to Paris": the Paris episode first
     (graph_recall, query mode graph, entity); "before": Berlin first; bad input is harmless."""
     story = [
@@ -161,10 +165,10 @@ def test_recall_knows_what_is_true_now_and_what_was_before(sidecar):
         {"user_id": "sam", "username": "Sam", "content": c, "timestamp": T0 - 20 * DAY + dt, "channel_id": "c"}
         for dt, c in story
     ]
-    berlin, _run, paris, _bakery = sidecar.request({"type": "store", "messages": msgs})["ids"]
+    berlin, _run, paris, _bakery = shared_sidecar.request({"type": "store", "messages": msgs})["ids"]
 
     def recalled(text: str, user: str = "sam") -> list[str]:
-        r = sidecar.request({"type": "graph_recall", "user_id": user, "text": text, "strengthen": False})
+        r = shared_sidecar.request({"type": "graph_recall", "user_id": user, "text": text, "strengthen": False})
         assert r["type"] == "graph_recall", r
         return [e["id"] for t in r["traces"] for e in t["episodes"]]
 
@@ -173,14 +177,14 @@ def test_recall_knows_what_is_true_now_and_what_was_before(sidecar):
     for text in ("where did Sam live before?", "Where did I use to live?"):
         got = recalled(text)
         assert got[0] == berlin and paris not in got[:1], text
-    res = sidecar.request({"type": "query", "user_id": "sam", "text": "where do I live now?", "mode": "graph"})
+    res = shared_sidecar.request({"type": "query", "user_id": "sam", "text": "where do I live now?", "mode": "graph"})
     got = [m["id"] for m in res["messages"]]
     assert paris in got and (berlin not in got or got.index(paris) < got.index(berlin))
-    rels = sidecar.request({"type": "entity", "user_id": "sam", "name": "Sam"})["relations"]
+    rels = shared_sidecar.request({"type": "entity", "user_id": "sam", "name": "Sam"})["relations"]
     assert next((r["object"], r["valid_to"]) for r in rels) == ("Paris", None) and rels[-1]["object"] == "Berlin"
     # both times in one question: an answer with both, in any order; another user knows nothing of Sam
     assert {berlin, paris} <= set(recalled("where does Sam live now, and where did he live before?"))
     assert recalled("where does Sam live now?", user="someone-else") == []
     # the move deleted: Berlin was closed by it and stays closed; nothing is current, recall still answers
-    assert sidecar.request({"type": "delete", "id": paris})["deleted"] == 1
+    assert shared_sidecar.request({"type": "delete", "id": paris})["deleted"] == 1
     assert recalled("where does Sam live now?")[0] == berlin

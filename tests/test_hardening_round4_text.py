@@ -81,7 +81,7 @@ def test_the_relation_reader_and_the_mention_finder_are_linear(unit):
     eight times the time of 4 KB (quadratic: 64 times; " I love it" took 92 s in process)."""
     for fn in (find_relations, find_mentions):
         small = _best_time(fn, _text(unit, 4_000))
-        large = _best_time(fn, _text(unit, 32_000), runs=1)
+        large = _best_time(fn, _text(unit, 32_000))  # the least of two, as for small: one sample of a busy machine
         assert large < 5.0, (fn.__name__, unit, large)
         assert large < 24 * max(small, 0.005), (fn.__name__, unit, small, large)
 

@@ -55,27 +55,29 @@ def test_each_mode_finds_what_it_should(sidecar):
     assert "Deprecation warning" not in sidecar.stderr()
 
 
-def test_filters_apply_in_every_mode(sidecar):
+def test_filters_apply_in_every_mode(shared_sidecar):
     t = int(time.time()) - 3_600
-    sidecar.store("u", "old note about the quarterly zeppelin budget", timestamp=t)
-    sidecar.store("u", "bot note about the zeppelin", is_bot=True, timestamp=t + 300)
-    new = sidecar.store("u", "new note about the zeppelin schedule", timestamp=t + 200)
+    shared_sidecar.store("filters", "old note about the quarterly zeppelin budget", timestamp=t)
+    shared_sidecar.store("filters", "bot note about the zeppelin", is_bot=True, timestamp=t + 300)
+    new = shared_sidecar.store("filters", "new note about the zeppelin schedule", timestamp=t + 200)
     for mode in MODES:
-        got = query(sidecar, "u", "zeppelin", mode, since=t + 100, include_bot=False)
+        got = query(shared_sidecar, "filters", "zeppelin", mode, since=t + 100, include_bot=False)
         assert [m["id"] for m in got] == [new], (mode, got)
 
 
-def test_new_rows_are_keyword_searchable_at_once(sidecar):
+def test_new_rows_are_keyword_searchable_at_once(shared_sidecar):
     for i in range(5):
-        sidecar.store("u", f"filler message number {i} about nothing much")
-    sidecar.request({"type": "cleanup", "ttl_days": 36500})  # compacts: the index now covers these rows
-    fresh = sidecar.store("u", "the wombat ate my sandwich")  # not in any index yet
-    assert [m["id"] for m in query(sidecar, "u", "wombat", "keyword")] == [fresh]
-    assert query(sidecar, "u", "wombat", "hybrid")[0]["id"] == fresh
-    sidecar.request({"type": "cleanup", "ttl_days": 36500})
-    assert [m["id"] for m in query(sidecar, "u", "wombat", "keyword")] == [fresh]  # and after compaction
-    batch = sidecar.request({"type": "store", "messages": [{"user_id": "u", "content": "a platypus in the pool"}]})
-    assert [m["id"] for m in query(sidecar, "u", "platypus", "keyword")] == batch["ids"]
+        shared_sidecar.store("fresh", f"filler message number {i} about nothing much")
+    shared_sidecar.request({"type": "cleanup", "ttl_days": 36500})  # compacts: the index now covers these rows
+    fresh = shared_sidecar.store("fresh", "the wombat ate my sandwich")  # not in any index yet
+    assert [m["id"] for m in query(shared_sidecar, "fresh", "wombat", "keyword")] == [fresh]
+    assert query(shared_sidecar, "fresh", "wombat", "hybrid")[0]["id"] == fresh
+    shared_sidecar.request({"type": "cleanup", "ttl_days": 36500})
+    assert [m["id"] for m in query(shared_sidecar, "fresh", "wombat", "keyword")] == [fresh]  # and after compaction
+    batch = shared_sidecar.request(
+        {"type": "store", "messages": [{"user_id": "fresh", "content": "a platypus in the pool"}]}
+    )
+    assert [m["id"] for m in query(shared_sidecar, "fresh", "platypus", "keyword")] == batch["ids"]
 
 
 def test_users_are_isolated_in_every_mode(spawn, tmp_path):
@@ -93,27 +95,27 @@ def test_users_are_isolated_in_every_mode(spawn, tmp_path):
         assert sc.shutdown() == 0
 
 
-def test_invalid_mode_is_an_invalid_request(sidecar):
-    sidecar.store("u", CAT)
+def test_invalid_mode_is_an_invalid_request(shared_sidecar):
+    shared_sidecar.store("modes", CAT)
     for bad in ("fuzzy", "", 1, None):
-        r = sidecar.request({"type": "query", "user_id": "u", "text": "cat", "mode": bad})
+        r = shared_sidecar.request({"type": "query", "user_id": "modes", "text": "cat", "mode": bad})
         assert r["type"] == "error" and r["code"] == "invalid_request" and "mode" in r["message"], r
-        r = sidecar.request({"type": "facts", "user_id": "u", "text": "cat", "mode": bad})
+        r = shared_sidecar.request({"type": "facts", "user_id": "modes", "text": "cat", "mode": bad})
         assert r["type"] == "error" and r["code"] == "invalid_request", r
-    assert contents(query(sidecar, "u", "cat"))[0] == CAT  # still serving
+    assert contents(query(shared_sidecar, "modes", "cat"))[0] == CAT  # still serving
 
 
-def test_context_of_the_previous_messages_is_searchable_and_forgotten(sidecar):
+def test_context_of_the_previous_messages_is_searchable_and_forgotten(shared_sidecar):
     """A reply ("yes, last Tuesday") is found by the words of the message it answers, in hybrid mode;
     deleting that message removes its words from the reply's search text, on disk too."""
-    q = sidecar.store("u", "did you ever visit the xylophone museum?", channel_id="c1")
-    a = sidecar.store("u", "yes, last Tuesday, it was wonderful", channel_id="c1")
-    sidecar.store("u", "an unrelated remark about groceries", channel_id="c2")  # other channel: not linked
-    assert [m["id"] for m in query(sidecar, "u", "xylophone", "keyword")] == [q]  # keyword: own text only
-    got = [m["id"] for m in query(sidecar, "u", "xylophone museum", "hybrid", limit=2)]
+    q = shared_sidecar.store("ctx", "did you ever visit the xylophone museum?", channel_id="c1")
+    a = shared_sidecar.store("ctx", "yes, last Tuesday, it was wonderful", channel_id="c1")
+    shared_sidecar.store("ctx", "an unrelated remark about groceries", channel_id="c2")  # other channel: not linked
+    assert [m["id"] for m in query(shared_sidecar, "ctx", "xylophone", "keyword")] == [q]  # keyword: own text only
+    got = [m["id"] for m in query(shared_sidecar, "ctx", "xylophone museum", "hybrid", limit=2)]
     assert set(got) == {q, a}
-    assert sidecar.request({"type": "delete", "id": q}) == {"type": "ok", "deleted": 1}
-    assert files_containing(sidecar.data_dir, b"xylophone") == []
+    assert shared_sidecar.request({"type": "delete", "id": q}) == {"type": "ok", "deleted": 1}
+    assert files_containing(shared_sidecar.data_dir, b"xylophone") == []
 
 
 def test_one_batch_over_many_users_links_each_to_its_own_stored_messages(spawn, tmp_path):
