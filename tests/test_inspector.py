@@ -386,8 +386,10 @@ def test_views_in_a_browser(live, browser, screenshots):
 
 @pytest.mark.parametrize("mode", ["hybrid", "semantic", "keyword"])
 def test_search_ranks_as_the_sidecar_does(live, mode):
+    """The ranking and the no-padding step are the sidecar's (a question no replaced memory answers: the page
+    does not apply the "what is true now" step, docs/inspector.md)."""
     sc, inspector = live
-    text = "where does my sister live"
+    text = "what does my cat hate"
     answer = sc.request({"type": "query", "user_id": USER, "text": text, "limit": 5, "mode": mode})
     status, html = inspector.get(f"/messages?user={USER}&q={text.replace(' ', '+')}&mode={mode}&limit=5")
     assert status == 200

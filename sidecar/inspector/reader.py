@@ -20,8 +20,9 @@ import orjson
 
 from ..facts import EVENT_COLUMNS, EVENTS, FACT_COLUMNS, FACTS, USERS
 from ..graph import GRAPH_TABLES, read_graphs
-from ..messages import MESSAGES, RESULT_COLUMNS, search_table
+from ..messages import MESSAGES, RESULT_COLUMNS, drop_padding, padding_fetch, search_table
 from ..storage import LANCE_DIR, META_FILE, SCHEMA_VERSION, dir_bytes, import_lancedb, same_model, sql_str, table_names
+from ..wire.base import MIN_SCORE
 
 MODES = ("hybrid", "semantic", "keyword")
 WAL_DIR = "wal"  # the sidecar's write-ahead log (messages/store.py), only listed here
@@ -133,7 +134,9 @@ class ReadOnlyData:
         table = self.table(MESSAGES)
         if table is None:
             return []
-        return search_table(table, lambda: self._embed(text), text, user_id, mode, limit, self.dim, self.scripts)
+        size = padding_fetch(limit, MIN_SCORE)  # as `query` answers at its default floor: no padding
+        rows = search_table(table, lambda: self._embed(text), text, user_id, mode, size, self.dim, self.scripts)
+        return drop_padding(rows, text, MIN_SCORE, likeness=mode != "keyword")[:limit]
 
     def facts(self, user_id: str) -> list[dict[str, Any]]:
         """The user's facts, active ones first, newest first, each with its `events` (oldest first)."""
