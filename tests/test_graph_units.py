@@ -744,3 +744,32 @@ def test_the_builder_marks_a_batchs_episodes_unwritten_until_its_commit_and_keep
     b.build(rows[20:], np.zeros((20, 8), np.float32))
     assert seen[-1] == {f"m{i}" for i in range(40)}
     assert b.unwritten == {f"m{i}" for i in range(20)}  # the failed batch's stay
+
+
+def test_a_delete_waits_only_for_its_own_rows_in_the_builders_hands(monkeypatch):
+    """Regression (issue 64): a `cleanup` of old memories waited for every message queued before it (up to 30 s
+    behind a busy builder, every request in the pipe behind it). It waits only when one of the rows it deletes is
+    queued or being built: their episodes are written before they are removed."""
+    import threading
+
+    from sidecar.graph import builder as builder_mod
+
+    monkeypatch.setattr(builder_mod, "BATCH_DELAY", 0.01)
+    gate = threading.Event()
+    built: list[str] = []
+    b = builder_mod.Builder(threading.RLock(), None, None, None, lambda n: None)
+
+    def build(rows, vectors, parts=None):
+        gate.wait(30)
+        built.extend(r["id"] for r in rows)
+
+    b.build = build
+    b.start()
+    b.submit([{"id": f"busy-{i}", "content": "another user's message"} for i in range(3)], np.zeros((3, 2), np.float32))
+    assert b.wait_rows(["old-1", "old-2"], 5.0)  # long built: at once, the builder still held
+    assert b.pending == 3 and not built
+    assert not b.wait_rows(["old-1", "busy-1"], 0.2)  # one of them still in the builder's hands: it waits
+    gate.set()
+    assert b.wait_rows(["busy-1"], 10.0) and "busy-1" in built
+    assert b.wait_idle(10)
+    b.stop()

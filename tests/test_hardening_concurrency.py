@@ -144,3 +144,53 @@ def test_background_expiry_and_compaction_under_a_request_stream(spawn):
     # generous because the test machine is shared; `python scripts/bench.py maintenance` compares it with a
     # run without maintenance.
     assert max(lat["store"] + lat["query"]) < 1.0, report
+
+
+def _graph_settled(sc, timeout: float = 300.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while (graph := sc.request({"type": "health"})["graph"])["pending"]:
+        assert time.monotonic() < deadline, f"the graph still has {graph['pending']} messages to build"
+        time.sleep(0.2)
+    return graph
+
+
+def test_a_cleanup_over_many_users_is_answered_while_another_users_graph_backlog_still_builds(spawn):
+    """Issue 64: a `cleanup` of about 3,600 memories over 1,000 users held every request in the pipe for 46-73 s
+    in a soak: the graph read each user's graph and each user's trace messages one user at a time, and the
+    delete waited for every message queued to the graph builder before it (another user's long messages too).
+    Now its answer comes while the other user's backlog, queued before it, is still pending; afterwards the
+    expired memories are gone from every answer and the graph, and every other memory is there."""
+    sc = spawn("--ttl-days", "0")
+    old, users = time.time() - 10 * DAY, 300
+    for ts, what in ((old, "I went to Lisbon with Bob, an old memory"), (None, "I went to Berlin with my sister")):
+        for start in range(0, 2 * users if ts else users, 300):
+            msgs = [
+                {"user_id": f"u{k % users}", "content": f"{what} {k}", **({"timestamp": ts} if ts else {})}
+                for k in range(start, start + 300)
+            ]
+            assert sc.request({"type": "store", "messages": msgs})["type"] == "ok"
+    sc.store("live", "I moved to Porto last spring")
+    _graph_settled(sc)
+    assert sc.request({"type": "consolidate"}, timeout=300)["type"] == "consolidated"  # traces the delete redoes
+    episodes = sc.request({"type": "health"})["graph"]["episodes"]
+    talk = (" and I live in Berlin" * 1600)[:32_000]
+    lines = [{"type": "store", "user_id": "talker", "content": talk, "request_id": f"t{k}"} for k in range(16)]
+    lines += [
+        {"type": "cleanup", "ttl_days": 1, "request_id": "cleanup"},
+        {"type": "health", "request_id": "health"},
+        {"type": "query", "user_id": "live", "text": "Porto", "limit": 3, "request_id": "query"},
+    ]
+    sc.send_raw(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    answers = [sc.recv(timeout=300) for _ in lines]
+    assert [a.get("request_id") for a in answers] == [line["request_id"] for line in lines]
+    assert all(a["type"] == "ok" for a in answers[:16])
+    assert answers[16]["deleted"] == 2 * users
+    assert answers[17]["graph"]["pending"] >= 1  # the talker's messages, stored before it: not waited for
+    assert [m["content"] for m in answers[18]["messages"]] == ["I moved to Porto last spring"]
+    graph = _graph_settled(sc)
+    assert graph["episodes"] == episodes - 2 * users + 16
+    assert sc.request({"type": "stats"})["memories"] == users + 1 + 16
+    for k in (0, 150, users - 1):
+        got = sc.request({"type": "query", "user_id": f"u{k}", "text": "Lisbon Bob", "limit": 10})["messages"]
+        assert [m["content"] for m in got] == [f"I went to Berlin with my sister {k}"]
+    assert sc.shutdown(timeout=30) == 0

@@ -458,6 +458,17 @@ class Builder:
                 self._idle.wait(left)
         return True
 
+    def wait_rows(self, ids: list[str], timeout: float) -> bool:
+        """Wait until none of these rows is queued or being built (a delete of them: their episodes are written
+        before it removes them), not for other rows: a cleanup of old memories no longer waits for every message
+        stored before it (up to 30 s behind a busy builder). While a catch-up runs, rows it read before the
+        delete may be queued after this call: then `wait_built`."""
+        if not self._catching.locked():
+            with self._count:
+                if not any(i in self._in_hand for i in ids):
+                    return True
+        return self.wait_built(timeout)
+
     def stop(self) -> None:
         """Stop the thread: what is queued is built if it can be in STOP_SECONDS, else left for the next start
         (the process exits within seconds whatever the builder was doing)."""

@@ -17,7 +17,7 @@ class GraphCompanion:
         self.graph.builder.submit(rows, vectors)
 
     def on_deleted(self, ids: list[str]) -> None:
-        self.graph.builder.wait_built(30.0)  # an episode queued or being built is removed too
+        self.graph.builder.wait_rows(ids, 30.0)  # an episode of theirs queued or being built is removed too
         self.graph.on_deleted(ids)
 
     def on_query(self, user_id: str, username: str | None) -> None:

@@ -27,6 +27,9 @@ class MessageReader(Protocol):
         all that user's): read from memory when the messages domain holds them, at its precision (int8 with a
         scale per row, messages/quantized.py) either way."""
 
+    def embedded_by_user(self, ids: dict[str, list[str]]) -> dict[str, tuple[list[dict[str, Any]], np.ndarray]]:
+        """`embedded(ids, user_id)` for several users at once (user -> their ids), in few reads."""
+
     def search(
         self,
         vector: Any,

@@ -348,6 +348,31 @@ class MessageStore(LongMemories, Reembedding):
             rows, vectors = search.rows_with_vectors(table, ids, self.dim)
         return rows, vectors if user_id is None else widen(*quantize(vectors))
 
+    def embedded_by_user(self, ids: dict[str, list[str]]) -> dict[str, tuple[list[dict[str, Any]], np.ndarray]]:
+        """`embedded(ids, user_id)` for several users (user -> their ids): the users the vector cache does not
+        hold read together, 500 ids a read (one read per user: 600 reads, 3.6 s, of a cleanup over 1,000
+        users); each user gets only their own rows."""
+        out: dict[str, tuple[list[dict[str, Any]], np.ndarray]] = {}
+        with self.lock:
+            self.fresh.check()
+            for user_id, user_ids in ids.items():
+                if (got := self.cache.embedded(user_id, user_ids)) is not None:
+                    out[user_id] = got
+        rest = {u: i for u, i in ids.items() if u not in out}
+        if rest:
+            with self._unlocked_read() as table:
+                rows, vectors = search.rows_with_vectors(
+                    table, [i for user_ids in rest.values() for i in user_ids], self.dim
+                )
+            vectors = widen(*quantize(vectors))
+            at: dict[str, list[int]] = {u: [] for u in rest}
+            for k, r in enumerate(rows):
+                if r["user_id"] in at:
+                    at[r["user_id"]].append(k)
+            for user_id, idx in at.items():
+                out[user_id] = ([rows[k] for k in idx], vectors[idx])
+        return out
+
     def missing_by_users(self, done: Callable[[list[str]], pa.Array]) -> Iterator[tuple[pa.Array, int, int, int]]:
         """search.missing_by_users over this table, each group one read that stores and queries need not wait for."""
         return search.missing_by_users(self._unlocked_read, done)
