@@ -42,6 +42,26 @@ def test_remember_duplicate_collapses_and_confirms(shared_sidecar):
     assert d["action"] == "added" and [x["text"] for x in d["candidates"]] == ["Is 29 years old"]
 
 
+def test_facts_in_a_script_the_model_does_not_read_are_not_merged_by_similarity_alone(shared_sidecar):
+    # all-MiniLM-L6-v2 reads Latin only: to it, Arabic (or Cyrillic) sentences are all alike (cosine above the
+    # duplicate threshold), so different facts sharing a first word were once merged; the terms decide now
+    for user, texts, again in (
+        ("unread-ar", ["أخي يعمل طبيبا", "أخي أهداني كتابا", "أخي يسكن في دبي"], "أخي أهداني كتابا!"),
+        (
+            "unread-ru",
+            ["Мой брат работает врачом", "Мой брат подарил мне книгу", "Мой брат живёт в Дубае"],
+            "Мой брат подарил мне книгу.",
+        ),
+    ):
+        added = [remember(shared_sidecar, user, t) for t in texts]
+        assert [r["action"] for r in added] == ["added"] * 3, added
+        assert sorted(f["text"] for f in facts(shared_sidecar, user)) == sorted(texts)
+        for text in (texts[0], again):  # a true duplicate (the same, or only its punctuation changed) still merges
+            r = remember(shared_sidecar, user, text)
+            assert r["action"] == "duplicate" and r["fact"]["id"] == added[texts.index(text.rstrip("!."))]["fact"]["id"]
+        assert sorted(f["text"] for f in facts(shared_sidecar, user)) == sorted(texts)
+
+
 def test_candidates_and_resolve_each_action(shared_sidecar):
     ny = remember(shared_sidecar, "cand", "Lives in New York", "answer")["fact"]
     la = remember(shared_sidecar, "cand", "Moved to Los Angeles", "answer")

@@ -21,6 +21,7 @@ from sidecar.facts.rules import (
     render_markdown,
     render_xml,
     same_as_fact,
+    same_terms,
 )
 from sidecar.llm import LLMError, parse_json_object
 from sidecar.runtime.config import ConfigError, resolve
@@ -32,6 +33,24 @@ def test_duplicate_rule():
     assert not is_duplicate("Likes coffee", "Dislikes coffee", 0.76)
     assert not is_duplicate("Is 29 years old", "Is 30 years old", 0.95)  # the number guard
     assert is_duplicate("Budget is 1500 dollars", "Has a budget of $1500", 0.9)
+
+
+def test_duplicate_rule_in_a_script_the_model_does_not_read_needs_the_same_terms():
+    latin = frozenset({"Latin"})  # all-MiniLM-L6-v2's: any two Arabic sentences score high to it
+    assert not is_duplicate("أخي يعمل طبيبا", "أخي أهداني كتابا", 0.95, scripts=latin)
+    assert is_duplicate("أخي يعمل طبيبا.", "أخي يعمل طبيبا", 0.95, scripts=latin)  # only punctuation differs
+    assert not is_duplicate("Мой брат работает врачом", "Мой брат подарил мне книгу", 0.95, scripts=latin)
+    assert not is_duplicate("我哥哥是医生", "我哥哥送我一本书", 0.95, scripts=latin)
+    assert is_duplicate("我哥哥是医生。", "我哥哥是医生", 0.95, scripts=latin)
+    assert not is_duplicate("أخي يعمل طبيبا.", "أخي يعمل طبيبا", 0.5, scripts=latin)  # the threshold still holds
+    assert not is_duplicate("Has two kids", "Has two children", 0.87, scripts=latin)
+    # read scripts (or a model reading every one): the similarity decides, as before
+    assert is_duplicate("Has two kids", "Has two children", 0.96, scripts=latin)
+    assert is_duplicate("أخي يعمل طبيبا", "أخي أهداني كتابا", 0.95)
+    # either side unread is enough to ask for the terms
+    assert not is_duplicate("My brother is a doctor", "أخي يعمل طبيبا", 0.95, scripts=latin)
+    assert same_terms("Мой брат живёт в Дубае", "мой брат живет в дубае!")
+    assert not same_terms("Мой брат живёт в Дубае", "Мой брат живёт в Абу-Даби")
 
 
 def test_plan_decisions_one_merge_at_most():

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Literal
 from xml.sax.saxutils import escape
 
+from ..text import terms, written_in
+
 # Measured on tests/fixtures/fact_pairs.jsonl with the default model
 # (`python scripts/bench.py fact-thresholds`): rewordings 0.76-0.99 (median 0.97), contradictions
 # 0.27-0.86, mergeable 0.39-0.72, unrelated -0.06-0.30.
@@ -22,6 +24,10 @@ DUPLICATE_THRESHOLD = 0.88
 # Candidate: 0.35 keeps every unrelated pair out (highest 0.30) and shows 95% of the related ones.
 CANDIDATE_THRESHOLD = 0.35
 MAX_CANDIDATES = 3
+# A fact mostly in a script the model does not read (Arabic, Cyrillic, ... on all-MiniLM-L6-v2): the model
+# sees all such text as alike ("أخي يعمل طبيبا" / "أخي أهداني كتابا" score above the duplicate threshold), so
+# a duplicate must also share its analysed terms: Jaccard at or above this (4 of 5; a short fact, all of them).
+UNREAD_TERMS_OVERLAP = 0.8
 
 DEFAULT_CATEGORIES = ("preference", "company", "pattern", "answer")
 CATEGORY_HINTS = {
@@ -68,13 +74,32 @@ def _numbers(text: str) -> list[str]:
     return sorted(n.replace(",", ".") for n in _NUMBER.findall(text))
 
 
-def is_duplicate(new_text: str, old_text: str, similarity: float, threshold: float = DUPLICATE_THRESHOLD) -> bool:
+def same_terms(a: str, b: str, overlap: float = UNREAD_TERMS_OVERLAP) -> bool:
+    """Two texts share their analysed terms (sidecar/text: stemmed, stop words out, Han as bigrams): the
+    Jaccard of the two sets at or above `overlap`. Two texts without terms: equal up to punctuation."""
+    ta, tb = set(terms(a)), set(terms(b))
+    if not ta and not tb:
+        return re.sub(r"\W+", "", a) == re.sub(r"\W+", "", b)
+    return len(ta & tb) >= overlap * len(ta | tb)
+
+
+def is_duplicate(
+    new_text: str,
+    old_text: str,
+    similarity: float,
+    threshold: float = DUPLICATE_THRESHOLD,
+    scripts: frozenset[str] | None = None,
+) -> bool:
     """Near-identical facts: same text up to case and spacing, or similarity at or above the threshold
-    with the same numbers in both (embeddings barely see "29" vs "30": never a duplicate)."""
+    with the same numbers in both (embeddings barely see "29" vs "30": never a duplicate). When either text
+    is mostly in a script the model does not read (`scripts`, those it reads; None: every one), the
+    similarity says nothing: the two must also share their terms (`same_terms`)."""
     a, b = normalise_text(new_text).casefold(), normalise_text(old_text).casefold()
     if a == b:
         return True
-    return similarity >= threshold and _numbers(a) == _numbers(b)
+    if similarity < threshold or _numbers(a) != _numbers(b):
+        return False
+    return (written_in(a, scripts) and written_in(b, scripts)) or same_terms(a, b)
 
 
 # Words that put a fact at another time, or make it an intention, a negation: never what is true now

@@ -225,8 +225,10 @@ class FactService(ContextBlocks):
             if wanted is not None and not wanted():
                 return None
             found = self._candidates(user_id, vector)
+            scripts = self.facts.model_scripts
             dup = next(
-                (c for c in found if is_duplicate(text, c["text"], c["similarity"], self.duplicate_threshold)), None
+                (c for c in found if is_duplicate(text, c["text"], c["similarity"], self.duplicate_threshold, scripts)),
+                None,
             )
             if dup is not None:
                 return self._confirm(dup, confidence)
