@@ -290,6 +290,23 @@ def test_another_models_file_is_reembedded_and_says_so(spawn, tmp_path):
     assert any("000000000000" in n and "re-embedded" in n for n in r["notes"]), r
 
 
+def test_vectors_made_with_another_passage_prefix_are_reembedded_and_say_so(spawn, tmp_path):
+    """The header says what shaped its vectors besides the weights (the passage prefix, pooling, normalisation):
+    vectors made with a prefix this sidecar does not put before stored text are not reused."""
+    sc = spawn("--ttl-days", "0")
+    good = _export_file(sc, tmp_path)
+    lines = good.read_bytes().splitlines()
+    header = orjson.loads(lines[0])
+    assert header["model"]["embedding"] == {"pooling": "mean", "normalize": True, "passage_prefix": ""}
+    header["model"]["embedding"]["passage_prefix"] = "passage: "
+    other = tmp_path / "prefixed.jsonl"
+    other.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
+    sc.request({"type": "forget_user", "user_id": "u"})
+    r = sc.request({"type": "import", "path": str(other)}, 120)
+    assert r["type"] == "imported" and (r["messages"], r["reembedded"], r["vectors"]) == (30, 30, "reembedded"), r
+    assert any("passage prefix" in n and "re-embedded" in n for n in r["notes"]), r
+
+
 def test_a_file_from_the_model_shipped_before_keeps_its_vectors(spawn, tmp_path):
     from sidecar.embedding.model import FUSED_FP16_ONNX
 
@@ -297,8 +314,9 @@ def test_a_file_from_the_model_shipped_before_keeps_its_vectors(spawn, tmp_path)
     good = _export_file(sc, tmp_path)
     lines = good.read_bytes().splitlines()
     header = orjson.loads(lines[0])
-    assert set(header["model"]) == {"name", "dim", "digest"}  # the file format is unchanged
+    assert set(header["model"]) == {"name", "dim", "digest", "embedding"}
     header["model"]["digest"] = FUSED_FP16_ONNX
+    del header["model"]["embedding"]  # written before the header said its settings: mean, normalised, no prefix
     older = tmp_path / "older.jsonl"
     older.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
     sc.request({"type": "forget_user", "user_id": "u"})

@@ -78,7 +78,7 @@ class Exporter:
                     "user_id": user_id,
                     "vectors": vectors,
                     "vector_encoding": VECTOR_ENCODING,
-                    "model": {k: self.identity[k] for k in ModelIdentity.model_fields},
+                    "model": {k: self.identity.get(k) for k in ModelIdentity.model_fields},  # embedding: its settings
                     "schema_version": SCHEMA_VERSION,
                     "graph": graph,
                 }

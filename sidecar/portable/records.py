@@ -64,10 +64,21 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class EmbeddingSettings(_Record):
+    pooling: StrictStr
+    normalize: StrictBool
+    passage_prefix: StrictStr
+
+
 class ModelIdentity(_Record):
     name: StrictStr
     dim: StrictInt = Field(gt=0)
     digest: StrictStr = Field(description="sha256 of the ONNX file that made the vectors.")
+    embedding: EmbeddingSettings | None = Field(
+        None,
+        description="What shaped the vectors besides the weights: pooling, normalisation and the passage prefix put "
+        "before every stored text. Absent (files written before 2026-12): mean pooling, normalised, no prefix.",
+    )
 
 
 class Header(_Record):
