@@ -10,7 +10,8 @@ import pytest
 
 from sidecar.graph.model import Episode, UserGraph
 from sidecar.graph.supersession import replaced
-from sidecar.messages import Replaced, asks_past, current_first, marked
+from sidecar.messages import Replaced
+from sidecar.messages.supersession import asks_past, current_first, marked
 
 
 def _graph() -> tuple[UserGraph, object]:

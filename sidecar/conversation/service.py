@@ -17,12 +17,10 @@ from typing import Any, cast
 from ..messages import (
     MessageReader,
     Supersession,
-    asks_past,
     content_over_limit,
-    current_first,
     drop_padding,
-    marked,
     padding_fetch,
+    supersede,
 )
 from ..storage import sql_num, sql_str
 from ..wire import (
@@ -154,19 +152,18 @@ class ConversationService:
         """What is true now, first, as `query` does it (messages/supersession.py): a replaced memory is marked
         (its line says "outdated") and, unless the text asks about the past, the current memory of its chain is
         shown too, above it."""
-        replaced = self.supersession(user_id, [r["id"] for r in rows]) if self.supersession is not None else {}
-        if not replaced:
-            return rows
-        if not asks_past(text, time.time()):
-            missing = sorted({i.current for i in replaced.values()} - {r["id"] for r in rows})
-            heads: dict[str, dict[str, Any]] = {}
-            if missing:
-                found, vectors = self.store.embedded(missing, user_id)
-                for r, v in zip(found, vectors):
-                    if r["user_id"] == user_id and conv.normal(r["content"]) not in skip:
-                        heads[r["id"]] = {**r, "similarity": float(v @ vector)}
-            rows = current_first(rows, replaced, heads, limit, lift=("score", "similarity"))
-        return marked(rows, replaced)
+
+        def heads_of(ids: list[str]) -> dict[str, dict[str, Any]]:
+            found, vectors = self.store.embedded(ids, user_id)
+            return {
+                r["id"]: {**r, "similarity": float(v @ vector)}
+                for r, v in zip(found, vectors)
+                if r["user_id"] == user_id and conv.normal(r["content"]) not in skip
+            }
+
+        return supersede(
+            rows, self.supersession, user_id, text, time.time(), heads_of, limit, lift=("score", "similarity")
+        )
 
     # ------------------------------------------------------------------ blocks
 

@@ -8,7 +8,7 @@ from .schema import MESSAGES, RESULT_COLUMNS
 from .search import search_table
 from .service import MemoryService, content_over_limit
 from .store import MessageStore
-from .supersession import asks_past, current_first, marked
+from .supersession import supersede
 from .timewords import named_window
 
 __all__ = [
@@ -21,12 +21,10 @@ __all__ = [
     "MessageStore",
     "Replaced",
     "Supersession",
-    "asks_past",
     "content_over_limit",
-    "current_first",
     "drop_padding",
-    "marked",
     "named_window",
     "padding_fetch",
     "search_table",
+    "supersede",
 ]

@@ -38,7 +38,7 @@ from . import padding
 from .interface import Companion, GraphSearch, Supersession
 from .ranking import POOL, fuse_window
 from .store import MessageStore
-from .supersession import asks_past, current_first, marked
+from .supersession import supersede
 from .timewords import named_window
 
 log = logging.getLogger("sidecar.service")
@@ -232,7 +232,16 @@ class MemoryService:
             rows = self._search(req, limit, vector)
         # no padding: small talk, and results by likeness below the floor sharing no term with the text
         rows = padding.drop_padding(rows, text, req.min_score, likeness=req.mode in LIKENESS)
-        rows = self._supersede(req, rows, vector)[: req.limit]  # what is true now, first
+        rows = supersede(  # what is true now, first: marks in every mode, the order in hybrid and graph
+            rows,
+            self.supersession,
+            req.user_id,
+            text,
+            self.clock(),
+            lambda ids: self._heads(req, ids, vector),
+            req.limit,
+            reorder=req.mode in ("hybrid", "graph"),
+        )[: req.limit]
         out = []
         for r in rows:
             if req.min_similarity is not None and r["similarity"] < req.min_similarity:
@@ -281,23 +290,6 @@ class MemoryService:
             )
             rows = fuse_window(rows, inside, limit)
         return rows
-
-    def _supersede(
-        self, req: QueryRequest, rows: list[dict[str, Any]], vector: list[np.ndarray]
-    ) -> list[dict[str, Any]]:
-        """What is true now, first (messages/supersession.py): replaced memories marked in every mode; in the
-        default (hybrid) and graph modes, unless the question asks about the past, the current memory of each
-        replaced one's chain returned too, above it."""
-        if self.supersession is None or not rows:
-            return rows
-        replaced = self.supersession(req.user_id, [r["id"] for r in rows])
-        if not replaced:
-            return rows
-        if req.mode in ("hybrid", "graph") and not asks_past(req.text, self.clock()):
-            missing = {i.current for i in replaced.values()} - {r["id"] for r in rows}
-            heads = self._heads(req, sorted(missing), vector) if missing else {}
-            rows = current_first(rows, replaced, heads, req.limit)
-        return marked(rows, replaced)
 
     def _heads(self, req: QueryRequest, ids: list[str], vector: list[np.ndarray]) -> dict[str, dict[str, Any]]:
         """The rows of these current memories (the user's own only) that the query's filters let through, with

@@ -11,10 +11,10 @@ facts (a fact invalidated by a later one) answer through `interface.Supersession
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from .interface import Replaced
+from .interface import Replaced, Supersession
 from .timewords import named_window
 
 # words of a question about what was true before, in the languages the project reads time words in
@@ -88,3 +88,26 @@ def marked(rows: list[dict[str, Any]], replaced: Mapping[str, Replaced]) -> list
         if info is not None:
             r["superseded"] = {"id": info.by, "at": int(info.at)}
     return rows
+
+
+def supersede(
+    rows: list[dict[str, Any]],
+    supersession: Supersession | None,
+    user_id: str,
+    text: str,
+    now: float,
+    heads_of: Callable[[list[str]], dict[str, dict[str, Any]]],
+    limit: int,
+    reorder: bool = True,
+    lift: tuple[str, ...] = ("score",),
+) -> list[dict[str, Any]]:
+    """The step as `query` and `context` take it: the user's replaced rows marked and, with `reorder` and unless
+    `text` asks about the past, the current memory of each chain put above (`heads_of(ids)`: the rows of current
+    memories not among `rows`, the user's own that the request lets through, with their `similarity`)."""
+    replaced = supersession(user_id, [r["id"] for r in rows]) if supersession is not None and rows else {}
+    if not replaced:
+        return rows
+    if reorder and not asks_past(text, now):
+        missing = sorted({i.current for i in replaced.values()} - {r["id"] for r in rows})
+        rows = current_first(rows, replaced, heads_of(missing) if missing else {}, limit, lift)
+    return marked(rows, replaced)
