@@ -276,16 +276,23 @@ def test_bad_files_are_refused_or_reported_and_a_strict_failure_touches_nothing(
     assert sc.alive()
 
 
-def test_another_models_file_is_reembedded_and_says_so(spawn, tmp_path):
-    sc = spawn("--ttl-days", "0")
-    good = _export_file(sc, tmp_path)
-    lines = good.read_bytes().splitlines()
+def _import_with_header(sc, tmp_path: Path, change) -> dict:
+    """Export user u's 30 memories, rewrite the file's header with `change(header)`, forget u, import the file:
+    the import's answer."""
+    lines = _export_file(sc, tmp_path).read_bytes().splitlines()
     header = orjson.loads(lines[0])
-    header["model"]["digest"] = "0" * 64
-    other = tmp_path / "other.jsonl"
-    other.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
+    change(header)
+    changed = tmp_path / "changed.jsonl"
+    changed.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
     sc.request({"type": "forget_user", "user_id": "u"})
-    r = sc.request({"type": "import", "path": str(other)}, 120)
+    return sc.request({"type": "import", "path": str(changed)}, 120)
+
+
+def test_another_models_file_is_reembedded_and_says_so(spawn, tmp_path):
+    def other_model(header: dict) -> None:
+        header["model"]["digest"] = "0" * 64
+
+    r = _import_with_header(spawn("--ttl-days", "0"), tmp_path, other_model)
     assert r["type"] == "imported" and (r["messages"], r["reembedded"], r["vectors"]) == (30, 30, "reembedded"), r
     assert any("000000000000" in n and "re-embedded" in n for n in r["notes"]), r
 
@@ -293,16 +300,12 @@ def test_another_models_file_is_reembedded_and_says_so(spawn, tmp_path):
 def test_vectors_made_with_another_passage_prefix_are_reembedded_and_say_so(spawn, tmp_path):
     """The header says what shaped its vectors besides the weights (the passage prefix, pooling, normalisation):
     vectors made with a prefix this sidecar does not put before stored text are not reused."""
-    sc = spawn("--ttl-days", "0")
-    good = _export_file(sc, tmp_path)
-    lines = good.read_bytes().splitlines()
-    header = orjson.loads(lines[0])
-    assert header["model"]["embedding"] == {"pooling": "mean", "normalize": True, "passage_prefix": ""}
-    header["model"]["embedding"]["passage_prefix"] = "passage: "
-    other = tmp_path / "prefixed.jsonl"
-    other.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
-    sc.request({"type": "forget_user", "user_id": "u"})
-    r = sc.request({"type": "import", "path": str(other)}, 120)
+
+    def prefixed(header: dict) -> None:
+        assert header["model"]["embedding"] == {"pooling": "mean", "normalize": True, "passage_prefix": ""}
+        header["model"]["embedding"]["passage_prefix"] = "passage: "
+
+    r = _import_with_header(spawn("--ttl-days", "0"), tmp_path, prefixed)
     assert r["type"] == "imported" and (r["messages"], r["reembedded"], r["vectors"]) == (30, 30, "reembedded"), r
     assert any("passage prefix" in n and "re-embedded" in n for n in r["notes"]), r
 
@@ -310,17 +313,12 @@ def test_vectors_made_with_another_passage_prefix_are_reembedded_and_say_so(spaw
 def test_a_file_from_the_model_shipped_before_keeps_its_vectors(spawn, tmp_path):
     from sidecar.embedding.model import FUSED_FP16_ONNX
 
-    sc = spawn("--ttl-days", "0")
-    good = _export_file(sc, tmp_path)
-    lines = good.read_bytes().splitlines()
-    header = orjson.loads(lines[0])
-    assert set(header["model"]) == {"name", "dim", "digest", "embedding"}
-    header["model"]["digest"] = FUSED_FP16_ONNX
-    del header["model"]["embedding"]  # written before the header said its settings: mean, normalised, no prefix
-    older = tmp_path / "older.jsonl"
-    older.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
-    sc.request({"type": "forget_user", "user_id": "u"})
-    r = sc.request({"type": "import", "path": str(older)}, 120)
+    def older(header: dict) -> None:
+        assert set(header["model"]) == {"name", "dim", "digest", "embedding"}
+        header["model"]["digest"] = FUSED_FP16_ONNX
+        del header["model"]["embedding"]  # written before the header said its settings: mean, normalised, no prefix
+
+    r = _import_with_header(spawn("--ttl-days", "0"), tmp_path, older)
     assert r["type"] == "imported" and (r["messages"], r["reembedded"], r["vectors"]) == (30, 0, "reused"), r
 
 
