@@ -71,6 +71,8 @@ _REACTIONS = (
 )
 _REACTION = re.compile(rf"(?:{_REACTIONS})")
 # full-width ASCII ("ｗｗｗ", "ｏｋ") as ASCII; not NFKC, which would turn Hangul jamo ("ㅋㅋ") into others
+# full-width ASCII ("ｗｗｗ", "ＬＯＬ！") folded to ASCII; not NFKC, which also turns the Hangul jamo of "ㅋㅋㅋ" into
+# conjoining ones that the reactions no longer match
 _FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 _REACTIONS_RUN = re.compile(rf"(?:{_REACTIONS})+")
 _SPACELESS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u3130-\u318f]")  # Kana, Han, Hangul
