@@ -177,3 +177,68 @@ def test_background_expiry_deletes_in_slices_that_let_requests_through(tmp_path,
         assert _contents(store) == sorted(r["content"] for r in keep + other)
     finally:
         store.close()
+
+
+# ---------------------------------------------------------------- a row the store refuses at run time (pure logic)
+
+
+def _refusing_log(tmp_path, refuse):
+    """A CommitLog on a real write-ahead log whose commit refuses the batches `refuse(rows)` says to."""
+    from sidecar.messages.commit_log import CommitLog
+
+    committed: list[str] = []
+
+    def commit(rows, vectors):
+        if refuse(rows):
+            raise RuntimeError("LanceDB refused the batch")
+        committed.extend(r["content"] for r in rows)
+
+    return CommitLog(WriteAheadLog(tmp_path / WAL_DIR, DIM), commit), committed
+
+
+def test_a_row_refused_again_and_again_is_set_aside_once_the_rest_of_its_batch_commits(tmp_path):
+    import pytest
+
+    from sidecar.messages.commit_log import ISOLATE_AFTER
+    from sidecar.storage import StoreError
+
+    log_, committed = _refusing_log(tmp_path, lambda rows: any(r["content"] == "note 2" for r in rows))
+    rows, vectors = table_rows(5, "u", "note")
+    log_.append(rows, vectors)
+    for _ in range(ISOLATE_AFTER - 1):  # refusals are retried as they come: the store may be briefly full
+        with pytest.raises(StoreError):
+            log_.flush()
+        assert committed == [] and log_.logged("u")
+    log_.flush()  # then the batch is committed in halves and the row at fault set aside
+    assert sorted(committed) == sorted(r["content"] for r in rows if r["content"] != "note 2")
+    assert not log_.logged("u")
+    assert [r for path in log_.wal.segments() for rs, _ in log_.wal.read(path) for r in rs] == []  # log dropped
+    aside = list((tmp_path / "quarantine").glob("*.jsonl"))
+    assert len(aside) == 1 and log_.quarantined == 1
+    line = aside[0].read_text()
+    assert '"note 2"' in line and "LanceDB refused" in line
+    log_.close()
+
+
+def test_a_store_that_refuses_every_write_keeps_every_row_logged(tmp_path):
+    import pytest
+
+    from sidecar.messages.commit_log import ISOLATE_AFTER
+    from sidecar.storage import StoreError
+
+    log_, committed = _refusing_log(tmp_path, lambda rows: True)  # a full disk: nothing commits
+    rows, vectors = table_rows(4, "u", "note")
+    log_.append(rows, vectors)
+    for _ in range(ISOLATE_AFTER + 2):
+        with pytest.raises(StoreError):
+            log_.flush()
+    assert committed == [] and log_.logged("u") and log_.quarantined == 0
+    assert not (tmp_path / "quarantine").exists()
+    log_.wal.close()
+    replayed = [
+        r["content"]
+        for path in WriteAheadLog(tmp_path / WAL_DIR, DIM).segments()
+        for rs, _ in WriteAheadLog(tmp_path / WAL_DIR, DIM).read(path)
+        for r in rs
+    ]
+    assert sorted(replayed) == sorted(r["content"] for r in rows)  # still there for the next start

@@ -19,7 +19,7 @@ HOOK = Path(__file__).with_name("pyheap_hook")
 _DIR: list[str] = []
 
 
-def enable(directory: str | Path, types: bool = False) -> None:
+def enable(directory: str | Path, types: bool = False, tracemalloc_frames: int = 0) -> None:
     """Sidecars started from now on load the hook, which writes into `directory` (a temporary one of the run);
     with `types`, also the count of live objects of the 15 most numerous types (`types`; of the objects made since
     `ready`: the sidecar freezes start-up's, which gc.get_objects() then leaves out) and LanceDB's cache bytes."""
@@ -28,6 +28,8 @@ def enable(directory: str | Path, types: bool = False) -> None:
         os.environ["BENCH_PYHEAP_DIR"] = _DIR[0]
         if types:
             os.environ["BENCH_PYHEAP_TYPES"] = "1"
+        if tracemalloc_frames:
+            os.environ["BENCH_TRACEMALLOC"] = str(tracemalloc_frames)
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK), os.environ.get("PYTHONPATH")) if p)
 
 
@@ -43,3 +45,12 @@ def read(pid: int, timeout: float = 10.0) -> dict[str, Any] | None:
             return json.loads(path.read_text())
         time.sleep(0.1)
     return None
+
+
+def growth(before: str | Path, after: str | Path, top: int = 15) -> list[str]:
+    """The allocation sites whose live Python bytes grew most between two tracemalloc snapshots the hook dumped."""
+    import tracemalloc
+
+    a = tracemalloc.Snapshot.load(str(before))
+    b = tracemalloc.Snapshot.load(str(after))
+    return [str(stat) for stat in b.compare_to(a, "traceback")[:top]]

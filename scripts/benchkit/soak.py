@@ -140,6 +140,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "objects, glibc's malloc totals, the most numerous types of the objects made since `ready`, LanceDB's "
         "cache bytes); from source only",
     )
+    parser.add_argument(
+        "--tracemalloc",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="with --pyheap: trace Python's allocations in the sidecar (FRAMES frames each; slows it) and print, at "
+        "the end, the allocation sites whose live bytes grew most over the last half (Python's share of any rise)",
+    )
     parser.add_argument("sidecar_args", nargs="*", help="extra sidecar flags (after --)")
 
 
@@ -157,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="soak-")
         data_dir = os.path.join(tmp.name, "data")
     if args.pyheap:
-        pyheap.enable(tempfile.mkdtemp(prefix="soak-pyheap-"), types=True)
+        pyheap.enable(tempfile.mkdtemp(prefix="soak-pyheap-"), types=True, tracemalloc_frames=args.tracemalloc)
     with Sidecar(data_dir, args.sidecar_args, expiry_off=False, cwd=ROOT, clean_env=True) as sc:
         try:
             _, ready = sc.wait_ready()
@@ -176,6 +184,16 @@ def run(args: argparse.Namespace) -> int:
     print(verdict["message"])
     print(flat["message"])
     print(deciles(samples)["message"])
+    dumps = [
+        (s["done"], s["pyheap"]["tracemalloc_snapshot"])
+        for s in samples
+        if "tracemalloc_snapshot" in s.get("pyheap", {})
+    ]
+    if len(dumps) >= 2:  # the sample nearest half way against the last
+        middle = min(dumps, key=lambda d: abs(d[0] - args.requests / 2))
+        print(f"Python's live bytes by allocation site, growth from {middle[0]} to {dumps[-1][0]} requests:")
+        for line in pyheap.growth(middle[1], dumps[-1][1]):
+            print("  " + line)
     if failure:
         print(failure[0], file=sys.stderr)
     if tmp is not None:

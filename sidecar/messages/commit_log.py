@@ -1,6 +1,11 @@
 """Acknowledged, not yet committed: rows that are in the write-ahead log and wait for their LanceDB
 commit, the background flusher that commits them, and the replay of a log left by a crash.
 
+A commit the flusher retries is looked into after ISOLATE_AFTER refusals in a row: the batch is committed in
+halves until the rows LanceDB refuses are found, and those are set aside (as below) only when the rest of the
+batch committed, which shows the store itself takes writes; a store that refuses everything (a full disk) keeps
+every row logged and retried.
+
 A replay never stops the start: rows LanceDB refuses (a vector of NaN, a row of the wrong shape: what a
 sidecar before the checks on every write could log) are set aside in `<data dir>/quarantine/` as JSON
 Lines an `import` reads (plain records: re-embedded, ids kept), the rest committed; `health` says so
@@ -41,6 +46,7 @@ FLUSH_ROWS = 512
 Batch = tuple[list[dict[str, Any]], np.ndarray]
 
 QUARANTINE_DIR = "quarantine"  # beside wal/: logged rows a replay could not commit
+ISOLATE_AFTER = 3  # refused background commits in a row before the flusher looks for the rows at fault
 MAX_FAILED_COMMITS = 64  # commits a replay tries while it looks for the rows LanceDB refuses; then the rest wait there
 _KEPT = ("id", "user_id", "content", "timestamp", "is_bot", "message_id", "channel_id", "reply_to", "username")
 
@@ -71,6 +77,7 @@ class CommitLog:
         self._committing: list[Batch] = []  # taken by the commit in progress
         self._since = 0.0  # when the oldest logged row was logged
         self._closing = False
+        self._refusals = 0  # background commits refused in a row
         self._flusher: threading.Thread | None = None
         self.quarantine = wal.dir.parent / QUARANTINE_DIR
         self.quarantined = _quarantined_rows(self.quarantine)  # rows set aside by this or an earlier start
@@ -100,9 +107,14 @@ class CommitLog:
                 items, self._uncommitted = self._uncommitted, []
                 self._committing = items
                 sealed = self.wal.seal()
+            batch = [r for logged_rows, _ in items for r in logged_rows]
+            vectors = np.concatenate([v for _, v in items])
             try:
-                self._commit([r for rows, _ in items for r in rows], np.concatenate([v for _, v in items]))
+                self._commit(batch, vectors)
             except BaseException as exc:
+                if isinstance(exc, Exception) and self._isolated(batch, vectors):
+                    self.wal.remove(sealed)
+                    return
                 with self.lock:  # still logged and still visible: retried later
                     if not self._uncommitted:
                         self._since = time.monotonic()
@@ -115,9 +127,26 @@ class CommitLog:
                     f"cannot commit {sum(len(r) for r, _ in items)} logged memories to LanceDB "
                     f"({exc}); they stay in the write-ahead log"
                 ) from exc
+            self._refusals = 0
             with self.lock:
                 self._committing = []
             self.wal.remove(sealed)
+
+    def _isolated(self, rows: list[dict[str, Any]], vectors: np.ndarray) -> bool:
+        """After ISOLATE_AFTER refusals in a row: commit the batch in halves; when some of it commits, set the rows
+        LanceDB refused aside and say True (the batch is done). False: nothing committed, the batch is retried."""
+        self._refusals += 1
+        if self._refusals < ISOLATE_AFTER or len(rows) < 2:
+            return False
+        refused = self._commit_fitting(rows, vectors, [0])
+        if len(refused) == len(rows):
+            return False  # the store refuses every write: keep them logged
+        if refused:
+            self._set_aside(refused)
+        self._refusals = 0
+        with self.lock:
+            self._committing = []
+        return True
 
     def logged(self, user_id: str) -> bool:
         """Whether the user has rows not yet readable from the table."""

@@ -1,10 +1,18 @@
 """Loaded by a sidecar the benchmarks start with this folder first on PYTHONPATH (benchkit/pyheap.py): on SIGUSR2
-it writes the state of Python's object allocator and of glibc's malloc to $BENCH_PYHEAP_DIR/PID.json. Never stdout."""
+it writes the state of Python's object allocator and of glibc's malloc to $BENCH_PYHEAP_DIR/PID.json. Never stdout.
+With $BENCH_TRACEMALLOC=N it traces Python's allocations from start-up (N frames each) and each signal also dumps a
+tracemalloc snapshot to PID.K.tracemalloc (K counts up): what Python holds, by where it was allocated, apart from
+what native code (LanceDB, onnxruntime) holds, which tracemalloc does not see."""
 
 import os
 import signal
 
 if os.environ.get("BENCH_PYHEAP_DIR"):
+    if os.environ.get("BENCH_TRACEMALLOC"):
+        import tracemalloc
+
+        tracemalloc.start(int(os.environ["BENCH_TRACEMALLOC"]))
+    _dumps = [0]
 
     def _debugmallocstats() -> str:
         import sys
@@ -111,6 +119,14 @@ if os.environ.get("BENCH_PYHEAP_DIR"):
                 out["lance_cache"] = {"bytes": session.size_bytes, "items": session.approx_num_items}
             except Exception:  # another lancedb version
                 pass
+        if os.environ.get("BENCH_TRACEMALLOC"):
+            import tracemalloc
+
+            out["traced_bytes"] = tracemalloc.get_traced_memory()[0]
+            _dumps[0] += 1
+            dump = os.path.join(os.environ["BENCH_PYHEAP_DIR"], f"{os.getpid()}.{_dumps[0]}.tracemalloc")
+            tracemalloc.take_snapshot().dump(dump)
+            out["tracemalloc_snapshot"] = dump
         path = os.path.join(os.environ["BENCH_PYHEAP_DIR"], f"{os.getpid()}.json")
         with open(path + ".part", "w") as f:
             json.dump(out, f)
