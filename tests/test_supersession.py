@@ -163,3 +163,31 @@ def test_a_fact_invalidated_by_a_later_one_marks_the_memory_it_came_from_and_onl
     mine = _query(sc, "u2", "harbour office", limit=3)
     assert [m["id"] for m in mine] == [theirs] and "superseded" not in mine[0]
     assert sc.shutdown() == 0
+
+
+def test_a_fact_invalidated_after_a_recall_is_marked_at_the_next_one(spawn):
+    """What a recall read of the user's replaced facts is dropped at the next fact write: never a stale answer."""
+    sc = spawn("--graph", "false")
+    old_office, new_office, old_gym, new_gym = _store(
+        sc,
+        "u1",
+        [
+            "The office is by the harbour.",
+            "The office is uptown these days.",
+            "My gym is on Elm Street.",
+            "I switched gyms, the new one is on Oak Avenue.",
+        ],
+    )
+    _invalidate(
+        sc,
+        _remember(sc, "u1", "Office is uptown", new_office),
+        _remember(sc, "u1", "Office is by the harbour", old_office),
+    )
+    got = {m["id"]: m for m in _query(sc, "u1", "office gym street", limit=4)}
+    assert got[old_office]["superseded"]["id"] == new_office and "superseded" not in got[old_gym]
+    _invalidate(
+        sc, _remember(sc, "u1", "Gym is on Oak Avenue", new_gym), _remember(sc, "u1", "Gym is on Elm Street", old_gym)
+    )
+    got = {m["id"]: m for m in _query(sc, "u1", "office gym street", limit=4)}
+    assert got[old_gym]["superseded"]["id"] == new_gym and got[old_office]["superseded"]["id"] == new_office
+    assert sc.shutdown() == 0

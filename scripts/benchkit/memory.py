@@ -44,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default: the server's, sidecar.runtime.native_memory.TRIM_INTERVAL_SECONDS)",
     )
     parser.add_argument("--tracemalloc", action="store_true", help="also print the traced Python heap")
+    parser.add_argument(
+        "--retain",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="keep the store bounded as a TTL does: every STEPS/4 steps, delete what was stored more than STEPS "
+        "steps ago (as `cleanup` does; soak --retain); 0: the store only grows",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
                         "user_id": user,
                         "content": f"{text} #{step}",
                         "is_bot": False,
-                        "timestamp": time.time(),
+                        "timestamp": float(step),
                         "message_id": None,
                         "channel_id": None,
                         "reply_to": None,
@@ -113,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
                 ],
                 vector,
             )
+            if args.retain and step and step % max(1, args.retain // 4) == 0 and step > args.retain:
+                store.delete(f"timestamp < {step - args.retain}")
+                native_memory.trim()
             if store.compact_due():
                 store.compact(exclusive=False)
                 native_memory.trim()
@@ -124,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             if step % args.every == 0:
                 line = (
                     f"{step:8d} steps  {time.perf_counter() - t0:6.0f} s  RSS {rss_kib() // 1024:5d} MiB  "
-                    f"vector cache {store.cache_stats()['bytes'] >> 20} MiB"
+                    f"vector cache {store.cache_stats()['bytes'] >> 20} MiB  memories {store.count()}"
                 )
                 heap = native_memory.heap_bytes()
                 if heap is not None:

@@ -48,6 +48,7 @@ FACT_COLUMNS = [
     "superseded_reason",
 ]
 _INVALIDATED = "active = false AND superseded_reason = 'invalidated'"
+_LINKS_KEPT = 1024  # users whose replacement links are kept between fact writes
 FACT_POOL = 50  # hybrid: each signal's best rows that are fused
 FACT_RRF_K = 60  # the usual reciprocal-rank constant (no fact benchmark to tune it on)
 # hybrid: the semantic list's weight (the keyword list's is 1) for a query the model reads, and for one mostly in
@@ -162,6 +163,9 @@ class FactStore:
         self._seq = itertools.count(self._max_seq() + 1)
         self._names: dict[str, str] = {r["user_id"]: r["username"] for r in self.users.to_arrow().to_pylist()}
         self._invalidated: set[str] | None = None  # users with an invalidated fact (read at first use)
+        # per such user, every (replaced message, replacing message) pair: read at the user's first recall, dropped
+        # at every fact write (a query reads the table for it once per user between writes, not twice per query)
+        self._links: dict[str, list[tuple[str, str]]] = {}
         self._ensure_index()
 
     def _ensure_index(self) -> None:
@@ -216,8 +220,19 @@ class FactStore:
                 users = self._invalidated = set(got.column("user_id").to_pylist())
         if user_id not in users or not message_ids:
             return []
+        cache = self._links  # a write meanwhile replaces it: what is read here then lands in the dropped one
+        links = cache.get(user_id)
+        if links is None:
+            links = self._replacement_links(user_id)
+            if len(cache) >= _LINKS_KEPT:
+                cache.clear()
+            cache[user_id] = links
+        wanted = set(message_ids)
+        return [(old, new) for old, new in links if old in wanted]
+
+    def _replacement_links(self, user_id: str) -> list[tuple[str, str]]:
         user = f"user_id = {sql_str(user_id)}"
-        old = self.get(f"{user} AND {_INVALIDATED} AND {sql_in('message_id', message_ids)}")
+        old = self.get(f"{user} AND {_INVALIDATED} AND message_id IS NOT NULL")
         new = (
             {r["id"]: r for r in self.get(f"{user} AND {sql_in('id', [r['superseded_by'] for r in old])}")}
             if old
@@ -392,6 +407,7 @@ class FactStore:
         with self.lock:
             self._merge(self.facts, "id", self._arrow(rows, vectors), overwrite)
             self._invalidated = None
+            self._links = {}
 
     def restore_events(self, rows: list[dict[str, Any]], overwrite: bool) -> None:
         """History events as exported, their order (`seq`) kept; new events are numbered after them."""
@@ -412,6 +428,7 @@ class FactStore:
     # ------------------------------------------------------------------ maintenance
 
     def _on_write(self) -> None:
+        self._links = {}  # (a new dict: a query reading the old one meanwhile keeps a consistent one)
         self.changes += 1
         self._on_write_cb()
 
