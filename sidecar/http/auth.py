@@ -43,14 +43,14 @@ def load_token(path: Path, create: bool) -> str:
     if create and not path.exists():
         token = secrets.token_urlsafe(32)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
         except FileExistsError:
             pass  # made meanwhile: read it below
         except OSError as exc:
             raise TokenFileError(f"cannot create the token file {path}: {exc.strerror or exc}") from None
         else:
-            with os.fdopen(fd, "w", encoding="ascii") as f:
-                f.write(token + "\n")
+            with os.fdopen(fd, "wb") as f:
+                f.write(token.encode() + b"\n")
             return token
     try:
         token = path.read_text(encoding="utf-8").strip()
