@@ -40,6 +40,12 @@ class DeadlineH11(H11Protocol):
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            # asyncio sets it only on sockets made with proto IPPROTO_TCP, and socket.create_server makes
+            # them with 0: without it an answer's headers and body are two writes, the second held back by
+            # Nagle until the client's delayed ACK: 40 ms a request (measured 44 ms p50 for `ping`, 0.3 ms with it)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._header_timer: asyncio.TimerHandle | None = None
         self._arm()
 
