@@ -136,6 +136,16 @@ def test_token_and_host_are_checked_before_anything(server, client):
     assert (status, err["code"]) == (421, "bad_host") and "evil.example" in err["message"]
     status, err = client.call("GET", "/no/such/route")
     assert (status, err["code"]) == (404, "not_found")
+    # no CORS unless --allow-origin: a page of another origin cannot read an answer
+    client.conn.request(
+        "POST",
+        "/v1/command",
+        body=b'{"type":"ping"}',
+        headers={"Authorization": f"Bearer {client.token}", "Origin": "http://evil.example"},
+    )
+    answer = client.conn.getresponse()
+    answer.read()
+    assert answer.status == 200 and answer.getheader("access-control-allow-origin") is None
     other = Client(server.ready, token="")  # a 404 is no way to probe the routes without the token
     assert other.call("GET", "/no/such/route")[0] == 401
     other.close()
@@ -378,10 +388,34 @@ def test_another_address_than_loopback_needs_a_token_file_made_by_the_operator(t
     sc._stderr.close()
     missing.write_text("operator-made-token-0123456789\n")
     os.chmod(missing, 0o600)
-    sc = Sidecar(tmp_path / "data", "--listen", "0.0.0.0:0", "--token-file", str(missing), command=SERVE)
+    origin = "http://localhost:5173"
+    sc = Sidecar(
+        tmp_path / "data",
+        "--listen",
+        "0.0.0.0:0",
+        "--token-file",
+        str(missing),
+        "--allow-origin",
+        origin,
+        command=SERVE,
+    )
     assert "not a loopback address" in sc.stderr()
     c = Client({**sc.ready, "url": sc.ready["url"].replace("0.0.0.0", "127.0.0.1")})
     assert c.command({"type": "ping"}) == (200, {"type": "pong"})
+    # --allow-origin: a browser's preflight (which carries no token) is answered for that origin only
+    preflight = {
+        "Origin": origin,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization",
+    }
+    c.conn.request("OPTIONS", "/v1/command", headers=preflight)
+    answer = c.conn.getresponse()
+    answer.read()
+    assert answer.status == 200 and answer.getheader("access-control-allow-origin") == origin
+    c.conn.request("OPTIONS", "/v1/command", headers={**preflight, "Origin": "http://evil.example"})
+    answer = c.conn.getresponse()
+    answer.read()
+    assert answer.status == 400 and answer.getheader("access-control-allow-origin") is None
     assert c.command({"type": "shutdown"})[0] == 200
     assert sc.proc.wait(60) == 0
     sc._stderr.close()

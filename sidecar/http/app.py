@@ -41,6 +41,7 @@ from ..wire import (
     RecallRequest,
     ShutdownRequest,
     StatsRequest,
+    SyncRequest,
     decode,
     encode,
     validate_request,
@@ -65,12 +66,14 @@ READS = (
     HistoryRequest,
     StatsRequest,
     HealthRequest,
-    PingRequest,
     MemoryInstructionsRequest,
     EntitiesRequest,
     EntityRequest,
     GraphRecallRequest,
 )
+# Requests that only wait (for background extraction) or touch nothing: outside the lock, so that a `sync` of up to
+# its timeout does not hold up the other clients
+WAITS = (SyncRequest, PingRequest)
 JSON = "application/json"
 
 
@@ -187,6 +190,8 @@ def build_app(
     limiter = anyio.CapacityLimiter(settings.threads)
 
     def call(request: Any) -> BaseModel:
+        if isinstance(request, WAITS):
+            return handle(request)
         with lock.read() if isinstance(request, READS) else lock.write():
             return handle(request)
 
