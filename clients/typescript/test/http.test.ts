@@ -1,5 +1,6 @@
 // The HTTP transport end to end against a REAL `memory-sidecar serve` ($SIDECAR_PYTHON -m sidecar serve, default
-// python3): the real model, a real LanceDB data dir in a temp folder, real sockets and the global fetch.
+// python3, or the frozen binary at $SIDECAR_BIN): the real model, a real LanceDB data dir in a temp folder, real
+// sockets and the global fetch.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { HttpTransport, MemorySidecar, SidecarError } from '../src/index.js';
 import { LineSplitter } from '../src/lines.js';
 
 const PYTHON = process.env.SIDECAR_PYTHON || 'python3';
+const BIN = process.env.SIDECAR_BIN || undefined;
 const REPO = fileURLToPath(new URL('../../../..', import.meta.url)); // dist/test/ -> the repo root
 const TIMEOUT = { timeout: 180_000 };
 
@@ -22,10 +24,10 @@ interface Served {
 }
 
 async function serve(dataDir: string): Promise<Served> {
-  const child = spawn(PYTHON, ['-m', 'sidecar', 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--ttl-days', '0'], {
-    cwd: REPO,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const argv = ['serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--ttl-days', '0'];
+  const child = BIN
+    ? spawn(BIN, argv, { cwd: tmpdir(), stdio: ['pipe', 'pipe', 'pipe'] })
+    : spawn(PYTHON, ['-m', 'sidecar', ...argv], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stderr.resume();
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const first = await new Promise<string>((resolve, reject) => {
