@@ -64,10 +64,12 @@ class DeadlineH11(H11Protocol):
             self._disarm()
 
     def on_response_complete(self) -> None:
+        # armed before uvicorn starts a pipelined request already read: that one's new cycle is then not the
+        # one timed, and the deadline leaves it alone
         self._disarm()
-        super().on_response_complete()
         if not self.transport.is_closing():
             self._arm()
+        super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -75,7 +77,7 @@ class DeadlineH11(H11Protocol):
 
     def _too_slow(self) -> None:
         self._header_timer = None
-        if self.transport.is_closing() or (self.cycle is not None and self.cycle is not self._timed):
+        if self.transport.is_closing() or self.cycle is not self._timed:  # a request's headers came meanwhile
             return
         body = encode(
             InvalidRequest(
