@@ -419,3 +419,52 @@ def test_another_address_than_loopback_needs_a_token_file_made_by_the_operator(t
     assert c.command({"type": "shutdown"})[0] == 200
     assert sc.proc.wait(60) == 0
     sc._stderr.close()
+
+
+# ----------------------------------------------------------------- pure logic: options, Host names, statuses
+
+
+def test_listen_addresses_and_the_options_page():
+    from sidecar.runtime.config import FACE_OPTIONS, ConfigError, resolve
+    from sidecar.runtime.face_values import parse_listen
+
+    assert parse_listen("127.0.0.1:7438") == ("127.0.0.1", 7438)
+    assert parse_listen("[::1]:0") == ("::1", 0)
+    assert parse_listen(":9000") == ("127.0.0.1", 9000)
+    for bad in ("127.0.0.1", "::1:80", "host:port", "127.0.0.1:70000"):
+        with pytest.raises(ValueError):
+            parse_listen(bad)
+    assert resolve(["--data-dir", "/tmp/x"], {}, face="serve").listen == "127.0.0.1:7438"
+    with pytest.raises(ConfigError, match="--listen"):
+        resolve(["--listen", "nowhere"], {}, face="serve")
+    with pytest.raises(ConfigError, match="--allow-origin"):
+        resolve(["--allow-origin", "localhost:5173"], {}, face="serve")
+    page = (Path(__file__).resolve().parent.parent / "docs" / "http.md").read_text()
+    for opt in FACE_OPTIONS["serve"]:
+        assert f"`{opt.flag}`" in page and f"`{opt.env}`" in page, opt.name
+
+
+def test_host_names_accepted_for_each_listen_address():
+    from sidecar.http import Guard
+
+    loopback = Guard.for_listen("t" * 32, "127.0.0.1", 7438)
+    assert {"127.0.0.1:7438", "localhost:7438", "[::1]:7438", "localhost"} <= loopback.hosts
+    assert loopback.check("localhost:7438", "Bearer " + "t" * 32, "") is None
+    assert loopback.check("evil.example:7438", "Bearer " + "t" * 32, "").code == "bad_host"
+    assert loopback.check("127.0.0.1:7438", "Basic " + "t" * 32, "").code == "unauthorized"
+    assert Guard.for_listen("t" * 32, "0.0.0.0", 80).hosts is None  # any Host; the token still holds
+    assert Guard.for_listen("t" * 32, "192.168.1.5", 80).hosts == {"192.168.1.5", "192.168.1.5:80"}
+
+
+def test_every_error_code_has_a_status():
+    from sidecar.http import STATUS_BY_CODE
+    from sidecar.wire.errors import ERROR_CODES
+
+    assert set(ERROR_CODES) <= set(STATUS_BY_CODE)
+    assert {STATUS_BY_CODE[c] for c in ("invalid_request", "not_found", "conflict", "too_large", "internal")} == {
+        400,
+        404,
+        409,
+        413,
+        500,
+    }
