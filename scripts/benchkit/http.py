@@ -16,6 +16,7 @@ client count:
 
     python scripts/bench.py http                              # 1, 8, 32 clients x 100 requests
     python scripts/bench.py http --clients 1,8 --requests 40  # smaller
+    python scripts/bench.py http --clients 32,32,32 --requests 104 --queries-only   # rss over 10,000 requests
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ Call = Callable[[dict[str, Any]], dict[str, Any]]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", default="1,8,32", help="client counts, comma-separated")
     parser.add_argument("--requests", type=int, default=100, help="requests per client per level")
+    parser.add_argument(
+        "--transports", default="pipe,http", help="which to run, comma-separated (http alone: a memory run)"
+    )
+    parser.add_argument(
+        "--queries-only",
+        action="store_true",
+        help="each client stores one note, then only queries it: the data hardly grows, so the rss shows leaks",
+    )
     add_sidecar_arguments(parser, timeout=300.0)
     parser.add_argument("--json", type=Path, help="write the figures here too")
 
@@ -127,7 +136,7 @@ class Served:
         return code
 
 
-def level(calls: list[Call], requests: int, tag: str) -> dict[str, Any]:
+def level(calls: list[Call], requests: int, tag: str, queries_only: bool = False) -> dict[str, Any]:
     """Every client's requests, all clients at once; latencies, errors, and what each stored."""
     stores: list[float] = []
     queries: list[float] = []
@@ -139,11 +148,12 @@ def level(calls: list[Call], requests: int, tag: str) -> dict[str, Any]:
         user = f"{tag}-{n}"
         mine: list[str] = []
         for i in range(requests):
-            store = i % 2 == 0
+            store = i == 0 if queries_only else i % 2 == 0
+            asked = 0 if queries_only else i - 1
             request = (
                 {"type": "store", "user_id": user, "content": f"note {i} from client {n}: the {i}th thing I did today"}
                 if store
-                else {"type": "query", "user_id": user, "text": f"the {i - 1}th thing I did", "limit": 5}
+                else {"type": "query", "user_id": user, "text": f"the {asked}th thing I did", "limit": 5}
             )
             t0 = time.perf_counter()
             try:
@@ -193,6 +203,7 @@ def row(transport: str, clients: int, result: dict[str, Any], rss_mib: float) ->
 
 def run(args: argparse.Namespace) -> int:
     counts = [int(c) for c in args.clients.split(",") if c.strip()]
+    transports = [t.strip() for t in args.transports.split(",") if t.strip() in ("pipe", "http")]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         base = Path(tmp)
@@ -202,13 +213,13 @@ def run(args: argparse.Namespace) -> int:
         served = Served(args.python, base / "http", base / "http.log")
         try:
             mux = PipeMux(pipe)
-            for clients in counts:
-                for transport in ("pipe", "http"):
+            for n, clients in enumerate(counts):
+                for transport in transports:
                     log(f"{transport}: {clients} clients x {args.requests} requests")
                     calls: list[Call] = (
                         [mux.call] * clients if transport == "pipe" else [served.client() for _ in range(clients)]
                     )
-                    result = level(calls, args.requests, f"{transport}{clients}")
+                    result = level(calls, args.requests, f"{transport}{clients}-{n}", args.queries_only)
                     pid = pipe.pid if transport == "pipe" else served.proc.pid
                     rows.append(row(transport, clients, result, rss_kib(pid) / 1024))
                     for err in result["errors"][:3]:
@@ -218,8 +229,9 @@ def run(args: argparse.Namespace) -> int:
             pipe.finish(120)
         if code != 0:
             raise BenchError(f"serve exited {code} on SIGTERM (expected 0); see its log")
-    print_table(rows, title=f"HTTP face vs pipe, {args.requests} requests per client (stores and queries alternating)")
-    for clients in counts:
+    mix = "one store, then queries" if args.queries_only else "stores and queries alternating"
+    print_table(rows, title=f"HTTP face vs pipe, {args.requests} requests per client ({mix})")
+    for clients in dict.fromkeys(counts) if len(transports) == 2 else ():
         by = {r["transport"]: r for r in rows if r["clients"] == clients}
         ratio = by["http"]["query p50"] / by["pipe"]["query p50"] if by["pipe"]["query p50"] else float("nan")
         print(f"{clients} clients: query p50 http/pipe = {ratio:.2f}x")
