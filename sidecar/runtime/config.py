@@ -445,7 +445,7 @@ FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
         Option(
             "allow_origin",
             parse_origins,
-            (),
+            None,
             "Browser origins allowed to call the API (CORS), comma-separated, e.g. http://localhost:5173. "
             "Default: none.",
         ),
@@ -531,7 +531,7 @@ class Config:
     token: str | None = None  # the inspector's URL token (--token); None: a random one
     listen: str = DEFAULT_LISTEN  # the HTTP face's address (--listen), HOST:PORT
     token_file: str | None = None  # the HTTP face's token file (--token-file); None: http-token in the data dir
-    allow_origin: tuple[str, ...] = ()  # the HTTP face's CORS origins (--allow-origin)
+    allow_origin: tuple[str, ...] | None = None  # the HTTP face's CORS origins (--allow-origin); None: no CORS
     request_timeout: float = 10.0  # the HTTP face's deadline for a request's headers, then its body
     s3_endpoint: str | None = None
     s3_region: str | None = None

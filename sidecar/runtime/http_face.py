@@ -108,7 +108,7 @@ def run(config: Config) -> int:
             guard=Guard.for_listen(token, host, port),
             max_body_bytes=config.max_line_bytes,
             body_seconds=config.request_timeout,
-            allow_origins=config.allow_origin,
+            allow_origins=config.allow_origin or (),
         )
         native_memory.release_code_pages()
     except Exception as exc:
