@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import logging
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..wire.errors import BadHost, SidecarError, Unauthorized
-
-log = logging.getLogger("sidecar.http")
 
 TOKEN_FILE = "http-token"  # in a local data dir, when --token-file names none
 MIN_TOKEN_CHARS = 16
@@ -65,8 +62,6 @@ def load_token(path: Path, create: bool) -> str:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenFileError(f"cannot read the token file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if os.name == "posix" and path.stat().st_mode & 0o077:
-        log.warning("the token file %s is readable by other users: chmod 600 %s", path, path)
     if len(token) < MIN_TOKEN_CHARS or not token.isascii() or any(c.isspace() for c in token):
         raise TokenFileError(
             f"the token file {path} must hold one token of at least {MIN_TOKEN_CHARS} printable ASCII characters"

@@ -25,7 +25,7 @@ from .face_values import parse_listen
 from .frozen import bundle_dir
 from .maintenance import maintain
 from .mcp_face import install_hint
-from .platform import on_stop_signals
+from .platform import on_stop_signals, open_to_others
 
 log = logging.getLogger("sidecar.server")
 
@@ -95,6 +95,8 @@ def run(config: Config) -> int:
             token = load_token(token_path, create)
         except TokenFileError as exc:
             raise Startup(str(exc)) from None
+        if open_to_others(token_path):
+            log.warning("the token file %s is readable by other users: chmod 600 %s", token_path, token_path)
         if not loopback:
             log.warning(
                 "listening on %s, not a loopback address: every client that can reach it and holds the token "
