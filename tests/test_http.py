@@ -274,6 +274,19 @@ def test_a_client_gone_mid_answer_leaves_the_server_serving(server, client):
     assert status == 200 and found["messages"], found
 
 
+def test_keep_alive_and_pipelined_requests_are_answered_in_order(server, client):
+    one = orjson.dumps({"type": "ping", "request_id": 1})
+    two = orjson.dumps({"type": "stats", "request_id": 2})
+    head = f"POST /v1/command HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {client.token}\r\n"
+    data = b"".join(
+        f"{head}Content-Length: {len(body)}\r\n{close}\r\n".encode() + body
+        for body, close in ((one, ""), (two, "Connection: close\r\n"))
+    )
+    answer = raw_exchange(server.ready, data)  # both in one write, on one connection
+    assert answer.count(b"HTTP/1.1 200") == 2, answer
+    assert answer.index(b'"request_id":1') < answer.index(b'"request_id":2')
+
+
 def test_eight_clients_at_once_lose_nothing(server):
     errors: list[Any] = []
     stored: dict[int, list[str]] = {}
