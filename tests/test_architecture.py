@@ -15,7 +15,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "sidecar"
 LOWER = {"wire", "storage", "embedding", "llm", "text"}  # import no other part of the sidecar
 DOMAINS = {"messages", "facts", "conversation", "graph", "portable"}
-FACES = {"mcp"}  # protocols beside NDJSON: runtime hands them the dispatcher's request handler
+FACES = {"mcp", "http"}  # protocols beside NDJSON: runtime hands them the dispatcher's request handler
 # read-only views of a data dir beside a running sidecar (no dispatcher: that needs the writer's lock);
 # runtime hands them the embedder's function
 READERS = {"inspector"}

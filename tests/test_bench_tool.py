@@ -41,6 +41,7 @@ SUBCOMMANDS = (
     "multilingual",
     "hostile-files",
     "prompt",
+    "http",
 )
 # stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
 FAKE = """

@@ -459,6 +459,27 @@ def test_mcp_face_is_left_out_and_says_how_to_get_it(frozen_binary, tmp_path):
     assert not (tmp_path / "data").exists()
 
 
+@posix_only("SIGTERM")
+def test_http_face_serves_from_the_binary(frozen_binary, tmp_path, spawn):
+    """`serve` is in the binary (pyinstaller.spec: uvicorn's string imports): ready with url and token_file, a
+    seed route and a command over real HTTP, SIGTERM exits 0."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    sc = spawn("--listen", "127.0.0.1:0", command=[str(frozen_binary), "serve"], base_env=host_env(tmp_path))
+    url = urlsplit(sc.ready["url"])
+    head = {"Authorization": "Bearer " + Path(sc.ready["token_file"]).read_text().strip()}
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    conn.request("POST", "/ingest", body=b'{"user_id":"u","content":"my cat Miso"}', headers=head)
+    stored = orjson.loads(conn.getresponse().read())
+    conn.request("POST", "/v1/command", body=b'{"type":"query","user_id":"u","text":"pets","limit":1}', headers=head)
+    found = orjson.loads(conn.getresponse().read())
+    assert [m["id"] for m in found["messages"]] == [stored["id"]], (stored, found)
+    conn.close()
+    sc.proc.send_signal(signal.SIGTERM)
+    assert sc.proc.wait(60) == 0, sc.stderr()
+
+
 HOST = textwrap.dedent("""
     import json, subprocess, sys, time
     child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)

@@ -57,8 +57,6 @@ EXCLUDES = [
     "hf_xet",
     "httpx",
     "httpcore",
-    "h11",
-    "anyio",
     "onnx",
     "onnxruntime.transformers",
     "onnxruntime.quantization",
@@ -74,8 +72,10 @@ EXCLUDES = [
     "sqlite3",
     "pdb",
     "yaml",
+    # (h11 and anyio stay: the HTTP face, `memory-sidecar serve`, is in the binary: starlette, uvicorn, h11,
+    # anyio and click, about 2 MB unpacked, docs/http.md)
     # the MCP face (`memory-sidecar mcp`) is an optional extra of the Python package, not of the binary
-    # (its SDK pulls starlette, uvicorn, cryptography, ...); the binary says so and exits 2
+    # (its SDK pulls cryptography, pydantic-settings, sse-starlette, ...); the binary says so and exits 2
     "sidecar.mcp",
     "mcp",
     "mcp_types",

@@ -1,6 +1,6 @@
 """Command-line entry point: resolve the configuration, set up stderr logging, run the server (the
-NDJSON one, with the `mcp` subcommand the MCP one, with `inspect` the read-only web page), or the
-`export` / `import` subcommands. Importing this module turns Python's cyclic collector off (start-up's
+NDJSON one, with the `mcp` subcommand the MCP one, with `serve` the HTTP one, with `inspect` the read-only
+web page), or the `export` / `import` subcommands. Importing this module turns Python's cyclic collector off (start-up's
 imports, collector.py) until `main` hands over to a face or the NDJSON server says `ready`."""
 
 from __future__ import annotations
@@ -99,6 +99,22 @@ def _portable(args: list[str]) -> int:
     return code
 
 
+def _serve(argv: list[str]) -> int:
+    from .http_face import extra_missing, run
+
+    missing = extra_missing()
+    config = _configured(argv, "serve", logging_too=not missing)
+    if config is None:
+        return 2
+    if missing:
+        print(f"memory-sidecar serve: {missing}", file=sys.stderr)
+        return 2
+    from .frozen import exit_now
+
+    code = run(config)
+    exit_now(code, PARENT)  # the store is closed and every answer sent
+
+
 def _inspect(argv: list[str]) -> int:
     config = _configured(argv, "inspect")
     if config is None:
@@ -111,6 +127,7 @@ def _inspect(argv: list[str]) -> int:
 # The subcommands, each given the whole argument list (its own name first); no subcommand: the NDJSON server.
 FACES: dict[str, Callable[[list[str]], int]] = {
     "mcp": lambda args: _mcp(args[1:]),  # `memory-sidecar mcp ...`: the same memory as an MCP server
+    "serve": lambda args: _serve(args[1:]),  # `memory-sidecar serve ...`: the same memory over HTTP (docs/http.md)
     "inspect": lambda args: _inspect(args[1:]),  # `memory-sidecar inspect ...`: a read-only web page over a data dir
     "export": _portable,  # `memory-sidecar export|import ...`: portability from the shell
     "import": _portable,

@@ -19,7 +19,7 @@ from ..embedding.spec import MAX_PREFIX_CHARS
 from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
 from ..text import parse_languages
 from ..wire.errors import MAX_QUOTE, clip, quote
-from .face_values import parse_port, parse_token, parse_user_id
+from .face_values import DEFAULT_LISTEN, check_listen, parse_origins, parse_port, parse_token, parse_user_id
 
 ENV_PREFIX = "MEMORY_SIDECAR_"
 
@@ -427,6 +427,36 @@ FACE_OPTIONS: dict[str, tuple[Option, ...]] = {
             "each start; an empty value turns the check off).",
         ),
     ),
+    "serve": (
+        Option(
+            "listen",
+            check_listen,
+            DEFAULT_LISTEN,
+            "HOST:PORT to serve HTTP on (port 0: a free one; IPv6 as [::1]:PORT). An address other than loopback "
+            "needs a --token-file you made.",
+        ),
+        Option(
+            "token_file",
+            str,
+            None,
+            "The file holding the bearer token clients send (Authorization: Bearer ...). Default: http-token in "
+            "the data dir, made (0600) at the first start.",
+        ),
+        Option(
+            "allow_origin",
+            parse_origins,
+            None,
+            "Browser origins allowed to call the API (CORS), comma-separated, e.g. http://localhost:5173. "
+            "Default: none.",
+        ),
+        Option(
+            "request_timeout",
+            _positive_float,
+            10.0,
+            "Seconds a request's line and headers, and then its body, may take to arrive (a slow or idle "
+            "connection is closed with 408).",
+        ),
+    ),
 }
 # The shared options the inspector reads (it writes nothing, so expiry, compaction, LLM ... do not apply).
 INSPECT_SHARED = (
@@ -499,6 +529,10 @@ class Config:
     user: str = "default"  # the MCP face's default user (--user)
     port: int = 0  # the inspector's port (--port)
     token: str | None = None  # the inspector's URL token (--token); None: a random one
+    listen: str = DEFAULT_LISTEN  # the HTTP face's address (--listen), HOST:PORT
+    token_file: str | None = None  # the HTTP face's token file (--token-file); None: http-token in the data dir
+    allow_origin: tuple[str, ...] | None = None  # the HTTP face's CORS origins (--allow-origin); None: no CORS
+    request_timeout: float = 10.0  # the HTTP face's deadline for a request's headers, then its body
     s3_endpoint: str | None = None
     s3_region: str | None = None
     s3_access_key_id: str | None = None
@@ -540,11 +574,18 @@ INSPECT_DESCRIPTION = (
 )
 
 
+SERVE_DESCRIPTION = (
+    "Serves the same memory over HTTP/1.1 for bots that run in several processes: POST /v1/command takes any "
+    "request the pipe takes; POST /ingest, /recall, /context and GET /health are shortcuts; GET /openapi.json "
+    "describes them. Every request carries the token of --token-file (Authorization: Bearer ...). Prints one "
+    "ready line with its url and token_file on stdout; logs on stderr (docs/http.md). Needs the package's http extra."
+)
+FACE_DESCRIPTIONS = {"mcp": MCP_DESCRIPTION, "inspect": INSPECT_DESCRIPTION, "serve": SERVE_DESCRIPTION}
+
+
 def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
-    if face in ("mcp", "inspect"):
-        parser = argparse.ArgumentParser(
-            prog=f"memory-sidecar {face}", description=MCP_DESCRIPTION if face == "mcp" else INSPECT_DESCRIPTION
-        )
+    if face in FACE_DESCRIPTIONS:
+        parser = argparse.ArgumentParser(prog=f"memory-sidecar {face}", description=FACE_DESCRIPTIONS[face])
         return add_options(parser, face_options(face))
     parser = argparse.ArgumentParser(
         prog="memory-sidecar",
@@ -557,7 +598,8 @@ def build_parser(face: str = "ndjson") -> argparse.ArgumentParser:
         epilog=(
             'Example: printf \'{"type":"store","user_id":"1","content":"I have a cat"}\\n'
             '{"type":"query","user_id":"1","text":"pets","limit":1}\\n\' | memory-sidecar --data-dir /tmp/mem. '
-            "The same memory as a Model Context Protocol server: memory-sidecar mcp --help. A read-only web "
+            "The same memory as a Model Context Protocol server: memory-sidecar mcp --help; over HTTP: "
+            "memory-sidecar serve --help. A read-only web "
             "page over a data dir: memory-sidecar inspect --help. Export and import (another machine, a backup): "
             "memory-sidecar export --help, memory-sidecar import --help."
         ),

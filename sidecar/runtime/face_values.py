@@ -1,5 +1,5 @@
 """Parsers of the values of options that only one face takes (config.FACE_OPTIONS): the MCP face's user, the
-inspector's port and token."""
+inspector's port and token, the HTTP face's address and origins."""
 
 from __future__ import annotations
 
@@ -25,3 +25,33 @@ def parse_token(value: str) -> str:
     if not all(c.isascii() and (c.isalnum() or c in "-_") for c in v):
         raise ValueError("may hold only letters, digits, '-' and '_' (it goes into a URL and a cookie)")
     return v
+
+
+DEFAULT_PORT = 7438  # the HTTP face's port (docs/http.md)
+DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """HOST:PORT, [IPv6]:PORT, or :PORT (loopback) -> (host, port)."""
+    v = value.strip()
+    host, sep, port = v.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"must be HOST:PORT (e.g. 127.0.0.1:{DEFAULT_PORT}, [::1]:0), got {quote(value)}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"an IPv6 address goes in brackets ([::1]:{DEFAULT_PORT}), got {quote(value)}")
+    return (host or "127.0.0.1"), parse_port(port)
+
+
+def check_listen(value: str) -> str:
+    parse_listen(value)
+    return value.strip()
+
+
+def parse_origins(value: str) -> tuple[str, ...]:
+    origins = tuple(o.strip().rstrip("/") for o in value.split(",") if o.strip())
+    for o in origins:
+        if o != "*" and not (o.startswith(("http://", "https://")) and "/" not in o.split("://", 1)[1]):
+            raise ValueError(f"an origin is scheme://host[:port] (or *), got {quote(o)}")
+    return origins

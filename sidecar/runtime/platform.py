@@ -177,3 +177,11 @@ def _started_windows(pid: int) -> float:
     return (
         ((now.dwHighDateTime << 32) | now.dwLowDateTime) - ((created.dwHighDateTime << 32) | created.dwLowDateTime)
     ) / 1e7  # FILETIMEs count 100 ns
+
+
+def open_to_others(path: str | os.PathLike[str]) -> bool:
+    """Whether other users may read or write the file: POSIX mode bits (group or other); on Windows, where the
+    bits do not say it (access is by ACL, and a file in the user's profile is theirs), never."""
+    if WINDOWS:
+        return False
+    return bool(os.stat(path).st_mode & 0o077)

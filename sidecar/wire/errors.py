@@ -95,6 +95,18 @@ class IoError(SidecarError):
     code = "io_error"
 
 
+class Unauthorized(SidecarError):
+    """HTTP face: no bearer token, a wrong one, or a token in the URL (`Authorization: Bearer <token>` only)."""
+
+    code = "unauthorized"
+
+
+class BadHost(SidecarError):
+    """HTTP face: the Host header names another host than the address `serve` listens on (DNS rebinding)."""
+
+    code = "bad_host"
+
+
 class Internal(SidecarError):
     """Unexpected failure while serving a request; the process keeps serving."""
 
@@ -126,5 +138,7 @@ ERROR_CLASSES: tuple[type[SidecarError], ...] = (
     IoError,
     Internal,
     StartupFailed,
+    Unauthorized,
+    BadHost,
 )
 ERROR_CODES = tuple(c.code for c in ERROR_CLASSES)

@@ -114,6 +114,10 @@ class ReadyResponse(WireModel):
     data_dir: str
     memories: int
     startup_ms: int
+    url: str | None = Field(None, description="`memory-sidecar serve` only: the HTTP face's base URL.")
+    token_file: str | None = Field(
+        None, description="`memory-sidecar serve` only: the file holding the bearer token its clients send."
+    )
 
 
 class PongResponse(ResponseBase):

@@ -1001,7 +1001,15 @@ export interface ReadyResponse {
   model_digest: string;
   protocol: number;
   startup_ms: number;
+  /**
+   * `memory-sidecar serve` only: the file holding the bearer token its clients send.
+   */
+  token_file?: string | null;
   type: 'ready';
+  /**
+   * `memory-sidecar serve` only: the HTTP face's base URL.
+   */
+  url?: string | null;
   version: string;
 }
 /**
