@@ -33,11 +33,14 @@ from .predicates import AS_FACT, PREDICATES, FoundRelation, single_valued
 __all__ = ["AS_FACT", "PREDICATES", "FoundRelation", "find_relations", "single_valued"]
 
 
-def find_relations(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:
+def find_relations(text: str, known: Mapping[str, str] | None = None, language: str = "en") -> list[FoundRelation]:
     """The relations stated in `text`, in order of appearance. `known`: the user's known names (folded name ->
     entity type, the graph's gazetteer), for people named without an introduction and names in lower case.
     The reader's patterns are compiled at its first use (about 0.1 s), in the graph builder's thread after
-    `ready`, not at start-up."""
+    `ready`, not at start-up. `language`: the memory's language (sidecar/text's decision); one with no lexicon
+    (graph/lang/) yields nothing."""
+    from ..lang import lexicon
     from .reader import read
 
-    return read(text, known)
+    lex = lexicon(language)
+    return read(text, known, lex) if lex is not None else []
