@@ -985,4 +985,4 @@ GRAMMAR = ClauseGrammar(
     future=FUTURE,
 )
 
-LEXICON = Lexicon(code="en", clauses=GRAMMAR)
+LEXICON = Lexicon(code="en", clauses=GRAMMAR, first_person=re.compile(r"\b(?:I|I'm|I've|my|My|me)\b"))

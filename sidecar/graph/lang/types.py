@@ -5,7 +5,7 @@ graph asks of a language (first person, validity, "what is true now")."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 Pattern = re.Pattern[str]
@@ -123,8 +123,62 @@ class ClauseGrammar:
 
 
 @dataclass(frozen=True)
+class Cue:
+    """One way a language states a relation: a pattern whose group `o` is the object (and `k` a kin word, for the
+    predicate the kin word makes: "Meine Schwester ist mit Jan verheiratet"), matched anywhere in a clause (so it
+    works in scripts written without spaces: "搬到了上海", "大阪に引っ越しました")."""
+
+    predicate: str  # a graph predicate (relations/predicates.py)
+    pattern: Pattern
+    subject: str = "self"  # "self": a first-person form; "person": a third-person form (a person named before
+    # it, or the one introduced in the sentence); "any": the person before it, else the speaker
+    ended: bool = False  # it says the relation no longer holds ("quit", "no longer", "moved away from")
+    thing: bool = False  # its object is a thing (likes/dislikes): not a name, its article dropped
+
+
+@dataclass(frozen=True)
+class CueGrammar:
+    """A language read by cue (every language but English): the cues, the introductions of people ("meine
+    Schwester Lena", "我妹妹叫小红", "友達の田中さん"), and what stops a reading."""
+
+    cues: tuple[Cue, ...]
+    introductions: tuple[Pattern, ...]  # groups `k` (a kin word of `kin`) and `n` (the person's name)
+    kin: Mapping[str, str]  # kin word (casefolded) -> predicate; "" for people kept without one
+    she: frozenset[str]  # kin words a "she" refers back to
+    he: frozenset[str]
+    pronouns: Mapping[str, str]  # a third-person pronoun (casefolded) -> "she" / "he"
+    sentence_end: Pattern
+    clause_cut: Pattern  # where a clause ends inside a sentence (a comma, "aber", "但是")
+    question: Pattern  # a sentence that asks (searched in the sentence)
+    block: Pattern  # what makes a clause say nothing current: negation, modality, wishes, plans, hypotheticals
+    self_before: Pattern  # what may come before an "any" cue for the speaker to be its subject (fullmatch)
+    link: Pattern  # what may come between a person's name and their cue (fullmatch)
+    name: Pattern  # a name where the language marks one (a capital, or a script's run); for unknown subjects
+    not_names: frozenset[str]  # words that are never a name (casefolded): nouns, food, days, common words
+    article: Pattern  # a leading article dropped from an object
+    honorifics: Pattern  # a title or honorific after a name, dropped ("さん")
+    cased: bool = True  # the script has case: a name object starts with a capital
+
+
+@dataclass(frozen=True)
 class Lexicon:
     """One language's words for the graph."""
 
     code: str  # ISO 639-1, as sidecar/text decides a memory's language
     clauses: ClauseGrammar | None = None  # read clause by clause (English)
+    cues: CueGrammar | None = None  # read by cue (the other languages)
+    capitalised_nouns: bool = False  # every noun is capitalised (German): a capital is no evidence of a name
+    first_person: Pattern | None = None  # the speaker speaking of themself: what sends a memory to the LLM tier
+
+
+def expand(pattern: str, parts: Mapping[str, str]) -> Pattern:
+    """A lexicon's pattern with its `{PART}` placeholders filled ({NAME}, {KIN}, {TITLE}, ...), compiled."""
+    for key, value in parts.items():
+        pattern = pattern.replace("{" + key + "}", value)
+    return re.compile(pattern)
+
+
+def alternation(words: Iterable[str]) -> str:
+    """A regex alternation of words, longest first (a space matches any run of spaces)."""
+    items = sorted(set(words), key=len, reverse=True)
+    return "(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in items) + ")"
