@@ -166,3 +166,28 @@ def test_german_nouns_are_not_people_and_a_language_without_a_lexicon_makes_no_r
     store_all(sc, "lang-none", ["Я живу в Москве и работаю в Яндексе.", "Мой брат Иван живёт в Казани."])
     got = sc.request({"type": "entity", "user_id": "lang-none", "name": "Caroline"})
     assert got["type"] == "error" or got["relations"] == [], got  # no relation: none rather than a wrong one
+
+
+def test_now_and_before_and_what_is_true_now_in_the_users_language(shared_sidecar):
+    sc, user = shared_sidecar, "lang-validity"
+    t0 = (int(time.time()) // 60 - 20 * 24 * 60) * 60  # twenty days ago: inside the default TTL
+    story = [
+        (0, "Ich wohne in Hamburg."),
+        (3_600, "Das Wetter ist heute schön."),
+        (10 * 86_400, "Ich bin nach Berlin gezogen."),
+    ]
+    msgs = [
+        {"user_id": user, "username": "mara", "content": c, "timestamp": t0 + dt, "channel_id": "c"} for dt, c in story
+    ]
+    hamburg, _weather, berlin = sc.request({"type": "store", "messages": msgs})["ids"]
+
+    def first(question: str) -> str:
+        r = sc.request({"type": "graph_recall", "user_id": user, "text": question, "strengthen": False})
+        assert r["known"], r
+        return r["traces"][0]["episodes"][0]["id"]
+
+    assert first("Wo wohne ich jetzt?") == berlin
+    assert first("Wo habe ich früher gewohnt?") == hamburg
+    r = sc.request({"type": "context", "user_id": user, "text": "Wo wohne ich jetzt?"})
+    now = r["text"][r["text"].index("<true_now>") : r["text"].index("</true_now>")]
+    assert "- Wohnt in Berlin" in now and "Hamburg" not in now, now

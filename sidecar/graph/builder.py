@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -191,13 +191,19 @@ def read_into(
 
 
 def _mentions(g: UserGraph, text: str) -> list[Mention]:
+    gazetteer, max_words = g.gazetteer()
+    return typed_mentions(text, gazetteer, max_words)
+
+
+def typed_mentions(
+    text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None
+) -> list[Mention]:
     """The fast tier's mentions. In a language read by cue (graph/lang/), the people its lexicon introduces and
     the places and employers of its relations come first, typed by the relation; a capitalised span nothing
     types is "other", not a person (in German, where every noun is capitalised, no evidence of a name at all).
     English, the languages without a lexicon, and a line the detector took for another language that reads
     nothing there and speaks English in the first person ("I study computer science at MIT"): the fast tier
     alone, as it always was."""
-    gazetteer, max_words = g.gazetteer()
     lex = lexicon(language(text))
     if lex is None or lex.cues is None:
         return find_mentions(text, gazetteer, max_words)

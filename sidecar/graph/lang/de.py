@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from .latin import QUESTION, SENTENCE_END, gendered, name, thing
-from .types import Cue, CueGrammar, Lexicon, alternation, expand
+from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
 
 KIN = {
     "schwester": "sister",
@@ -200,9 +200,51 @@ GRAMMAR = CueGrammar(
     honorifics=re.compile(r"^(?:Herr|Frau|Dr\.)\s+"),
 )
 
+
+VALIDITY = Validity(
+    present=re.compile(
+        r"\b(?:jetzt|gerade|derzeit|momentan|aktuell|zurzeit|heute|inzwischen|mittlerweile|noch|neue[nrs]?)\b",
+        re.IGNORECASE,
+    ),
+    past=re.compile(r"\b(?:früher|vorher|davor|ehemals|ehemalige[nrs]?|damals|zuvor|alte[nrs]?)\b", re.IGNORECASE),
+    predicates={
+        "lives_in": re.compile(r"wohn|leb|zieh|gezogen|stadt|zuhause", re.IGNORECASE),
+        "works_at": re.compile(r"arbeit|job|firma|arbeitgeber|gekündigt|stelle", re.IGNORECASE),
+        "job_title": re.compile(r"beruf|arbeitet\s+als|arbeite\s+als", re.IGNORECASE),
+        "studies_at": re.compile(r"studier|uni|hochschule", re.IGNORECASE),
+        "partner": re.compile(r"partner|\bfrau\b|\bmann\b|verheiratet|freundin|freund\b", re.IGNORECASE),
+    },
+    sentences={
+        "lives_in": "Wohnt in {o}",
+        "works_at": "Arbeitet bei {o}",
+        "job_title": "Arbeitet als {o}",
+        "studies_at": "Studiert an {o}",
+        "partner": "Partner: {o}",
+        "sister": "Schwester: {o}",
+        "brother": "Bruder: {o}",
+        "mother": "Mutter: {o}",
+        "father": "Vater: {o}",
+        "son": "Sohn: {o}",
+        "daughter": "Tochter: {o}",
+        "relative": "Verwandt mit {o}",
+        "friend": "Befreundet mit {o}",
+        "colleague": "Kollegin oder Kollege: {o}",
+        "has_pet": "Haustier: {o}",
+        "likes": "Mag {o}",
+        "dislikes": "Mag {o} nicht",
+    },
+    others={
+        "lives_in": "{s} wohnt in {o}",
+        "works_at": "{s} arbeitet bei {o}",
+        "job_title": "{s} arbeitet als {o}",
+        "studies_at": "{s} studiert an {o}",
+    },
+)
+
 LEXICON = Lexicon(
     code="de",
     cues=GRAMMAR,
     capitalised_nouns=True,
     first_person=re.compile(r"\b(?:[Ii]ch|[Mm]ein\w*|[Mm]ich|[Mm]ir|[Ww]ir|[Uu]ns\w*)\b"),
+    validity=VALIDITY,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .latin import QUESTION, SENTENCE_END, name, thing
-from .types import Cue, CueGrammar, Lexicon, alternation, expand
+from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
 
 KIN = {
     "hermana": "sister", "hermano": "brother", "madre": "mother", "mamá": "mother", "mama": "mother",
@@ -124,10 +124,53 @@ GRAMMAR = CueGrammar(
     article=re.compile(r"(?:el|la|los|las|un|una)\s+", re.IGNORECASE),
     honorifics=re.compile(r"^(?:Don|Doña|Sr\.|Sra\.)\s+"),
 )
+
+VALIDITY = Validity(
+    present=re.compile(
+        r"\b(?:ahora|actualmente|hoy\s+en\s+día|en\s+este\s+momento|todavía|aún|nuev[oa]s?)\b", re.IGNORECASE
+    ),
+    past=re.compile(
+        r"\b(?:antes|anteriormente|solía|solías|antigu[oa]s?|en\s+el\s+pasado|previamente)\b", re.IGNORECASE
+    ),
+    predicates={
+        "lives_in": re.compile(r"viv|mud|resid|ciudad", re.IGNORECASE),
+        "works_at": re.compile(r"trabaj|empresa|empleo|curro", re.IGNORECASE),
+        "job_title": re.compile(r"profesión|trabaja\s+de|trabaja\s+como", re.IGNORECASE),
+        "studies_at": re.compile(r"estudi|universidad|facultad", re.IGNORECASE),
+        "partner": re.compile(r"pareja|novi[oa]|marido|esposa|casad[oa]", re.IGNORECASE),
+    },
+    sentences={
+        "lives_in": "Vive en {o}",
+        "works_at": "Trabaja en {o}",
+        "job_title": "Trabaja como {o}",
+        "studies_at": "Estudia en {o}",
+        "partner": "Su pareja es {o}",
+        "sister": "Su hermana es {o}",
+        "brother": "Su hermano es {o}",
+        "mother": "Su madre es {o}",
+        "father": "Su padre es {o}",
+        "son": "Su hijo es {o}",
+        "daughter": "Su hija es {o}",
+        "relative": "Es familia de {o}",
+        "friend": "Es amigo de {o}",
+        "colleague": "Trabaja con {o}",
+        "has_pet": "Tiene una mascota llamada {o}",
+        "likes": "Le gusta {o}",
+        "dislikes": "No le gusta {o}",
+    },
+    others={
+        "lives_in": "{s} vive en {o}",
+        "works_at": "{s} trabaja en {o}",
+        "job_title": "{s} trabaja como {o}",
+        "studies_at": "{s} estudia en {o}",
+    },
+)
+
 LEXICON = Lexicon(
     code="es",
     cues=GRAMMAR,
     first_person=re.compile(
         r"\b(?:[Yy]o|[Mm]is?|[Mm]e|[Nn]os|[Nn]uestr[oa]s?|[Cc]onmigo|[Ss]oy|[Ee]stoy|[Tt]engo|[Vv]ivo|[Tt]rabajo|[Ee]studio)\b"
     ),
+    validity=VALIDITY,
 )

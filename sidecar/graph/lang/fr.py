@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .latin import QUESTION, SENTENCE_END, name, thing
-from .types import Cue, CueGrammar, Lexicon, alternation, expand
+from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
 
 KIN = {
     "sœur": "sister", "soeur": "sister", "frère": "brother", "mère": "mother", "maman": "mother",
@@ -127,8 +127,51 @@ GRAMMAR = CueGrammar(
     article=re.compile(r"(?:le|la|les|un|une|des|du)\s+|l['’]", re.IGNORECASE),
     honorifics=re.compile(r"^(?:M\.|Mme|Mlle|Monsieur|Madame)\s+"),
 )
+
+VALIDITY = Validity(
+    present=re.compile(
+        r"\b(?:maintenant|actuellement|en\s+ce\s+moment|aujourd'hui|toujours|encore|nouveau|nouvelle)\b", re.IGNORECASE
+    ),
+    past=re.compile(
+        r"\b(?:avant|auparavant|autrefois|anciennement|ancien|ancienne|précédent|précédente|jadis)\b", re.IGNORECASE
+    ),
+    predicates={
+        "lives_in": re.compile(r"habit|\bvi[tsv]|déménag|ville", re.IGNORECASE),
+        "works_at": re.compile(r"travaill|boulot|job|entreprise|boîte", re.IGNORECASE),
+        "job_title": re.compile(r"métier|profession", re.IGNORECASE),
+        "studies_at": re.compile(r"étudi|université|\bfac\b", re.IGNORECASE),
+        "partner": re.compile(r"\bmari\b|femme|copain|copine|conjoint|marié", re.IGNORECASE),
+    },
+    sentences={
+        "lives_in": "Habite à {o}",
+        "works_at": "Travaille chez {o}",
+        "job_title": "Travaille comme {o}",
+        "studies_at": "Étudie à {o}",
+        "partner": "En couple avec {o}",
+        "sister": "Sa sœur : {o}",
+        "brother": "Son frère : {o}",
+        "mother": "Sa mère : {o}",
+        "father": "Son père : {o}",
+        "son": "Son fils : {o}",
+        "daughter": "Sa fille : {o}",
+        "relative": "Apparenté à {o}",
+        "friend": "Ami de {o}",
+        "colleague": "Travaille avec {o}",
+        "has_pet": "A un animal nommé {o}",
+        "likes": "Aime {o}",
+        "dislikes": "N'aime pas {o}",
+    },
+    others={
+        "lives_in": "{s} habite à {o}",
+        "works_at": "{s} travaille chez {o}",
+        "job_title": "{s} travaille comme {o}",
+        "studies_at": "{s} étudie à {o}",
+    },
+)
+
 LEXICON = Lexicon(
     code="fr",
     cues=GRAMMAR,
     first_person=re.compile(r"(?:\b(?:[Jj]e|[Mm]oi|[Mm]on|[Mm]a|[Mm]es|[Nn]ous|[Nn]otre|[Nn]os|[Oo]n)\b|\b[Jj]['’])"),
+    validity=VALIDITY,
 )

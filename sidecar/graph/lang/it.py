@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .latin import QUESTION, SENTENCE_END, name, thing
-from .types import Cue, CueGrammar, Lexicon, alternation, expand
+from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
 
 KIN = {
     "sorella": "sister", "fratello": "brother", "madre": "mother", "mamma": "mother", "padre": "father",
@@ -128,10 +128,49 @@ GRAMMAR = CueGrammar(
     article=re.compile(r"(?:il|lo|la|i|gli|le|un|una|uno)\s+|l['’]", re.IGNORECASE),
     honorifics=re.compile(r"^(?:Sig\.|Sig\.ra|Signor|Signora|Dott\.)\s+"),
 )
+
+VALIDITY = Validity(
+    present=re.compile(r"\b(?:ora|adesso|attualmente|oggi|ancora|in\s+questo\s+momento|nuov[oa])\b", re.IGNORECASE),
+    past=re.compile(r"\b(?:prima|precedentemente|una\s+volta|in\s+passato|vecchi[oa]|un\s+tempo)\b", re.IGNORECASE),
+    predicates={
+        "lives_in": re.compile(r"abit|viv|trasferit|città", re.IGNORECASE),
+        "works_at": re.compile(r"lavor|azienda|ditta", re.IGNORECASE),
+        "job_title": re.compile(r"mestiere|professione", re.IGNORECASE),
+        "studies_at": re.compile(r"studi|università", re.IGNORECASE),
+        "partner": re.compile(r"marito|moglie|ragazz[oa]|fidanzat|sposat", re.IGNORECASE),
+    },
+    sentences={
+        "lives_in": "Abita a {o}",
+        "works_at": "Lavora presso {o}",
+        "job_title": "Lavora come {o}",
+        "studies_at": "Studia presso {o}",
+        "partner": "Partner: {o}",
+        "sister": "Sorella: {o}",
+        "brother": "Fratello: {o}",
+        "mother": "Madre: {o}",
+        "father": "Padre: {o}",
+        "son": "Figlio: {o}",
+        "daughter": "Figlia: {o}",
+        "relative": "Parente di {o}",
+        "friend": "Amico di {o}",
+        "colleague": "Lavora con {o}",
+        "has_pet": "Ha un animale di nome {o}",
+        "likes": "Ama {o}",
+        "dislikes": "Non ama {o}",
+    },
+    others={
+        "lives_in": "{s} abita a {o}",
+        "works_at": "{s} lavora presso {o}",
+        "job_title": "{s} lavora come {o}",
+        "studies_at": "{s} studia presso {o}",
+    },
+)
+
 LEXICON = Lexicon(
     code="it",
     cues=GRAMMAR,
     first_person=re.compile(
         r"\b(?:[Ii]o|[Mm]io|[Mm]ia|[Mm]iei|[Mm]ie|[Mm]i|[Nn]oi|[Nn]ostr[oaie]|[Ss]ono|[Hh]o|[Aa]bito|[Ll]avoro|[Ss]tudio)\b"
     ),
+    validity=VALIDITY,
 )

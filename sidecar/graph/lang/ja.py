@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .types import Cue, CueGrammar, Lexicon, alternation, expand
+from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
 
 KIN = {
     "妹": "sister", "姉": "sister", "お姉さん": "sister", "姉さん": "sister", "兄": "brother", "お兄さん": "brother",
@@ -98,4 +98,47 @@ GRAMMAR = CueGrammar(
     honorifics=re.compile(r"(?:さん|くん|君|ちゃん|様)$"),
     cased=False,
 )
-LEXICON = Lexicon(code="ja", cues=GRAMMAR, first_person=re.compile(r"私|僕|俺|わたし|ぼく|うち|自分|ています|ました"))
+
+VALIDITY = Validity(
+    present=re.compile(r"今|現在|最近|いま"),
+    past=re.compile(r"以前|前は|昔|元の|前の|かつて|当時"),
+    predicates={
+        "lives_in": re.compile(r"住|引っ越|街"),
+        "works_at": re.compile(r"働|勤め|会社|職場"),
+        "job_title": re.compile(r"職業|仕事は"),
+        "studies_at": re.compile(r"大学|学校|通って"),
+        "partner": re.compile(r"夫|妻|彼氏|彼女|結婚"),
+    },
+    sentences={
+        "lives_in": "{o}に住んでいる",
+        "works_at": "{o}で働いている",
+        "job_title": "{o}をしている",
+        "studies_at": "{o}に通っている",
+        "partner": "パートナーは{o}",
+        "sister": "姉妹：{o}",
+        "brother": "兄弟：{o}",
+        "mother": "母：{o}",
+        "father": "父：{o}",
+        "son": "息子：{o}",
+        "daughter": "娘：{o}",
+        "relative": "親戚：{o}",
+        "friend": "友達：{o}",
+        "colleague": "同僚：{o}",
+        "has_pet": "ペットの名前は{o}",
+        "likes": "{o}が好き",
+        "dislikes": "{o}が嫌い",
+    },
+    others={
+        "lives_in": "{s}は{o}に住んでいる",
+        "works_at": "{s}は{o}で働いている",
+        "job_title": "{s}は{o}をしている",
+        "studies_at": "{s}は{o}に通っている",
+    },
+)
+
+LEXICON = Lexicon(
+    code="ja",
+    cues=GRAMMAR,
+    first_person=re.compile(r"私|僕|俺|わたし|ぼく|うち|自分|ています|ました"),
+    validity=VALIDITY,
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .latin import QUESTION, SENTENCE_END, name, thing
-from .types import Cue, CueGrammar, Lexicon, alternation, expand
+from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
 
 KIN = {
     "irmã": "sister", "irmão": "brother", "mãe": "mother", "mamãe": "mother", "pai": "father", "papai": "father",
@@ -123,10 +123,49 @@ GRAMMAR = CueGrammar(
     article=re.compile(r"(?:o|a|os|as|um|uma)\s+", re.IGNORECASE),
     honorifics=re.compile(r"^(?:Dona|Seu|Sr\.|Sra\.)\s+"),
 )
+
+VALIDITY = Validity(
+    present=re.compile(r"\b(?:agora|atualmente|hoje\s+em\s+dia|no\s+momento|ainda|nov[oa]s?)\b", re.IGNORECASE),
+    past=re.compile(r"\b(?:antes|anteriormente|antigamente|costumava|antig[oa]s?|no\s+passado)\b", re.IGNORECASE),
+    predicates={
+        "lives_in": re.compile(r"mor|viv|mud|cidade", re.IGNORECASE),
+        "works_at": re.compile(r"trabalh|emprego|empresa", re.IGNORECASE),
+        "job_title": re.compile(r"profissão", re.IGNORECASE),
+        "studies_at": re.compile(r"estud|universidade|faculdade", re.IGNORECASE),
+        "partner": re.compile(r"marido|esposa|namorad|casad", re.IGNORECASE),
+    },
+    sentences={
+        "lives_in": "Mora em {o}",
+        "works_at": "Trabalha em {o}",
+        "job_title": "Trabalha como {o}",
+        "studies_at": "Estuda em {o}",
+        "partner": "Parceiro(a): {o}",
+        "sister": "Irmã: {o}",
+        "brother": "Irmão: {o}",
+        "mother": "Mãe: {o}",
+        "father": "Pai: {o}",
+        "son": "Filho: {o}",
+        "daughter": "Filha: {o}",
+        "relative": "Parente de {o}",
+        "friend": "Amigo(a) de {o}",
+        "colleague": "Trabalha com {o}",
+        "has_pet": "Tem um animal chamado {o}",
+        "likes": "Gosta de {o}",
+        "dislikes": "Não gosta de {o}",
+    },
+    others={
+        "lives_in": "{s} mora em {o}",
+        "works_at": "{s} trabalha em {o}",
+        "job_title": "{s} trabalha como {o}",
+        "studies_at": "{s} estuda em {o}",
+    },
+)
+
 LEXICON = Lexicon(
     code="pt",
     cues=GRAMMAR,
     first_person=re.compile(
         r"\b(?:[Ee]u|[Mm]eus?|[Mm]inhas?|[Mm]e|[Nn]ós|[Nn]oss[oa]s?|[Ss]ou|[Tt]enho|[Mm]oro|[Tt]rabalho|[Ee]studo)\b"
     ),
+    validity=VALIDITY,
 )

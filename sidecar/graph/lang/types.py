@@ -161,6 +161,18 @@ class CueGrammar:
 
 
 @dataclass(frozen=True)
+class Validity:
+    """A language's words for recall by validity and `context`'s "what is true now" (English keeps its own, richer
+    reading in graph/recall_validity.py)."""
+
+    present: Pattern  # a question about what is true now ("jetzt", "ahora", "现在")
+    past: Pattern  # about what was ("früher", "antes", "以前")
+    predicates: Mapping[str, Pattern]  # the words of a question that point at a predicate
+    sentences: Mapping[str, str]  # predicate -> a relation of the user as a sentence ("Wohnt in {o}")
+    others: Mapping[str, str]  # predicate -> a relation of someone else ("{s} wohnt in {o}")
+
+
+@dataclass(frozen=True)
 class Lexicon:
     """One language's words for the graph."""
 
@@ -169,6 +181,7 @@ class Lexicon:
     cues: CueGrammar | None = None  # read by cue (the other languages)
     capitalised_nouns: bool = False  # every noun is capitalised (German): a capital is no evidence of a name
     first_person: Pattern | None = None  # the speaker speaking of themself: what sends a memory to the LLM tier
+    validity: Validity | None = None  # its words for "now" and "before", and its "what is true now" sentences
 
 
 def expand(pattern: str, parts: Mapping[str, str]) -> Pattern:

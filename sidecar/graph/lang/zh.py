@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .types import Cue, CueGrammar, Lexicon, alternation, expand
+from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
 
 KIN = {
     "妹妹": "sister", "姐姐": "sister", "妹": "sister", "姐": "sister", "哥哥": "brother", "弟弟": "brother",
@@ -108,4 +108,42 @@ GRAMMAR = CueGrammar(
     honorifics=re.compile(r"(?:先生|女士|小姐|老师)$"),
     cased=False,
 )
-LEXICON = Lexicon(code="zh", cues=GRAMMAR, first_person=re.compile(r"我|俺|咱"))
+
+VALIDITY = Validity(
+    present=re.compile(r"现在|目前|如今|现任|仍然|还在"),
+    past=re.compile(r"以前|之前|过去|原来|曾经|从前|前任"),
+    predicates={
+        "lives_in": re.compile(r"住|搬|城市"),
+        "works_at": re.compile(r"工作|上班|公司|单位"),
+        "job_title": re.compile(r"职业|做什么工作"),
+        "studies_at": re.compile(r"读书|上学|大学|学校"),
+        "partner": re.compile(r"老公|老婆|丈夫|妻子|男朋友|女朋友|对象|结婚"),
+    },
+    sentences={
+        "lives_in": "住在{o}",
+        "works_at": "在{o}工作",
+        "job_title": "是{o}",
+        "studies_at": "在{o}读书",
+        "partner": "伴侣是{o}",
+        "sister": "姐妹：{o}",
+        "brother": "兄弟：{o}",
+        "mother": "母亲：{o}",
+        "father": "父亲：{o}",
+        "son": "儿子：{o}",
+        "daughter": "女儿：{o}",
+        "relative": "亲戚：{o}",
+        "friend": "朋友：{o}",
+        "colleague": "同事：{o}",
+        "has_pet": "宠物叫{o}",
+        "likes": "喜欢{o}",
+        "dislikes": "不喜欢{o}",
+    },
+    others={
+        "lives_in": "{s}住在{o}",
+        "works_at": "{s}在{o}工作",
+        "job_title": "{s}是{o}",
+        "studies_at": "{s}在{o}读书",
+    },
+)
+
+LEXICON = Lexicon(code="zh", cues=GRAMMAR, first_person=re.compile(r"我|俺|咱"), validity=VALIDITY)
