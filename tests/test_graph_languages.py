@@ -111,6 +111,13 @@ def test_english_is_read_as_before_even_when_the_detector_guesses_another_langua
     assert _read("I left Amazon last month") == set()  # "left" alone is no job change (as before)
 
 
+def test_a_line_that_switches_to_english_is_read_in_both():
+    assert _read("Ich wohne in Berlin but I work at Google") == {
+        (None, "lives_in", "Berlin", False),
+        (None, "works_at", "Google", False),
+    }
+
+
 def test_reading_a_long_message_in_each_language_costs_little():
     t0 = time.perf_counter()
     for lang, cases in STATEMENTS.items():

@@ -40,8 +40,9 @@ def find_relations(
     entity type, the graph's gazetteer), for people named without an introduction and names in lower case.
     `language`: read in this language's lexicon only; None: the memory's language (graph/lang/: keyword
     search's decision), and when that reads nothing in a short Latin-script line (a detector's guess), the one
-    other Latin-script lexicon that reads something (two or more: nothing). A language with no lexicon yields
-    nothing. The reader's patterns are compiled at its first use (about 0.1 s per language), in the graph
+    other Latin-script lexicon that reads something (two or more: nothing); a line that switches to English in
+    the first person ("Ich wohne in Berlin but I work at Google") is read in English too. A language with no
+    lexicon yields nothing. The reader's patterns are compiled at its first use (about 0.1 s per language), in the graph
     builder's thread after `ready`, not at start-up."""
     from ..lang import language as decide
     from ..lang import lexicon, others
@@ -54,6 +55,11 @@ def find_relations(
     lex = lexicon(decided)
     found = read(text, known, lex) if lex is not None else []
     if found:
+        english = lexicon("en")
+        if decided != "en" and english is not None and english.first_person and english.first_person.search(text):
+            seen = {(r.subject, r.predicate, r.object, r.ended) for r in found}
+            more = [r for r in read(text, known, english) if (r.subject, r.predicate, r.object, r.ended) not in seen]
+            found = sorted(found + more, key=lambda r: r.start)
         return found
     readings = [r for code in others(text, decided) if (r := read(text, known, lexicon(code)))]  # type: ignore[arg-type]
     return readings[0] if len(readings) == 1 else []
