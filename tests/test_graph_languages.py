@@ -198,3 +198,6 @@ def test_now_and_before_and_what_is_true_now_in_the_users_language(shared_sideca
     r = sc.request({"type": "context", "user_id": user, "text": "Wo wohne ich jetzt?"})
     now = r["text"][r["text"].index("<true_now>") : r["text"].index("</true_now>")]
     assert "- Wohnt in Berlin" in now and "Hamburg" not in now, now
+    # said in the language of the user's memories, whatever the language of the text asked with
+    r = sc.request({"type": "context", "user_id": user, "text": "where do I live these days?"})
+    assert "- Wohnt in Berlin" in r["text"], r["text"]

@@ -171,7 +171,7 @@ def read_into(
     if not row.get("is_bot") and (name := self_names.introduced(text)) is not None:
         me = self_entity(g, row.get("username"), name)  # before the mentions: "Hi, I'm Mara" mentions the user
         changes.entities[me.id] = me
-    mentions = _mentions(g, text)
+    mentions = _mentions(g, text, bool(row.get("is_bot")))
     if extra is not None:
         taken = [(m.start, m.end) for m in mentions]
         mentions += [m for m in extra(text) if all(m.end <= s or m.start >= e for s, e in taken)]
@@ -190,21 +190,24 @@ def read_into(
     return new, sum(m.type != "date" for m in mentions)
 
 
-def _mentions(g: UserGraph, text: str) -> list[Mention]:
+def _mentions(g: UserGraph, text: str, is_bot: bool) -> list[Mention]:
     gazetteer, max_words = g.gazetteer()
-    return typed_mentions(text, gazetteer, max_words)
+    code = language(text)
+    if code is not None and not is_bot:  # the language of the user's memories ("what is true now" is said in it)
+        g.languages[code] = g.languages.get(code, 0) + 1
+    return typed_mentions(text, gazetteer, max_words, code)
 
 
 def typed_mentions(
-    text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None
+    text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None, code: str | None = None
 ) -> list[Mention]:
     """The fast tier's mentions. In a language read by cue (graph/lang/), the people its lexicon introduces and
     the places and employers of its relations come first, typed by the relation; a capitalised span nothing
     types is "other", not a person (in German, where every noun is capitalised, no evidence of a name at all).
     English, the languages without a lexicon, and a line the detector took for another language that reads
     nothing there and speaks English in the first person ("I study computer science at MIT"): the fast tier
-    alone, as it always was."""
-    lex = lexicon(language(text))
+    alone, as it always was. `code`: the text's language when the caller decided it."""
+    lex = lexicon(code or language(text))
     if lex is None or lex.cues is None:
         return find_mentions(text, gazetteer, max_words)
     found = find_relations(text, gazetteer, lex.code)

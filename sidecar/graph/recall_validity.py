@@ -278,13 +278,22 @@ def sentence(predicate: str, obj: str, subject: str | None = None, words: Validi
     return f"{subject}'s {text[0].lower()}{text[1:]}"
 
 
+def _said_in(g: UserGraph, folded: str) -> Validity | None:
+    """The words "what is true now" is said in: the language most of the user's memories built this run are in,
+    else the text's; None (English) when that language has no sentences of its own."""
+    if g.languages:
+        lex = lexicon(max(g.languages, key=lambda code: (g.languages[code], code == "en")))
+        return lex.validity if lex is not None else None
+    return _words_of(folded) if folded else None
+
+
 def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -> list[dict[str, object]]:
     """The user's current relations (and those of the people `text` names), as `context` shows them:
     {sentence, object, predicate, since (None: a relation whose start says nothing, a sister), fact_id},
     at most `limit`. First the relations the text asks about (validity.predicates) or whose object it
     names, then those that change over a life (where they live, work, study, their partner), then the rest,
-    each kind most recently stated first. The sentences are in the text's language when it has a lexicon with
-    sentences (English otherwise)."""
+    each kind most recently stated first. The sentences are in the language of the user's memories (those built
+    since the start; else the text's) when it has a lexicon with sentences, English otherwise."""
     if limit <= 0 or not g.relations:
         return []
     me = g.by_key.get("me")
@@ -292,7 +301,7 @@ def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -
     others = {n for n in named if n != me and n in g.entities and g.entities[n].type == "person"}
     asked = predicates(text) if text else set()
     folded = _fold(text) if text else ""
-    language_words = _words_of(folded) if folded else None
+    language_words = _said_in(g, folded)
     words = " " + " ".join(_WORD.findall(folded)) + " "
     rank = {p: i for i, p in enumerate(dict.fromkeys((*CHANGING, *PREDICATES)))}
     groups: dict[tuple[str, bool], list[Relation]] = {}
