@@ -121,3 +121,30 @@ def test_graph_llm_needs_an_llm(spawn):
     sc = spawn("--graph-llm", "true", wait_ready=False)
     assert sc.proc.wait(60) == 2  # a configuration error, like any other: stderr says what to set
     assert "--graph-llm needs an LLM" in sc.stderr() and sc.raw_stdout == []
+
+
+def test_the_pre_filter_sends_first_person_statements_in_every_language(spawn, llm):
+    """A Chinese statement names no one the rules find and has no English "I": its lexicon's first person sends
+    it (before: never sent); a memory in a language with no lexicon is sent; a German line of nouns only is not."""
+    llm.extract.extend(
+        [
+            {
+                "json": {
+                    "entities": [{"name": "小明", "type": "person"}],
+                    "relations": [{"predicate": "mentor", "object": "小明"}],
+                }
+            },
+            {"json": {"entities": [], "relations": []}},
+        ]
+    )
+    sc = _spawn(spawn, llm)
+    sc.store("u1", "我的导师小明教我下棋", username="Kim")
+    sc.store("u1", "저는 요즘 바빠요")  # Korean: no lexicon, sent
+    sc.store("u1", "Das Wetter ist heute schön")  # no first person, no name (a capital is no name in German)
+    graph = _built(sc, episodes=3)
+    assert graph["llm"]["done"] == 2 and llm.count("extract") == 2, graph
+    me = sc.request({"type": "entity", "user_id": "u1", "name": "Kim"})
+    assert [(r["predicate"], r["object"]) for r in me["relations"]] == [("mentor", "小明")]
+    prompt = llm.calls[0]["body"]["messages"][0]["content"]
+    assert "in its own language" in prompt and "never translated" in prompt
+    assert sc.shutdown() == 0

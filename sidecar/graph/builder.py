@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ..text import is_backchannel
 from . import self_names
+from .lang import language, lexicon
 from .mentions import Mention, find_mentions
 from .model import Similar, UserGraph
 from .quality import novelty
@@ -170,7 +171,7 @@ def read_into(
     if not row.get("is_bot") and (name := self_names.introduced(text)) is not None:
         me = self_entity(g, row.get("username"), name)  # before the mentions: "Hi, I'm Mara" mentions the user
         changes.entities[me.id] = me
-    mentions = find_mentions(text, *g.gazetteer())
+    mentions = _mentions(g, text, bool(row.get("is_bot")))
     if extra is not None:
         taken = [(m.start, m.end) for m in mentions]
         mentions += [m for m in extra(text) if all(m.end <= s or m.start >= e for s, e in taken)]
@@ -187,6 +188,41 @@ def read_into(
     if not row.get("is_bot"):
         _relations(g, row, episode, text, changes, same_fact, similar)
     return new, sum(m.type != "date" for m in mentions)
+
+
+def _mentions(g: UserGraph, text: str, is_bot: bool) -> list[Mention]:
+    gazetteer, max_words = g.gazetteer()
+    code = language(text)
+    if code is not None and not is_bot:  # the language of the user's memories ("what is true now" is said in it)
+        g.languages[code] = g.languages.get(code, 0) + 1
+    return typed_mentions(text, gazetteer, max_words, code)
+
+
+def typed_mentions(
+    text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None, code: str | None = None
+) -> list[Mention]:
+    """The fast tier's mentions. In a language read by cue (graph/lang/), the people its lexicon introduces and
+    the places and employers of its relations come first, typed by the relation; a capitalised span nothing
+    types is "other", not a person (in German, where every noun is capitalised, no evidence of a name at all).
+    English, the languages without a lexicon, and a line the detector took for another language that reads
+    nothing there and speaks English in the first person ("I study computer science at MIT"): the fast tier
+    alone, as it always was. `code`: the text's language when the caller decided it."""
+    lex = lexicon(code or language(text))
+    if lex is None or lex.cues is None:
+        return find_mentions(text, gazetteer, max_words)
+    found = find_relations(text, gazetteer, lex.code)
+    english = lexicon("en")
+    if not found and english is not None and english.first_person and english.first_person.search(text):
+        return find_mentions(text, gazetteer, max_words)
+    typed = []
+    for r in found:
+        if r.object_type in ("person", "place", "organisation") or r.predicate == "has_pet":
+            typed.append(Mention(r.object, r.start, r.end, r.object_type))
+        at = text.find(r.subject) if r.subject else -1
+        if r.subject and at >= 0:
+            typed.append(Mention(r.subject, at, at + len(r.subject), "person"))
+    caps = None if lex.capitalised_nouns else "other"
+    return find_mentions(text, gazetteer, max_words, sorted(typed, key=lambda m: m.start), caps)
 
 
 def _relations(

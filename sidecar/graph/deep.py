@@ -34,6 +34,7 @@ Answer with one JSON object only, no prose:
  "relations": [{"predicate": string, "object": string}]}
 Entities: only proper names that appear in the message, as written; no pronouns, no common nouns, no dates.
 Relations: only what the AUTHOR states about themself (subject is always the author), with a snake_case predicate such as lives_in, works_at, job_title, studies_at, partner, sister, brother, mother, father, son, daughter, relative, friend, colleague, has_pet, likes, dislikes, born_in, birthday, or another short one; the object as written in the message.
+The message may be in any language: read it in its own language; predicates stay the snake_case names above, and names and objects are copied exactly as written in the message (never translated or romanised).
 Use {"entities": [], "relations": []} when there is nothing."""
 
 

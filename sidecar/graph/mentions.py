@@ -25,7 +25,7 @@ What it finds, in this order (an earlier, longer match wins an overlap):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .records import fold_chars
@@ -387,7 +387,7 @@ def _ordinary_key(key: str) -> bool:
     return key in COMMON or key in _NOT_NAMES or key in MONTH_WORDS or key in WEEKDAY_WORDS or key in WORD_NAMES
 
 
-def _type_of_caps(text: str, span: str, start: int, end: int) -> str:
+def _type_of_caps(text: str, span: str, start: int, end: int, default: str = "person") -> str:
     before = text[max(0, start - 30) : start]
     after = text[end : end + 40]
     folded = span.casefold()
@@ -418,7 +418,7 @@ def _type_of_caps(text: str, span: str, start: int, end: int) -> str:
         return "thing"  # "watched Little Women", "the Harry Potter universe"
     if re.search(r"\s(?:of|the)\s", span):
         return "thing"  # a title: "Game of Thrones", "Lord of the Rings"
-    return "person"
+    return default
 
 
 # Ordinary words that open sentences in chat: capitalised there, never names on their own.
@@ -481,7 +481,7 @@ def _may_open(text: str, word: str, start: int, end: int) -> bool:
     return addressed or (followed and not re.search(r"(?:ed|ing|ly)$", folded))
 
 
-def _caps(text: str, taken: bytearray) -> list[Mention]:
+def _caps(text: str, taken: bytearray, default: str = "person") -> list[Mention]:
     """Runs of capitalised words outside the characters `taken` marks, minus ordinary sentence openers."""
     out: list[Mention] = []
     run: list[re.Match[str]] = []
@@ -497,7 +497,7 @@ def _caps(text: str, taken: bytearray) -> list[Mention]:
                     end -= 2  # "Aragorn's" -> "Aragorn"; "dinner at Luigi's" keeps its venue
             span = text[start:end]
             if span.casefold() not in _NOT_NAMES and len(span) > 1:
-                kind = "place" if span.endswith(("'s", "’s")) else _type_of_caps(text, span, start, end)
+                kind = "place" if span.endswith(("'s", "’s")) else _type_of_caps(text, span, start, end, default)
                 out.append(Mention(span, start, end, kind))
         run.clear()
 
@@ -566,15 +566,25 @@ def _extend_first_names(text: str, hits: list[Mention], gazetteer: Mapping[str, 
     return out
 
 
-def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None) -> list[Mention]:
+def find_mentions(
+    text: str,
+    gazetteer: Mapping[str, str] | None = None,
+    max_words: int | None = None,
+    typed: Sequence[Mention] = (),
+    caps: str | None = "person",
+) -> list[Mention]:
     """Mentions in `text`, in order, without overlaps. `gazetteer`: folded name or alias -> entity type
     (the user's known entities; a mapping: `get`, `len` and its keys iterated), its longest key in words
-    as `max_words`."""
+    as `max_words`. `typed`: mentions a language's lexicon found (the people it introduces, the places and
+    employers of its relations), kept before the guesses. `caps`: the type of a capitalised span nothing else
+    types (English: "person"); None: capitalised spans are no evidence of a name (German, where every noun is
+    capitalised)."""
     found: list[Mention] = []
     if gazetteer:
         if max_words is None:
             max_words = max(len(k.split()) for k in gazetteer)
         found += _extend_first_names(text, _gazetteer_hits(text, gazetteer, max_words), gazetteer)
+    found += typed
     for rx, kind in ((_MENTION, "person"), (_EMAIL, "other"), (_URL, "other"), (_AMOUNT, "other")):
         found += [Mention(m.group(0), m.start(), m.end(), kind) for m in rx.finditer(text)]
     for m in _DATE.finditer(text):
@@ -588,5 +598,6 @@ def find_mentions(text: str, gazetteer: Mapping[str, str] | None = None, max_wor
         if taken.find(1, mention.start, mention.end) < 0:
             kept.append(mention)
             taken[mention.start : mention.end] = b"\x01" * (mention.end - mention.start)
-    kept += _caps(text, taken)
+    if caps is not None:
+        kept += _caps(text, taken, caps)
     return sorted(kept, key=lambda x: x.start)

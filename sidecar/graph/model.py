@@ -64,6 +64,7 @@ class UserGraph(Validity):
     rel_index: dict[tuple[str, str], tuple[dict[str, list[str]], set[str]]] | None = None
     spaceless_lengths: set[int] = field(default_factory=set)  # lengths of the keys in scripts without spaces
     usernames: dict[str, str] = field(default_factory=dict)  # folded -> as written: the speakers seen (not stored)
+    languages: dict[str, int] = field(default_factory=dict)  # the user's memories built per language (not stored)
     view: Any = None  # (version, recall's view of this graph): cached here so it leaves with the graph
     replaced: Any = None  # (version, supersession.replaced(self)): which episodes later ones replaced
 

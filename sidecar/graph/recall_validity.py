@@ -22,7 +22,10 @@ answer to "where does Ana live now?"). Within one subject and predicate, only wh
 "before", and one whose relations were all closed has nothing current, so recall ranks as without
 this.
 
-English words only: a question in another language is ranked as before (nothing reordered).
+In the other languages with a lexicon (graph/lang/) their own words of the present, the past and the predicates
+("Wo wohnt Lena jetzt?", "¿Dónde vivía antes?", "她以前住在哪里？"), read when the question is in that language
+and names one of them (else the English reading, for an English line the detector took for another language);
+in a language with no lexicon nothing is reordered.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from .lang import language, lexicon
+from .lang.types import Validity
 from .model import UserGraph
 from .records import Relation
 from .relations import AS_FACT, PREDICATES
@@ -121,16 +126,34 @@ def _fold(question: str) -> str:
     return question.casefold().replace("’", "'")
 
 
+def _words_of(question: str) -> Validity | None:
+    """The validity words of the question's language, when it has a lexicon with them and is not English."""
+    lex = lexicon(language(question))
+    return lex.validity if lex is not None else None
+
+
+def _theirs(v: Validity, q: str) -> tuple[set[str], str | None]:
+    asked = {p for p, rx in v.predicates.items() if rx.search(q)}
+    present, past = bool(v.present.search(q)), bool(v.past.search(q))
+    return asked, (BOTH if present and past else PRESENT if present else PAST if past else None)
+
+
 def predicates(question: str, plain: bool = False) -> set[str]:
     """The predicates the question's words point at (empty: it names none); `plain`: only by the words
     that name one plainly ("live", "job"), not those that only hint at one ("home", "office")."""
     q = _fold(question)
+    v = _words_of(q)
+    if v is not None and (found := _theirs(v, q)) != (set(), None):
+        return found[0]
     return {p for p, rx in (_PLAIN if plain else _ANY).items() if rx.search(q)}
 
 
 def tense(question: str) -> str | None:
     """PRESENT, PAST, BOTH (words of both) or None (neither)."""
     q = _fold(question)
+    v = _words_of(q)
+    if v is not None and (found := _theirs(v, q)) != (set(), None):
+        return found[1]
     present, past = bool(_PRESENT_WORDS.search(q)), bool(_PAST_WORDS.search(q))
     if present or past:
         return BOTH if present and past else PRESENT if present else PAST
@@ -236,9 +259,16 @@ _FROM = attrgetter("valid_from")
 _VERB_FIRST = re.compile(r"^(?:Lives|Works|Studies|Has|Is|Likes|Dislikes|Was)\b")
 
 
-def sentence(predicate: str, obj: str, subject: str | None = None) -> str:
+def sentence(predicate: str, obj: str, subject: str | None = None, words: Validity | None = None) -> str:
     """A relation as a plain sentence: about the user with no name ("Lives in Paris", relations.AS_FACT),
-    about someone else with theirs ("Ana lives in Rome", "Ana's partner is Tom")."""
+    about someone else with theirs ("Ana lives in Rome", "Ana's partner is Tom"); `words`: in that language's
+    sentences ("Wohnt in Köln", "Lena wohnt in Köln", "Lena: Schwester: Anna")."""
+    if words is not None and predicate in words.sentences:
+        if subject is None:
+            return words.sentences[predicate].format(o=obj)
+        if predicate in words.others:
+            return words.others[predicate].format(s=subject, o=obj)
+        return f"{subject}: {words.sentences[predicate].format(o=obj)}"
     template = AS_FACT.get(predicate)
     text = template.format(obj) if template else f"{predicate.replace('_', ' ').capitalize()}: {obj}"
     if subject is None:
@@ -248,12 +278,22 @@ def sentence(predicate: str, obj: str, subject: str | None = None) -> str:
     return f"{subject}'s {text[0].lower()}{text[1:]}"
 
 
+def _said_in(g: UserGraph, folded: str) -> Validity | None:
+    """The words "what is true now" is said in: the language most of the user's memories built this run are in,
+    else the text's; None (English) when that language has no sentences of its own."""
+    if g.languages:
+        lex = lexicon(max(g.languages, key=lambda code: (g.languages[code], code == "en")))
+        return lex.validity if lex is not None else None
+    return _words_of(folded) if folded else None
+
+
 def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -> list[dict[str, object]]:
     """The user's current relations (and those of the people `text` names), as `context` shows them:
     {sentence, object, predicate, since (None: a relation whose start says nothing, a sister), fact_id},
     at most `limit`. First the relations the text asks about (validity.predicates) or whose object it
     names, then those that change over a life (where they live, work, study, their partner), then the rest,
-    each kind most recently stated first."""
+    each kind most recently stated first. The sentences are in the language of the user's memories (those built
+    since the start; else the text's) when it has a lexicon with sentences, English otherwise."""
     if limit <= 0 or not g.relations:
         return []
     me = g.by_key.get("me")
@@ -261,6 +301,7 @@ def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -
     others = {n for n in named if n != me and n in g.entities and g.entities[n].type == "person"}
     asked = predicates(text) if text else set()
     folded = _fold(text) if text else ""
+    language_words = _said_in(g, folded)
     words = " " + " ".join(_WORD.findall(folded)) + " "
     rank = {p: i for i, p in enumerate(dict.fromkeys((*CHANGING, *PREDICATES)))}
     groups: dict[tuple[str, bool], list[Relation]] = {}
@@ -305,7 +346,7 @@ def true_now(g: UserGraph, text: str | None, named: Iterable[str], limit: int) -
             continue  # a relation of an entity gone meanwhile: nothing to say it of
         out.append(
             {
-                "sentence": sentence(r.predicate, obj(r), subject),
+                "sentence": sentence(r.predicate, obj(r), subject, language_words),
                 "object": obj(r),
                 "predicate": r.predicate,
                 "since": r.valid_from if r.predicate in CHANGING else None,

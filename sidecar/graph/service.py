@@ -8,7 +8,6 @@ a(t) = FLOOR + (a0 - FLOOR) * 2^(-(t - t_use) / HALF_LIFE); use (a mention, a re
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from . import consolidation as cons
 from . import supersession
 from .builder import USER_GROUP, Builder, Changes, self_entity
 from .cache import GraphCache
+from .lang import language, lexicon
 from .model import Similar, UserGraph
 from .recaller import Recaller
 from .records import Entity, Episode, Trace, fold, stable_id
@@ -50,7 +50,13 @@ CONSOLIDATE_INTERVAL = 300.0  # seconds: or this long after the first unconsolid
 BACKGROUND_SHARE = 8  # graphs no command has used: 1/8 of --graph-cache-mb (graph/cache.py)
 READ_USERS = 200  # users whose graphs a delete reads together (one read per table)
 SETTLE_SECONDS = 30.0  # a graph command waits at most this long for queued messages to be built
-FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|my|My|me)\b")
+
+
+def _first_person(text: str) -> bool:
+    """Whether the speaker speaks of themself, in the words of the memory's language; True for a language with
+    no lexicon (the LLM reads what the rules cannot)."""
+    lex = lexicon(language(text))
+    return lex is None or lex.first_person is None or lex.first_person.search(text) is not None
 
 
 class GraphService:
@@ -423,12 +429,13 @@ class GraphService:
     # ------------------------------------------------------------------ the deep (LLM) tier
 
     def _to_deep_tier(self, g: UserGraph, ep: Episode, row: dict[str, Any]) -> None:
-        """The pre-filter: an episode with a named mention or a first-person statement goes to the LLM."""
+        """The pre-filter: an episode with a named mention, a first-person statement (the first-person words of its
+        language's lexicon: graph/lang/) or in a language with no lexicon goes to the LLM."""
         if (
             self.deep is not None
             and not ep.low
             and not row.get("is_bot")
-            and (ep.entity_ids or FIRST_PERSON.search(row["content"]))
+            and (ep.entity_ids or _first_person(row["content"]))
         ):
             from .deep import DeepJob
 

@@ -33,11 +33,33 @@ from .predicates import AS_FACT, PREDICATES, FoundRelation, single_valued
 __all__ = ["AS_FACT", "PREDICATES", "FoundRelation", "find_relations", "single_valued"]
 
 
-def find_relations(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:
+def find_relations(
+    text: str, known: Mapping[str, str] | None = None, language: str | None = None
+) -> list[FoundRelation]:
     """The relations stated in `text`, in order of appearance. `known`: the user's known names (folded name ->
     entity type, the graph's gazetteer), for people named without an introduction and names in lower case.
-    The reader's patterns are compiled at its first use (about 0.1 s), in the graph builder's thread after
-    `ready`, not at start-up."""
+    `language`: read in this language's lexicon only; None: the memory's language (graph/lang/: keyword
+    search's decision), and when that reads nothing in a short Latin-script line (a detector's guess), the one
+    other Latin-script lexicon that reads something (two or more: nothing); a line that switches to English in
+    the first person ("Ich wohne in Berlin but I work at Google") is read in English too. A language with no
+    lexicon yields nothing. The reader's patterns are compiled at its first use (about 0.1 s per language), in the graph
+    builder's thread after `ready`, not at start-up."""
+    from ..lang import language as decide
+    from ..lang import lexicon, others
     from .reader import read
 
-    return read(text, known)
+    if language is not None:
+        lex = lexicon(language)
+        return read(text, known, lex) if lex is not None else []
+    decided = decide(text)
+    lex = lexicon(decided)
+    found = read(text, known, lex) if lex is not None else []
+    if found:
+        english = lexicon("en")
+        if decided != "en" and english is not None and english.first_person and english.first_person.search(text):
+            seen = {(r.subject, r.predicate, r.object, r.ended) for r in found}
+            more = [r for r in read(text, known, english) if (r.subject, r.predicate, r.object, r.ended) not in seen]
+            found = sorted(found + more, key=lambda r: r.start)
+        return found
+    readings = [r for code in others(text, decided) if (r := read(text, known, lexicon(code)))]  # type: ignore[arg-type]
+    return readings[0] if len(readings) == 1 else []

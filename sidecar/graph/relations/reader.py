@@ -1,24 +1,26 @@
-"""One text read clause by clause: the subject side (subjects.py) and the predicate side (objects.py)."""
+"""One text read in one language: the entry point of the relation tier's engine (pure)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .objects import Objects
+from ..lang.types import Lexicon
+from .clauses import fold
+from .cues import read_cues
 from .predicates import FoundRelation
-from .subjects import Subjects
-from .words import ANY, fold
+from .state import Reading
+from .subjects import read as read_clauses
 
 
-class _Reader(Subjects, Objects):
-    """One text read: the subject side and the predicate side."""
-
-
-def read(text: str, known: Mapping[str, str] | None = None) -> list[FoundRelation]:
+def read(text: str, known: Mapping[str, str] | None, lexicon: Lexicon) -> list[FoundRelation]:
     """find_relations (the package's one entry point): each relation once, in order of appearance."""
-    if not ANY.search(text):
+    g = lexicon.clauses
+    if lexicon.cues is not None:
+        found = read_cues(text, known, lexicon.cues)
+    elif g is None or not g.any_subject.search(text):
         return []  # every reading needs a subject word, a name before a verb or a subjectless opener
-    found = _Reader(text, known).read()
+    else:
+        found = read_clauses(Reading(text, known, g))
     seen: set[tuple] = set()
     unique = []
     for r in sorted(found, key=lambda r: r.start):

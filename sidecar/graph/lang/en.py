@@ -1,12 +1,13 @@
-"""The relation tier's words and patterns: vocabulary, verb phrases, what blocks a reading, and the
-helpers that cut a text into sentences and clauses (pure)."""
+"""English: the words and patterns the relation reader walks English clauses with (graph/relations/ is the
+engine and knows no language): kin, people, pets, jobs, the verb phrases and the predicates their kinds make,
+openers, negation, question and hypothetical markers, times, what blocks a reading (pure data)."""
 
 from __future__ import annotations
 
-import functools
 import re
 
 from ..mentions import COMMON, MONTH_WORDS, WEEKDAY_WORDS
+from .types import ClauseGrammar, Lexicon
 
 # ----------------------------------------------------------------------------------------------- vocabulary
 
@@ -130,7 +131,7 @@ HE = {
     "stepdad",
     "landlord",
 }
-_PETS = (
+PETS = (
     "dog",
     "dogs",
     "puppy",
@@ -190,7 +191,7 @@ _PETS = (
     "mouse",
     "hedgehog",
 )
-_JOBS = (
+JOBS = (
     "engineer",
     "developer",
     "dev",
@@ -600,8 +601,8 @@ def _alt(words) -> str:
 
 _KIN_ALT = _alt(KIN)
 _PEOPLE_ALT = _alt(PEOPLE)
-_PET_ALT = _alt(_PETS)
-_JOB_ALT = _alt(_JOBS)
+_PET_ALT = _alt(PETS)
+_JOB_ALT = _alt(JOBS)
 _ADJ = (
     r"(?:(?:little|older|younger|big|baby|twin|eldest|oldest|youngest|best|new|lovely|dear|amazing|step|late|"
     r"childhood|old|good|favou?rite|awesome|wonderful|beautiful|sweet|other)\s+)"
@@ -631,7 +632,7 @@ FILL = re.compile(
 
 # Verb phrases, tried where a subject's words end: (kind, pattern). Each pattern ends where its object starts.
 _V = r"(?i:{})"
-_VERBS: list[tuple[str, re.Pattern[str]]] = [
+VERBS: list[tuple[str, re.Pattern[str]]] = [
     (k, re.compile(_V.format(p) + (r"" if k == "has_pet" else r"[ \t]+")))
     for k, p in [
         ("lives_used", r"used\s+to\s+live\s+(?:in|at)"),
@@ -826,86 +827,27 @@ ANY = re.compile(
 )
 
 
-# ----------------------------------------------------------------------------------------------- helpers
-
-
-def compiled(pattern: str) -> re.Pattern[str]:
-    """A pattern compiled once (re's own cache), to match at a position of the text (`.match(s, pos, hi)`):
-    matching a slice copied the rest of the text for every subject, quadratic in a long message."""
-    return _compiled(pattern)
-
-
-_compiled = functools.lru_cache(maxsize=None)(re.compile)
-
-
-def fold(text: str) -> str:
-    return re.sub(r"\s+", " ", text.casefold()).strip(" .,;:!?\"'’")
-
-
-_SENT_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s|$)|\n+")
-_ABBREV = {"st", "mt", "ft", "dr", "mr", "mrs", "ms", "jr", "sr", "prof", "vs", "etc", "e.g", "i.e", "approx", "no"}
-_ABBREV_CHARS = 1 + max(map(len, _ABBREV))
-# How far the reader looks from a subject or a verb for its clause's start and end. A sentence with no
-# punctuation (32 KB of " I love it") was read again from its start for every subject: quadratic (92 s in
-# process). A clause of chat is far shorter than this; what lies beyond is another clause.
-CLAUSE_WINDOW = 400
-
-
-def split_sentences(text: str) -> list[tuple[int, int, bool]]:
-    """(start, end, is a question) of each sentence."""
-    out, start = [], 0
-    for m in _SENT_END.finditer(text):
-        mark = m.group(0)
-        if mark == ".":
-            # the word before the full stop, looked for in the few characters an abbreviation has: looking back to
-            # the sentence's start made "Dr. Dr. Dr. ..." (abbreviations do not end a sentence) quadratic
-            a = max(start, m.start() - _ABBREV_CHARS)
-            near = text[a : m.start()]
-            cut = max(near.rfind(" "), near.rfind("\n"))
-            word = near[cut + 1 :] if cut >= 0 or a == start else ""
-            if word.casefold() in _ABBREV or (len(word) == 1 and word.isupper()):
-                continue
-        out.append((start, m.end(), "?" in mark))
-        start = m.end()
-    if start < len(text):
-        out.append((start, len(text), False))
-    return out
-
-
-def find_clause_start(s: str, lo: int, pos: int) -> int:
-    """Where the clause holding position `pos` starts: after the last , ; : ( — or " - " before it, or at a
-    conjunction that a new subject follows; at most CLAUSE_WINDOW characters back (from a word's start)."""
-    if pos - lo > CLAUSE_WINDOW:
-        space = s.find(" ", pos - CLAUSE_WINDOW, pos)
-        lo = space + 1 if space >= 0 else pos - CLAUSE_WINDOW
-    cut = max(s.rfind(c, lo, pos) for c in ",;:()—–") + 1
-    dash = s.rfind(" - ", lo, pos)
-    return conjunction_before(s, max(cut, dash + 2 if dash >= 0 else 0, lo), pos)
-
-
-def conjunction_before(s: str, cut: int, pos: int) -> int:
-    """The clause starting at `cut` starts later at a conjunction right before `pos` (and its spaces), looked for
-    in the few characters it has."""
-    end = pos
-    while end > cut and s[end - 1] in " \t":
-        end -= 1
-    conj = _CONJ_BEFORE.search(s, max(cut, end - _CONJ_CHARS), end) if end < pos else None
-    return conj.start() if conj else cut
-
-
+SENT_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s|$)|\n+")
+ABBREVIATIONS = {
+    "st",
+    "mt",
+    "ft",
+    "dr",
+    "mr",
+    "mrs",
+    "ms",
+    "jr",
+    "sr",
+    "prof",
+    "vs",
+    "etc",
+    "e.g",
+    "i.e",
+    "approx",
+    "no",
+}
 CUTS = re.compile(r"[,;:()—–]")
-
-
-def dashes_between(s: str, lo: int, hi: int) -> list[int]:
-    """Where each " - " between `lo` and `hi` starts (overlapping ones too, as `str.rfind` finds them)."""
-    out, k = [], s.find(" - ", lo, hi)
-    while k >= 0:
-        out.append(k)
-        k = s.find(" - ", k + 1, hi)
-    return out
-
-
-_CONJ_WORDS = (
+CONJ_WORDS = (
     "and",
     "but",
     "so",
@@ -920,15 +862,8 @@ _CONJ_WORDS = (
     "now",
     "yet",
 )
-_CONJ_BEFORE = re.compile(rf"\b(?:{'|'.join(_CONJ_WORDS)})$", re.IGNORECASE)
-_CONJ_CHARS = max(map(len, _CONJ_WORDS))
-
-
-def ordinary(word: str) -> bool:
-    w = word.casefold().replace("’", "'")
-    return w in COMMON or w.split("'")[0] in COMMON or w in TIME_WORDS
-
-
+CONJ_BEFORE = re.compile(rf"\b(?:{'|'.join(CONJ_WORDS)})$", re.IGNORECASE)
+CONJ_CHARS = max(map(len, CONJ_WORDS))
 THING = re.compile(
     r"(?:(?i:the|a|an)[ \t]+)?(?P<o>[\w'’-]+(?:[ \t]+(?!(?i:and|or|but|because|cause|so|when|if|while|though|although|"
     r"as|than|that|which|who|whose|where|since|until|with|at|in|on|for|from|to|about|during|after|before|into|by|"
@@ -941,44 +876,113 @@ THING = re.compile(
     r"yesterday|again|either|right|haha|lol|very|really|sooo*|even|all|just|cuz|bc|is|are|was|were|it|you|me|them|"
     r"this|these|here|there|a\s+lot|lots|so\s+much|these\s+days)\b)"
 )
-
-VERB_BY_KIND: dict[str, re.Pattern[str]] = {}
-for _kind, _rx in _VERBS:
-    VERB_BY_KIND.setdefault(_kind, _rx)
 CLAUSE_AFTER = re.compile(
     r"[ \t]+(?i:is|are|was|were|has|have|had|makes?|brings?|gets?|keeps?|helps?|lets?|feels?|"
     r"looks?|seems?|turned|tackles?|can|will|would)\b"
 )
 PRONOUN_AFTER = re.compile(r"[ \t]+(?i:them|it|him|her|you|me|us|this|that)\b")
 ANCHOR_HERE = re.compile(r"(?:[Ii]|[Ww]e|[Ss]he|[Hh]e|[Mm]y|[Oo]ur)\b")
-
-
-# every verb phrase in one pattern, first listed first (one match in C instead of forty in Python); without
-# "into" / "a student at", which only follow a form of "to be"
-_VERB_ALL = re.compile("|".join(f"(?P<v{i}>{rx.pattern})" for i, (_k, rx) in enumerate(_VERBS)))
-_VERB_NOT_BE = re.compile(
-    "|".join(f"(?P<v{i}>{rx.pattern})" for i, (k, rx) in enumerate(_VERBS) if k not in ("likes_be", "student"))
-)
-_VERB_START = re.compile(r"[^\W\d_]|['’]")
-
-
-def verb_at(s: str, at: int, fill: re.Match[str] | None = None) -> tuple[str, int] | None:
-    """The verb phrase starting at `at`: (kind, where its object starts)."""
-    if not _VERB_START.match(s, at):
-        return None
-    m = (_VERB_ALL if fill is not None and fill.group("be") is not None else _VERB_NOT_BE).match(s, at)
-    if m is None:
-        return None
-    assert m.lastgroup is not None  # every alternative is a named group
-    return _VERBS[int(m.lastgroup[1:])][0], m.end()
-
-
-def find_clause_end(s: str, pos: int, hi: int) -> int:
-    """Where the clause holding `pos` ends: its punctuation, a " but", " so", " because" after a comma, or at
-    most CLAUSE_WINDOW characters on."""
-    hi = min(hi, pos + CLAUSE_WINDOW)
-    m = CLAUSE_END.search(s, pos, hi)
-    return m.start() if m else hi
-
-
 CLAUSE_END = re.compile(r"[.;!?…]|,[ \t]+(?:but|so|because)\b|[ \t]-[ \t]|—|–|\n")
+
+# the words after which "X and I" still opens its clause (beside openers and the names of times)
+PAIR_AFTER = frozenset(
+    "and but so then now also plus because cause while though although yesterday tonight today recently finally "
+    "lately last this next year years week weeks month months weekend night morning evening ago".split()
+)
+
+GRAMMAR = ClauseGrammar(
+    kin=KIN,
+    she=frozenset(SHE),
+    he=frozenset(HE),
+    not_job=frozenset(NOT_JOB),
+    platforms=frozenset(PLATFORMS),
+    binomials=frozenset(BINOMIALS),
+    vague=frozenset(VAGUE),
+    light=frozenset(LIGHT),
+    time_words=frozenset(TIME_WORDS),
+    common=COMMON,
+    pair_after=PAIR_AFTER,
+    abbreviations=frozenset(ABBREVIATIONS),
+    self_words=frozenset({"i", "i'm", "i've", "i'd", "i'll"}),
+    pronoun_objects=frozenset({"him", "her", "them"}),
+    name_words=frozenset({"will", "may"}),
+    ignore_contractions=frozenset({"'d", "'ll"}),
+    subject_keeps=frozenset({"", "'s"}),
+    and_word="and",
+    name=NAME,
+    name_rx=NAME_RX,
+    person_rx=PERSON_RX,
+    date=DATE,
+    sentence_end=SENT_END,
+    clause_end=CLAUSE_END,
+    conjunction_before=CONJ_BEFORE,
+    conjunction_chars=CONJ_CHARS,
+    anchors=ANCHORS,
+    kin_rx=KIN_RX,
+    any_subject=ANY,
+    openers=OPENERS,
+    question_start=QUESTION_START,
+    question_not=re.compile(r"(?i:have|has|had)\s+(?:a|an|two|three|\d+)\b"),
+    hypothetical_start=HYPOTHETICAL_START,
+    bare=frozenset(BARE),
+    bare_verb=BARE_VERB,
+    bare_start=BARE_START,
+    name_next=NAME_NEXT,
+    be_next=BE_NEXT,
+    kin_named=re.compile(
+        r"(?:['’]s[ \t]+name[ \t]+is|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+(?:called|named)|[ \t]*,)?[ \t]+"
+    ),
+    kin_more=re.compile(r"[ \t]+(?:and|&)[ \t]+(?=[A-Z])"),
+    kin_rest=re.compile(r"[ \t]*,[ \t]*(?:who[ \t]+)?|[ \t]+who[ \t]+"),
+    kin_pair=re.compile(r"[ \t]+(?:and|&)[ \t]+(?:I|me)\b(?!['’])"),
+    pet_named=re.compile(
+        rf"(?:['’]s[ \t]+name(?:[ \t]+is|['’]s)|[ \t]+is[ \t]+(?:called|named)|[ \t]*,?[ \t]+"
+        rf"(?:called|named)|[ \t]*,)?[ \t]+(?P<o>{NAME})"
+    ),
+    birthday_after=re.compile(r"[ \t]+birthday\b"),
+    birthday_is=re.compile(r"(?:['’]s|[ \t]+(?:is|was))?[ \t]+(?:(?i:on|the)[ \t]+)?"),
+    comma=re.compile(r"[ \t]*,[ \t]*"),
+    possessives=("'s", "’s"),
+    kin_owner=("my", "our"),
+    we_kinds=frozenset(WE_KINDS),
+    unknown_name_kinds=frozenset(UNKNOWN_NAME_KINDS),
+    fill=FILL,
+    verbs=tuple(VERBS),
+    be_kinds=("likes_be", "student"),
+    be_title=BE_TITLE,
+    title_any=TITLE_ANY,
+    the=re.compile(r"(?i:the)[ \t]+"),
+    modified=MODIFIED,
+    place_inner=PLACE_INNER,
+    correction=CORRECTION,
+    pet_names=PET_NAMES,
+    named_later=NAMED_LATER,
+    and_name=AND_NAME,
+    then_at=THEN_AT,
+    then_based=THEN_BASED,
+    and_verb=AND_VERB,
+    to_place=re.compile(r"[ \t]+(?:to|into)[ \t]+"),
+    joined_group=re.compile(
+        r"[ \t]+(?i:group|club|team|class|community|forum|gym|league|server|channel|program|band|choir|crew|chat)\b"
+    ),
+    left_job=re.compile(
+        r"[ \t]+(?:(?:and|to)[ \t]+(?:\w+[ \t]+)?(?:join|joined|start|started|work|working)\b|for[ \t]+[A-Z])"
+    ),
+    thing=THING,
+    thing_tail=re.compile(r"(?:[ \t]+(?i:of))+$"),
+    thing_more=re.compile(r"[ \t]*(?:,[ \t]*(?:and[ \t]+|or[ \t]+)?|[ \t]+(?:and|or|&)[ \t]+)"),
+    thing_pair=re.compile(r"[ \t]+(?:and|or|&)[ \t]+([\w'’-]+(?:[ \t]+[\w'’-]+)?)"),
+    article=re.compile(r"^(?i:the|a|an)\s+"),
+    gerund="ing",
+    past_be=frozenset({"was", "were"}),
+    clause_after=CLAUSE_AFTER,
+    pronoun_after=PRONOUN_AFTER,
+    anchor_here=ANCHOR_HERE,
+    block=BLOCK,
+    neg_only=NEG_ONLY,
+    anymore=ANYMORE,
+    no_longer=re.compile(r"\bno\s+longer\b", re.IGNORECASE),
+    future=FUTURE,
+)
+
+LEXICON = Lexicon(code="en", clauses=GRAMMAR, first_person=re.compile(r"\b(?:I|I'm|I've|my|My|me)\b"))
