@@ -39,8 +39,12 @@ LANCE_DIR = "lancedb"
 # (in-process, `python scripts/bench.py memory`, 50k steps: +64 MB against 2 MB each, and still rising
 # at 100k; see docs/reliability.md, Soak). The index cache was sized for the messages' full-text indexes
 # (2 MB cost about 3.6 ms of hybrid p50 at 100k, 8 MB nothing measurable); those are gone (keyword
-# search runs in process), and it now holds the BTREE parts that reads by user, channel and id use.
-LANCE_INDEX_CACHE_BYTES = 8 << 20
+# search runs in process), and it now holds the BTREE parts that reads by user, channel and id use: each
+# compaction's new index files are new entries, so at 8 MB it kept filling for 40,000 soak requests (2 MB at 5k,
+# 9.8 MB at 40k) and the heap with it: `python scripts/bench.py soak --requests 40000 --hostile 0.05 --retain
+# 12000 --pyheap`, last-half slope +6.97 MiB per 10,000 requests at 8 MB, +2.46 at 2 MB (full, 4 MB with the
+# metadata cache, from 15k on), same run.
+LANCE_INDEX_CACHE_BYTES = 2 << 20
 LANCE_METADATA_CACHE_BYTES = 2 << 20
 
 
