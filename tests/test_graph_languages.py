@@ -201,3 +201,30 @@ def test_now_and_before_and_what_is_true_now_in_the_users_language(shared_sideca
     # said in the language of the user's memories, whatever the language of the text asked with
     r = sc.request({"type": "context", "user_id": user, "text": "where do I live these days?"})
     assert "- Wohnt in Berlin" in r["text"], r["text"]
+
+
+def test_a_name_that_is_a_noun_elsewhere_right_to_left_text_and_mixed_lines_give_no_wrong_answer(shared_sidecar):
+    """Bad input of issue 67: 'Paz' a name in one line and a noun in the next, 'Sonne' a German noun, an Arabic line
+    (no lexicon) with a Latin name inside, a line that switches language mid-sentence: right relations or none."""
+    sc, user = shared_sidecar, "lang-bad-input"
+    store_all(
+        sc,
+        user,
+        [
+            "Mi amiga Paz vive en Sevilla.",
+            "Queremos paz en el mundo.",
+            "Die Sonne scheint heute, ich wohne in Ulm.",
+            "أنا أعمل في Google الآن وأسكن في Dubai",
+            "Ich wohne jetzt in Berlin, but I work at Google.",
+        ],
+        username="mara",
+    )
+    mine = _relations_of(sc, user, "mara")
+    assert {("friend", "Paz", False), ("lives_in", "Ulm", True), ("lives_in", "Berlin", False)} <= mine, (
+        mine
+    )  # Ulm, then Berlin
+    assert ("lives_in", "Dubai", False) not in mine  # Arabic has no lexicon: nothing rather than a guess
+    assert _relations_of(sc, user, "Paz") >= {("lives_in", "Sevilla", False)}
+    people = {e["name"] for e in sc.request({"type": "entities", "user_id": user, "entity_type": "person"})["entities"]}
+    assert "Paz" in people and not people & {"paz", "Sonne", "Die Sonne", "Google", "Dubai"}, people
+    assert sc.request({"type": "ping"})["type"] == "pong"

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import regex
 
 from ..text import is_backchannel
 from . import self_names
@@ -198,21 +199,38 @@ def _mentions(g: UserGraph, text: str, is_bot: bool) -> list[Mention]:
     return typed_mentions(text, gazetteer, max_words, code)
 
 
+_LETTER = regex.compile(r"\p{L}")
+_LATIN = regex.compile(r"\p{Latin}")
+
+
+def _mostly_unlatin(text: str) -> bool:
+    return len(_LATIN.findall(text)) * 2 < len(_LETTER.findall(text))
+
+
 def typed_mentions(
     text: str, gazetteer: Mapping[str, str] | None = None, max_words: int | None = None, code: str | None = None
 ) -> list[Mention]:
     """The fast tier's mentions. In a language read by cue (graph/lang/), the people its lexicon introduces and
     the places and employers of its relations come first, typed by the relation; a capitalised span nothing
     types is "other", not a person (in German, where every noun is capitalised, no evidence of a name at all).
-    English, the languages without a lexicon, and a line the detector took for another language that reads
-    nothing there and speaks English in the first person ("I study computer science at MIT"): the fast tier
-    alone, as it always was. `code`: the text's language when the caller decided it."""
-    lex = lexicon(code or language(text))
+    A language without a lexicon, in a script other than Latin: capitalised spans are "other" (a gazetteer name keeps
+    its type). English, a
+    line whose language is not known, and a line the detector took for another language that reads nothing there
+    and speaks English in the first person ("I study computer science at MIT"): the fast tier alone, as it
+    always was. `code`: the text's language when the caller decided it."""
+    code = code or language(text)
+    lex = lexicon(code)
+    english = lexicon("en")
+    speaks_english = english is not None and english.first_person is not None and english.first_person.search(text)
+    if lex is None and code not in (None, "en") and not speaks_english and _mostly_unlatin(text):
+        # a language without a lexicon in another script ("أسكن في Dubai", "Живу в Berlin"): its capitalised Latin
+        # words are names of something, but nothing says of what; typed "other", never guessed to be people. (A
+        # Latin-script line goes on to the English tier: the detector takes short English lines for other languages.)
+        return find_mentions(text, gazetteer, max_words, [], "other")
     if lex is None or lex.cues is None:
         return find_mentions(text, gazetteer, max_words)
     found = find_relations(text, gazetteer, lex.code)
-    english = lexicon("en")
-    if not found and english is not None and english.first_person and english.first_person.search(text):
+    if not found and speaks_english:
         return find_mentions(text, gazetteer, max_words)
     typed = []
     for r in found:
