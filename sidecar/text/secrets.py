@@ -160,19 +160,23 @@ _PW_WORDS = (
     r"password|passwd|pwd|pw|passcode|passphrase|pin(?: code| number)?|wifi key",
     # de, nl, sv, da, no, fi, pl, cs, hu, ro, it, tr, id
     r"passwort|kennwort|wachtwoord|lösenord|losenord|adgangskode|kodeord|passord|salasana|salasanani|hasło|haslo"
-    r"|heslo|jelszó|jelszavam|parola|parolă|şifre|şifrem|şifremiz|sifre|sifrem|kata sandi|sandi",
+    r"|heslo|jelszó|jelszavam|parola|parolă|şifre|şifrem|şifremiz|sifre|sifrem|kata sandi|sandi"
+    r"|passordet|adgangskoden|kodeordet|lösenordet|wachtwoordje",
     # fr, es, pt, ca
     r"mot de passe|mdp|contraseña|contrasena|clave|senha|palavra-passe|contrasenya",
     # ru, el, ar, hi
     r"пароль|паролем|κωδικός|κωδικός πρόσβασης|συνθηματικό|كلمة المرور|كلمة السر|पासवर्ड",
 )
 _PW_COPULA = r"is|was|ist|lautet|war|est|c'est|es|era|é|e|è|är|er|on|to|jest|brzmi|je|este|adalah|это|είναι|هي"
-_PW_FOR = r"for|of|on|to|für|von|pour|de|du|para|per|voor|van|för|til|do|dla|от|для|на"
+# what may stand between the word and its "is": "password for the router", "clave del wifi", "kata sandi saya"
+_PW_FOR = (
+    r"for|of|on|to|für|von|vom|pour|de|du|des|del|della|da|para|per|voor|van|för|til|do|dla|от|для|на|saya|aku|anda"
+)
 _PW_CJK = r"密码|密碼|パスワード|비밀번호|암호"
 _SP = r"[^\S\n]"  # a space, not a line break
 _PASSWORD = re.compile(
     r"(?i:(?<!\w)(?:" + "|".join(_PW_WORDS) + r"))(?!\w)"
-    rf"(?:{_SP}+(?i:{_PW_FOR})(?:{_SP}+[^\s:=]{{1,30}}){{1,3}})?"  # "password for the wifi"
+    rf"(?:{_SP}+(?i:{_PW_FOR})(?:{_SP}+[^\s:=]{{1,30}}){{0,3}})?"  # "password for the wifi"
     rf"(?P<sep>{_SP}*+[:=]{_SP}*+|'s{_SP}++|{_SP}+(?i:{_PW_COPULA})(?:{_SP}*:)?{_SP}++|{_SP}++|—{_SP}*+)"
     r"(?P<value>\"[^\"\n]{3,100}\"|'[^'\n]{3,100}'|“[^”\n]{3,100}”|«[^»\n]{3,100}»|[^\s\"'“«]{1,128}+)"
     rf"|(?:{_PW_CJK})(?P<csep>是|は|는|은|:|：|=){_SP}*+(?P<cjk>[!-~]{{4,128}}+)"
@@ -193,7 +197,8 @@ def _password_hint(text: str) -> bool:
 
 def _password_like(value: str, stated: bool, last: bool) -> bool:
     """Does this word look like a password and not like the next word of a sentence: with a digit, a symbol or a
-    capital inside; a plain word only when stated ("password: X", "password is X") at the end of its sentence."""
+    capital inside; a plain word only after a colon or "=" ("pw: sunshine") and at the end of its sentence: after
+    "is" a plain word is as often the next word of the sentence ("das Passwort ist abgelaufen")."""
     if len(value) < 4:
         return False
     if any(c.isdigit() for c in value) or any(not c.isalnum() for c in value) or any(c.isupper() for c in value[1:]):
@@ -212,7 +217,7 @@ def _passwords(text: str) -> Iterator[tuple[int, int]]:
             if text[start] in "\"'“«":
                 yield start + 1, end - 1  # a quoted password: the quotes stay
                 continue
-            stated = bool(sep.strip()) and sep.strip() != "—"
+            stated = ":" in sep or "=" in sep
         stripped = text[start:end].rstrip(_PW_TRAILING)
         end = start + len(stripped)
         after = text[end : end + 2]
