@@ -117,6 +117,18 @@ def test_a_text_that_is_all_private_is_refused_and_the_process_serves_on(shared_
     batch = [{"user_id": "p", "content": "kept?"}, {"user_id": "p", "content": " <PRIVATE>gone</private> "}]
     r = sc.request({"type": "store", "messages": batch})
     assert r["type"] == "error" and "messages[1].content" in r["message"], r
+    # sent together (one group commit): the all-private one is refused alone, in its place
+    group = [
+        {"type": "store", "request_id": i, "user_id": "p3", "content": c}
+        for i, c in enumerate((f"first {OPENAI}", "<private>only this</private>", "third"))
+    ]
+    sc.send_raw(b"".join(json.dumps(line).encode() + b"\n" for line in group))
+    answers = [sc.recv() for _ in group]
+    assert [(a["request_id"], a["type"], a.get("redacted")) for a in answers] == [
+        (0, "ok", 1),
+        (1, "error", None),
+        (2, "ok", 0),
+    ], answers
     # unclosed, nested, a stray close, 100,000 tags: each gets its answer
     cases = {
         "keep <private>rest of it": "keep",

@@ -255,20 +255,22 @@ class Dispatcher:
         try:
             if (reason := self.read_only()) is not None:
                 raise Disabled(reason)
-            cleaned: list[StoreRequest] = []
-            redacted: dict[int, int] = {}
-            early: dict[int, SidecarError] = {}
+            counts: list[int | SidecarError] = []  # each request's secrets replaced, or why it was refused
             for req in run:
                 try:
-                    redacted[id(req)] = clean_request(req, self.redaction)
-                    cleaned.append(req)
+                    counts.append(clean_request(req, self.redaction))
                 except SidecarError as exc:
-                    early[id(req)] = exc
-            stored = iter(self.service.store_group(cleaned) if cleaned else [])
-            results = [early[id(req)] if id(req) in early else next(stored) for req in run]
-            for req, res in zip(run, results):
-                if not isinstance(res, SidecarError):
-                    res.redacted = redacted[id(req)]
+                    counts.append(exc)
+            stored = iter(self.service.store_group([r for r, n in zip(run, counts) if isinstance(n, int)]))
+            results: list[OkResponse | SidecarError] = []
+            for n in counts:
+                if isinstance(n, SidecarError):
+                    results.append(n)
+                else:
+                    res = next(stored)
+                    if not isinstance(res, SidecarError):
+                        res.redacted = n
+                    results.append(res)
         except Disabled as exc:
             results = [Disabled(str(exc)) for _ in run]
         except Exception as exc:
