@@ -1,9 +1,10 @@
 """Secrets never stored, private spans dropped: what a text becomes before anything stores it or sends it to an LLM
 (pure; docs/privacy.md).
 
-`clean(text, keep)` first drops every `<private>...</private>` span (tags and what is between them; an unclosed one
-runs to the end of the text, nested ones to their outermost close, a stray close tag is dropped alone), then
-replaces each known secret shape by a typed placeholder, `[redacted: <kind>]`, and says how many it replaced.
+`Redaction.clean(text)` (the `--redact` setting: on, off, or on but for the kinds it keeps) first drops every
+`<private>...</private>` span (tags and what is between them; an unclosed one runs to the end of the text, nested
+ones to their outermost close, a stray close tag is dropped alone), then replaces each known secret shape by a typed
+placeholder, `[redacted: <kind>]`, and says how many it replaced.
 
 Hand-written, not a detector library: detect-secrets (the well-kept offline one) is built to scan source files
 line by line for a yes/no, has no detector for Anthropic or Google keys, card numbers, IBANs or passwords stated in
@@ -199,7 +200,7 @@ def _password_like(value: str, stated: bool, last: bool) -> bool:
     """Does this word look like a password and not like the next word of a sentence: with a digit, a symbol or a
     capital inside; a plain word only after a colon or "=" ("pw: sunshine") and at the end of its sentence: after
     "is" a plain word is as often the next word of the sentence ("das Passwort ist abgelaufen")."""
-    if len(value) < 4:
+    if len(value) < 4 or value.lower().startswith(("http://", "https://", "www.")):  # "password: https://…/reset"
         return False
     if any(c.isdigit() for c in value) or any(not c.isalnum() for c in value) or any(c.isupper() for c in value[1:]):
         return True
