@@ -115,6 +115,7 @@ def test_a_password_stated_in_words_goes_and_the_sentence_stays(text, password):
         "the key is to keep going",
         "I changed my password yesterday",
         "reset your password: https://example.com/account/reset?step=2",
+        "I noticed a spiderman pin on your purse. Is Spider-Man your favorite superhero?",
     ],
 )
 def test_talk_about_passwords_keeps_every_word(text):

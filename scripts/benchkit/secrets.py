@@ -11,9 +11,10 @@ detector was adjusted on, and `heldout`, written with other sentences and run on
 (docs/privacy.md says which). A secret counts as found when its text is gone and the right kind's placeholder is
 there.
 
-The clean lines are 1,000 that hold no secret: LoCoMo turns (read where they are, ../shared/bench/locomo, never
-copied into this repository; spread evenly over the conversations) and the multilingual sample's 300 memories
-(scripts/benchkit/data/multilingual.jsonl). A false positive is a clean line that redaction changes.
+The clean lines hold no secret: the multilingual sample's 300 memories (scripts/benchkit/data/multilingual.jsonl)
+and every LoCoMo turn (read where they are, ../shared/bench/locomo, never copied into this repository; `--clean N`:
+N lines in all, the turns spread evenly over the conversations). A false positive is a clean line that redaction
+changes.
 
 The cost: `Redaction.clean` (private spans, then every kind) on each clean line, in this process: the time a store
 pays per message (p50, p99). Linearity: adversarial inputs (1 MB of key-like text) against four times as much
@@ -60,7 +61,10 @@ ADVERSARIAL = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--locomo", type=Path, default=DEFAULT_DIR, help="the LoCoMo conversations' folder")
     parser.add_argument(
-        "--clean", type=int, default=1000, help="clean lines (the multilingual sample's 300, then LoCoMo)"
+        "--clean",
+        type=int,
+        default=0,
+        help="clean lines: the multilingual sample's 300, then LoCoMo turns; 0: every turn",
     )
     parser.add_argument("--process", action="store_true", help="also time stores through a real sidecar, on vs off")
     parser.add_argument("--stores", type=int, default=300, help="--process: stores per round")
@@ -72,12 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def clean_lines(locomo: Path, n: int) -> list[str]:
     multilingual = [json.loads(line)["memory"] for line in (DATA / "multilingual.jsonl").read_text().splitlines()]
     every = [m["content"] for _name, conv in load([locomo]) for m in turns(conv)] if locomo.exists() else []
-    want = max(0, n - len(multilingual))
-    if len(every) < want:
-        log(f"only {len(every)} LoCoMo turns found in {locomo}; the clean lines are fewer than {n}")
-        want = len(every)
+    if not every:
+        log(f"no LoCoMo turns in {locomo} (--locomo): the clean lines are the multilingual sample's alone")
+    want = len(every) if n <= 0 else min(len(every), max(0, n - len(multilingual)))
     step = len(every) / want if want else 1
-    return multilingual[:n] + [every[int(i * step)] for i in range(want)]
+    return multilingual + [every[int(i * step)] for i in range(want)]
 
 
 def found(row: dict[str, Any], out: str) -> bool:
@@ -246,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         ".3f",
     )
     if args.process:
-        results["process"] = process(args, lines[300:])  # LoCoMo turns
+        results["process"] = process(args, lines[300:] or lines)  # LoCoMo turns
         print()
         print_table(
             results["process"], "Store p50 through a real sidecar, one store at a time, --redact on vs off", ".3f"

@@ -158,7 +158,7 @@ def _aws_secret(value: str) -> bool:
 # says "is" in each. Case-insensitive.
 _PW_WORDS = (
     # en
-    r"password|passwd|pwd|pw|passcode|passphrase|pin(?: code| number)?|wifi key",
+    r"password|passwd|pwd|pw|passcode|passphrase|pin(?: code| number)?|wifi key",  # (a pin: digits only)
     # de, nl, sv, da, no, fi, pl, cs, hu, ro, it, tr, id
     r"passwort|kennwort|wachtwoord|lösenord|losenord|adgangskode|kodeord|passord|salasana|salasanani|hasło|haslo"
     r"|heslo|jelszó|jelszavam|parola|parolă|şifre|şifrem|şifremiz|sifre|sifrem|kata sandi|sandi"
@@ -176,8 +176,8 @@ _PW_FOR = (
 _PW_CJK = r"密码|密碼|パスワード|비밀번호|암호"
 _SP = r"[^\S\n]"  # a space, not a line break
 _PASSWORD = re.compile(
-    r"(?i:(?<!\w)(?:" + "|".join(_PW_WORDS) + r"))(?!\w)"
-    rf"(?:{_SP}+(?i:{_PW_FOR})(?:{_SP}+[^\s:=]{{1,30}}){{0,3}})?"  # "password for the wifi"
+    r"(?i:(?<!\w)(?P<word>" + "|".join(_PW_WORDS) + r"))(?!\w)"
+    rf"(?:{_SP}+(?i:{_PW_FOR})(?:{_SP}+[^\s:=.!?]{{1,30}}){{0,3}})?"  # "password for the wifi", not past a sentence
     rf"(?P<sep>{_SP}*+[:=]{_SP}*+|'s{_SP}++|{_SP}+(?i:{_PW_COPULA})(?:{_SP}*:)?{_SP}++|{_SP}++|—{_SP}*+)"
     r"(?P<value>\"[^\"\n]{3,100}\"|'[^'\n]{3,100}'|“[^”\n]{3,100}”|«[^»\n]{3,100}»|[^\s\"'“«]{1,128}+)"
     rf"|(?:{_PW_CJK})(?P<csep>是|は|는|은|:|：|=){_SP}*+(?P<cjk>[!-~]{{4,128}}+)"
@@ -223,6 +223,8 @@ def _passwords(text: str) -> Iterator[tuple[int, int]]:
         end = start + len(stripped)
         after = text[end : end + 2]
         last = after[:1] in ("", "\n") or (after[:1] in (".", "!", "?") and after[1:2] in ("", " ", "\n"))
+        if m.group("word") is not None and m.group("word").lower().startswith("pin") and not stripped.isdigit():
+            continue  # "a spiderman pin on your purse": a PIN is digits
         if _password_like(stripped, stated, last):
             yield start, end
 
