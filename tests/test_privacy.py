@@ -59,6 +59,8 @@ def test_secrets_and_private_spans_reach_no_result_export_llm_or_byte_of_the_dat
     assert [answers[i]["redacted"] for i in (1, 2, 3, 4)] == [1, 2, 1, 1], answers
     r = sc.request({"type": "remember", "user_id": "u1", "text": f"Their IBAN is {IBAN}", "category": "answer"})
     assert r["type"] == "remembered" and r["fact"]["text"] == "Their IBAN is [redacted: iban]", r
+    r = sc.request({"type": "update_fact", "fact_id": r["fact"]["id"], "text": f"Their IBAN is {IBAN}, pw: {PASSWORD}"})
+    assert r["type"] == "fact" and r["fact"]["text"] == "Their IBAN is [redacted: iban], pw: [redacted: password]", r
     r = sc.request(
         {
             "type": "extract_inline",
