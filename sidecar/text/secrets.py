@@ -20,8 +20,10 @@ given back) or bounded, and the private-span scan is one pass over its tags.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 PLACEHOLDER = "[redacted: {}]"
 
@@ -99,16 +101,39 @@ def _iban_ok(compact: str) -> bool:
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
 
 
-@dataclass(frozen=True)
-class Shape:
+class Lazy:
+    """A pattern compiled at its first use: compiling them all at import was 7 ms of every start-up, for a
+    sidecar that may serve queries only."""
+
+    def __init__(self, source: str, flags: int = 0):
+        self.source, self.flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def finditer(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text, pos, endpos)
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.search(text, pos)
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.match(text, pos)
+
+
+class Shape(NamedTuple):
     kind: str
-    pattern: re.Pattern[str]
+    pattern: Lazy
     hints: tuple[str, ...]  # one of these is in every match: a text without any is not searched
     check: Callable[[str], bool] = lambda _v: True
 
 
 def _shape(kind: str, hints: tuple[str, ...], pattern: str, check: Callable[[str], bool] = lambda _v: True) -> Shape:
-    return Shape(kind, re.compile(pattern), hints, check)
+    return Shape(kind, Lazy(pattern), hints, check)
 
 
 SHAPES: tuple[Shape, ...] = (
@@ -140,12 +165,12 @@ SHAPES: tuple[Shape, ...] = (
     _shape("card number", tuple("0123456789"), r"(?<![\w.,\-])(?:[0-9][ \-]?){11,18}[0-9](?![\w\-]|[.,][0-9])", _card),
 )
 
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_AWS_SECRET_KEYWORD = re.compile(r"(?i:aws_?secret(?:_?access)?_?key)[\"']?\s*[:=]\s*[\"']?")
+_AWS_SECRET = Lazy(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_SECRET_KEYWORD = Lazy(r"(?i:aws_?secret(?:_?access)?_?key)[\"']?\s*[:=]\s*[\"']?")
 _AWS_NEAR = 200  # characters after (or before) an access key id where its secret key is looked for
-_IBAN = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2})[0-9]{2}(?: ?[A-Z0-9]){10,30}+")
-_KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-_KEY_BODY = re.compile(r"(?:\s*+[A-Za-z0-9+/=]{16,}+)*+")  # base64 lines
+_IBAN = Lazy(r"(?<![A-Za-z0-9])([A-Z]{2})[0-9]{2}(?: ?[A-Z0-9]){10,30}+")
+_KEY_END = Lazy(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_KEY_BODY = Lazy(r"(?:\s*+[A-Za-z0-9+/=]{16,}+)*+")  # base64 lines
 
 
 def _aws_secret(value: str) -> bool:
@@ -175,7 +200,7 @@ _PW_FOR = (
 )
 _PW_CJK = r"密码|密碼|パスワード|비밀번호|암호"
 _SP = r"[^\S\n]"  # a space, not a line break
-_PASSWORD = re.compile(
+_PASSWORD = Lazy(
     r"(?i:(?<!\w)(?P<word>" + "|".join(_PW_WORDS) + r"))(?!\w)"
     rf"(?:{_SP}+(?i:{_PW_FOR})(?:{_SP}+[^\s:=.!?]{{1,30}}){{0,3}})?"  # "password for the wifi", not past a sentence
     rf"(?P<sep>{_SP}*+[:=]{_SP}*+|'s{_SP}++|{_SP}+(?i:{_PW_COPULA})(?:{_SP}*:)?{_SP}++|{_SP}++|—{_SP}*+)"
@@ -259,7 +284,7 @@ def _ibans(text: str) -> Iterator[tuple[int, int]]:
             yield m.start(), end
 
 
-def _key_blocks(text: str, begin: re.Pattern[str]) -> Iterator[tuple[int, int]]:
+def _key_blocks(text: str, begin: Lazy) -> Iterator[tuple[int, int]]:
     """A private key block: from its BEGIN line to its END line, or without one, to the end of the base64 after
     it. Each END line is found once (a text of many BEGIN lines stays linear)."""
     ends = [m.end() for m in _KEY_END.finditer(text)]
@@ -333,7 +358,7 @@ def redact(text: str, keep: Iterable[str] = ()) -> tuple[str, int]:
 
 # ------------------------------------------------------------------ private spans
 
-_PRIVATE_TAG = re.compile(r"<(/?)private>", re.IGNORECASE)
+_PRIVATE_TAG = Lazy(r"<(/?)private>", re.IGNORECASE)
 
 
 def strip_private(text: str) -> str:
