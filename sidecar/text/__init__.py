@@ -21,6 +21,7 @@ from .analysis import (
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
 from .secrets import KINDS as SECRET_KINDS
 from .secrets import REDACT_ON, Redaction, parse_redact, redact, strip_private
+from .secrets import warm as warm_redaction
 from .smalltalk import is_backchannel
 from .tokens import letters_by_script, nfkc_size, written_in, written_without_spaces
 
@@ -48,6 +49,7 @@ __all__ = [
     "settings",
     "strip_private",
     "terms",
+    "warm_redaction",
     "written_in",
     "written_without_spaces",
 ]
