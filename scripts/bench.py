@@ -50,6 +50,7 @@ SUBCOMMANDS = (
     "hostile-files",
     "prompt",
     "http",
+    "secrets",
 )
 
 

@@ -42,6 +42,7 @@ SUBCOMMANDS = (
     "hostile-files",
     "prompt",
     "http",
+    "secrets",
 )
 # stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
 FAKE = """
@@ -479,3 +480,26 @@ def test_prompt_recall_set_holds_what_issue_66_asks_for():
         assert {q["kind"] for u in users for q in u["questions"]} == {"present", "past", "about", "other_script"}
     small = {m["text"] for u in everyone for m in u["messages"] if m["key"].startswith("s") and m["key"][1:].isdigit()}
     assert {"lol", "haha nice", "ok", "gn", "nice one"} <= small
+
+
+def test_secrets_sample_holds_what_issue_68_asks_for():
+    """scripts/benchkit/data/secrets.jsonl: at least 100 lines with a secret, every kind, several languages and
+    positions, in two halves; hard negatives beside them; and the scoring counts a secret left in place as missed."""
+    from benchkit.secrets import DATA, found, recall
+
+    from sidecar.text import SECRET_KINDS
+
+    sample = [json.loads(line) for line in (DATA / "secrets.jsonl").read_text().splitlines()]
+    secrets = [r for r in sample if r["kind"] is not None]
+    assert len(secrets) >= 100 and {r["kind"] for r in secrets} == set(SECRET_KINDS)
+    assert len({r["lang"] for r in secrets}) >= 15 and {r["half"] for r in sample} == {"tune", "heldout"}
+    assert all(r["secret"] in r["text"] for r in secrets)
+    starts = sum(r["text"].startswith(r["secret"]) for r in secrets)
+    ends = sum(r["text"].rstrip(".").endswith(r["secret"]) for r in secrets)
+    assert starts >= 5 and ends >= 20 and len(secrets) - starts - ends >= 50
+    assert sum(r["kind"] is None for r in sample) >= 50
+    row = {"kind": "iban", "secret": "GB33BUKB20201555555555", "half": "tune"}
+    assert not found(row, "send to GB33BUKB20201555555555") and found(row, "send to [redacted: iban]")
+    assert not found(row, "send to [redacted: card number]")  # the wrong kind is not a hit
+    table = {r["kind"]: r for r in recall([{**row, "text": "IBAN GB33BUKB20201555555555"}])}
+    assert table["iban"]["tune"] == "1/1" and table["iban"]["heldout"] == "0/0"

@@ -80,6 +80,7 @@ def test_memory_instructions_from_categories():
     for c in DEFAULT_CATEGORIES:
         assert f"- {c}: " in text
     assert "One fact per tag" in text and "Never mention" in text and "trivia" in text
+    assert "<private>...</private>" in text and "password" in text  # private spans and secrets stay out
     custom = memory_instructions(("hobby",))
     assert "- hobby\n" in custom and "preference" not in custom
 

@@ -187,6 +187,8 @@ def memory_instructions(categories: Sequence[str]) -> str:
         f'<memory category="{categories[0]}">Prefers dark roast coffee</memory>.',
         f"- Use only these categories: {', '.join(categories)}.",
         "- Skip trivia, greetings, passing moods and anything only true right now.",
+        "- Never record a password, key, token or card number, nor anything the user wrapped in "
+        "<private>...</private>: what is private stays out of memory.",
         "- Never mention that you are recording or remembering anything; the tags are removed before "
         "the user sees your reply.",
     ]

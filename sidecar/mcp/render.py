@@ -17,7 +17,8 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def _remember(r: Any, user: str) -> str:
-    return f"Remembered for user {user!r} (memory id {r.id})."
+    hidden = f"; {count(r.redacted, 'secret')} replaced by a placeholder" if r.redacted else ""
+    return f"Remembered for user {user!r} (memory id {r.id}{hidden})."
 
 
 def _search(r: Any, user: str) -> str:

@@ -99,7 +99,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "remember",
         "Remember a message",
-        "Store a message or note in long-term memory, verbatim. It can then be found with `search`, shows "
+        "Store a message or note in long-term memory, as written except that secrets (keys, tokens, card "
+        "numbers, passwords) become a placeholder and <private>...</private> spans are dropped. It can then be "
+        "found with `search`, shows "
         "in `context` (recent history), and feeds the memory graph (`entities`, `graph_recall`). "
         "Returns the new memory's id (use it with `forget`). For a short durable fact about the user "
         "(a preference, where they work), use `remember_fact` instead.",

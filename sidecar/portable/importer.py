@@ -47,6 +47,7 @@ class Outcome:
     overwritten: int = 0
     invalid: int = 0
     reembedded: int = 0
+    redacted: int = 0  # secrets replaced by a placeholder in what was written
     errors: list[tuple[int, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     graph_users: set[str] = field(default_factory=set)
@@ -88,6 +89,15 @@ def _number_problem(row: dict[str, Any]) -> str | None:
             if isinstance(v, float | int) and not isinstance(v, bool) and not -MAX_NUMBER <= v <= MAX_NUMBER:
                 return f"row.{clip(key)} is {clip(repr(v))}, outside -{MAX_NUMBER}..{MAX_NUMBER}"
     return None
+
+
+# The text fields cleaned on import, by record kind (portable/records.py), and a graph row's
+CLEANED = {
+    "message": ("content", "search_text"),
+    "fact": ("text",),
+    "fact_event": ("text", "previous_text", "reason"),
+}
+GRAPH_CLEANED = ("name", "aliases", "object_value", "summary")
 
 
 def _kind(record: Any) -> str:
@@ -153,6 +163,10 @@ class Importer:
             if isinstance(record, Repeat):  # the same record as a line before: like a stored id
                 self.out.skipped += 1
                 continue
+            problem = self._clean(record)
+            if problem is not None:
+                self.out.problem(n, problem)
+                continue
             if batch and (_kind(batch[0][1]) != _kind(record) or len(batch) >= BATCH):
                 self._write(batch)
                 batch = []
@@ -160,6 +174,38 @@ class Importer:
                 batch.append((n, record))
         if batch:
             self._write(batch)
+
+    def _clean(self, record: Any) -> str | None:
+        """What a `store` does to text, done to the record's (private spans dropped, secrets replaced: the file may
+        come from a sidecar that kept them); a message or fact whose text changed is embedded again. Why the
+        record cannot be written (its text was all private), or None."""
+        clean = self.s.clean
+        fields = CLEANED.get(record.kind, ())
+        for name in fields:
+            value = getattr(record, name)
+            if not isinstance(value, str):
+                continue
+            cleaned, n = clean(value)
+            if cleaned == value:
+                continue
+            if name in ("content", "text") and record.kind in ("message", "fact") and not cleaned.strip():
+                return f"`{name}` is empty once its <private> spans are dropped: not imported"
+            setattr(record, name, cleaned)
+            self.out.redacted += n
+            if name in ("content", "text"):
+                record.vector = None  # the file's vector was made from the text as it was
+        if record.kind == "graph":
+            row = record.row
+            for name in GRAPH_CLEANED:
+                value = row.get(name)
+                if isinstance(value, str):
+                    row[name], n = clean(value)
+                    self.out.redacted += n
+                elif isinstance(value, list):
+                    cleaned_list = [clean(v) if isinstance(v, str) else (v, 0) for v in value]
+                    row[name] = [v for v, _ in cleaned_list]
+                    self.out.redacted += sum(n for _, n in cleaned_list)
+        return None
 
     def _plan(self, reader: Reader) -> None:
         h = reader.header

@@ -39,6 +39,9 @@ class Stores:
     # why a message's content ("message") or a fact's text ("fact") is over the limits of `store` and
     # `remember` (a sentence naming the option), or None
     over_limit: Callable[[str, str], str | None] = lambda _kind, _text: None
+    # what a text becomes before it is stored (private spans dropped, secrets replaced; --redact) and how many
+    # secrets were replaced
+    clean: Callable[[str], tuple[str, int]] = lambda text: (text, 0)
 
     def existing(self, kind: str, ids: list[str]) -> set[str]:
         """The ids (user ids for `user`) among these that are already stored."""
@@ -176,6 +179,7 @@ class PortableService:
             overwritten=out.overwritten,
             invalid=out.invalid,
             reembedded=out.reembedded,
+            redacted=out.redacted,
             vectors="reused" if importer.reuse else "reembedded",
             graph_source="restored" if importer.restore_graph else "rebuilt",
             errors=[LineError(line=n, message=m) for n, m in out.errors],

@@ -293,7 +293,14 @@ def build(cfg: Config, model: ModelLoad | None = None) -> App:
         store.close()
         raise
     dispatcher = Dispatcher(
-        service, conversation, facts, companion, graph, portable, read_only=store.database.read_only_reason
+        service,
+        conversation,
+        facts,
+        companion,
+        graph,
+        portable,
+        read_only=store.database.read_only_reason,
+        redaction=cfg.redact,
     )
     app = App(service, store, dispatcher, extractor, graph, portable)
     embedder.busy = app.activity.busy  # long memories' windows step aside for requests too
@@ -350,7 +357,9 @@ def _portable(
                 return facts.text_over_limit(text)
             return service.content_over_limit(text)
 
-        stores = Stores(store, fact_store, graph, embedder.embed_passages, facts.set_names, gone, over_limit)
+        stores = Stores(
+            store, fact_store, graph, embedder.embed_passages, facts.set_names, gone, over_limit, cfg.redact.clean
+        )
         # relative export/import paths: under a local data dir, else the working directory
         local = cfg.data_dir if isinstance(cfg.data_dir, Path) else None  # (str: an object-store location)
         return PortableService(stores, identity, local, ttl_days=cfg.ttl_days)

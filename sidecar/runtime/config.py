@@ -17,7 +17,7 @@ from .. import __version__
 from ..embedding.model import parse_repo_id
 from ..embedding.spec import MAX_PREFIX_CHARS
 from ..facts import CANDIDATE_THRESHOLD, DEFAULT_CATEGORIES, DUPLICATE_THRESHOLD, parse_categories
-from ..text import parse_languages
+from ..text import REDACT_ON, Redaction, parse_languages, parse_redact
 from ..wire.errors import MAX_QUOTE, clip, quote
 from .face_values import DEFAULT_LISTEN, check_listen, parse_origins, parse_port, parse_token, parse_user_id
 
@@ -291,6 +291,14 @@ OPTIONS: tuple[Option, ...] = (
         "Default `auto`: any language (docs/languages.md).",
     ),
     Option(
+        "redact",
+        parse_redact,
+        REDACT_ON,
+        "Secrets in what is stored or sent to an LLM (provider keys and tokens, card numbers, IBANs, passwords "
+        "stated in words) are replaced by `[redacted: <kind>]`: `on`, `off`, or `keep=KIND,KIND` to store those "
+        "kinds as written (docs/privacy.md). <private> spans are dropped whatever this says.",
+    ),
+    Option(
         "fact_categories",
         parse_categories,
         DEFAULT_CATEGORIES,
@@ -513,6 +521,7 @@ class Config:
     passage_prefix: str | None = None
     fact_categories: tuple[str, ...] = DEFAULT_CATEGORIES
     languages: tuple[str, ...] | None = None  # None: auto
+    redact: Redaction = REDACT_ON  # secrets replaced before anything is stored or sent (--redact)
     duplicate_threshold: float = DUPLICATE_THRESHOLD
     candidate_threshold: float = CANDIDATE_THRESHOLD
     llm_base_url: str | None = None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..conversation import ConversationService
 from ..facts import FactsCompanion, FactService
 from ..messages import MemoryService, content_over_limit
+from ..text import REDACT_ON, Redaction
 from ..wire import (
     MAX_QUERY_BYTES,
     ChannelContextRequest,
@@ -50,6 +51,7 @@ from ..wire import (
 )
 from ..wire.base import ResponseBase
 from ..wire.errors import Disabled, Internal, SidecarError, TooLarge
+from .privacy import clean_request
 
 if TYPE_CHECKING:  # the graph is imported only when it is on; the portable service at its first use
     from ..graph import GraphService
@@ -98,8 +100,10 @@ class Dispatcher:
         graph: GraphService | None = None,
         portable: PortableOnDemand | None = None,
         read_only: Callable[[], str | None] = lambda: None,
+        redaction: Redaction = REDACT_ON,
     ):
         self.service = service
+        self.redaction = redaction  # what text becomes before it is stored or sent (--redact, <private>)
         self.graph = graph
         self.read_only = read_only  # why this sidecar may not write now, or None
         self.handlers: dict[type, Callable[[Any], ResponseBase]] = {
@@ -224,7 +228,10 @@ class Dispatcher:
                 raise Disabled(reason)
             if isinstance(request, QUERY_TEXTS):
                 check_query_text(request)
+            redacted = clean_request(request, self.redaction) if isinstance(request, WRITES) else 0
             response = self.handlers[type(request)](request)
+            if isinstance(request, StoreRequest):
+                response.redacted = redacted  # type: ignore[attr-defined]
         except SidecarError as exc:
             if exc.request_id is None:
                 exc.request_id = request.request_id
@@ -248,7 +255,22 @@ class Dispatcher:
         try:
             if (reason := self.read_only()) is not None:
                 raise Disabled(reason)
-            results = self.service.store_group(run)
+            counts: list[int | SidecarError] = []  # each request's secrets replaced, or why it was refused
+            for req in run:
+                try:
+                    counts.append(clean_request(req, self.redaction))
+                except SidecarError as exc:
+                    counts.append(exc)
+            stored = iter(self.service.store_group([r for r, n in zip(run, counts) if isinstance(n, int)]))
+            results: list[OkResponse | SidecarError] = []
+            for n in counts:
+                if isinstance(n, SidecarError):
+                    results.append(n)
+                else:
+                    res = next(stored)
+                    if not isinstance(res, SidecarError):
+                        res.redacted = n
+                    results.append(res)
         except Disabled as exc:
             results = [Disabled(str(exc)) for _ in run]
         except Exception as exc:

@@ -7,6 +7,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from ..text import warm_redaction
 from . import native_memory
 from .config import Config
 
@@ -51,6 +52,7 @@ def maintain(cfg: Config, service: MemoryService, graph: GraphService | None, st
                 t0 = time.monotonic()
                 users = service.store.warm_cache()
                 log.info("cache: %d users loaded in %.0f ms", users, (time.monotonic() - t0) * 1000)
+                warm_redaction()  # the secrets' patterns, compiled here rather than in the first store
                 native_memory.release_code_pages()
                 if graph is not None:  # at once: a graph command sent meanwhile waits for the catch-up
                     held = _follow_lease(database, graph, held)

@@ -1,7 +1,8 @@
 """Text analysis for keyword search, the same for every index and every script: normalisation and cutting
 by Unicode script (tokens.py), the language decision and the Snowball stemmers (languages.py), stop words
 (stopwords.py), the terms of a memory or of a query (analysis.py), and small talk: is a message a
-backchannel ("lol", "gn", emoji only; smalltalk.py). Pure; imports no other part of
+backchannel ("lol", "gn", emoji only; smalltalk.py); and what a text becomes before it is stored: private spans
+dropped, secrets replaced by a placeholder (secrets.py). Pure; imports no other part of
 the sidecar."""
 
 from .analysis import (
@@ -18,6 +19,9 @@ from .analysis import (
     terms,
 )
 from .languages import KNOWN_LANGUAGES, LANGUAGES, STEMMERS
+from .secrets import KINDS as SECRET_KINDS
+from .secrets import REDACT_ON, Redaction, parse_redact, redact, strip_private
+from .secrets import warm as warm_redaction
 from .smalltalk import is_backchannel
 from .tokens import letters_by_script, nfkc_size, written_in, written_without_spaces
 
@@ -25,8 +29,11 @@ __all__ = [
     "GRAM_MARK",
     "KNOWN_LANGUAGES",
     "LANGUAGES",
+    "REDACT_ON",
+    "SECRET_KINDS",
     "STEMMERS",
     "UNIGRAM_WEIGHT",
+    "Redaction",
     "analyse",
     "analyse_fields",
     "configure",
@@ -35,10 +42,14 @@ __all__ = [
     "letters_by_script",
     "nfkc_size",
     "parse_languages",
+    "parse_redact",
     "query_fields",
     "query_terms",
+    "redact",
     "settings",
+    "strip_private",
     "terms",
+    "warm_redaction",
     "written_in",
     "written_without_spaces",
 ]

@@ -147,6 +147,11 @@ class OkResponse(ResponseBase):
         description="store: when the memory expires (unix seconds: its timestamp plus --ttl-days), null when "
         "expiry is off (--ttl-days 0); the batch form gives one per id, in the same order.",
     )
+    redacted: int | None = Field(
+        None,
+        description="store: how many secrets in the stored text were replaced by a placeholder such as "
+        "`[redacted: openai key]` (never what they were; 0: none; --redact).",
+    )
     note: str | None = Field(
         None,
         description="store: set when a memory's timestamp is already past the expiry: it is stored, and deleted "

@@ -109,6 +109,11 @@ class ImportedResponse(ResponseBase):
     reembedded: int = Field(
         description="Messages and facts embedded again (no vectors in the file, or another model's)."
     )
+    redacted: int = Field(
+        0,
+        description="Secrets in the file's texts replaced by a placeholder, as `store` does (--redact); a message "
+        "or fact whose text changed is embedded again.",
+    )
     vectors: Literal["reused", "reembedded"] = Field(description="What happened to the file's vectors.")
     graph_source: Literal["restored", "rebuilt"] = Field(
         description="restored: the file's graph rows; rebuilt: built in the background from the messages."

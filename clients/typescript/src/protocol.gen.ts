@@ -1038,6 +1038,10 @@ export interface OkResponse {
    * store: set when a memory's timestamp is already past the expiry: it is stored, and deleted at the next automatic cleanup unless the sidecar runs with a larger --ttl-days (or 0).
    */
   note?: string | null;
+  /**
+   * store: how many secrets in the stored text were replaced by a placeholder such as `[redacted: openai key]` (never what they were; 0: none; --redact).
+   */
+  redacted?: number | null;
   request_id?: string | number | null;
   type: 'ok';
 }
@@ -1869,6 +1873,10 @@ export interface ImportedResponse {
    */
   overwritten: number;
   path: string;
+  /**
+   * Secrets in the file's texts replaced by a placeholder, as `store` does (--redact); a message or fact whose text changed is embedded again.
+   */
+  redacted?: number;
   /**
    * Messages and facts embedded again (no vectors in the file, or another model's).
    */

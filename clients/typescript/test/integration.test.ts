@@ -151,6 +151,14 @@ describe('real sidecar: one session', TIMEOUT, () => {
     assert.equal(history.type, 'history');
   });
 
+  it('a secret is stored as its placeholder and the answer counts it', async () => {
+    const content = 'my token ghp_Zq9Wx8Vc7Bn6Mm5Ll4Kk3Jj2Hh1Gg0Ff9Ee8Dd <private>and a secret</private>';
+    const stored = await sidecar.store({ user_id: 'priv', content });
+    assert.equal(stored.redacted, 1);
+    const { messages } = await sidecar.query({ user_id: 'priv', text: 'token', limit: 1, mode: 'keyword' });
+    assert.equal(messages[0]?.content, 'my token [redacted: github token] ');
+  });
+
   it('50 requests in flight, each answered with its own result', async () => {
     const users = Array.from({ length: 25 }, (_, i) => `concurrent-${i}`);
     const stores = users.map((user, i) => sidecar.store({ user_id: user, content: `note number ${i} for ${user}` }));
