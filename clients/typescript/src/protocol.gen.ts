@@ -481,6 +481,7 @@ export interface ResolveRequest {
  * via the `definition` "FactsRequest".
  */
 export interface FactsRequest {
+  as_of?: number | null;
   category?: string | string[] | null;
   include_inactive?: boolean;
   limit?: number;
@@ -591,6 +592,10 @@ export interface ForgetFactRequest {
  * via the `definition` "ContextRequest".
  */
 export interface ContextRequest {
+  /**
+   * The facts block as of this time (unix seconds): facts active then, what was true then (the relations valid then, under `<true_then>` / `### True Then`), memories stored by then; a time in the future answers as now. The channel and history blocks are not changed by it.
+   */
+  as_of?: number | null;
   /**
    * Also render the channel block (the options of `channel_context`).
    */
@@ -824,6 +829,7 @@ export interface EntitiesRequest {
  * via the `definition` "EntityRequest".
  */
 export interface EntityRequest {
+  as_of?: number | null;
   id?: (string | number) | null;
   name?: string | null;
   /**
@@ -881,6 +887,7 @@ export interface HealthRequest {
  * via the `definition` "GraphRecallRequest".
  */
 export interface GraphRecallRequest {
+  as_of?: number | null;
   /**
    * Episodes per trace at most, most activated first.
    */
