@@ -991,6 +991,10 @@ export interface ImportRequest {
    */
   request_id?: string | number | null;
   /**
+   * Import what a tombstone covers (a user forgotten with `forget_user`, a memory deleted with `delete`) and clear the tombstones so used; the file's own tombstones are not applied. Default: such records are skipped and counted in `forgotten`.
+   */
+  restore_forgotten?: boolean;
+  /**
    * A bad record fails the whole import before anything is written; default: it is reported with its line number and skipped.
    */
   strict?: boolean;
@@ -1037,8 +1041,55 @@ export interface OkResponse {
    * store: set when a memory's timestamp is already past the expiry: it is stored, and deleted at the next automatic cleanup unless the sidecar runs with a larger --ttl-days (or 0).
    */
   note?: string | null;
+  /**
+   * forget_user: what left each store.
+   */
+  removed?: Removed | null;
   request_id?: string | number | null;
+  /**
+   * forget_user, delete: the tombstone written (an import will not bring it back).
+   */
+  tombstone?: Tombstone | null;
   type: 'ok';
+}
+/**
+ * forget_user: what left each store.
+ *
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "Removed".
+ */
+export interface Removed {
+  /**
+   * Long memories' chunk vectors.
+   */
+  chunks: number;
+  /**
+   * Facts (with their history); 0 when none were kept.
+   */
+  facts: number;
+  /**
+   * Graph episodes (with their entities, relations and traces); 0 with graph memory off.
+   */
+  graph_episodes: number;
+  memories: number;
+}
+/**
+ * What forgetting leaves behind, and all it keeps: what was forgotten and when. An import skips what a
+ * tombstone covers (unless asked to restore it); an export carries them.
+ *
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "Tombstone".
+ */
+export interface Tombstone {
+  /**
+   * When it was forgotten (unix seconds).
+   */
+  at: number;
+  /**
+   * The user id or the memory id.
+   */
+  id: string;
+  of: 'user' | 'memory';
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
@@ -1821,6 +1872,10 @@ export interface ExportedResponse {
   path: string;
   request_id?: string | number | null;
   seconds: number;
+  /**
+   * Tombstones carried (what was forgotten, and when).
+   */
+  tombstones?: number;
   type: 'exported';
   /**
    * Display names.
@@ -1839,6 +1894,10 @@ export interface ImportedResponse {
   errors?: LineError[];
   fact_events: number;
   facts: number;
+  /**
+   * Records a tombstone covers (of a user forgotten, or a memory deleted, here or in the file), skipped: forgotten stays forgotten. With `restore_forgotten`: 0, they are imported.
+   */
+  forgotten?: number;
   /**
    * export: a memory-sidecar export file; plain: JSON Lines of messages.
    */
@@ -1878,6 +1937,10 @@ export interface ImportedResponse {
    * Records whose id was already stored (on_conflict skip).
    */
   skipped: number;
+  /**
+   * The file's tombstones written here (those not known already).
+   */
+  tombstones?: number;
   type: 'imported';
   users: number;
   /**
