@@ -98,7 +98,7 @@ def test_graph_recall_as_of_recalls_only_episodes_said_by_then(moved):
 
 @pytest.mark.parametrize(
     ("value", "words"),
-    [(-1, "greater than or equal to 0"), ("2024-01-01", "number"), (True, "number"), (10**13, "less than")],
+    [(-1, "greater than or equal to 0"), ("2024-01-01", "must be a number"), (True, "not bool"), (10**13, "less than")],
 )
 def test_a_bad_as_of_is_refused_with_a_clear_error_on_every_command(moved, value, words):
     for req in (
@@ -116,10 +116,10 @@ def test_a_bad_as_of_is_refused_with_a_clear_error_on_every_command(moved, value
 def test_nan_as_of_is_refused_and_the_process_keeps_serving(moved):
     moved.send_raw(b'{"type":"facts","user_id":"u1","as_of":NaN}\n')
     r = moved.recv()
-    assert r["type"] == "error" and r["code"] in ("invalid_request", "invalid_json"), r
+    assert r["type"] == "error" and r["code"] == "invalid_json", r  # NaN is not JSON
     moved.send_raw(b'{"type":"facts","user_id":"u1","as_of":1e400}\n')
     r = moved.recv()
-    assert r["type"] == "error" and r["code"] in ("invalid_request", "invalid_json"), r
+    assert r["type"] == "error" and r["code"] == "invalid_json", r  # nor is a number past a double
     assert moved.request({"type": "ping"})["type"] == "pong"
 
 

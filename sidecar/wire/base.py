@@ -70,7 +70,16 @@ AS_OF_DESCRIPTION = (
     "active then (from their history, with the text they had), memories stored by then. A time in the future "
     "answers as now."
 )
-AsOf = Annotated[Timestamp, Field(description=AS_OF_DESCRIPTION)]
+
+
+def _seconds(value: Any) -> Any:
+    """`as_of` is a number: a string or a boolean is refused in one sentence (not one per number type)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number of unix seconds (e.g. 1709251200), not {type(value).__name__}")
+    return value
+
+
+AsOf = Annotated[Timestamp, BeforeValidator(_seconds), Field(description=AS_OF_DESCRIPTION)]
 
 
 def check_window(since: float | None, until: float | None) -> None:
