@@ -77,6 +77,13 @@ def test_context_as_of_says_what_was_true_then_and_shows_only_memories_said_by_t
     xml = moved.request({"type": "context", "user_id": "u1", "text": "bakeries in Paris", "as_of": START + MONTH + DAY})
     assert f'<true_then date="{time.strftime("%Y-%m-%d", time.gmtime(START + MONTH + DAY))}">' in xml["text"], xml
     assert "Lives in Paris" in xml["text"] and "Lisbon" not in xml["text"] and "<true_now>" not in xml["text"]
+    # the related-memories block too: traces dated by what was said by then
+    related = {"type": "context", "user_id": "u1", "text": "where do I live?", "related": 3}
+    later = moved.request(related)["related_block"]
+    assert later.startswith("[related memories]") and time.strftime("%Y-%m-%d", time.gmtime(START + 2 * MONTH)) in later
+    early = moved.request({**related, "as_of": START + DAY}).get("related_block", "")
+    dates = [line[2:12] for line in early.splitlines()[1:]]
+    assert dates and all(d <= day for d in dates), early
     future = moved.request({"type": "context", "user_id": "u1", "text": "where?", "as_of": int(time.time()) + DAY})
     assert "<true_now>" in future["text"] and "Lives in Lisbon" in future["text"], future
 

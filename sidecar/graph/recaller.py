@@ -22,7 +22,7 @@ from .consolidation import BATCH
 from .model import UserGraph
 from .recall import BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity, recall
 from .recall_validity import Order
-from .records import decayed
+from .records import Trace, decayed
 
 if TYPE_CHECKING:
     from ..messages import MessageReader
@@ -263,21 +263,21 @@ class Recaller:
             g = self.service.graph(user_id) if then is None else as_of.at(self.service.graph(user_id), then)
             return validity.true_now(g, text, named(g, text) if text else [], limit)
 
-    def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
+    def related_block(self, users: list[str], text: str, per_user: int, words: int, then: float | None = None) -> str:
         """`[related memories]` lines, one per recalled trace (date and summary), within `words` words
-        in all: the pyramid's cut shortens each summary to its share (the context's "related memories")."""
-        lines: list[tuple[float, str]] = []
+        in all: the pyramid's cut shortens each summary to its share (the context's "related memories"). `then`
+        (as_of): only traces with episodes said by then, dated by the last of those."""
+        lines: list[tuple[float, Trace]] = []
         vector = self.embed(text)
         for uid in users:
-            g, known, _best, fired, valid = self._fired(uid, text, vector, None, None, act.Params(), GATE)
+            g, known, _best, fired, valid = self._fired(uid, text, vector, None, None, act.Params(), GATE, then)
             if known:
-                lines += [(a, tid) for tid, a in self._traces(g, fired, valid)[:per_user]]
+                lines += [(a, g.traces[tid]) for tid, a in self._traces(g, fired, valid)[:per_user]]
         if not lines:
             return ""
         share = max(4, words // len(lines))
         out = ["[related memories]"]
-        for _a, tid in sorted(lines, reverse=True):
-            t = next(g.traces[tid] for g in (self.service.graph(u) for u in users) if tid in g.traces)
+        for _a, t in sorted(lines, key=lambda at: (at[0], at[1].id), reverse=True):
             day = time.strftime("%Y-%m-%d", time.gmtime(t.end))
             out.append(f"- {day}: {self.service.cut(t.summary, share)}")
         return "\n".join(out)

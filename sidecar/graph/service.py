@@ -363,9 +363,9 @@ class GraphService:
         assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.graph_recall(req)
 
-    def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
+    def related_block(self, users: list[str], text: str, per_user: int, words: int, as_of: float | None = None) -> str:
         assert self.recaller is not None  # (made when the graph has an embedder)
-        return self.recaller.related_block(users, text, per_user, words)
+        return self.recaller.related_block(users, text, per_user, words, as_of)
 
     def true_now(self, user_id: str, text: str | None, limit: int, as_of: float | None = None) -> list[dict[str, Any]]:
         assert self.recaller is not None  # (made when the graph has an embedder)
