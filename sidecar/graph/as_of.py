@@ -4,8 +4,8 @@ copy), each with only the episodes said by then; entities mentioned by then or n
 begun by then, with only their episodes said by then. A time at or after every episode (or in the future) gives
 the same graph's contents as now.
 
-The copy shares nothing it could change with the graph it was made from (relations, entities and traces are
-copied), so the caller may read it without the graphs' lock once made. Costs one pass over the user's graph.
+Relations, entities and traces are copies (the graph it was made from is left as it is); episodes and name
+vectors are shared, read only. Costs one pass over the user's graph, made under the graphs' lock.
 """
 
 from __future__ import annotations
