@@ -378,6 +378,21 @@ def test_views_in_a_browser(live, browser, screenshots):
     assert browser.execute_script("return typeof window.pwned") == "undefined"
     _shoot(browser, screenshots, "graph")
 
+    browser.find_element(By.LINK_TEXT, "timeline").click()
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.relation.ended")  # Berlin, before Munich
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.fact")
+    _shoot(browser, screenshots, "timeline")
+    picker = browser.find_element(By.CSS_SELECTOR, 'input[type="date"][name="as_of"]')
+    browser.execute_script("arguments[0].value = '2001-02-03'", picker)  # typing a date depends on the locale
+    browser.find_element(By.CSS_SELECTOR, "form.search button").click()
+    deadline = time.monotonic() + 60  # the click's page load, on a busy machine
+    while "as_of=2001-02-03" not in browser.current_url:
+        assert time.monotonic() < deadline, browser.current_url
+        time.sleep(0.1)
+    assert "true on 2001-02-03" in browser.find_element(By.ID, "then").text
+    assert "nothing was known then" in browser.find_element(By.TAG_NAME, "body").text
+    assert browser.execute_script("return typeof window.pwned") == "undefined"
+
     browser.get(f"{inspector.base}/stats")
     text = browser.find_element(By.TAG_NAME, "body").text
     assert "health ok" in text and "messages 8" in text, text

@@ -288,11 +288,12 @@ def timeline_svg(bars: list[tuple[str, str, float, float | None]], at: float | N
         return round(LABEL + (t - lo) * scale, 1)
 
     height = TOP + ROW * len(shown) + 8
+    mark = day if hi - lo >= 2 * 86_400 else when  # a span of hours: the ends with their times
     parts = [
         f'<svg class="timeline" viewBox="0 0 {LABEL + SPAN + 20} {height}" xmlns="http://www.w3.org/2000/svg">',
         f'<line class="axis" x1="{LABEL}" y1="{TOP - 6}" x2="{LABEL + SPAN}" y2="{TOP - 6}"/>',
-        f'<text x="{LABEL}" y="{TOP - 12}">{e(day(lo))}</text>',
-        f'<text x="{LABEL + SPAN}" y="{TOP - 12}" text-anchor="end">{e(day(hi))}</text>',
+        f'<text x="{LABEL}" y="{TOP - 12}">{e(mark(lo))}</text>',
+        f'<text x="{LABEL + SPAN}" y="{TOP - 12}" text-anchor="end">{e(mark(hi))}</text>',
     ]
     for i, (kind, label, start, end) in enumerate(shown):
         y = TOP + ROW * i
