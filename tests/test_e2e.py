@@ -182,13 +182,23 @@ def test_forget_user_and_delete_leave_nothing_on_disk(sidecar):
     keep = sidecar.store("survivor", "a note that must stay")
     one = sidecar.store("survivor", f"{marker} deletable")
     assert files_containing(sidecar.data_dir, marker.encode()), "marker should be on disk before deletion"
-    assert sidecar.request({"type": "forget_user", "user_id": "victim"}) == {
+    forgot = sidecar.request({"type": "forget_user", "user_id": "victim"})
+    at = forgot["tombstone"]["at"]
+    assert forgot == {
         "type": "ok",
         "deleted": 3,
         "facts_deleted": 1,
         "graph_episodes_deleted": 3,
+        "removed": {"memories": 3, "facts": 1, "graph_episodes": 3, "chunks": 0},
+        "tombstone": {"of": "user", "id": "victim", "at": at},
     }
-    assert sidecar.request({"type": "delete", "id": one}) == {"type": "ok", "deleted": 1}
+    assert abs(at - time.time()) < 600
+    deleted = sidecar.request({"type": "delete", "id": one})
+    assert deleted == {
+        "type": "ok",
+        "deleted": 1,
+        "tombstone": {"of": "memory", "id": one, "at": deleted["tombstone"]["at"]},
+    }
     assert files_containing(sidecar.data_dir, marker.encode()) == []
     assert sidecar.request({"type": "delete", "id": one})["code"] == "not_found"
     assert sidecar.request({"type": "forget_user", "user_id": "victim"})["deleted"] == 0

@@ -379,7 +379,13 @@ def test_forget_user_deletes_facts_history_and_name(sidecar):
     keep = remember(sidecar, "other", "Works at Globex", "company")["fact"]
     assert files_containing(sidecar.data_dir, marker.encode())
     r = sidecar.request({"type": "forget_user", "user_id": "victim"})
-    assert r == {"type": "ok", "deleted": 1, "facts_deleted": 2, "graph_episodes_deleted": 1}, (r, f2)
+    assert {k: r[k] for k in ("type", "deleted", "facts_deleted", "graph_episodes_deleted")} == {
+        "type": "ok",
+        "deleted": 1,
+        "facts_deleted": 2,
+        "graph_episodes_deleted": 1,
+    }, (r, f2)
+    assert r["removed"] == {"memories": 1, "facts": 2, "graph_episodes": 1, "chunks": 0}, r
     assert files_containing(sidecar.data_dir, marker.encode()) == []
     assert facts(sidecar, "victim", include_inactive=True) == []
     assert [f["id"] for f in facts(sidecar, "other")] == [keep["id"]]

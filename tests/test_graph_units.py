@@ -199,6 +199,33 @@ def test_single_valued_relations_close_instead_of_deleting():
     assert sum(1 for r in g.relations.values() if r.predicate == "sister" and r.valid_to is None) == 2
 
 
+def test_as_of_slices_a_graph_at_a_time_and_leaves_the_graph_alone():
+    from sidecar.graph.as_of import at
+
+    g = UserGraph("u")
+    me, _ = g.resolve("Caroline", "person")
+    lisbon, porto = g.resolve("Lisbon", "place")[0], g.resolve("Porto", "place")[0]
+    e1, e2, e3 = (_episode(g, i, t) for i, t in ((1, 100.0), (2, 200.0), (3, 300.0)))
+    for ep, ents in ((e1, [me, lisbon]), (e2, [me, lisbon]), (e3, [me, porto])):
+        for ent in ents:
+            ent.episodes.append(ep.id)
+    first, _ = g.add_relation(me, "lives_in", True, lisbon, "Lisbon", e1, 0.6)
+    g.add_relation(me, "lives_in", True, lisbon, "Lisbon", e2, 0.6)
+    g.add_relation(me, "lives_in", True, porto, "Porto", e3, 0.6)
+
+    def valid(t: float) -> list[tuple[str, float | None]]:
+        return sorted((r.object_value, r.valid_to) for r in at(g, t).relations.values())
+
+    assert valid(99.0) == [] and at(g, 99.0).entities == {}
+    assert valid(100.0) == [("Lisbon", None)]  # stated then: valid from that second
+    assert at(g, 150.0).relations[first.id].episode_ids == ["e1"]  # restated later: not yet
+    assert valid(299.9) == [("Lisbon", None)]  # closed later: current then
+    assert valid(300.0) == [("Lisbon", 300.0), ("Porto", None)]  # closed at 300: no longer valid at 300
+    assert set(at(g, 200.0).entities) == {me.id, lisbon.id} and at(g, 200.0).find("Porto") is None
+    assert valid(10**10) == valid(300.0)  # the future: as now
+    assert first.valid_to == 300.0 and first.episode_ids == ["e1", "e2"] and me.episodes == ["e1", "e2", "e3"]
+
+
 def test_merge_moves_aliases_mentions_relations():
     g = UserGraph("u")
     a, _ = g.resolve("Bob", "person")

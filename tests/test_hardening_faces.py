@@ -319,7 +319,8 @@ def test_an_id_of_another_user_is_not_found_like_an_unknown_id(env):
     )
     assert sc.request({"type": "fact_history", "fact_id": fact})["type"] == "fact_history"
     assert sc.request({"type": "entity", "user_id": "alice", "id": ents[0]})["type"] == "entity"
-    assert sc.request({"type": "delete", "id": msg, "user_id": "alice"}) == {"type": "ok", "deleted": 1}
+    r = sc.request({"type": "delete", "id": msg, "user_id": "alice"})
+    assert (r["type"], r["deleted"], r["tombstone"]["id"]) == ("ok", 1, msg), r
 
 
 # ---------------------------------------------------------------- answers of bounded size, windows

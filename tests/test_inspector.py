@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, WINDOWS, Sidecar, linux_only
+from helpers import T0
 
 from sidecar.inspector import pages
 from sidecar.inspector.drawing import HEIGHT, MARGIN, WIDTH, force_layout
@@ -377,6 +378,21 @@ def test_views_in_a_browser(live, browser, screenshots):
     assert browser.execute_script("return typeof window.pwned") == "undefined"
     _shoot(browser, screenshots, "graph")
 
+    browser.find_element(By.LINK_TEXT, "timeline").click()
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.relation.ended")  # Berlin, before Munich
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline rect.fact")
+    _shoot(browser, screenshots, "timeline")
+    picker = browser.find_element(By.CSS_SELECTOR, 'input[type="date"][name="as_of"]')
+    browser.execute_script("arguments[0].value = '2001-02-03'", picker)  # typing a date depends on the locale
+    browser.find_element(By.CSS_SELECTOR, "form.search button").click()
+    deadline = time.monotonic() + 60  # the click's page load, on a busy machine
+    while "as_of=2001-02-03" not in browser.current_url:
+        assert time.monotonic() < deadline, browser.current_url
+        time.sleep(0.1)
+    assert "true on 2001-02-03" in browser.find_element(By.ID, "then").text
+    assert "nothing was known then" in browser.find_element(By.TAG_NAME, "body").text
+    assert browser.execute_script("return typeof window.pwned") == "undefined"
+
     browser.get(f"{inspector.base}/stats")
     text = browser.find_element(By.TAG_NAME, "body").text
     assert "health ok" in text and "messages 8" in text, text
@@ -406,6 +422,49 @@ def test_sees_new_writes_of_the_running_sidecar(live):
         time.sleep(0.2)
     status, html = inspector.get(f"/messages?user={USER}&q=cello&mode=keyword")
     assert status == 200 and '<code id="mode">keyword</code>' in html and "learning the cello" in html
+
+
+def test_timeline_pure_bars_escape_and_what_was_true_then():
+    facts = [
+        {"text": HOSTILE, "active": False, "superseded_at": 200.0, "updated_at": 150.0, "created_at": 100.0},
+        {"text": "Lives in Munich", "active": True, "created_at": 200.0, "updated_at": 200.0},
+    ]
+    html = pages.timeline_page('u"1', None, facts, 150.0, 1000.0)
+    assert "<script>" not in html and html.count("<rect") == 2 and 'class="then"' in html
+    then = html.split('id="then"', 1)[1]
+    assert "pwned" in then and "Lives in Munich" not in then  # the first fact only: the second came later
+    now = pages.timeline_page("u", None, facts, None, 1000.0).split('id="then"', 1)[1]
+    assert "Lives in Munich" in now and "pwned" not in now
+    assert pages.valid_at(100.0, 200.0, 200.0) is False and pages.valid_at(100.0, None, 100.0) is True
+
+
+def test_timeline_agrees_with_the_sidecars_as_of_and_refuses_a_bad_date(live):
+    sc, inspector = live
+    month = 30 * 86_400
+    start = T0 - 3 * month
+    msgs = [
+        {"user_id": "tl", "username": "Tia", "content": "I live in Lisbon.", "timestamp": start},
+        {"user_id": "tl", "username": "Tia", "content": "I moved to Oslo.", "timestamp": start + month},
+    ]
+    assert sc.request({"type": "store", "messages": msgs})["type"] == "ok"
+    assert sc.request({"type": "entities", "user_id": "tl"})["type"] == "entities"  # waits for the user's graph
+    deadline = time.monotonic() + 30  # the inspector reads the tables the sidecar commits
+    while "Oslo" not in inspector.get("/timeline?user=tl")[1]:
+        assert time.monotonic() < deadline, "the relations never showed on the timeline"
+        time.sleep(0.3)
+    for at in (start + month // 2, start + month + 60):
+        said = sc.request({"type": "entity", "user_id": "tl", "name": "me", "as_of": at})
+        places = {r["object"] for r in said["relations"] if r["predicate"] == "lives_in"}
+        status, html = inspector.get(f"/timeline?user=tl&as_of={at}")
+        then = html.split('id="then"', 1)[1]
+        assert status == 200 and len(places) == 1, (said, status)
+        for place in ("Lisbon", "Oslo"):
+            assert (place in then) == (place in places), (at, place, then[:500])
+    day = time.strftime("%Y-%m-%d", time.gmtime(start + month // 2))
+    status, html = inspector.get(f"/timeline?user=tl&as_of={day}")  # what the date picker sends
+    assert status == 200 and f'value="{day}"' in html and "Lisbon" in html.split('id="then"', 1)[1]
+    status, html = inspector.get("/timeline?user=tl&as_of=last+tuesday")
+    assert status == 400 and "neither a date (YYYY-MM-DD) nor unix seconds" in html
 
 
 # ---------------------------------------------------------------- read-only: no lock, no write

@@ -110,7 +110,8 @@ def test_delete_forget_and_expiry_remove_every_chunk(sidecar):
     assert 0 < after_expiry < after_delete
     assert sidecar.request({"type": "query", "user_id": "a", "text": "where is the bicycle?"})["messages"] == []
 
-    assert sidecar.request({"type": "forget_user", "user_id": "b"})["deleted"] == 2
+    forgot = sidecar.request({"type": "forget_user", "user_id": "b"})
+    assert forgot["deleted"] == 2 and forgot["removed"]["chunks"] == after_expiry, forgot  # b's are all that is left
     assert chunk_stats(sidecar) == {"vectors": 0, "pending": 0}
 
 

@@ -99,6 +99,7 @@ def test_tools_are_listed_with_schemas(tmp_path):
 def test_each_tool_does_its_job(tmp_path):
     async def main():
         async with client(tmp_path / "data", "--user", "uma") as session:
+            before = time.time()
             _, stored = await call(session, "remember", content="My cat Miso hates the vacuum cleaner")
             await call(session, "remember", content="I went hiking with Ana at Mount Tamalpais on Saturday")
             await call(session, "remember", content="The quarterly report is due on Friday")
@@ -121,6 +122,13 @@ def test_each_tool_does_its_job(tmp_path):
             assert [f["text"] for f in facts["facts"]] == ["Prefers window seats"] and fact["fact"]["id"] in text
             _, again = await call(session, "remember_fact", text="Prefers window seats", category="preference")
             assert again["action"] == "duplicate"
+            # as_of: what was known then (nothing, before the first call)
+            assert (await call(session, "facts", as_of=before - 1))[1]["facts"] == []
+            text, then = await call(
+                session, "context", text="what should I get my cat?", as_of=before - 1, history=False
+            )
+            assert then["facts"] == 0 and then["memories"] == 0 and "Prefers window seats" not in text
+            assert "as_of" in await fails(session, "facts", as_of=-5)
 
             text, ctx = await call(session, "context", text="what should I get my cat?")
             assert "Prefers window seats" in text and "Miso" in text  # the facts block and the history block
@@ -138,6 +146,8 @@ def test_each_tool_does_its_job(tmp_path):
             assert recalled["known"] is True and "Mount Tamalpais" in text
             _, unknown = await call(session, "graph_recall", query="what did Zebulon cook?")
             assert unknown["known"] is False
+            _, then = await call(session, "graph_recall", query="where did Ana go hiking?", as_of=before - 1)
+            assert then["traces"] == []
 
             text, gone = await call(session, "forget", message_id=stored["id"])
             assert gone["deleted"] == 1
@@ -147,7 +157,8 @@ def test_each_tool_does_its_job(tmp_path):
             assert gone["deleted"] == 1
             assert (await call(session, "facts"))[1]["facts"] == []
             text, gone = await call(session, "forget", everything=True)
-            assert gone["deleted"] == 3 and "uma" in text
+            assert gone["deleted"] == 3 and "uma" in text and "tombstone" in text
+            assert gone["removed"]["memories"] == 3 and gone["tombstone"]["id"] == "uma"
             assert (await call(session, "search", query="hiking"))[1]["messages"] == []
 
     anyio.run(main)

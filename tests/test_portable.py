@@ -194,9 +194,14 @@ def test_round_trip_three_users_export_forget_import(spawn, tmp_path):
     for user in USERS:
         assert sc.request({"type": "forget_user", "user_id": user})["deleted"] == 4
     assert sc.request({"type": "stats"})["memories"] == 0
+    # forgotten stays forgotten: the backup brings none of it back (every record counted); asked to, it does
     r = sc.request({"type": "import", "path": str(out)}, 120)
+    assert (r["messages"], r["facts"], r["users"], r["graph"]) == (0, 0, 0, 0) and r["forgotten"] >= 12 + 6 + 3, r
+    assert sc.request({"type": "stats"})["memories"] == 0
+    r = sc.request({"type": "import", "path": str(out), "restore_forgotten": True}, 120)
     assert r["type"] == "imported", r
     assert (r["messages"], r["facts"], r["users"], r["skipped"], r["invalid"]) == (12, 6, 3, 0, 0), r
+    assert r["forgotten"] == 0 and "restore_forgotten: 3 tombstones cleared" in " ".join(r["notes"]), r
     assert (r["vectors"], r["graph_source"], r["reembedded"]) == ("reused", "restored", 0)
     _same(before, _answers(sc, facts))
     # a second run converges: everything is already there
@@ -255,7 +260,7 @@ def test_bad_files_are_refused_or_reported_and_a_strict_failure_touches_nothing(
     r = sc.request({"type": "import", "path": str(bad), "strict": True})
     assert r["type"] == "error" and r["code"] == "bad_file" and "line 6" in r["message"], r
     assert sc.request({"type": "stats"})["memories"] == 1
-    r = sc.request({"type": "import", "path": str(bad)})
+    r = sc.request({"type": "import", "path": str(bad), "restore_forgotten": True})
     assert r["type"] == "imported" and r["messages"] == 30 and r["invalid"] == 1, r
     assert r["errors"][0]["line"] == 6 and "JSON" in r["errors"][0]["message"]
     # on_conflict fail: refused before anything is written
@@ -263,7 +268,7 @@ def test_bad_files_are_refused_or_reported_and_a_strict_failure_touches_nothing(
     sc.request({"type": "store", "messages": [{"user_id": "u", "content": "x", "timestamp": 1}]})
     partial = tmp_path / "partial.jsonl"
     partial.write_bytes(b"\n".join([lines[0], *lines[1:11], lines[-1]]) + b"\n")
-    assert sc.request({"type": "import", "path": str(partial)})["messages"] == 10
+    assert sc.request({"type": "import", "path": str(partial), "restore_forgotten": True})["messages"] == 10
     r = sc.request({"type": "import", "path": str(good), "on_conflict": "fail"})
     assert r["type"] == "error" and r["code"] == "conflict" and "already stored" in r["message"], r
     assert sc.request({"type": "stats"})["memories"] == 12
@@ -285,7 +290,7 @@ def _import_with_header(sc, tmp_path: Path, change) -> dict:
     changed = tmp_path / "changed.jsonl"
     changed.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]) + b"\n")
     sc.request({"type": "forget_user", "user_id": "u"})
-    return sc.request({"type": "import", "path": str(changed)}, 120)
+    return sc.request({"type": "import", "path": str(changed), "restore_forgotten": True}, 120)
 
 
 def test_another_models_file_is_reembedded_and_says_so(spawn, tmp_path):

@@ -114,7 +114,8 @@ def test_context_of_the_previous_messages_is_searchable_and_forgotten(shared_sid
     assert [m["id"] for m in query(shared_sidecar, "ctx", "xylophone", "keyword")] == [q]  # keyword: own text only
     got = [m["id"] for m in query(shared_sidecar, "ctx", "xylophone museum", "hybrid", limit=2)]
     assert set(got) == {q, a}
-    assert shared_sidecar.request({"type": "delete", "id": q}) == {"type": "ok", "deleted": 1}
+    r = shared_sidecar.request({"type": "delete", "id": q})
+    assert (r["type"], r["deleted"], r["tombstone"]["id"]) == ("ok", 1, q), r
     assert files_containing(shared_sidecar.data_dir, b"xylophone") == []
 
 

@@ -6,6 +6,11 @@ the sidecar's peak RSS (VmHWM) after the step.
 
     python scripts/bench.py portable                        # 20,000 messages: a few minutes
     python scripts/bench.py portable --messages 100000      # the 100k figure (about 10 minutes)
+    python scripts/bench.py portable --forgotten 100000     # only: an import of 100,000 forgotten ids
+
+--forgotten N writes a file of N tombstones (deleted memories) and the N messages they cover (plus 100 that no
+tombstone covers), imports it into a fresh data dir (the tombstones are written, the covered messages skipped
+without being embedded), then again (the tombstones known: none written, every covered message skipped).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reembed-rows", type=int, default=3_000, help="plain JSON Lines messages imported (re-embedded)"
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--forgotten", type=int, default=0, metavar="N", help="only the forgotten-ids import")
     add_sidecar_arguments(parser, timeout=3600.0)
     parser.add_argument("--json", type=Path, help="write all results here")
 
@@ -62,7 +68,72 @@ def _graph_built(sc: Sidecar) -> float:
     return time.perf_counter() - t0
 
 
+def forgotten(args: argparse.Namespace) -> int:
+    """An import of N forgotten ids (tombstones first, then the messages they cover): twice."""
+    import orjson
+
+    n, kept, now = args.forgotten, 100, int(time.time())
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-forgotten-") as tmp_name:
+        tmp = Path(tmp_name)
+        path = tmp / "forgotten.jsonl"
+        header = {
+            "kind": "header",
+            "format": "memory-sidecar-export",
+            "format_version": 1,
+            "product_version": "bench",
+            "created_at": now,
+            "user_id": None,
+            "vectors": False,
+            "model": {"name": "bench", "dim": 384, "digest": "bench"},
+            "schema_version": 4,
+            "graph": False,
+        }
+        with path.open("wb") as f:
+            f.write(orjson.dumps(header) + b"\n")
+            for i in range(n):
+                f.write(orjson.dumps({"kind": "tombstone", "of": "memory", "id": f"m{i}", "at": now}) + b"\n")
+            for i in range(n + kept):
+                f.write(
+                    orjson.dumps(
+                        {
+                            "kind": "message",
+                            "id": f"m{i}",
+                            "user_id": user_id(i % 100),
+                            "content": f"note number {i} about the garden",
+                            "timestamp": now - 60,
+                        }
+                    )
+                    + b"\n"
+                )
+            f.write(orjson.dumps({"kind": "end", "counts": {"tombstone": n, "message": n + kept}}) + b"\n")
+        with Sidecar(tmp / "data", python=args.python, stderr=tmp / "data.log", timeout=args.timeout) as sc:
+            sc.wait_ready()
+            for step in ("first import (tombstones written)", "again (tombstones known)"):
+                r, t = sc.timed({"type": "import", "path": str(path)}, "imported")
+                log(f"{step}: {r['forgotten']} forgotten, {r['tombstones']} tombstones, {r['messages']} messages")
+                rows.append(
+                    {
+                        "step": step,
+                        "records": 2 * n + kept,
+                        "forgotten": r["forgotten"],
+                        "tombstones": r["tombstones"],
+                        "messages": r["messages"],
+                        "seconds": t,
+                        "records/s": (2 * n + kept) / t,
+                        "peak RSS MiB": sc.vm_status().get("VmHWM", 0) / 1024,
+                    }
+                )
+            sc.shutdown()
+    print_table(rows, floatfmt=".1f")
+    if args.json:
+        write_json(args.json, {"rows": rows})
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.forgotten:
+        return forgotten(args)
     rng = random.Random(args.seed)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-portable-") as tmp_name:

@@ -12,7 +12,12 @@ for the present, the first statement for the past.
 Per mode (`graph_recall` with strengthen off: its first trace's first episode; `query` mode `graph`; the
 default `query`, which does not read validity, for reference) it prints hit@1 (the labelled episode
 first) and "right above wrong" (the labelled episode returned, and above the other statement when that
-is returned too). --tree runs another source tree's sidecar (its working directory), to compare;
+is returned too). Then `as_of` is checked against each user's timeline (`entity` "me" and `context` at five
+times: before the first statement, between it and the change, at the change, after it, now): "as_of = timeline"
+counts the answers whose relations are exactly those the unfiltered answer says were valid then (valid_from <=
+as_of < valid_to), "labelled" those whose relation of the changed kind is the labelled one (none, the first, the
+new), and "context then" the `context` answers whose "True Then" lines name the labelled place and not the
+other. --tree runs another source tree's sidecar (its working directory), to compare;
 --big-user N adds one user with N current relations and times `context` for them:
 
     python scripts/bench.py validity
@@ -221,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
                     c[0] += bool(got) and got[0] == right
                     c[1] += right in got and (wrong not in got or got.index(right) < got.index(wrong))
                     c[2] += 1
+        as_of = as_of_checks(sc, data, t0)
         big = big_user(sc, args.big_user, t0) if args.big_user else None
         sc.shutdown()
     rows = [
@@ -234,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
         for (mode, kind), (hit, above, n) in sorted(counts.items())
     ]
     print_table(rows, floatfmt=".3f")
+    print()
+    print_table([as_of], floatfmt=".3f")
     print(
         f"\n{args.histories} histories (seed {args.seed}), tree {args.tree or Path(__file__).parents[2]}",
         file=sys.stdout,
@@ -242,8 +250,63 @@ def run(args: argparse.Namespace) -> int:
         print()
         print_table([big], floatfmt=".1f")
     if args.json:
-        write_json(args.json, {"rows": rows, "big_user": big})
+        write_json(args.json, {"rows": rows, "as_of": as_of, "big_user": big})
     return 0
+
+
+def _then(r: dict[str, Any], t: float) -> bool:
+    return r["valid_from"] <= t and (r["valid_to"] is None or r["valid_to"] > t)
+
+
+def _entity(sc: Sidecar, uid: str, as_of: float | None) -> dict[str, Any]:
+    """The user's "me" entity (as of a time), or {} when there was none then (not_found)."""
+    req: dict[str, Any] = {"type": "entity", "user_id": uid, "name": "me"}
+    if as_of is not None:
+        req["as_of"] = as_of
+    sc.send(req)
+    r = sc.read()
+    return r if r.get("type") == "entity" else {}
+
+
+def as_of_checks(sc: Sidecar, data: list[Any], t0: int) -> dict[str, Any]:
+    """`entity` "me" and `context` as of five times of each user's timeline (the first statement at their t0, the
+    change 30 days later), against the unfiltered answer's validity and the labelled place."""
+    counts = {"timeline": 0, "labelled": 0, "context": 0, "asked": 0, "contexts": 0}
+    for k, (uid, msgs, _qs) in enumerate(data):
+        first, change = msgs[0]["timestamp"], msgs[3]["timestamp"]
+        kind = ("lives_in", "works_at", "studies_at")[k % 3]
+        full = _entity(sc, uid, None)
+        rels = full.get("relations", [])
+        named = {r["valid_from"]: r["object"] for r in rels if r["predicate"] == kind}
+        old, new = named.get(first), named.get(change)
+        for t in (first - 1, first + 15 * DAY, change, change + 2 * DAY, int(time.time())):
+            got = _entity(sc, uid, t).get("relations", [])
+            key = lambda x: (x["predicate"], x["object"], x["valid_from"])  # noqa: E731
+            want = sorted(key(x) for x in rels if _then(x, t))
+            counts["timeline"] += sorted(key(x) for x in got) == want and all(x["valid_to"] is None for x in got)
+            label = None if t < first else old if t < change else new
+            objects = [x["object"] for x in got if x["predicate"] == kind]
+            counts["labelled"] += objects == ([label] if label else [])
+            counts["asked"] += 1
+            if label and old and new and t > first:
+                text = sc.request(
+                    {"type": "context", "user_id": uid, "format": "markdown", "as_of": t, "text": "hi"}, "context"
+                )
+                section = (
+                    text["text"].split("### True Then", 1)[1].split("###", 1)[0]
+                    if "### True Then" in text["text"]
+                    else ""
+                )
+                other = new if label == old else old
+                counts["context"] += label in section and other not in section
+                counts["contexts"] += 1
+    return {
+        "as_of answers": counts["asked"],
+        "as_of = timeline": round(counts["timeline"] / max(1, counts["asked"]), 3),
+        "labelled": round(counts["labelled"] / max(1, counts["asked"]), 3),
+        "context then": round(counts["context"] / max(1, counts["contexts"]), 3),
+        "contexts": counts["contexts"],
+    }
 
 
 def big_user(sc: Sidecar, n: int, t0: int, requests: int = 30) -> dict[str, Any]:

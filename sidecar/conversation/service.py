@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from ..messages import (
     MessageReader,
+    Replaced,
     Supersession,
     content_over_limit,
     drop_padding,
@@ -126,6 +127,7 @@ class ConversationService:
         words: int,
         floor: float = MEMORY_FLOOR,
         min_score: float = MIN_SCORE,
+        as_of: float | None = None,
         exclude: frozenset[str] = frozenset(),
     ) -> dict[str, list[conv.Memory]]:
         """`context`'s relevant memories: each user's stored messages most relevant to `text` (the hybrid
@@ -133,37 +135,56 @@ class ConversationService:
         (the same text) and those `exclude` names (texts the channel and history blocks show) left out, and no
         padding (`query`'s step at `min_score`: no small talk, nothing below it that shares no term); each
         cut to its share of `words`, the budget of them all. `users`: id -> the name their own messages are
-        labelled with when stored without a username."""
+        labelled with when stored without a username. `as_of`: only memories said by then, and marked replaced only
+        by a memory said by then."""
         if limit <= 0 or not text.strip():
             return {}
         found: dict[str, list[dict[str, Any]]] = {}
         skip = exclude | {"", conv.normal(text)}
         for uid in users:
             size = padding_fetch(limit + 1 + min(len(exclude), limit), min_score)
-            rows = drop_padding(self.store.search(vector, uid, size, text=text, mode="hybrid"), text, min_score)
+            rows = self.store.search(vector, uid, size, until=as_of, text=text, mode="hybrid")
+            rows = drop_padding(rows, text, min_score)
             kept = [r for r in rows if r["similarity"] >= floor and conv.normal(r["content"]) not in skip]
             if kept:
-                found[uid] = self._supersede(uid, text, vector, kept, skip, limit)[:limit]
+                found[uid] = self._supersede(uid, text, vector, kept, skip, limit, as_of)[:limit]
         return conv.memory_lines(found, users, words)
 
     def _supersede(
-        self, user_id: str, text: str, vector: Any, rows: list[dict[str, Any]], skip: frozenset[str], limit: int
+        self,
+        user_id: str,
+        text: str,
+        vector: Any,
+        rows: list[dict[str, Any]],
+        skip: frozenset[str],
+        limit: int,
+        as_of: float | None = None,
     ) -> list[dict[str, Any]]:
         """What is true now, first, as `query` does it (messages/supersession.py): a replaced memory is marked
         (its line says "outdated") and, unless the text asks about the past, the current memory of its chain is
-        shown too, above it."""
+        shown too, above it. `as_of`: what was true then (replaced by a memory said by then; a current memory
+        said by then)."""
 
         def heads_of(ids: list[str]) -> dict[str, dict[str, Any]]:
             found, vectors = self.store.embedded(ids, user_id)
             return {
                 r["id"]: {**r, "similarity": float(v @ vector)}
                 for r, v in zip(found, vectors)
-                if r["user_id"] == user_id and conv.normal(r["content"]) not in skip
+                if r["user_id"] == user_id
+                and conv.normal(r["content"]) not in skip
+                and (as_of is None or r["timestamp"] <= as_of)
             }
 
-        return supersede(
-            rows, self.supersession, user_id, text, time.time(), heads_of, limit, lift=("score", "similarity")
-        )
+        supersession: Supersession | None = self.supersession
+        if as_of is not None and supersession is not None:
+            known = supersession
+
+            def then(user_id: str, ids: list[str]) -> dict[str, Replaced]:
+                return {i: r for i, r in known(user_id, ids).items() if r.at <= as_of}
+
+            supersession = then
+        now = time.time() if as_of is None else min(time.time(), as_of)
+        return supersede(rows, supersession, user_id, text, now, heads_of, limit, lift=("score", "similarity"))
 
     # ------------------------------------------------------------------ blocks
 

@@ -6,6 +6,7 @@ FactService (service.py), which it reads facts through.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +31,10 @@ if TYPE_CHECKING:
 PREFERENCE = "preference"
 
 # what `context` is handed by the graph and the conversation domains (runtime/dispatcher.py wires them)
-TrueNow = Callable[[str, "str | None", int], list[dict[str, Any]]]  # user, text, limit -> relations
-Memories = Callable[[dict[str, str], str, np.ndarray, int, int, float, float], dict[str, list[Any]]]  # -> lines by user
+# user, text, limit, as_of (None: now) -> relations
+TrueNow = Callable[[str, "str | None", int, "float | None"], list[dict[str, Any]]]
+# names, text, vector, limit, words, floor, min score, as_of -> lines by user
+Memories = Callable[[dict[str, str], str, np.ndarray, int, int, float, float, "float | None"], dict[str, list[Any]]]
 
 
 class ContextBlocks:
@@ -53,6 +56,7 @@ class ContextBlocks:
             limit: int,
             text: str | None = None,
             mode: str = "semantic",
+            as_of: float | None = None,
         ) -> list[dict[str, Any]]: ...
 
     def context(
@@ -77,14 +81,16 @@ class ContextBlocks:
             if "facts" in include:
                 per_user = req.limit if req.format == "xml" else req.relevant_limit + req.preferences_limit
                 relevant = (
-                    [] if per_user == 0 else self._user_rows(uid, vector, None, False, per_user, req.text, req.mode)
+                    []
+                    if per_user == 0
+                    else self._user_rows(uid, vector, None, False, per_user, req.text, req.mode, req.as_of)
                 )
                 if req.min_similarity is not None and vector is not None:
                     relevant = [r for r in relevant if r["similarity"] >= req.min_similarity]
                 prefs = (
                     []
                     if req.format == "xml" or req.preferences_limit == 0 or PREFERENCE not in self.categories
-                    else self._user_rows(uid, None, PREFERENCE, False, req.preferences_limit)
+                    else self._user_rows(uid, None, PREFERENCE, False, req.preferences_limit, as_of=req.as_of)
                 )
             users.append(
                 ContextUser(
@@ -94,7 +100,7 @@ class ContextBlocks:
         if true_now is not None and "now" in include and req.now_limit:
             shown = self._shown(users, req)
             for u in users:  # twice the limit: room for those a fact shown already says
-                u.now = self._not_said(true_now(u.user_id, req.text, 2 * req.now_limit), shown[u.user_id])
+                u.now = self._not_said(true_now(u.user_id, req.text, 2 * req.now_limit, req.as_of), shown[u.user_id])
                 u.now = u.now[: req.now_limit]
         if memories is not None and "memories" in include and vector is not None and req.memories_limit:
             found = memories(
@@ -105,14 +111,17 @@ class ContextBlocks:
                 req.memories_words,
                 req.memories_min_similarity,
                 req.memories_min_score,
+                req.as_of,
             )
             for u in users:
                 u.memories = [ContextMemory(m.timestamp, m.label, m.text, m.outdated) for m in found.get(u.user_id, [])]
+        # a past `as_of` says what was true then; a time in the future answers as now
+        then = req.as_of if req.as_of is not None and req.as_of < time.time() else None
         if req.format == "xml":
-            text = render_xml(users)
+            text = render_xml(users, then)
             count = sum(len(u.relevant) for u in users)
         else:
-            text = render_markdown(users, req.preferences_limit, req.relevant_limit)
+            text = render_markdown(users, req.preferences_limit, req.relevant_limit, then)
             count = sum(1 for line in text.splitlines() if line.startswith("- ["))
         return ContextResponse(
             format=req.format,

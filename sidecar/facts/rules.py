@@ -275,18 +275,27 @@ def _attr(value: str) -> str:
     return escape(normalise_text(value), {chr(34): "&quot;"})
 
 
-def render_xml(users: Iterable[ContextUser]) -> str:
+def day(ts: float) -> str:
+    """YYYY-MM-DD (UTC)."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d")
+
+
+def render_xml(users: Iterable[ContextUser], then: float | None = None) -> str:
     """<background_facts>, one <user name="..."> block per user with something to show: its facts as
     "- fact" lines, then <true_now> (its current relations) and <memories> (stored messages relevant to
-    the request), each with "- " lines. Every stored string is XML-escaped, so none can close a block early."""
+    the request), each with "- " lines. Every stored string is XML-escaped, so none can close a block early.
+    `then` (a past `as_of`): what was true then, <true_then date="YYYY-MM-DD">, in place of <true_now>."""
     blocks: list[str] = []
+    open_tag, close_tag = (
+        ("<true_now>", "</true_now>") if then is None else (f'<true_then date="{day(then)}">', "</true_then>")
+    )
     for u in users:
         if not (u.relevant or u.now or u.memories):
             continue
         blocks.append(f'<user name="{_attr(u.name)}">')
         blocks.extend(f"- {escape(normalise_text(f.text))}" for f in u.relevant)
         if u.now:
-            blocks += ["<true_now>", *(f"- {escape(now_line(r))}" for r in u.now), "</true_now>"]
+            blocks += [open_tag, *(f"- {escape(now_line(r))}" for r in u.now), close_tag]
         if u.memories:
             blocks += ["<memories>", *(f"- {escape(memory_line(m))}" for m in u.memories), "</memories>"]
         blocks.append("</user>")
@@ -317,11 +326,13 @@ def markdown_facts(
     return prefs, relevant[:relevant_limit]
 
 
-def render_markdown(users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int) -> str:
+def render_markdown(
+    users: Sequence[ContextUser], preferences_limit: int, relevant_limit: int, then: float | None = None
+) -> str:
     """## Memory Context / ### User Preferences / ### True Now / ### Relevant Context / ### Relevant
     Memories: "- [category] fact" lines, "- sentence (as of Month YYYY)" lines, "- YYYY-MM-DD who: message"
     lines. With several users each fact and relation is prefixed by its user's name. Empty string when there
-    is nothing."""
+    is nothing. `then` (a past `as_of`): "### True Then (YYYY-MM-DD)" in place of "### True Now"."""
     several = len(users) > 1
 
     def who(u: ContextUser) -> str:
@@ -336,7 +347,7 @@ def render_markdown(users: Sequence[ContextUser], preferences_limit: int, releva
         sections.append("\n".join(["### User Preferences", *(line(u, f) for u, f in prefs)]))
     now = [f"- {who(u)}{now_line(r)}" for u in users for r in u.now]
     if now:
-        sections.append("\n".join(["### True Now", *now]))
+        sections.append("\n".join(["### True Now" if then is None else f"### True Then ({day(then)})", *now]))
     if relevant:
         sections.append("\n".join(["### Relevant Context", *(line(u, f) for u, f in relevant)]))
     memories = [f"- {memory_line(m)}" for u in users for m in u.memories]

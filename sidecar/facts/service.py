@@ -21,7 +21,7 @@ import numpy as np
 
 from ..embedding.embedder import Embedder
 from ..llm import LLMClient, LLMError
-from ..storage import sql_str
+from ..storage import sql_in, sql_num, sql_str
 from ..wire import (
     Consolidation,
     DecisionOut,
@@ -445,9 +445,15 @@ class FactService(ContextBlocks):
                 action=req.action, fact=self._out(self._get(new["id"])), candidate=self._out(self._get(old["id"]))
             )
 
-    def _where(self, user_id: str, category: str | list[str] | None, include_inactive: bool) -> str:
+    def _where(
+        self, user_id: str, category: str | list[str] | None, include_inactive: bool, as_of: float | None = None
+    ) -> str:
         clauses = [f"user_id = {sql_str(user_id)}"]
-        if not include_inactive:
+        if as_of is not None:  # made by then, and (unless the inactive are asked for too) not yet replaced then
+            clauses.append(f"created_at <= {sql_num(as_of)}")
+            if not include_inactive:
+                clauses.append(f"(active = true OR superseded_at > {sql_num(as_of)})")
+        elif not include_inactive:
             clauses.append("active = true")
         if category is not None:
             cats = [category] if isinstance(category, str) else category
@@ -465,18 +471,42 @@ class FactService(ContextBlocks):
         limit: int,
         text: str | None = None,
         mode: str = "semantic",
+        as_of: float | None = None,
     ) -> list[dict[str, Any]]:
         """Best first for the text (semantic: by similarity, ties most recent then id; keyword/hybrid: by
-        rank), or most recent first without a text."""
-        where = self._where(user_id, category, include_inactive)
+        rank), or most recent first without a text. `as_of`: the facts as they were then (`_then`)."""
+        where = self._where(user_id, category, include_inactive, as_of)
         if text_vector is not None:
-            rows = self.facts.search(text_vector, where, limit, text=text, mode=mode)
+            rows = self._then(self.facts.search(text_vector, where, limit, text=text, mode=mode), as_of)
             if mode == "semantic":
                 rows.sort(key=lambda r: (-round(r["similarity"], 6), -r["updated_at"], r["id"]))
             return rows
-        rows = self.facts.get(where)
+        rows = self._then(self.facts.get(where), as_of)
         rows.sort(key=lambda r: (-r["updated_at"], r["id"]))
         return rows[:limit]
+
+    def _then(self, rows: list[dict[str, Any]], as_of: float | None) -> list[dict[str, Any]]:
+        """The rows as they were at `as_of`, from their history (fact_events): the text they had then (the
+        `previous_text` of the first change after it), last changed at the latest event by then, active unless
+        replaced by then (what replaced them later is not known then). Rows unchanged without `as_of`."""
+        if as_of is None or not rows:
+            return rows
+        events = self.facts.history(sql_in("fact_id", [r["id"] for r in rows]))
+        changed: dict[str, float] = {}
+        text: dict[str, str] = {}
+        for e in events:  # oldest first
+            if e["at"] <= as_of:
+                changed[e["fact_id"]] = max(changed.get(e["fact_id"], 0.0), e["at"])
+            elif e.get("previous_text") is not None:
+                text.setdefault(e["fact_id"], e["previous_text"])
+        out = []
+        for r in rows:
+            r = {**r, "text": text.get(r["id"], r["text"])}
+            r["updated_at"] = max(float(r["created_at"]), changed.get(r["id"], 0.0))
+            if r.get("superseded_at") is not None and r["superseded_at"] > as_of:
+                r.update(active=True, superseded_by=None, superseded_at=None, superseded_reason=None)
+            out.append(r)
+        return out
 
     def _user_facts(
         self,
@@ -487,10 +517,11 @@ class FactService(ContextBlocks):
         limit: int,
         text: str | None = None,
         mode: str = "semantic",
+        as_of: float | None = None,
     ) -> list[FactOut]:
         return [
             self._out(r, r.get("similarity"))
-            for r in self._user_rows(user_id, text_vector, category, include_inactive, limit, text, mode)
+            for r in self._user_rows(user_id, text_vector, category, include_inactive, limit, text, mode, as_of)
         ]
 
     def _check_limit(self, limit: int, field: str = "limit") -> None:
@@ -513,7 +544,14 @@ class FactService(ContextBlocks):
         self.set_names({req.user_id: req.username})
         return FactsResponse(
             facts=self._user_facts(
-                req.user_id, self._vector(req.text), req.category, req.include_inactive, req.limit, req.text, req.mode
+                req.user_id,
+                self._vector(req.text),
+                req.category,
+                req.include_inactive,
+                req.limit,
+                req.text,
+                req.mode,
+                req.as_of,
             )
         )
 

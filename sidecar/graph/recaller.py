@@ -16,12 +16,13 @@ from ..storage import sql_in
 from ..wire import GraphRecallRequest, GraphRecallResponse, RecalledEntity, RecalledEpisode, RecalledTrace
 from ..wire.errors import TooLarge
 from . import activation as act
+from . import as_of
 from . import recall_validity as validity
 from .consolidation import BATCH
 from .model import UserGraph
 from .recall import BELOW, GATE, SEMANTIC_SEEDS, GraphView, Seeds, favoured_traces, named, rank_by_validity, recall
 from .recall_validity import Order
-from .records import decayed
+from .records import Trace, decayed
 
 if TYPE_CHECKING:
     from ..messages import MessageReader
@@ -74,18 +75,22 @@ class Recaller:
         until: float | None,
         params: act.Params,
         gate: float,
+        then: float | None = None,
     ) -> tuple[UserGraph, bool, float, dict[str, float], Order]:
         """The user's graph, known, confidence, the fired activation, and the question's order by validity
-        (recall_validity.py: already applied to the activation; query mode graph applies it to its scores too)."""
+        (recall_validity.py: already applied to the activation; query mode graph applies it to its scores too).
+        `then` (as_of): the graph as it was at that time (as_of.py), and only episodes said by then; the
+        question's time words ("now", "last year") are read from then."""
         svc = self.service
         self.consolidate_pending(user_id)  # what was stored since the last pass takes part
         reader = svc.reader
-        semantic = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=until, mode="semantic")
-        keyword = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=until, text=text, mode="keyword")
-        now = svc.clock()
+        said = until if then is None else then if until is None else min(until, then)  # the episodes read
+        semantic = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=said, mode="semantic")
+        keyword = reader.search(vector, user_id, SEMANTIC_SEEDS, since=since, until=said, text=text, mode="keyword")
+        now = svc.clock() if then is None else min(svc.clock(), then)
         window = named_window(text, now) if since is None and until is None else None
         with svc.lock:
-            g = svc.graph(user_id)
+            g = svc.graph(user_id) if then is None else as_of.at(svc.graph(user_id), then)
             seeds = Seeds([(r["id"], r["similarity"]) for r in semantic], [r["id"] for r in keyword], vector)
             valid = validity.order(g, text, named(g, text), window)
             if since is not None or until is not None:  # a hard window: no favoured episode from outside it
@@ -117,21 +122,20 @@ class Recaller:
         o = req.params.model_dump(exclude_none=True) if req.params is not None else {}
         gate = o.pop("gate", GATE)
         params = act.Params(**o)
+        until = req.until if req.as_of is None else req.as_of if req.until is None else min(req.until, req.as_of)
         g, known, best, fired, valid = self._fired(
-            req.user_id, req.text, self.embed(req.text), req.since, req.until, params, gate
+            req.user_id, req.text, self.embed(req.text), req.since, req.until, params, gate, req.as_of
         )
         if not known:
             return GraphRecallResponse(known=False, confidence=round(best, 4), traces=[])
         ranked = self._traces(g, fired, valid)
-        if req.since is not None or req.until is not None:
+        if req.since is not None or until is not None:
             ranked = [
-                (t, a)
-                for t, a in ranked
-                if any(self._inside(g, e, req.since, req.until) for e in g.traces[t].episode_ids)
+                (t, a) for t, a in ranked if any(self._inside(g, e, req.since, until) for e in g.traces[t].episode_ids)
             ]
         ranked = ranked[: req.limit]
         traces = [
-            self._trace_out(g, tid, a, fired, req.episodes, req.since, req.until, valid.favoured) for tid, a in ranked
+            self._trace_out(g, tid, a, fired, req.episodes, req.since, until, valid.favoured) for tid, a in ranked
         ]
         traces = [t for t in traces if t.episodes]
         if req.strengthen and traces:
@@ -247,32 +251,33 @@ class Recaller:
                 t.updated_at = now
             svc.store.save(g, traces=traces)
 
-    def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
+    def true_now(self, user_id: str, text: str | None, limit: int, then: float | None = None) -> list[dict[str, Any]]:
         """`context`'s "what is true now": the user's current relations as sentences (recall_validity.true_now). It
         waits at most TRUE_NOW_WAIT for the messages stored before it to be built (milliseconds each), so that
-        "I moved to Paris" stored just before shows; then answers with what is built."""
+        "I moved to Paris" stored just before shows; then answers with what is built. `then` (as_of): what was
+        true then, the relations valid at that time (as_of.py)."""
         if limit <= 0:
             return []
         self.service.builder.wait_built(TRUE_NOW_WAIT)
         with self.service.lock:
-            g = self.service.graph(user_id)
+            g = self.service.graph(user_id) if then is None else as_of.at(self.service.graph(user_id), then)
             return validity.true_now(g, text, named(g, text) if text else [], limit)
 
-    def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
+    def related_block(self, users: list[str], text: str, per_user: int, words: int, then: float | None = None) -> str:
         """`[related memories]` lines, one per recalled trace (date and summary), within `words` words
-        in all: the pyramid's cut shortens each summary to its share (the context's "related memories")."""
-        lines: list[tuple[float, str]] = []
+        in all: the pyramid's cut shortens each summary to its share (the context's "related memories"). `then`
+        (as_of): only traces with episodes said by then, dated by the last of those."""
+        lines: list[tuple[float, Trace]] = []
         vector = self.embed(text)
         for uid in users:
-            g, known, _best, fired, valid = self._fired(uid, text, vector, None, None, act.Params(), GATE)
+            g, known, _best, fired, valid = self._fired(uid, text, vector, None, None, act.Params(), GATE, then)
             if known:
-                lines += [(a, tid) for tid, a in self._traces(g, fired, valid)[:per_user]]
+                lines += [(a, g.traces[tid]) for tid, a in self._traces(g, fired, valid)[:per_user]]
         if not lines:
             return ""
         share = max(4, words // len(lines))
         out = ["[related memories]"]
-        for _a, tid in sorted(lines, reverse=True):
-            t = next(g.traces[tid] for g in (self.service.graph(u) for u in users) if tid in g.traces)
+        for _a, t in sorted(lines, key=lambda at: (at[0], at[1].id), reverse=True):
             day = time.strftime("%Y-%m-%d", time.gmtime(t.end))
             out.append(f"- {day}: {self.service.cut(t.summary, share)}")
         return "\n".join(out)

@@ -27,8 +27,8 @@ from ..wire import (
     MergeEntitiesRequest,
 )
 from ..wire.errors import InvalidRequest, NotFound, TooLarge, quote
+from . import as_of, supersession
 from . import consolidation as cons
-from . import supersession
 from .builder import USER_GROUP, Builder, Changes, self_entity
 from .cache import GraphCache
 from .lang import language, lexicon
@@ -369,13 +369,13 @@ class GraphService:
         assert self.recaller is not None  # (made when the graph has an embedder)
         return self.recaller.graph_recall(req)
 
-    def related_block(self, users: list[str], text: str, per_user: int, words: int) -> str:
+    def related_block(self, users: list[str], text: str, per_user: int, words: int, as_of: float | None = None) -> str:
         assert self.recaller is not None  # (made when the graph has an embedder)
-        return self.recaller.related_block(users, text, per_user, words)
+        return self.recaller.related_block(users, text, per_user, words, as_of)
 
-    def true_now(self, user_id: str, text: str | None, limit: int) -> list[dict[str, Any]]:
+    def true_now(self, user_id: str, text: str | None, limit: int, as_of: float | None = None) -> list[dict[str, Any]]:
         assert self.recaller is not None  # (made when the graph has an embedder)
-        return self.recaller.true_now(user_id, text, limit)
+        return self.recaller.true_now(user_id, text, limit, as_of)
 
     def superseded(self, user_id: str, ids: list[str]) -> dict[str, Replaced]:
         """Which of these memories (episodes) of the user a later one replaced (graph/supersession.py): the
@@ -527,9 +527,13 @@ class GraphService:
         self.settled(req.user_id)
         with self.lock:
             g = self.graph(req.user_id)
+            if req.as_of is not None:  # the graph as it was then: only the relations valid then
+                g = as_of.at(g, req.as_of)
+                g.relations = {k: r for k, r in g.relations.items() if r.valid_to is None}
             e = g.entities.get(req.id) if req.id is not None else g.find(req.name or "")
             if e is None:
-                raise NotFound(f"user {quote(req.user_id)} has no entity {quote(req.id or req.name)}")
+                then = "" if req.as_of is None else f" as of {int(req.as_of)} (none mentioned it by then)"
+                raise NotFound(f"user {quote(req.user_id)} has no entity {quote(req.id or req.name)}{then}")
             # what is true now first, then what was (each in the order it was stated)
             rels = sorted(
                 (r for r in g.relations.values() if e.id in (r.subject_id, r.object_id)),

@@ -34,6 +34,10 @@ text.edge-label{fill:#94a3b8}details summary{cursor:pointer}ul.events{margin:.3e
 .legend span{margin-right:1em}.dot{display:inline-block;width:.8em;height:.8em;border-radius:50%}
 .dot.person{background:#3b82f6}.dot.place{background:#16a34a}.dot.organisation{background:#d97706}
 .dot.thing{background:#7c3aed}.dot.event{background:#db2777}td.lists{white-space:nowrap}
+svg.timeline{width:100%;height:auto;background:#fff;border:1px solid #e2e8f0}svg.timeline text{font-size:11px;
+fill:#0f172a}svg.timeline rect.relation{fill:#3b82f6}svg.timeline rect.fact{fill:#16a34a}svg.timeline
+rect.ended{fill-opacity:.35}svg.timeline line.then{stroke:#dc2626;stroke-width:2}svg.timeline line.axis{stroke:#cbd5e1}
+svg.timeline text.then{fill:#dc2626}
 """
 
 
@@ -70,7 +74,7 @@ def table(head: Iterable[str] | None, rows: Iterable[str], empty: str = "nothing
 
 
 def user_nav(user_id: str, on: str) -> str:
-    links = [("messages", "messages & search"), ("facts", "facts"), ("graph", "graph")]
+    links = [("messages", "messages & search"), ("facts", "facts"), ("graph", "graph"), ("timeline", "timeline")]
     items = "".join(
         f'<a class="{"on" if name == on else ""}" href="{e(url("/" + name, user=user_id))}">{e(label)}</a>'
         for name, label in links
@@ -237,6 +241,109 @@ def graph_page(user_id: str, g: Any) -> str:
             ),
             "no traces yet (consolidation groups related episodes)",
         )
+    )
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- the timeline
+
+TIMELINE_ROWS = 200  # bars drawn at most (the most recently begun); the tables below list every one
+BAR_HEIGHT, ROW, LABEL, SPAN, TOP = 12, 18, 360, 620, 28
+
+
+def day(ts: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(ts))
+
+
+def _bars(g: Any, facts: list[dict[str, Any]]) -> list[tuple[str, str, float, float | None]]:
+    """(kind, label, start, end or None while it holds) of the user's relations and facts."""
+    out: list[tuple[str, str, float, float | None]] = []
+    if g is not None:
+        names = {k: v.name for k, v in g.entities.items()}
+        for r in g.relations.values():
+            obj = names.get(r.object_id, r.object_value) if r.object_id else r.object_value
+            out.append(
+                ("relation", f"{names.get(r.subject_id, r.subject_id)} {r.predicate} {obj}", r.valid_from, r.valid_to)
+            )
+    for f in facts:
+        end = None if f["active"] else f.get("superseded_at") or f["updated_at"]
+        out.append(("fact", f["text"], float(f["created_at"]), None if end is None else float(end)))
+    return out
+
+
+def valid_at(start: float, end: float | None, at: float) -> bool:
+    """What the sidecar's `as_of` reads: begun by then, and not ended by then."""
+    return start <= at and (end is None or end > at)
+
+
+def timeline_svg(bars: list[tuple[str, str, float, float | None]], at: float | None, now: float) -> str:
+    """Each relation and fact as a bar from when it was stated (made) to when it ended (or now), newest last;
+    a red line at `at`. Numbers and escaped text only (no script, no style attribute)."""
+    shown = sorted(bars, key=lambda b: (b[2], b[1]))[-TIMELINE_ROWS:]
+    lo = min([b[2] for b in shown] + ([at] if at is not None else []))
+    hi = max([now] + [b[3] for b in shown if b[3] is not None] + ([at] if at is not None else []))
+    scale = SPAN / max(hi - lo, 1.0)
+
+    def x(t: float) -> float:
+        return round(LABEL + (t - lo) * scale, 1)
+
+    height = TOP + ROW * len(shown) + 8
+    mark = day if hi - lo >= 2 * 86_400 else when  # a span of hours: the ends with their times
+    parts = [
+        f'<svg class="timeline" viewBox="0 0 {LABEL + SPAN + 20} {height}" xmlns="http://www.w3.org/2000/svg">',
+        f'<line class="axis" x1="{LABEL}" y1="{TOP - 6}" x2="{LABEL + SPAN}" y2="{TOP - 6}"/>',
+        f'<text x="{LABEL}" y="{TOP - 12}">{e(mark(lo))}</text>',
+        f'<text x="{LABEL + SPAN}" y="{TOP - 12}" text-anchor="end">{e(mark(hi))}</text>',
+    ]
+    for i, (kind, label, start, end) in enumerate(shown):
+        y = TOP + ROW * i
+        stop = hi if end is None else end
+        span = f"{day(start)} to {day(end) if end is not None else 'now'}"
+        parts.append(
+            f'<text x="4" y="{y + BAR_HEIGHT - 2}">{e(label[:60])}'
+            f"<title>{e(kind)}: {e(label)} ({e(span)})</title></text>"
+            f'<rect class="{kind}{" ended" if end is not None else ""}" x="{x(start)}" y="{y}" '
+            f'width="{max(2.0, round(x(stop) - x(start), 1))}" height="{BAR_HEIGHT}"><title>{e(label)} ({e(span)})'
+            "</title></rect>"
+        )
+    if at is not None:
+        parts.append(
+            f'<line class="then" x1="{x(at)}" y1="{TOP - 8}" x2="{x(at)}" y2="{height}"/>'
+            f'<text class="then" x="{x(at) + 3}" y="{TOP - 12}">{e(day(at))}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def timeline_page(user_id: str, g: Any, facts: list[dict[str, Any]], at: float | None, now: float) -> str:
+    """The user's relations and facts as bars over time, a date picker that reloads the page with `as_of`, and
+    what was true then (or now): the relations valid and the facts active at that time."""
+    out = [user_nav(user_id, "timeline")]
+    picked = day(at) if at is not None else ""
+    out.append(
+        f'<form class="search" method="get" action="/timeline"><input type="hidden" name="user" value="{e(user_id)}">'
+        f'<label>as of <input type="date" name="as_of" value="{e(picked)}"></label>'
+        '<button type="submit">show</button>'
+        f'<a href="{e(url("/timeline", user=user_id))}">now</a></form>'
+    )
+    bars = _bars(g, facts)
+    if not bars:
+        return "".join(out) + '<p class="muted">nothing on the timeline yet (no relation, no fact)</p>'
+    out.append(
+        f'<p class="muted legend">{min(len(bars), TIMELINE_ROWS)} of {len(bars)} bars (the most recently begun); '
+        "blue: relations from the graph, green: facts; pale: ended. The red line: the date picked.</p>"
+    )
+    out.append(timeline_svg(bars, at, now))
+    when_ = now if at is None else at
+    title = "true now" if at is None else f"true on {day(at)} (end of the day, UTC)"
+    rows = (
+        f'<tr><td>{e(kind)}</td><td class="content">{e(label)}</td><td>{when(start)}</td>'
+        f"<td>{when(end) if end is not None else 'still valid'}</td></tr>"
+        for kind, label, start, end in sorted(bars, key=lambda b: (b[0], b[2], b[1]))
+        if valid_at(start, end, when_)
+    )
+    out.append(
+        f'<h2 id="then">{e(title)}</h2>' + table(["kind", "what", "from", "until"], rows, "nothing was known then")
     )
     return "".join(out)
 

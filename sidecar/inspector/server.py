@@ -11,9 +11,11 @@ headers. A client that goes away before its answer is written is one debug line,
 
 from __future__ import annotations
 
+import calendar
 import hmac
 import logging
 import sys
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.cookies import SimpleCookie
@@ -230,6 +232,25 @@ def _graph(data: ReadOnlyData, params: dict[str, str]) -> tuple[str, str]:
     return f"graph of {user}", pages.graph_page(user, data.graph(user))
 
 
+def as_of(value: str) -> float | None:
+    """The timeline's `as_of`: a date (YYYY-MM-DD: the end of that day, UTC), unix seconds, or empty (now)."""
+    value = value.strip()
+    if not value:
+        return None
+    if value.isdigit() and len(value) <= 12:
+        return float(value)
+    try:
+        return calendar.timegm(time.strptime(value, "%Y-%m-%d")) + 86_399.0
+    except (ValueError, OverflowError):
+        raise InspectorError(f"`as_of` {clip(value)!r} is neither a date (YYYY-MM-DD) nor unix seconds") from None
+
+
+def _timeline(data: ReadOnlyData, params: dict[str, str]) -> tuple[str, str]:
+    user = _user(params)
+    at = as_of(params.get("as_of", ""))
+    return f"timeline of {user}", pages.timeline_page(user, data.graph(user), data.facts(user), at, time.time())
+
+
 def _stats(data: ReadOnlyData, params: dict[str, str]) -> tuple[str, str]:
     return "stats & health", pages.stats_page(data.stats())
 
@@ -239,5 +260,6 @@ ROUTES: dict[str, Callable[[ReadOnlyData, dict[str, str]], tuple[str, str]]] = {
     "/messages": _messages,
     "/facts": _facts,
     "/graph": _graph,
+    "/timeline": _timeline,
     "/stats": _stats,
 }

@@ -60,12 +60,20 @@ def _remember_fact(r: Any, user: str) -> str:
 
 
 def _forget(r: Any, user: str) -> str:
+    stays = " A tombstone stays, so an import of an older backup will not bring it back." if r.tombstone else ""
+    if r.removed is not None:
+        x = r.removed
+        return (
+            f"Forgot everything about user {user!r}: {count(x.memories, 'memory', 'memories')}, "
+            f"{count(x.facts, 'fact')}, {count(x.graph_episodes, 'graph episode')}, "
+            f"{count(x.chunks, 'chunk vector')}.{stays}"
+        )
     if r.facts_deleted is not None or r.graph_episodes_deleted is not None:
         return (
             f"Forgot everything about user {user!r}: {count(r.deleted or 0, 'memory', 'memories')}, "
             f"{count(r.facts_deleted or 0, 'fact')}, {count(r.graph_episodes_deleted or 0, 'graph episode')}."
         )
-    return f"Forgot {count(r.deleted or 0, 'item')}."
+    return f"Forgot {count(r.deleted or 0, 'item')}.{stays}"
 
 
 def _context(r: Any, user: str) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..wire.base import MIN_SCORE
+from ..wire.base import MAX_TIMESTAMP, MIN_SCORE
 
 MODES = ["hybrid", "semantic", "keyword", "graph"]
 ENTITY_TYPES = ["person", "place", "organisation", "thing", "event", "date", "other"]
@@ -50,6 +50,15 @@ class ToolSpec:
         return {"type": "object", "properties": props, "required": list(self.required), "additionalProperties": False}
 
 
+AS_OF = {
+    "type": "number",
+    "minimum": 0,
+    "maximum": MAX_TIMESTAMP,
+    "description": "Answer as of this time (unix seconds): what was true then, what was known by then. "
+    "A time in the future answers as now.",
+}
+
+
 def _limit(default: int, what: str) -> dict[str, Any]:
     return {"type": "integer", "minimum": 1, "default": default, "description": what}
 
@@ -87,6 +96,7 @@ def _context(args: dict[str, Any], user: str) -> dict[str, Any]:
             "format": args.get("format", "xml"),
             "limit": args.get("limit"),
             "related": args.get("related"),
+            "as_of": args.get("as_of"),
         }
     )
     if args.get("history", True):
@@ -158,6 +168,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "description": "Also list facts that were replaced or merged.",
             },
             "limit": _limit(20, "Most facts returned."),
+            "as_of": AS_OF,
         },
         (),
         lambda a, u: _drop_none(
@@ -168,6 +179,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "category": a.get("category"),
                 "limit": a.get("limit"),
                 "include_inactive": a.get("include_inactive"),
+                "as_of": a.get("as_of"),
             }
         ),
         read_only=True,
@@ -228,6 +240,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "default": 0,
                 "description": "With `text`: also a related-memories block of this many graph traces.",
             },
+            "as_of": AS_OF,
         },
         (),
         _context,
@@ -246,9 +259,18 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "description": "A question or cue, e.g. 'where did Ana go hiking?'.",
             },
             "limit": _limit(3, "Most traces (groups of related episodes) returned."),
+            "as_of": AS_OF,
         },
         ("query",),
-        lambda a, u: {"type": "graph_recall", "user_id": u, "text": a["query"], "limit": a.get("limit", 3)},
+        lambda a, u: _drop_none(
+            {
+                "type": "graph_recall",
+                "user_id": u,
+                "text": a["query"],
+                "limit": a.get("limit", 3),
+                "as_of": a.get("as_of"),
+            }
+        ),
     ),
     ToolSpec(
         "entities",

@@ -25,7 +25,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from ..storage import compact_table, cosine_search, sql_in
+from ..storage import compact_table, cosine_search, sql_in, sql_str
 
 log = logging.getLogger("sidecar.store")
 
@@ -143,8 +143,11 @@ class ChunkTable:
         """The best chunks for a query among those matching `where` (the messages' filter columns)."""
         return cosine_search(self.table, vector, where, ["message_id", "start", "end"], limit)
 
-    def count(self) -> int:
-        return self.table.count_rows()
+    def count(self, user_id: str | None = None) -> int:
+        """Chunks in all, or of one user."""
+        if user_id is None:
+            return self.table.count_rows()
+        return self.table.count_rows(f"user_id = {sql_str(user_id)}") if user_id in self.users else 0
 
     def compact(self, exclusive: bool, keep: timedelta | None = None) -> None:
         """keep (an object store shared with other sidecars): versions younger than this stay, and files no

@@ -28,10 +28,12 @@ from ..wire import (
     ModelInfo,
     OkResponse,
     QueryRequest,
+    Removed,
     ResultsResponse,
     StatsRequest,
     StatsResponse,
     StoreRequest,
+    Tombstone,
 )
 from ..wire.errors import Disabled, InvalidRequest, NotFound, SidecarError, TooLarge, quote
 from . import padding
@@ -333,9 +335,11 @@ class MemoryService:
         if req.user_id is not None:  # only that user's: another user's id is not_found, like an unknown one
             where += f" AND user_id = {sql_str(req.user_id)}"
         deleted = self.store.delete(where, on_gone=self._gone)
-        if not deleted:
+        if not deleted:  # nothing was forgotten: no tombstone either (an id never stored stays unknown)
             raise NotFound(f"no memory with id {quote(req.id)}")
-        return OkResponse(deleted=deleted)
+        at = self.clock()
+        self.store.tombstones.write("memory", [req.id], at)
+        return OkResponse(deleted=deleted, tombstone=Tombstone(of="memory", id=req.id, at=int(at)))
 
     def _gone(self, ids: list[str]) -> None:
         for companion in self.companions:
@@ -343,14 +347,27 @@ class MemoryService:
 
     def forget_user(self, req: ForgetUserRequest) -> OkResponse:
         """Messages, and everything the other domains keep for the user (facts, their history, the
-        display name, the graph): all deleted, then compacted away together with the messages."""
+        display name, the graph): all deleted, then compacted away together with the messages. A tombstone
+        (the user id and when, nothing else) is written first, so that an import of an older backup does not
+        bring the user back; it is written for a user never seen too (nothing of theirs may come back)."""
+        at = self.clock()
+        self.store.tombstones.write("user", [req.user_id], at)
         extra: dict[str, int] = {}
         for companion in self.companions:
             extra.update(companion.forget_user(req.user_id))
+        chunks = self.store.chunks_of(req.user_id)
         deleted = self.store.delete(f"user_id = {sql_str(req.user_id)}")
         if not deleted:
             self.store.compact()  # the other domains' rows leave the disk even when no message was left
-        return OkResponse.model_validate({"deleted": deleted, **extra})  # extra: the companions' counts
+        removed = Removed(
+            memories=deleted,
+            facts=extra.get("facts_deleted", 0),
+            graph_episodes=extra.get("graph_episodes_deleted", 0),
+            chunks=chunks,
+        )
+        tombstone = Tombstone(of="user", id=req.user_id, at=int(at))
+        # extra: the companions' counts, as before
+        return OkResponse.model_validate({"deleted": deleted, **extra, "removed": removed, "tombstone": tombstone})
 
     def stats(self, req: StatsRequest | None = None) -> StatsResponse:
         files = self.embedder.files

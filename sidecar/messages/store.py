@@ -48,6 +48,7 @@ from .quantized import quantize, widen
 from .reembed import Reembedding
 from .schema import CONTEXT_MESSAGES, MESSAGES, RESULT_COLUMNS, Context, link_rows, migrate_2_to_3, to_arrow
 from .tables import complete_new, ensure_indexes
+from .tombstones import Tombstones
 from .vector_cache import VectorCache
 from .wal import WriteAheadLog
 
@@ -101,6 +102,10 @@ class MessageStore(LongMemories, Reembedding):
                 self.dim, cache_bytes, db.local / SPILL_DIR if db.shared is None else None, spill_bytes
             )  # evicted users spill to a local dir's disk
             self._open_chunks()
+            self.tombstones = Tombstones(db, self.schedule.note_write)
+            self.also_compact.append(self.tombstones.compact)
+            self.tombstones = Tombstones(db, self.schedule.note_write)
+            self.also_compact.append(self.tombstones.compact)
             self._open(reembed)
         except OSError as exc:
             self.database.close()
@@ -201,6 +206,10 @@ class MessageStore(LongMemories, Reembedding):
             with self._reading():
                 table = self.table
             yield table
+
+    def chunks_of(self, user_id: str) -> int:
+        """How many chunk vectors the user's long memories have."""
+        return self.chunks.count(user_id)
 
     def existing_ids(self, ids: list[str]) -> set[str]:
         with self._reading():

@@ -66,7 +66,7 @@ class Exporter:
         graph = s.graph is not None and vectors
         # graph rows as far as the builder has got: a message without its episode is built after the import
         writer = Writer(out, overwrite)
-        counts = {"messages": 0, "facts": 0, "fact_events": 0, "users": 0, "graph": 0}
+        counts = {"tombstones": 0, "messages": 0, "facts": 0, "fact_events": 0, "users": 0, "graph": 0}
         try:
             writer.write(
                 {
@@ -83,6 +83,10 @@ class Exporter:
                     "graph": graph,
                 }
             )
+            # first what was forgotten, so that an import knows it before the records it covers
+            tombstones = s.messages.tombstones
+            kept = tombstones.where_user(user_id) if user_id is not None else None
+            self._table(writer, tombstones.table, kept, "tombstone", "tombstones", False, counts)
             with s.messages.snapshot() as messages:  # no compaction or delete meanwhile
                 self._table(writer, messages, where, "message", "messages", vectors, counts)
                 self._table(writer, s.facts.facts, where, "fact", "facts", vectors, counts, [*FACT_COLUMNS, "vector"])

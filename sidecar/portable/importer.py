@@ -44,6 +44,8 @@ class Outcome:
     users: int = 0
     graph: int = 0
     skipped: int = 0
+    forgotten: int = 0  # records a tombstone covers, skipped
+    tombstones: int = 0  # the file's tombstones written
     overwritten: int = 0
     invalid: int = 0
     reembedded: int = 0
@@ -68,7 +70,7 @@ class Outcome:
             )
 
     def any_written(self) -> bool:
-        return any((self.messages, self.facts, self.fact_events, self.users, self.graph))
+        return any((self.messages, self.facts, self.fact_events, self.users, self.graph, self.tombstones))
 
     def written(self) -> str:
         return (
@@ -113,6 +115,7 @@ class Importer:
         strict: bool = False,
         progress: Callable[[str, int], None] | None = None,
         limits: Limits = Limits(),
+        restore_forgotten: bool = False,
     ):
         self.s = stores  # portable.service.Stores
         self.identity = identity
@@ -128,10 +131,18 @@ class Importer:
         self.oldest = float("inf")  # timestamp of the oldest message written
         # the file's vectors are used only when finite and, for a normalising model, of length 1
         self.normalized = bool((identity.get("embedding") or {}).get("normalize", True))
+        # forgotten stays forgotten: of -> {id: when}, the stored tombstones and then the file's (read first)
+        self.restore_forgotten = restore_forgotten
+        self.dead: dict[str, dict[str, float]] = {"user": {}, "memory": {}}
+        self.used: dict[str, set[str]] = {"user": set(), "memory": set()}  # restore_forgotten: to clear
+        self.dropped_users: set[str] = set()  # users with a record skipped as forgotten: their graph is rebuilt
+        self.ignored = 0  # restore_forgotten: the file's tombstones not applied
+        self.rebuilt: set[str] = set()  # users whose graph rows were left out (built from their messages)
 
     def run(self, path: Path) -> Outcome:
         try:
             reader = Reader(path, self.limits)  # its first line may lie past a bound (blank lines, expansion)
+            self.dead = self.s.messages.tombstones.latest()
             self._plan(reader)
             if self.strict or self.on_conflict == "fail":
                 self._check(reader)
@@ -281,9 +292,15 @@ class Importer:
 
     def _write(self, batch: list[tuple[int, Any]]) -> None:
         kind = _kind(batch[0][1])
+        if kind == "tombstone":
+            self._tombstones(batch)
+            return
         if kind.startswith("graph:"):
             if self.restore_graph:
                 self._graph(kind[6:], batch)
+            return
+        batch = self._not_forgotten(kind, batch)
+        if not batch:
             return
         if kind in ("message", "fact"):
             fitting = []
@@ -313,6 +330,53 @@ class Importer:
                 [r.model_dump(exclude={"kind"}) for _, r in batch], self.on_conflict == "overwrite"
             )
             self.out.users += len(batch)
+
+    def _tombstones(self, batch: list[tuple[int, Any]]) -> None:
+        """The file's tombstones: each newer than what is known here is written, and covers the records after
+        it (with restore_forgotten none is applied: the request restores what was forgotten)."""
+        if self.restore_forgotten:
+            self.ignored += len(batch)
+            return
+        new: dict[tuple[str, str], float] = {}
+        for _n, r in batch:
+            at = float(r.at)
+            if at > self.dead[r.of].get(r.id, -1.0):
+                self.dead[r.of][r.id] = at
+                new[(r.of, r.id)] = at
+        if new:
+            self.s.messages.tombstones.add([{"of": of, "id": i, "at": at} for (of, i), at in new.items()])
+            self.out.tombstones += len(new)
+
+    def _covered(self, kind: str, r: Any) -> tuple[str, str] | None:
+        """The tombstone (of, id) that covers this record, or None: a deleted memory's id, or a forgotten user's
+        record dated at or before the user was forgotten."""
+        if kind == "message":
+            if r.id in self.dead["memory"]:
+                return ("memory", r.id)
+            when = r.timestamp
+        else:
+            when = {"fact": "created_at", "fact_event": "at", "user": "updated_at"}[kind]
+            when = getattr(r, when)
+        at = self.dead["user"].get(r.user_id)
+        return ("user", r.user_id) if at is not None and when <= at else None
+
+    def _not_forgotten(self, kind: str, batch: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        """The batch without what a tombstone covers (counted in `forgotten`); with restore_forgotten, all of
+        it, and the tombstones it used are cleared at the end."""
+        if not (self.dead["user"] or self.dead["memory"]):
+            return batch
+        kept = []
+        for n, r in batch:
+            covered = self._covered(kind, r)
+            if covered is None:
+                kept.append((n, r))
+            elif self.restore_forgotten:
+                self.used[covered[0]].add(covered[1])
+                kept.append((n, r))
+            else:
+                self.out.forgotten += 1
+                self.dropped_users.add(r.user_id)
+        return kept
 
     def _policy(self, kind: str, batch: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         """The batch without records repeated in it, and without stored ids (skip), or with the stored
@@ -386,6 +450,10 @@ class Importer:
     def _graph(self, table: str, batch: list[tuple[int, Any]]) -> None:
         rows = []
         for n, r in batch:
+            user = r.row["user_id"]
+            if not self.restore_forgotten and (user in self.dropped_users or user in self.dead["user"]):
+                self.rebuilt.add(user)  # something of theirs forgotten: their graph is built from what was imported
+                continue
             row = dict(r.row)
             problem = _number_problem(row)
             if problem is None and table == "traces":
@@ -404,9 +472,26 @@ class Importer:
             self.out.problem(n, message)
         self.out.graph += written
         self.out.skipped += len(rows) - len(bad) - written  # stored already (on_conflict skip)
-        self.out.graph_users.update(r.row["user_id"] for _, r in batch)
+        self.out.graph_users.update(row["user_id"] for _, row in rows)
 
     def _finish(self) -> None:
+        cleared = 0
+        for of, ids in self.used.items():
+            self.s.messages.tombstones.clear(of, sorted(ids))
+            cleared += len(ids)
+        self.used = {"user": set(), "memory": set()}
+        if cleared:
+            self.out.notes.append(
+                f"restore_forgotten: {cleared} tombstone{'' if cleared == 1 else 's'} cleared (what they covered was "
+                "imported)"
+            )
+        if self.rebuilt:
+            self.out.notes.append(
+                f"the graph of {len(self.rebuilt)} users with something forgotten is built again from the messages "
+                "imported, not restored"
+            )
+        if self.ignored:
+            self.out.notes.append(f"restore_forgotten: the file's {self.ignored} tombstones were not applied")
         if self.s.graph is None:
             return
         if self.out.graph_users:

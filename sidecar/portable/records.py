@@ -1,7 +1,7 @@
 """The export file format, version 1: one JSON object per line, each with a `kind`. A header first (format
-version, product version, model identity), then messages, facts, fact events, display names and graph
-rows, then an `end` line with the counts (a file without one was cut short). Every record is validated
-with these models on import; protocol/export.schema.json is generated from them. Pure.
+version, product version, model identity), then tombstones (what was forgotten, and when), messages, facts, fact
+events, display names and graph rows, then an `end` line with the counts (a file without one was cut short). Every
+record is validated with these models on import; protocol/export.schema.json is generated from them. Pure.
 
 Vectors are base64 of little-endian float32 (`vector_encoding`), 2,048 characters for 384 dimensions
 instead of about 4,000 as JSON numbers, and exact: the same float32 values come back.
@@ -206,13 +206,24 @@ class GraphRecord(_Record):
                 raise ValueError(f"row.{key} must be a non-empty string")
 
 
+class TombstoneRecord(_Record):
+    """What was forgotten (`forget_user`: a user; `delete`: a memory) and when, nothing else. Written before the
+    messages; an import skips the records it covers (docs/privacy.md, "Forgotten stays forgotten")."""
+
+    kind: Literal["tombstone"]
+    of: Literal["user", "memory"]
+    id: Id = Field(description="The user id or the memory id.")
+    at: Num = Field(description="When it was forgotten (unix seconds).")
+
+
 class EndRecord(_Record):
     kind: Literal["end"]
     counts: dict[str, StrictInt] = Field(description="Records of each kind written.")
 
 
 Record = Annotated[
-    MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord, Field(discriminator="kind")
+    MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | TombstoneRecord | EndRecord,
+    Field(discriminator="kind"),
 ]
 # cast: mypy reads a union of these models as types.UnionType, not as the TypeForm pydantic 2.14 declares, and
 # whether it says so depends on its cache (an ignore is "needed" on one run and "unused" on the next)
@@ -238,7 +249,7 @@ def decode_vector(text: str, dim: int) -> np.ndarray:
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of one line of an export file (protocol/export.schema.json)."""
     line_type: Any = Annotated[
-        Header | MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | EndRecord,
+        Header | MessageRecord | FactRecord | FactEventRecord | UserRecord | GraphRecord | TombstoneRecord | EndRecord,
         Field(discriminator="kind"),
     ]
     line = TypeAdapter(line_type).json_schema()
@@ -248,7 +259,7 @@ def json_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "memory-sidecar export file",
         "description": f"Format version {FORMAT_VERSION}. JSON Lines (gzip when the name ends in .gz): a `header` "
-        "line, then messages, facts, fact events, users and graph rows, then an `end` line. An "
+        "line, then tombstones, messages, facts, fact events, users and graph rows, then an `end` line. An "
         "import also reads plain JSON Lines of `plain` records (no header).",
         "format_version": FORMAT_VERSION,
         "line": line,

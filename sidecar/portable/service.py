@@ -131,6 +131,7 @@ class PortableService:
             facts=counts["facts"],
             fact_events=counts["fact_events"],
             users=counts["users"],
+            tombstones=counts["tombstones"],
             graph=counts["graph"],
             vectors=req.vectors,
             seconds=round(time.monotonic() - t0, 3),
@@ -147,6 +148,7 @@ class PortableService:
             req.strict,
             progress,
             Limits(req.max_invalid, req.max_expansion),
+            req.restore_forgotten,
         )
         try:
             out = importer.run(path)
@@ -160,11 +162,12 @@ class PortableService:
                 "automatic expiry deletes them (start with --ttl-days 0 to keep them)"
             )
         log.info(
-            "imported %s: %d messages, %d facts, %d skipped, %d invalid",
+            "imported %s: %d messages, %d facts, %d skipped, %d forgotten, %d invalid",
             path,
             out.messages,
             out.facts,
             out.skipped,
+            out.forgotten,
             out.invalid,
         )
         return ImportedResponse(
@@ -176,6 +179,8 @@ class PortableService:
             users=out.users,
             graph=out.graph,
             skipped=out.skipped,
+            forgotten=out.forgotten,
+            tombstones=out.tombstones,
             overwritten=out.overwritten,
             invalid=out.invalid,
             reembedded=out.reembedded,

@@ -153,7 +153,9 @@ class Dispatcher:
         if req.related and req.text and not out.opted_out:
             if self.graph is None:
                 raise Disabled("`related` needs graph memory, which is switched off (--graph false)")
-            out.related_block = self.graph.related_block(list(req.user_map()), req.text, req.related, req.related_words)
+            out.related_block = self.graph.related_block(
+                list(req.user_map()), req.text, req.related, req.related_words, req.as_of
+            )
         return out
 
     @staticmethod

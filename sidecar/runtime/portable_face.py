@@ -77,6 +77,12 @@ def parser(command: str) -> argparse.ArgumentParser:
         help="An id already stored: keep it (skip, the default), overwrite it, or fail before writing.",
     )
     p.add_argument(
+        "--restore-forgotten",
+        action="store_true",
+        help="Import what a tombstone covers (a forgotten user, a deleted memory) and clear those tombstones "
+        "(default: skipped and counted as forgotten).",
+    )
+    p.add_argument(
         "--strict",
         action="store_true",
         help="A bad record fails the whole import before anything is written (default: reported and skipped).",
@@ -145,6 +151,7 @@ def run(command: str, argv: list[str], setup_logging: Callable[[str], None]) -> 
             "strict": args.strict,
             "max_invalid": args.max_invalid,
             "max_expansion": args.max_expansion,
+            "restore_forgotten": args.restore_forgotten,
         }
     try:
         request = validate_request(fields)

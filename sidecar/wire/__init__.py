@@ -73,9 +73,11 @@ from .messages import (
     MessageOut,
     OkResponse,
     QueryRequest,
+    Removed,
     ResultsResponse,
     StoreRequest,
     Superseded,
+    Tombstone,
 )
 from .portable import ExportedResponse, ExportRequest, ImportedResponse, ImportRequest, LineError, OnConflict
 from .system import (
@@ -163,6 +165,7 @@ __all__ = [
     "RelationOut",
     "RememberRequest",
     "RememberedResponse",
+    "Removed",
     "Request",
     "ResolveRequest",
     "ResolvedResponse",
@@ -175,6 +178,7 @@ __all__ = [
     "Superseded",
     "SyncRequest",
     "SyncedResponse",
+    "Tombstone",
     "TraceOut",
     "UpdateFactRequest",
     "UserFacts",

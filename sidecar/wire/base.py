@@ -65,6 +65,23 @@ MAX_TIMESTAMP = 253_402_300_799
 Timestamp = Annotated[Number, Field(ge=0, le=MAX_TIMESTAMP, description="Unix time in seconds.")]
 
 
+AS_OF_DESCRIPTION = (
+    "Answer as of this time (unix seconds): relations valid then (stated by then and not yet contradicted), facts "
+    "active then (from their history, with the text they had), memories stored by then. A time in the future "
+    "answers as now."
+)
+
+
+def _seconds(value: Any) -> Any:
+    """`as_of` is a number: a string or a boolean is refused in one sentence (not one per number type)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number of unix seconds (e.g. 1709251200), not {type(value).__name__}")
+    return value
+
+
+AsOf = Annotated[Timestamp, BeforeValidator(_seconds), Field(description=AS_OF_DESCRIPTION)]
+
+
 def check_window(since: float | None, until: float | None) -> None:
     """A time window's ends in order (`since` at or before `until`), else the request is invalid."""
     if since is not None and until is not None and since > until:

@@ -10,6 +10,7 @@ from .base import (
     MIN_SCORE,
     MIN_SCORE_DESCRIPTION,
     MODE_DESCRIPTION,
+    AsOf,
     Fraction,
     Id,
     Number,
@@ -177,6 +178,12 @@ class ContextRequest(RequestBase):
     related_words: StrictInt = Field(120, ge=10, le=2000, description="Word budget of the related-memories block.")
     history: HistoryOptions | None = Field(
         None, description="Also render the history block (the options of `history`)."
+    )
+    as_of: AsOf | None = Field(
+        None,
+        description="The facts block as of this time (unix seconds): facts active then, what was true then (the "
+        "relations valid then, under `<true_then>` / `### True Then`), memories stored by then; a time in the future "
+        "answers as now. The channel and history blocks are not changed by it.",
     )
 
     @model_validator(mode="after")

@@ -10,6 +10,7 @@ from .base import (
     MODE_DESCRIPTION,
     SCOPE,
     Action,
+    AsOf,
     Fraction,
     Id,
     NonBlank,
@@ -77,6 +78,7 @@ class FactsRequest(RequestBase):
     include_inactive: StrictBool = False
     limit: StrictInt = Field(20, ge=1)
     mode: SearchMode = Field("hybrid", description="With `text`: " + MODE_DESCRIPTION)
+    as_of: AsOf | None = None
 
 
 class RecallRequest(RequestBase):

@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from .base import Fraction, Id, NonBlank, Number, RequestBase, ResponseBase, Timestamp, WireModel, check_window
+from .base import AsOf, Fraction, Id, NonBlank, Number, RequestBase, ResponseBase, Timestamp, WireModel, check_window
 
 EntityType = Literal["person", "place", "organisation", "thing", "event", "date", "other"]
 
@@ -37,6 +37,7 @@ class EntityRequest(RequestBase):
     user_id: Id
     id: Id | None = None
     name: StrictStr | None = None
+    as_of: AsOf | None = None
 
     @model_validator(mode="after")
     def _one_key(self) -> EntityRequest:
@@ -209,6 +210,7 @@ class GraphRecallRequest(RequestBase):
     until: Timestamp | None = Field(None, description="Only episodes at or before this time (unix seconds).")
     strengthen: StrictBool = Field(True, description="Returned traces gain activation (use strengthens memory).")
     params: RecallParams | None = None
+    as_of: AsOf | None = None
 
     @model_validator(mode="after")
     def _window(self) -> GraphRecallRequest:

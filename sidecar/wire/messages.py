@@ -131,6 +131,26 @@ class ForgetUserRequest(RequestBase):
     user_id: Id
 
 
+class Tombstone(WireModel):
+    """What forgetting leaves behind, and all it keeps: what was forgotten and when. An import skips what a
+    tombstone covers (unless asked to restore it); an export carries them."""
+
+    of: Literal["user", "memory"]
+    id: str = Field(description="The user id or the memory id.")
+    at: int = Field(description="When it was forgotten (unix seconds).")
+
+
+class Removed(WireModel):
+    """forget_user: what left each store."""
+
+    memories: int
+    facts: int = Field(description="Facts (with their history); 0 when none were kept.")
+    graph_episodes: int = Field(
+        description="Graph episodes (with their entities, relations and traces); 0 with graph memory off."
+    )
+    chunks: int = Field(description="Long memories' chunk vectors.")
+
+
 class OkResponse(ResponseBase):
     """Success. `id`/`ids` for store, `deleted` for cleanup/delete/forget_user/forget_fact."""
 
@@ -141,6 +161,10 @@ class OkResponse(ResponseBase):
     facts_deleted: int | None = Field(None, description="forget_user: facts deleted with the messages.")
     graph_episodes_deleted: int | None = Field(
         None, description="forget_user: graph episodes deleted (with their entities, relations and traces)."
+    )
+    removed: Removed | None = Field(None, description="forget_user: what left each store.")
+    tombstone: Tombstone | None = Field(
+        None, description="forget_user, delete: the tombstone written (an import will not bring it back)."
     )
     expires_at: int | list[int | None] | None = Field(
         None,

@@ -69,6 +69,12 @@ class ImportRequest(RequestBase):
         "many times its size (at least 1 MiB; real exports expand 1 to 10 times), "
         "else the import stops with `bad_file`; 0: no limit.",
     )
+    restore_forgotten: StrictBool = Field(
+        False,
+        description="Import what a tombstone covers (a user forgotten with `forget_user`, a memory deleted with "
+        "`delete`) and clear the tombstones so used; the file's own tombstones are not applied. Default: such "
+        "records are skipped and counted in `forgotten`.",
+    )
 
 
 class ExportedResponse(ResponseBase):
@@ -79,6 +85,7 @@ class ExportedResponse(ResponseBase):
     facts: int
     fact_events: int
     users: int = Field(description="Display names.")
+    tombstones: int = Field(0, description="Tombstones carried (what was forgotten, and when).")
     graph: int = Field(
         description="Graph rows (episodes, entities, mentions, relations, traces, links); 0 "
         "without vectors: the graph is rebuilt from the messages on import."
@@ -104,6 +111,12 @@ class ImportedResponse(ResponseBase):
     users: int
     graph: int = Field(description="Graph rows restored (0 when the graph is rebuilt from the messages).")
     skipped: int = Field(description="Records whose id was already stored (on_conflict skip).")
+    forgotten: int = Field(
+        0,
+        description="Records a tombstone covers (of a user forgotten, or a memory deleted, here or in the file), "
+        "skipped: forgotten stays forgotten. With `restore_forgotten`: 0, they are imported.",
+    )
+    tombstones: int = Field(0, description="The file's tombstones written here (those not known already).")
     overwritten: int = Field(description="Records that replaced a stored one (on_conflict overwrite).")
     invalid: int = Field(description="Bad records reported and skipped (see `errors`).")
     reembedded: int = Field(

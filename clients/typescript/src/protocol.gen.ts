@@ -481,6 +481,7 @@ export interface ResolveRequest {
  * via the `definition` "FactsRequest".
  */
 export interface FactsRequest {
+  as_of?: number | null;
   category?: string | string[] | null;
   include_inactive?: boolean;
   limit?: number;
@@ -591,6 +592,10 @@ export interface ForgetFactRequest {
  * via the `definition` "ContextRequest".
  */
 export interface ContextRequest {
+  /**
+   * The facts block as of this time (unix seconds): facts active then, what was true then (the relations valid then, under `<true_then>` / `### True Then`), memories stored by then; a time in the future answers as now. The channel and history blocks are not changed by it.
+   */
+  as_of?: number | null;
   /**
    * Also render the channel block (the options of `channel_context`).
    */
@@ -824,6 +829,7 @@ export interface EntitiesRequest {
  * via the `definition` "EntityRequest".
  */
 export interface EntityRequest {
+  as_of?: number | null;
   id?: (string | number) | null;
   name?: string | null;
   /**
@@ -881,6 +887,7 @@ export interface HealthRequest {
  * via the `definition` "GraphRecallRequest".
  */
 export interface GraphRecallRequest {
+  as_of?: number | null;
   /**
    * Episodes per trace at most, most activated first.
    */
@@ -984,6 +991,10 @@ export interface ImportRequest {
    */
   request_id?: string | number | null;
   /**
+   * Import what a tombstone covers (a user forgotten with `forget_user`, a memory deleted with `delete`) and clear the tombstones so used; the file's own tombstones are not applied. Default: such records are skipped and counted in `forgotten`.
+   */
+  restore_forgotten?: boolean;
+  /**
    * A bad record fails the whole import before anything is written; default: it is reported with its line number and skipped.
    */
   strict?: boolean;
@@ -1042,8 +1053,55 @@ export interface OkResponse {
    * store: how many secrets in the stored text were replaced by a placeholder such as `[redacted: openai key]` (never what they were; 0: none; --redact).
    */
   redacted?: number | null;
+  /**
+   * forget_user: what left each store.
+   */
+  removed?: Removed | null;
   request_id?: string | number | null;
+  /**
+   * forget_user, delete: the tombstone written (an import will not bring it back).
+   */
+  tombstone?: Tombstone | null;
   type: 'ok';
+}
+/**
+ * forget_user: what left each store.
+ *
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "Removed".
+ */
+export interface Removed {
+  /**
+   * Long memories' chunk vectors.
+   */
+  chunks: number;
+  /**
+   * Facts (with their history); 0 when none were kept.
+   */
+  facts: number;
+  /**
+   * Graph episodes (with their entities, relations and traces); 0 with graph memory off.
+   */
+  graph_episodes: number;
+  memories: number;
+}
+/**
+ * What forgetting leaves behind, and all it keeps: what was forgotten and when. An import skips what a
+ * tombstone covers (unless asked to restore it); an export carries them.
+ *
+ * This interface was referenced by `ProtocolSchema`'s JSON-Schema
+ * via the `definition` "Tombstone".
+ */
+export interface Tombstone {
+  /**
+   * When it was forgotten (unix seconds).
+   */
+  at: number;
+  /**
+   * The user id or the memory id.
+   */
+  id: string;
+  of: 'user' | 'memory';
 }
 /**
  * This interface was referenced by `ProtocolSchema`'s JSON-Schema
@@ -1826,6 +1884,10 @@ export interface ExportedResponse {
   path: string;
   request_id?: string | number | null;
   seconds: number;
+  /**
+   * Tombstones carried (what was forgotten, and when).
+   */
+  tombstones?: number;
   type: 'exported';
   /**
    * Display names.
@@ -1844,6 +1906,10 @@ export interface ImportedResponse {
   errors?: LineError[];
   fact_events: number;
   facts: number;
+  /**
+   * Records a tombstone covers (of a user forgotten, or a memory deleted, here or in the file), skipped: forgotten stays forgotten. With `restore_forgotten`: 0, they are imported.
+   */
+  forgotten?: number;
   /**
    * export: a memory-sidecar export file; plain: JSON Lines of messages.
    */
@@ -1887,6 +1953,10 @@ export interface ImportedResponse {
    * Records whose id was already stored (on_conflict skip).
    */
   skipped: number;
+  /**
+   * The file's tombstones written here (those not known already).
+   */
+  tombstones?: number;
   type: 'imported';
   users: number;
   /**
