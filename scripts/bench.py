@@ -49,6 +49,7 @@ SUBCOMMANDS = (
     "multilingual",
     "hostile-files",
     "prompt",
+    "footprint",
 )
 
 
