@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from .mapped import mapped_model
 from .model import ModelFiles
 from .spec import ModelConfigError
 
@@ -99,7 +100,9 @@ class Embedder:
         # over 3,000 runs of random shapes (1-40 texts of 3-250 words).
         opts.enable_cpu_mem_arena = True
         opts.log_severity_level = 3
-        self._session = ort.InferenceSession(str(files.onnx), opts, providers=["CPUExecutionProvider"])
+        # the weights mapped from a copy of the file with them kept apart, not copied into the process (mapped.py)
+        onnx = mapped_model(files.onnx, files.digest) or files.onnx
+        self._session = ort.InferenceSession(str(onnx), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         unknown = self._inputs - {"input_ids", "attention_mask", "token_type_ids"}
         if unknown:
