@@ -40,6 +40,8 @@ TOKEN_BUDGET = 256
 # A text is cut to its first HEAD_CHARS characters (at a space) before tokenizing: the window keeps at most
 # 256 tokens, and tokenizing a 1 MB text only to throw all but the first 256 away took about 0.3 s.
 HEAD_CHARS = 16_384
+# Long memories are cut into windows over pieces of this many characters at a time (`windows`)
+PIECE_CHARS = 32_768
 PREEMPTED_MAX = 1  # background runs stopped in a row by requests before one runs unstoppable
 # Before each background window, wait while requests are in hand (`busy`), up to this long: a request's
 # work besides its own embedding (the cache search, its answer) then does not share the cores with a
@@ -160,7 +162,11 @@ class Embedder:
                 self._waiting -= 1
 
     def _embed_ids(
-        self, encodings: list[list[int]], budget: int, options: object = None, prefix_tokens: int = 0
+        self,
+        encodings: Sequence[np.ndarray] | Sequence[Sequence[int]],
+        budget: int,
+        options: object = None,
+        prefix_tokens: int = 0,
     ) -> np.ndarray:
         """Vectors of token id lists (special tokens included), length-sorted batches within `budget`.
         `prefix_tokens`: how many tokens after the first are the prompt (left out of the pooling when the
@@ -195,13 +201,17 @@ class Embedder:
             out[idx] = pooled
         return out
 
-    def windows(self, text: str, size: int, overlap: int) -> tuple[list[tuple[int, int]], list[list[int]]]:
+    def windows(self, text: str, size: int, overlap: int) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
         """The text as overlapping windows of `size` tokens (the next starts `size - overlap` tokens on):
-        each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included
+        each window's character span [start, end) in `text` and its token ids (int64), [CLS] and [SEP] included
         (`embed_ids` puts the passage prefix after [CLS]). `size` is cut to what the model's window holds
         beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers
         it). The tokenizer cuts them itself (truncation with a stride: each overflowing part repeats `overlap`
-        tokens), in one call that releases the GIL."""
+        tokens), in calls that release the GIL, over pieces of at most PIECE_CHARS characters cut at a space:
+        each piece but the last leaves its last window to start the next piece, so the windows run on across
+        the cut. Tokenized whole, a 1 MB memory's 1,093 windows took +166 MiB at their peak (the tokenizer's
+        encodings of every window at once) and held 33 MiB as lists of ints; in pieces, and held as arrays,
+        a few MiB (measured in-process, RssAnon)."""
         with self._windows_lock:
             if self._windows is None:
                 from tokenizers import Tokenizer
@@ -213,14 +223,27 @@ class Embedder:
         size = max(8, min(size, room))
         overlap = min(overlap, size // 4)
         tok.enable_truncation(max_length=size + 2, stride=overlap)
-        [first] = tok.encode_batch([text])
-        parts = [first, *first.overflowing]
-        tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
-        if tokens <= room:
-            return [], []
-        return [(p.offsets[1][0], p.offsets[-2][1]) for p in parts], [p.ids for p in parts]
+        spans: list[tuple[int, int]] = []
+        ids: list[np.ndarray] = []
+        start = 0
+        while True:
+            end = _piece_end(text, start)
+            [first] = tok.encode_batch([text[start:end]])
+            parts = [first, *first.overflowing]
+            if start == 0 and end == len(text):  # the whole text in one piece: it may fit the window
+                tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
+                if tokens <= room:
+                    return [], []
+            last = end == len(text) or len(parts) == 1
+            kept = parts if last else parts[:-1]
+            for p in kept:
+                spans.append((start + p.offsets[1][0], start + p.offsets[-2][1]))
+                ids.append(np.array(p.ids, dtype=np.int64))
+            if end == len(text):
+                return spans, ids
+            start = end if len(parts) == 1 else start + parts[-1].offsets[1][0]
 
-    def embed_ids(self, windows: list[list[int]]) -> Iterator[np.ndarray]:
+    def embed_ids(self, windows: Sequence[np.ndarray] | Sequence[Sequence[int]]) -> Iterator[np.ndarray]:
         """Background embedding of token windows, one at a time, yielding each one's vector. A request's
         embedding does not wait behind one: it stops the run in progress (onnxruntime's terminate flag), which
         is then run again, and before each window it steps aside while requests are in hand (up to
@@ -242,9 +265,8 @@ class Embedder:
                         continue
                     if stopped < PREEMPTED_MAX:
                         self._background = options
-                window = windows[start]
-                if self._passage_ids:
-                    window = [*window[:1], *self._passage_ids, *window[1:]]
+                window = [int(t) for t in windows[start]]
+                window[1:1] = self._passage_ids
                 try:
                     vectors = self._embed_ids([window], 1 << 30, options, prefix_tokens=len(self._passage_ids))
                 except Exception:
@@ -332,6 +354,18 @@ def _prefix_ids(tok: object, prefix: str) -> list[int]:
     if tail > 0 and full[-tail:] == plain[-tail:] and full[:1] == plain[:1]:
         return full[1 : len(full) - tail]
     return tok.encode(prefix, add_special_tokens=False).ids  # type: ignore[attr-defined]
+
+
+def _piece_end(text: str, start: int) -> int:
+    """Where the piece of `text` that starts at `start` ends: PIECE_CHARS on, cut at the last whitespace in
+    its second half (else there), or the end of the text."""
+    end = start + PIECE_CHARS
+    if end >= len(text):
+        return len(text)
+    for i in range(end, start + PIECE_CHARS // 2, -1):
+        if text[i].isspace():
+            return i
+    return end
 
 
 def _head(text: str) -> str:
