@@ -41,7 +41,7 @@ TOKEN_BUDGET = 256
 # 256 tokens, and tokenizing a 1 MB text only to throw all but the first 256 away took about 0.3 s.
 HEAD_CHARS = 16_384
 # Long memories are cut into windows over pieces of this many characters at a time (`windows`)
-PIECE_CHARS = 32_768
+PIECE_CHARS = 8_192
 PREEMPTED_MAX = 1  # background runs stopped in a row by requests before one runs unstoppable
 # Before each background window, wait while requests are in hand (`busy`), up to this long: a request's
 # work besides its own embedding (the cache search, its answer) then does not share the cores with a
@@ -74,10 +74,10 @@ class Embedder:
         # the passage prefix as token ids, put after the first token of long memories' windows (`embed_ids`)
         self._passage_ids = _prefix_ids(tok, spec.passage_prefix)
         self._prefix_tokens = {"query": len(_prefix_ids(tok, spec.query_prefix)), "passage": len(self._passage_ids)}
-        # chunking's own tokenizer (overlapping windows, `windows`), loaded at its first use: parsing the file
-        # again took 15-30 ms of start-up for a store that may hold no long memory
-        self._windows: Tokenizer | None = None
-        self._windows_lock = threading.Lock()
+        # One tokenizer for requests and for long memories' windows, which take it a piece at a time with their
+        # own truncation (`windows`): a second one doubled its memory, and a multilingual model's 250,000-token
+        # unigram tokenizer alone holds 279 MiB private (multilingual-e5-small, measured in-process).
+        self._tok_lock = threading.Lock()
         # Background work (chunks of long memories) runs one small batch at a time, never while a request's
         # embedding runs (see `embed_ids`); one background caller at a time.
         self._run_lock = threading.Lock()
@@ -148,7 +148,8 @@ class Embedder:
             return np.empty((0, self.dim), dtype=np.float32), []
         prefix = self._prefix[kind]
         heads = [_head(t) for t in texts]
-        encodings = self._tokenizer.encode_batch([prefix + h for h in heads] if prefix else heads)
+        with self._tok_lock:
+            encodings = self._tokenizer.encode_batch([prefix + h for h in heads] if prefix else heads)
         ids = [e.ids for e in encodings]
         full = [bool(e.overflowing) or len(h) < len(t) for e, h, t in zip(encodings, heads, texts)]
         with self._waiting_lock:  # background work steps aside meanwhile (`embed_ids`)
@@ -207,28 +208,27 @@ class Embedder:
         (`embed_ids` puts the passage prefix after [CLS]). `size` is cut to what the model's window holds
         beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers
         it). The tokenizer cuts them itself (truncation with a stride: each overflowing part repeats `overlap`
-        tokens), in calls that release the GIL, over pieces of at most PIECE_CHARS characters cut at a space:
+        tokens), in calls that release the GIL, over pieces of at most PIECE_CHARS characters cut at a space
+        (the request path's tokenizer, lent for one piece at a time):
         each piece but the last leaves its last window to start the next piece, so the windows run on across
         the cut. Tokenized whole, a 1 MB memory's 1,093 windows took +166 MiB at their peak (the tokenizer's
         encodings of every window at once) and held 33 MiB as lists of ints; in pieces, and held as arrays,
         a few MiB (measured in-process, RssAnon)."""
-        with self._windows_lock:
-            if self._windows is None:
-                from tokenizers import Tokenizer
-
-                self._windows = Tokenizer.from_file(str(self.files.tokenizer))
-                self._windows.no_padding()
-            tok = self._windows
+        tok = self._tokenizer
         room = self.max_length - 2 - len(self._passage_ids)
         size = max(8, min(size, room))
         overlap = min(overlap, size // 4)
-        tok.enable_truncation(max_length=size + 2, stride=overlap)
         spans: list[tuple[int, int]] = []
         ids: list[np.ndarray] = []
         start = 0
         while True:
             end = _piece_end(text, start)
-            [first] = tok.encode_batch([text[start:end]])
+            with self._tok_lock:  # requests' texts wait for a piece at most (a few ms), then are cut as always
+                tok.enable_truncation(max_length=size + 2, stride=overlap)
+                try:
+                    [first] = tok.encode_batch([text[start:end]])
+                finally:
+                    tok.enable_truncation(max_length=self.max_length)
             parts = [first, *first.overflowing]
             if start == 0 and end == len(text):  # the whole text in one piece: it may fit the window
                 tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
