@@ -16,7 +16,8 @@ sampled every `--interval` seconds (50 ms) on a thread, so a peak between two re
 
 1. `--runs` spawns on a fresh data dir each: a `query` is written at once, before `ready` (a host that does
    not wait), so the time to its answer is spawn to the first answer; then a `store` and two queries (the
-   first answers). Private memory and RSS one second after them, and the peaks until then; medians of the runs.
+   first answers). Private memory and RSS `--settle` seconds after them (idle: past the server's periodic
+   malloc_trim), and the peaks until then; medians of the runs.
 2. One more sidecar, filled by batch `store` to `--rows` memories over `--users` users, compacted, every
    user queried once: private memory and RSS then, and the peaks while filling.
 3. The same sidecar stores one memory of `--big-bytes` bytes and embeds its chunks: the peaks meanwhile and
@@ -53,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=500, help="messages per batch store in step 2")
     parser.add_argument("--big-bytes", type=int, default=1_000_000, help="the long memory of step 3 (0: skip)")
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between two samples")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=6.0,
+        help="seconds idle before a state's figures are read: past the server's periodic malloc_trim (every 5 s), "
+        "so they are what an idle sidecar holds; the peaks include everything before",
+    )
     parser.add_argument("--binary", type=Path, help="a frozen binary (onefile or onedir executable) to spawn instead")
     parser.add_argument("--model", help="--model for the sidecar")
     parser.add_argument("--model-dir", type=Path, help="--model-dir for the sidecar")
@@ -137,7 +145,7 @@ def first_answers(args: argparse.Namespace, tmp: Path, run: int, rng: random.Ran
             sc.request({"type": "store", "user_id": "u0", "content": "we hiked up to the lake last weekend"}, "ok")
             for _ in range(2):
                 sc.request({"type": "query", "user_id": "u0", "text": make_question(rng)}, "results")
-            time.sleep(1.0)  # what the first answers left behind, not only their own peak
+            time.sleep(args.settle)  # what the first answers left behind, once idle
             now, peak = sampler.now(), sampler.peaks()
         finally:
             sampler.stop()
@@ -168,7 +176,7 @@ def at_scale(args: argparse.Namespace, tmp: Path, rng: random.Random) -> list[di
             sc.compact()
             for u in range(args.users):
                 sc.request({"type": "query", "user_id": user_id(u), "text": make_question(rng)}, "results")
-            time.sleep(1.0)
+            time.sleep(args.settle)
             now, peak = sampler.now(), sampler.peaks(reset=True)
             rows.append(row(f"{args.rows:,} memories over {args.users} users, each queried", now, peak))
             if args.big_bytes:
@@ -182,6 +190,7 @@ def at_scale(args: argparse.Namespace, tmp: Path, rng: random.Random) -> list[di
                         raise sc.fail(f"the long memory's chunks were not in within {args.timeout:g} s")
                     time.sleep(1.0)
                 took = time.perf_counter() - t0
+                time.sleep(args.settle)
                 now, peak = sampler.now(), sampler.peaks(reset=True)
                 rows.append(row(f"+ one {args.big_bytes:,}-byte memory, chunked in {took:.0f} s", now, peak))
         finally:
