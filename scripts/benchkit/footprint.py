@@ -82,12 +82,17 @@ class Sampler:
         self._thread.start()
 
     def now(self) -> dict[str, float]:
-        """MiB now: {"rss", "private"} (zeros once the process is gone)."""
-        try:
-            s = status_kib(self.pid)
-        except OSError:
-            return {"rss": 0.0, "private": 0.0}
-        return {"rss": s.get("VmRSS", 0) / MIB, "private": s.get("RssAnon", 0) / MIB}
+        """MiB now: {"rss", "private"} of the process and its descendants (a onefile binary's launcher runs the
+        sidecar as its child; a task manager shows both); zeros once they are gone."""
+        out = {"rss": 0.0, "private": 0.0}
+        for pid in tree(self.pid):
+            try:
+                s = status_kib(pid)
+            except OSError:
+                continue
+            out["rss"] += s.get("VmRSS", 0) / MIB
+            out["private"] += s.get("RssAnon", 0) / MIB
+        return out
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -108,6 +113,20 @@ class Sampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def tree(pid: int) -> list[int]:
+    """`pid` and its descendants (/proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
 
 
 def sidecar_args(args: argparse.Namespace) -> list[str]:
