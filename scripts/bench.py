@@ -51,6 +51,7 @@ SUBCOMMANDS = (
     "prompt",
     "http",
     "secrets",
+    "footprint",
 )
 
 

@@ -3,11 +3,14 @@ LanceDB directory, and speaks the protocol to it through real pipes."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
 import queue
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -17,6 +20,10 @@ import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The mapped copies of the models the tests start (sidecar/embedding/mapped.py) go to a folder of this test process,
+# not the user's cache, which the many models tests make would fill; a test that names its own keeps it.
+MODEL_CACHE = Path(tempfile.mkdtemp(prefix="sidecar-test-model-cache-"))
+atexit.register(shutil.rmtree, MODEL_CACHE, True)
 
 # Tests that cannot run on an OS are skipped there with the reason (pytest -ra lists them in CI), never silently.
 LINUX = sys.platform.startswith("linux")
@@ -80,6 +87,7 @@ class Sidecar:
         }
         if base_env is None:
             full_env["PYTHONUNBUFFERED"] = "1"
+            full_env["MEMORY_SIDECAR_MODEL_CACHE"] = str(MODEL_CACHE)
         full_env.update(env or {})
         self.data_dir = data_dir
         self.stderr_path = data_dir.parent / f"{data_dir.name}-stderr-{time.monotonic_ns()}.log"

@@ -43,6 +43,7 @@ SUBCOMMANDS = (
     "prompt",
     "http",
     "secrets",
+    "footprint",
 )
 # stands in for the sidecar: a ready line, then an answer per request line, echoing its request_id
 FAKE = """

@@ -90,6 +90,24 @@ def test_windows_cover_a_long_text_with_overlap_and_exact_spans(embedder):
     assert embedder.windows("short text " * 20, 200, 50) == ([], [])  # within the window: no chunks
 
 
+def test_windows_of_a_text_longer_than_a_piece_run_on_across_the_cuts(embedder):
+    from sidecar.embedding.embedder import PIECE_CHARS
+
+    vocab = "the cat sat on a mat while my old dog ran to the park and back home again".split()
+    text = " ".join(vocab[(i * 7) % len(vocab)] for i in range(PIECE_CHARS // 2))  # about 2.5 pieces
+    assert len(text) > 2 * PIECE_CHARS
+    spans, windows = embedder.windows(text, 200, 50)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    for (s0, e0), (s1, e1) in itertools.pairwise(spans):
+        assert s0 < s1 < e0 < e1  # overlapping, at the cuts too: nothing of the text is left out
+    # every window is the tokens of its span, the windows on either side of each cut included
+    seams = [i for i in range(1, len(spans)) if spans[i][0] // PIECE_CHARS != spans[i - 1][0] // PIECE_CHARS]
+    picked = sorted({j for i in seams for j in (i - 1, i)})
+    direct = embedder.embed_passages([text[spans[j][0] : spans[j][1]] for j in picked])
+    by_ids = np.concatenate(list(embedder.embed_ids([windows[j] for j in picked])))
+    assert np.allclose(direct, by_ids, atol=1e-4)
+
+
 def test_a_long_text_is_embedded_from_its_head_and_flagged(embedder):
     text = "the cat sat on the mat " * 5000  # 115,000 characters
     vectors, long = embedder.embed_flagged([text, "short"], "passage")

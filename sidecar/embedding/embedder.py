@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from .mapped import mapped_model
 from .model import ModelFiles
 from .spec import ModelConfigError
 
@@ -39,6 +40,8 @@ TOKEN_BUDGET = 256
 # A text is cut to its first HEAD_CHARS characters (at a space) before tokenizing: the window keeps at most
 # 256 tokens, and tokenizing a 1 MB text only to throw all but the first 256 away took about 0.3 s.
 HEAD_CHARS = 16_384
+# Long memories are cut into windows over pieces of this many characters at a time (`windows`)
+PIECE_CHARS = 8_192
 PREEMPTED_MAX = 1  # background runs stopped in a row by requests before one runs unstoppable
 # Before each background window, wait while requests are in hand (`busy`), up to this long: a request's
 # work besides its own embedding (the cache search, its answer) then does not share the cores with a
@@ -71,10 +74,10 @@ class Embedder:
         # the passage prefix as token ids, put after the first token of long memories' windows (`embed_ids`)
         self._passage_ids = _prefix_ids(tok, spec.passage_prefix)
         self._prefix_tokens = {"query": len(_prefix_ids(tok, spec.query_prefix)), "passage": len(self._passage_ids)}
-        # chunking's own tokenizer (overlapping windows, `windows`), loaded at its first use: parsing the file
-        # again took 15-30 ms of start-up for a store that may hold no long memory
-        self._windows: Tokenizer | None = None
-        self._windows_lock = threading.Lock()
+        # One tokenizer for requests and for long memories' windows, which take it a piece at a time with their
+        # own truncation (`windows`): a second one doubled its memory, and a multilingual model's 250,000-token
+        # unigram tokenizer alone holds 279 MiB private (multilingual-e5-small, measured in-process).
+        self._tok_lock = threading.Lock()
         # Background work (chunks of long memories) runs one small batch at a time, never while a request's
         # embedding runs (see `embed_ids`); one background caller at a time.
         self._run_lock = threading.Lock()
@@ -99,7 +102,9 @@ class Embedder:
         # over 3,000 runs of random shapes (1-40 texts of 3-250 words).
         opts.enable_cpu_mem_arena = True
         opts.log_severity_level = 3
-        self._session = ort.InferenceSession(str(files.onnx), opts, providers=["CPUExecutionProvider"])
+        # the weights mapped from a copy of the file with them kept apart, not copied into the process (mapped.py)
+        onnx = mapped_model(files.onnx, files.digest) or files.onnx
+        self._session = ort.InferenceSession(str(onnx), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         unknown = self._inputs - {"input_ids", "attention_mask", "token_type_ids"}
         if unknown:
@@ -143,7 +148,8 @@ class Embedder:
             return np.empty((0, self.dim), dtype=np.float32), []
         prefix = self._prefix[kind]
         heads = [_head(t) for t in texts]
-        encodings = self._tokenizer.encode_batch([prefix + h for h in heads] if prefix else heads)
+        with self._tok_lock:
+            encodings = self._tokenizer.encode_batch([prefix + h for h in heads] if prefix else heads)
         ids = [e.ids for e in encodings]
         full = [bool(e.overflowing) or len(h) < len(t) for e, h, t in zip(encodings, heads, texts)]
         with self._waiting_lock:  # background work steps aside meanwhile (`embed_ids`)
@@ -157,7 +163,11 @@ class Embedder:
                 self._waiting -= 1
 
     def _embed_ids(
-        self, encodings: list[list[int]], budget: int, options: object = None, prefix_tokens: int = 0
+        self,
+        encodings: Sequence[np.ndarray] | Sequence[Sequence[int]],
+        budget: int,
+        options: object = None,
+        prefix_tokens: int = 0,
     ) -> np.ndarray:
         """Vectors of token id lists (special tokens included), length-sorted batches within `budget`.
         `prefix_tokens`: how many tokens after the first are the prompt (left out of the pooling when the
@@ -192,32 +202,48 @@ class Embedder:
             out[idx] = pooled
         return out
 
-    def windows(self, text: str, size: int, overlap: int) -> tuple[list[tuple[int, int]], list[list[int]]]:
+    def windows(self, text: str, size: int, overlap: int) -> tuple[list[tuple[int, int]], list[np.ndarray]]:
         """The text as overlapping windows of `size` tokens (the next starts `size - overlap` tokens on):
-        each window's character span [start, end) in `text` and its token ids, [CLS] and [SEP] included
+        each window's character span [start, end) in `text` and its token ids (int64), [CLS] and [SEP] included
         (`embed_ids` puts the passage prefix after [CLS]). `size` is cut to what the model's window holds
         beside the prefix. A text that fits the window with the prefix gives no window (its own vector covers
         it). The tokenizer cuts them itself (truncation with a stride: each overflowing part repeats `overlap`
-        tokens), in one call that releases the GIL."""
-        with self._windows_lock:
-            if self._windows is None:
-                from tokenizers import Tokenizer
-
-                self._windows = Tokenizer.from_file(str(self.files.tokenizer))
-                self._windows.no_padding()
-            tok = self._windows
+        tokens), in calls that release the GIL, over pieces of at most PIECE_CHARS characters cut at a space
+        (the request path's tokenizer, lent for one piece at a time):
+        each piece but the last leaves its last window to start the next piece, so the windows run on across
+        the cut. Tokenized whole, a 1 MB memory's 1,093 windows took +166 MiB at their peak (the tokenizer's
+        encodings of every window at once) and held 33 MiB as lists of ints; in pieces, and held as arrays,
+        a few MiB (measured in-process, RssAnon)."""
+        tok = self._tokenizer
         room = self.max_length - 2 - len(self._passage_ids)
         size = max(8, min(size, room))
         overlap = min(overlap, size // 4)
-        tok.enable_truncation(max_length=size + 2, stride=overlap)
-        [first] = tok.encode_batch([text])
-        parts = [first, *first.overflowing]
-        tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
-        if tokens <= room:
-            return [], []
-        return [(p.offsets[1][0], p.offsets[-2][1]) for p in parts], [p.ids for p in parts]
+        spans: list[tuple[int, int]] = []
+        ids: list[np.ndarray] = []
+        start = 0
+        while True:
+            end = _piece_end(text, start)
+            with self._tok_lock:  # requests' texts wait for a piece at most (a few ms), then are cut as always
+                tok.enable_truncation(max_length=size + 2, stride=overlap)
+                try:
+                    [first] = tok.encode_batch([text[start:end]])
+                finally:
+                    tok.enable_truncation(max_length=self.max_length)
+            parts = [first, *first.overflowing]
+            if start == 0 and end == len(text):  # the whole text in one piece: it may fit the window
+                tokens = len(first.ids) - 2 + sum(len(p.ids) - 2 - overlap for p in parts[1:])
+                if tokens <= room:
+                    return [], []
+            last = end == len(text) or len(parts) == 1
+            kept = parts if last else parts[:-1]
+            for p in kept:
+                spans.append((start + p.offsets[1][0], start + p.offsets[-2][1]))
+                ids.append(np.array(p.ids, dtype=np.int64))
+            if end == len(text):
+                return spans, ids
+            start = end if len(parts) == 1 else start + parts[-1].offsets[1][0]
 
-    def embed_ids(self, windows: list[list[int]]) -> Iterator[np.ndarray]:
+    def embed_ids(self, windows: Sequence[np.ndarray] | Sequence[Sequence[int]]) -> Iterator[np.ndarray]:
         """Background embedding of token windows, one at a time, yielding each one's vector. A request's
         embedding does not wait behind one: it stops the run in progress (onnxruntime's terminate flag), which
         is then run again, and before each window it steps aside while requests are in hand (up to
@@ -239,9 +265,8 @@ class Embedder:
                         continue
                     if stopped < PREEMPTED_MAX:
                         self._background = options
-                window = windows[start]
-                if self._passage_ids:
-                    window = [*window[:1], *self._passage_ids, *window[1:]]
+                window = [int(t) for t in windows[start]]
+                window[1:1] = self._passage_ids
                 try:
                     vectors = self._embed_ids([window], 1 << 30, options, prefix_tokens=len(self._passage_ids))
                 except Exception:
@@ -329,6 +354,18 @@ def _prefix_ids(tok: object, prefix: str) -> list[int]:
     if tail > 0 and full[-tail:] == plain[-tail:] and full[:1] == plain[:1]:
         return full[1 : len(full) - tail]
     return tok.encode(prefix, add_special_tokens=False).ids  # type: ignore[attr-defined]
+
+
+def _piece_end(text: str, start: int) -> int:
+    """Where the piece of `text` that starts at `start` ends: PIECE_CHARS on, cut at the last whitespace in
+    its second half (else there), or the end of the text."""
+    end = start + PIECE_CHARS
+    if end >= len(text):
+        return len(text)
+    for i in range(end, start + PIECE_CHARS // 2, -1):
+        if text[i].isspace():
+            return i
+    return end
 
 
 def _head(text: str) -> str:

@@ -21,8 +21,8 @@ from .chunks import CHUNK_OVERLAP, CHUNK_TOKENS, PendingChunks
 
 log = logging.getLogger("sidecar.store")
 
-Windows = Callable[[str, int, int], tuple[list[tuple[int, int]], list[list[int]]]]
-EmbedWindows = Callable[[list[list[int]]], Iterator[np.ndarray]]
+Windows = Callable[[str, int, int], tuple[list[tuple[int, int]], list[np.ndarray]]]
+EmbedWindows = Callable[[list[np.ndarray]], Iterator[np.ndarray]]
 # (row, spans, vectors) -> stored (False: the memory was deleted meanwhile)
 Commit = Callable[[dict[str, Any], list[tuple[int, int]], np.ndarray], bool]
 

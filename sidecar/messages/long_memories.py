@@ -9,14 +9,14 @@ module stays about messages.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..storage import cosine_search, sql_str
 from . import search
-from .chunker import Chunker
+from .chunker import Chunker, EmbedWindows, Windows
 from .chunks import SHORT_CHARS, ChunkTable, PendingChunks
 from .schema import RESULT_COLUMNS
 
@@ -41,8 +41,8 @@ class LongMemories:
 
     def start_chunking(
         self,
-        windows: Callable[[str, int, int], tuple[list[tuple[int, int]], list[list[int]]]],
-        embed: Callable[[list[list[int]]], Iterator[np.ndarray]],
+        windows: Windows,
+        embed: EmbedWindows,
     ) -> None:
         """Start the background chunker (the composition root hands it the embedder's functions); it
         resumes the memories left pending by the last run (on an object store, which keeps no pending file,
