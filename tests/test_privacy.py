@@ -208,3 +208,17 @@ def test_the_mcp_face_cleans_what_it_stores(tmp_path):
     anyio.run(main)
     for secret in SECRETS:
         assert files_containing(tmp_path / "data", secret.encode()) == [], secret
+
+
+def test_onnxruntime_writes_no_telemetry_device_id_or_event_database(spawn, tmp_path):
+    """onnxruntime's telemetry (a device id and an event store under ~/.cache, uploaded when online) stays off."""
+    home = tmp_path / "home"
+    home.mkdir()
+    inherited = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}  # this process's opt-out
+    sc = spawn(
+        base_env={**inherited, "PYTHONUNBUFFERED": "1", "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    )
+    assert sc.request({"type": "store", "user_id": "u", "content": "I keep bees on the roof"})["type"] == "ok"
+    assert sc.request({"type": "query", "user_id": "u", "text": "bees"})["messages"]
+    assert sc.shutdown() == 0
+    assert not (home / ".cache" / "Microsoft").exists(), sorted(str(p) for p in home.rglob("*"))
