@@ -26,7 +26,7 @@ import regex
 
 from ..text import is_backchannel
 from . import self_names
-from .lang import language, lexicon
+from .lang import LATIN, language, lexicon
 from .mentions import Mention, find_mentions
 from .model import Similar, UserGraph
 from .quality import novelty
@@ -191,12 +191,43 @@ def read_into(
     return new, sum(m.type != "date" for m in mentions)
 
 
+# A line whose detected language is not the one nearly all of a user's memories are in is read in theirs: the
+# detector takes a short line for another language now and then ("Das Wochenende war anstrengend. (602)": en), and
+# one such line read by the English tier made "Das Wochenende" a person, whom the gazetteer then found in every
+# later line. Unless the line speaks English in the first person (code-switching: read as detected).
+_USUAL_SHARE = 0.8
+_USUAL_AFTER = 20  # memories counted before the user's usual language is trusted
+
+
 def _mentions(g: UserGraph, text: str, is_bot: bool) -> list[Mention]:
     gazetteer, max_words = g.gazetteer()
     code = language(text)
+    usual = _usual_language(g)
+    if (
+        usual is not None
+        and code != usual
+        and lexicon(usual) is not None
+        and not _speaks_english(text)
+        and usual in LATIN
+        and not _mostly_unlatin(text)  # a line in another script is read in its own language
+    ):
+        code = usual
     if code is not None and not is_bot:  # the language of the user's memories ("what is true now" is said in it)
         g.languages[code] = g.languages.get(code, 0) + 1
     return typed_mentions(text, gazetteer, max_words, code)
+
+
+def _usual_language(g: UserGraph) -> str | None:
+    total = sum(g.languages.values())
+    if total < _USUAL_AFTER:
+        return None
+    code, n = max(g.languages.items(), key=lambda kv: kv[1])
+    return code if n >= _USUAL_SHARE * total else None
+
+
+def _speaks_english(text: str) -> bool:
+    english = lexicon("en")
+    return english is not None and english.first_person is not None and bool(english.first_person.search(text))
 
 
 _LETTER = regex.compile(r"\p{L}")
@@ -220,8 +251,7 @@ def typed_mentions(
     always was. `code`: the text's language when the caller decided it."""
     code = code or language(text)
     lex = lexicon(code)
-    english = lexicon("en")
-    speaks_english = english is not None and english.first_person is not None and english.first_person.search(text)
+    speaks_english = _speaks_english(text)
     if lex is None and code not in (None, "en") and not speaks_english and _mostly_unlatin(text):
         # a language without a lexicon in another script ("أسكن في Dubai", "Живу в Berlin"): its capitalised Latin
         # words are names of something, but nothing says of what; typed "other", never guessed to be people. (A
