@@ -89,3 +89,27 @@ def test_a_cache_that_cannot_be_written_loads_the_file_as_before_and_says_why(sp
     assert r["messages"][0]["content"] == MEMORIES[0]
     assert "no mapped copy" in sc.stderr()
     assert sc.shutdown() == 0
+
+
+def test_making_a_copy_removes_the_ones_no_start_used_for_a_month_and_each_start_marks_its_own(spawn, tmp_path):
+    import os
+    import time
+
+    cache = tmp_path / "cache"
+    month_ago = time.time() - 40 * 86_400
+    for name, age in (("a" * 64, month_ago), ("b" * 64, time.time() - 5 * 86_400), (".cc-1-dead", month_ago)):
+        folder = cache / name
+        folder.mkdir(parents=True)
+        (folder / "copy.json").write_text("{}")
+        (folder / "model.onnx.data").write_bytes(b"\0" * 16)
+        os.utime(folder / "copy.json", (age, age))
+        os.utime(folder, (age, age))
+    sc = spawn(env={"MEMORY_SIDECAR_MODEL_CACHE": str(cache)})  # a new model copy is made: the old ones go
+    assert sc.shutdown() == 0
+    left = sorted(p.name for p in cache.iterdir())
+    assert "a" * 64 not in left and ".cc-1-dead" not in left and "b" * 64 in left, left  # five days: kept
+    (mine,) = [cache / n for n in left if n != "b" * 64]
+    os.utime(mine / "copy.json", (month_ago, month_ago))
+    again = spawn(env={"MEMORY_SIDECAR_MODEL_CACHE": str(cache)})
+    assert again.shutdown() == 0
+    assert time.time() - (mine / "copy.json").stat().st_mtime < 3_600  # used now: not the next one to go

@@ -18,7 +18,9 @@ seconds for a 470 MB model on a loaded machine; the copy is written by the sidec
 The cache is `MEMORY_SIDECAR_MODEL_CACHE` when set (`off` to load the original as before), else the per-user
 cache folder (platformdirs: ~/.cache/memory-sidecar/models on Linux). A copy is written into a folder of its own
 and renamed into place, so sidecars starting together never read half a copy. When the copy cannot be made (a
-read-only or full disk), the original is loaded as before and a warning says why.
+read-only or full disk), the original is loaded as before and a warning says why. Each start that uses a copy
+touches its `copy.json`; making a new copy (another model, or a new version of one) removes the copies no start
+has used for KEEP_UNUSED_DAYS and the work folders a crash left, so the cache holds what is in use.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import json
 import logging
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -41,6 +44,8 @@ FILES = ("model.onnx", DATA_NAME)
 MIN_EXTERNAL_BYTES = 1024
 # an ONNX file smaller than this already keeps its weights outside (or has almost none): loaded as it is
 MIN_SOURCE_BYTES = 1 << 20
+KEEP_UNUSED_DAYS = 30  # a copy no start has used for this long goes when another copy is made
+_WORK_LEFT_SECONDS = 86_400  # a work folder older than this was left by a process that died while copying
 
 
 def cache_root() -> Path | None:
@@ -65,11 +70,16 @@ def mapped_model(onnx: Path, digest: str) -> Path | None:
         folder = root / digest
         found = _checked(folder)
         if found is not None:
+            try:
+                os.utime(folder / MARKER)  # used now (its own times are not checked)
+            except OSError:
+                pass  # a read-only cache: the copy still serves
             return found
         _make(onnx, root, folder)
         found = _checked(folder)
         if found is None:
             raise OSError(f"the copy in {folder} does not match what was written")
+        _sweep(root, folder)
         return found
     except Exception as exc:  # a read-only or full disk, or onnxruntime failing to save: the original as before
         log.warning(
@@ -97,6 +107,26 @@ def _checked(folder: Path) -> Path | None:
     log.warning("the mapped copy of the model in %s is damaged: making it again", folder)
     shutil.rmtree(folder, ignore_errors=True)
     return None
+
+
+def _sweep(root: Path, keep: Path) -> None:
+    """Remove the copies beside `keep` that no start used for KEEP_UNUSED_DAYS, and work folders a crash left."""
+    now = time.time()
+    for path in root.iterdir():
+        if path == keep or not path.is_dir():
+            continue
+        try:
+            if path.name.startswith("."):
+                old = now - path.stat().st_mtime > _WORK_LEFT_SECONDS
+            else:
+                marker = path / MARKER
+                used = (marker if marker.exists() else path).stat().st_mtime
+                old = now - used > KEEP_UNUSED_DAYS * 86_400
+        except OSError:
+            continue
+        if old:
+            shutil.rmtree(path, ignore_errors=True)  # a process still mapping it keeps its pages (POSIX)
+            log.info("model cache: removed %s, unused for over %d days", path, KEEP_UNUSED_DAYS)
 
 
 def _stamp(path: Path) -> list[int]:
