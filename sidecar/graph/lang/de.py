@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from .latin import QUESTION, SENTENCE_END, gendered, name, thing
-from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
+from .types import CueGrammar, Lexicon, Validity, alternation, cue_maker
 
 KIN = {
     "schwester": "sister",
@@ -115,8 +115,7 @@ PARTS = {
 }
 
 
-def _cue(predicate: str, pattern: str, **kw: bool | str) -> Cue:
-    return Cue(predicate, expand(pattern, PARTS), **kw)  # type: ignore[arg-type]
+_cue = cue_maker(PARTS)
 
 
 CUES = (

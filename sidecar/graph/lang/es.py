@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .latin import QUESTION, SENTENCE_END, name, thing
-from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
+from .types import CueGrammar, Lexicon, Validity, alternation, cue_maker
 
 KIN = {
     "hermana": "sister", "hermano": "brother", "madre": "mother", "mamá": "mother", "mama": "mother",
@@ -61,8 +61,7 @@ PARTS = {
 }
 
 
-def _cue(predicate: str, pattern: str, **kw: bool | str) -> Cue:
-    return Cue(predicate, expand(pattern, PARTS), **kw)  # type: ignore[arg-type]
+_cue = cue_maker(PARTS)
 
 
 CUES = (

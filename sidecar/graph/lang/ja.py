@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
+from .types import CueGrammar, Lexicon, Validity, alternation, cue_maker
 
 KIN = {
     "妹": "sister", "姉": "sister", "お姉さん": "sister", "姉さん": "sister", "兄": "brother", "お兄さん": "brother",
@@ -35,8 +35,7 @@ POLITE = r"(?:います|いる|いて|ます|る)"
 PARTS = {"N": N, "T": rf"{TIME}?", "TITLE": alternation(JOBS), "PET": alternation(PETS), "POLITE": POLITE}
 
 
-def _cue(predicate: str, pattern: str, **kw: bool | str) -> Cue:
-    return Cue(predicate, expand(pattern, PARTS), subject="any", **kw)  # type: ignore[arg-type]
+_cue = cue_maker(PARTS, subject="any")
 
 
 CUES = (

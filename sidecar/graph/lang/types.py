@@ -5,7 +5,7 @@ graph asks of a language (first person, validity, "what is true now")."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 Pattern = re.Pattern[str]
@@ -189,6 +189,16 @@ def expand(pattern: str, parts: Mapping[str, str]) -> Pattern:
     for key, value in parts.items():
         pattern = pattern.replace("{" + key + "}", value)
     return re.compile(pattern)
+
+
+def cue_maker(parts: Mapping[str, str], **defaults: bool | str) -> Callable[..., Cue]:
+    """A lexicon's cue builder: `cue(predicate, pattern, **kw)` with the pattern's `{PART}`s filled from `parts` and
+    `defaults` (e.g. `subject="any"`) under the cue's own keywords."""
+
+    def cue(predicate: str, pattern: str, **kw: bool | str) -> Cue:
+        return Cue(predicate, expand(pattern, parts), **{**defaults, **kw})  # type: ignore[arg-type]
+
+    return cue
 
 
 def alternation(words: Iterable[str]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .types import Cue, CueGrammar, Lexicon, Validity, alternation, expand
+from .types import CueGrammar, Lexicon, Validity, alternation, cue_maker
 
 KIN = {
     "妹妹": "sister", "姐姐": "sister", "妹": "sister", "姐": "sister", "哥哥": "brother", "弟弟": "brother",
@@ -46,8 +46,7 @@ ADV = r"(?:也|还|都|就|一直|正在|已经|刚刚|刚|终于|现在|目前|
 PARTS = {"N": N, "TERM": TERM, "TITLE": alternation(JOBS), "PET": alternation(PETS), "THING": THING, "ADV": ADV}
 
 
-def _cue(predicate: str, pattern: str, **kw: bool | str) -> Cue:
-    return Cue(predicate, expand(pattern, PARTS), subject="any", **kw)  # type: ignore[arg-type]
+_cue = cue_maker(PARTS, subject="any")
 
 
 CUES = (
