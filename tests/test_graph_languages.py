@@ -170,9 +170,14 @@ def test_german_nouns_are_not_people_and_a_language_without_a_lexicon_makes_no_r
     assert {"Lena"} <= names and not names & {"Hund", "Mein Hund", "Wochenende", "Käsespätzle", "Vegetarier",
                                                 "Mein Lieblingsessen", "Bello"}, names  # fmt: skip
     assert ("has_pet", "Bello", False) in _relations_of(sc, "lang-nouns", "mara")
-    store_all(sc, "lang-none", ["Я живу в Москве и работаю в Яндексе.", "Мой брат Иван живёт в Казани."])
-    got = sc.request({"type": "entity", "user_id": "lang-none", "name": "Caroline"})
-    assert got["type"] == "error" or got["relations"] == [], got  # no relation: none rather than a wrong one
+    store_all(
+        sc, "lang-none", ["Я живу в Москве и работаю в Яндексе.", "Мой брат Иван живёт в Казани."], username="mara"
+    )
+    listed = sc.request({"type": "entities", "user_id": "lang-none"})
+    assert listed["type"] == "entities", listed
+    for name in ["mara", *(e["name"] for e in listed["entities"])]:  # the speaker (who would hold lives_in) and all
+        got = sc.request({"type": "entity", "user_id": "lang-none", "name": name})
+        assert got["type"] == "error" or got["relations"] == [], got  # no relation: none rather than a wrong one
 
 
 def test_now_and_before_and_what_is_true_now_in_the_users_language(shared_sidecar):
